@@ -1,0 +1,25 @@
+// Runs the whole suite with node's built-in test runner (through tsx), one file at a time:
+// simulated clusters use fixed namespace names and ports, so files must not overlap.
+import { spawnSync } from 'node:child_process';
+import { readdirSync, statSync } from 'node:fs';
+import { join, relative } from 'node:path';
+
+function findTests(dir: string): string[] {
+  return readdirSync(dir)
+    .sort()
+    .flatMap((name) => {
+      const path = join(dir, name);
+      if (statSync(path).isDirectory()) return findTests(path);
+      return name.endsWith('.test.ts') ? [path] : [];
+    });
+}
+
+const roots = process.argv.slice(2);
+const files = (roots.length ? roots : ['test']).flatMap((root) => (statSync(root).isDirectory() ? findTests(root) : [root]));
+const reporter = "spec";
+const result = spawnSync(
+  process.execPath,
+  ['--import', 'tsx', '--test', '--test-concurrency=1', `--test-reporter=${reporter}`, ...files.map((f) => relative('.', f))],
+  { stdio: 'inherit' },
+);
+process.exit(result.status ?? 1);

@@ -1,0 +1,188 @@
+// State of one simulated host, kept in a folder that the host's sshd exports as LIFTOFF_SIM_HOST_DIR.
+// Every simulated tool (systemctl, docker, nvidia-smi, ray, vllm) reads and writes it through this module.
+import { mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync, existsSync, renameSync } from 'node:fs';
+import { join } from 'node:path';
+
+export type GpuFlavour = 'h200' | 'gb10';
+
+/** Written by `sim up`; read by the tools. */
+export interface HostConfig {
+  name: string;
+  /** Address the control host uses for SSH (management network), or the cluster IP when reachable only through a jump host. */
+  address: string;
+  /** Interconnect address (NCCL/GLOO/Ray). */
+  clusterIp: string;
+  /** Interconnect interface name, as NCCL_SOCKET_IFNAME would name it. */
+  clusterIface: string;
+  flavour: GpuFlavour;
+  gpuCount: number;
+  /** Device memory per GPU in MiB (h200: 143771). On gb10 the unified system memory in MiB. */
+  gpuMemoryMiB: number;
+  /** Images `docker image inspect` knows. */
+  images: string[];
+  /** Paths (inside the host's view of the filesystem) that hold model weights, e.g. the HF cache. */
+  modelDirs: string[];
+  /** Pace of a simulated vLLM load. */
+  vllm: {
+    shards: number;
+    shardSeconds: number;
+    graphCaptureSeconds: number;
+    /** MiB of GPU memory the server holds per GPU once loaded. */
+    memoryMiB: number;
+  };
+}
+
+/** Faults switched on per host by `sim fault`; read by the tools on each invocation. */
+export interface HostFaults {
+  crashAtShard?: number;
+  hangAtShard?: number;
+  oomAtGraphCapture?: boolean;
+  /** GPU memory of a killed process stays reported for this many seconds. */
+  gpuHeldAfterKillSeconds?: number;
+  /** A Ray worker on this host cannot reach its head. */
+  rayCannotReachHead?: boolean;
+}
+
+export interface GpuProcess {
+  pid: number;
+  processName: string;
+  usedMiB: number;
+  gpuIndex: number;
+  /** Set by the first observer that sees the pid dead. */
+  diedAtMs?: number;
+}
+
+export function hostDir(): string {
+  const dir = process.env.LIFTOFF_SIM_HOST_DIR;
+  if (!dir) throw new Error('LIFTOFF_SIM_HOST_DIR is not set: this tool runs only on a simulated host');
+  return dir;
+}
+
+export const paths = {
+  config: (dir: string) => join(dir, 'host.json'),
+  faults: (dir: string) => join(dir, 'faults.json'),
+  units: (dir: string) => join(dir, 'units'),
+  containers: (dir: string) => join(dir, 'containers'),
+  gpu: (dir: string) => join(dir, 'gpu'),
+  ray: (dir: string) => join(dir, 'ray'),
+  launches: (dir: string) => join(dir, 'launches.log'),
+  meminfo: (dir: string) => join(dir, 'meminfo'),
+  home: (dir: string) => join(dir, 'home'),
+};
+
+export function readJson<T>(file: string): T | undefined {
+  try {
+    return JSON.parse(readFileSync(file, 'utf8')) as T;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Atomic write: tools on one host run concurrently. */
+export function writeJson(file: string, value: unknown): void {
+  const tmp = `${file}.${process.pid}.${Date.now()}.tmp`;
+  writeFileSync(tmp, JSON.stringify(value, null, 2));
+  renameSync(tmp, file);
+}
+
+export function readHostConfig(dir = hostDir()): HostConfig {
+  const cfg = readJson<HostConfig>(paths.config(dir));
+  if (!cfg) throw new Error(`no host.json in ${dir}`);
+  return cfg;
+}
+
+export function readFaults(dir = hostDir()): HostFaults {
+  return readJson<HostFaults>(paths.faults(dir)) ?? {};
+}
+
+export function writeFaults(dir: string, faults: HostFaults): void {
+  writeJson(paths.faults(dir), faults);
+}
+
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+  return !isZombie(pid);
+}
+
+/**
+ * A killed process whose parent has not reaped it yet still answers kill(pid, 0). Orphans are reaped by
+ * PID 1, which on some machines does so only every few seconds, so a zombie must count as dead.
+ */
+export function isZombie(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // The command name in parentheses may itself contain spaces or parentheses; the state follows the last ')'.
+    return stat.charAt(stat.lastIndexOf(')') + 2) === 'Z';
+  } catch {
+    return false;
+  }
+}
+
+export function registerGpuProcess(dir: string, proc: GpuProcess): void {
+  mkdirSync(paths.gpu(dir), { recursive: true });
+  writeJson(join(paths.gpu(dir), `${proc.pid}-${proc.gpuIndex}.json`), proc);
+  refreshMeminfo(dir);
+}
+
+export function releaseGpuProcess(dir: string, pid: number): void {
+  for (const f of safeReaddir(paths.gpu(dir))) {
+    if (f.startsWith(`${pid}-`)) rmSync(join(paths.gpu(dir), f), { force: true });
+  }
+  refreshMeminfo(dir);
+}
+
+/**
+ * GPU processes as nvidia-smi would report them now. A dead process keeps its memory for
+ * `gpuHeldAfterKillSeconds` (the fault), counted from when it was first seen dead.
+ */
+export function liveGpuProcesses(dir = hostDir()): GpuProcess[] {
+  const heldSeconds = readFaults(dir).gpuHeldAfterKillSeconds ?? 0;
+  const now = Date.now();
+  const out: GpuProcess[] = [];
+  for (const f of safeReaddir(paths.gpu(dir))) {
+    if (!f.endsWith('.json')) continue;
+    const file = join(paths.gpu(dir), f);
+    const proc = readJson<GpuProcess>(file);
+    if (!proc) continue;
+    if (isAlive(proc.pid)) {
+      out.push(proc);
+      continue;
+    }
+    if (proc.diedAtMs === undefined) proc.diedAtMs = now;
+    if (now - proc.diedAtMs < heldSeconds * 1000) {
+      writeJson(file, proc);
+      out.push(proc);
+    } else {
+      rmSync(file, { force: true });
+    }
+  }
+  return out.sort((a, b) => a.gpuIndex - b.gpuIndex || a.pid - b.pid);
+}
+
+/** A fake /proc/meminfo (bind-mounted over the real one in namespace mode): on gb10, GPU memory is system memory. */
+export function refreshMeminfo(dir: string): void {
+  const cfg = readJson<HostConfig>(paths.config(dir));
+  if (!cfg) return;
+  const totalKb = cfg.flavour === 'gb10' ? cfg.gpuMemoryMiB * 1024 : 263_000_000;
+  const usedKb =
+    cfg.flavour === 'gb10' ? liveGpuProcesses(dir).reduce((s, p) => s + p.usedMiB * 1024, 0) + 4_000_000 : 8_000_000;
+  const availKb = Math.max(0, totalKb - usedKb);
+  const text = [
+    `MemTotal:       ${totalKb} kB`,
+    `MemFree:        ${availKb} kB`,
+    `MemAvailable:   ${availKb} kB`,
+    `Buffers:          120000 kB`,
+    `Cached:          2400000 kB`,
+    '',
+  ].join('\n');
+  // Write in place (not rename): the file is bind-mounted over /proc/meminfo, and a rename would detach it.
+  writeFileSync(paths.meminfo(dir), text);
+}
+
+export function safeReaddir(dir: string): string[] {
+  return existsSync(dir) ? readdirSync(dir) : [];
+}

@@ -1,0 +1,45 @@
+// How activities reach hosts: the workflow passes a target (plain data) and references to credentials
+// (paths, never key material); the key is read here, inside the activity.
+import { Context } from '@temporalio/activity';
+import { SshPool, type SshAuth, type SshSession } from '../ssh/executor.js';
+import type { SshTargetData } from '../config/targets.js';
+
+export interface SshAuthRef {
+  privateKeyPath?: string;
+  useAgent?: boolean;
+  knownHostsPath: string;
+}
+
+export interface HostRef {
+  target: SshTargetData;
+  auth: SshAuthRef;
+}
+
+export function toSshAuth(ref: SshAuthRef): SshAuth {
+  return { privateKeyPath: ref.privateKeyPath, useAgent: ref.useAgent, knownHostsPath: ref.knownHostsPath };
+}
+
+/**
+ * Runs `fn` with one SSH session to the host, reused for every command of this activity and closed after,
+ * so an activity costs one handshake per host.
+ */
+export async function onHost<T>(ref: HostRef, fn: (session: SshSession) => Promise<T>): Promise<T> {
+  const pool = new SshPool(toSshAuth(ref.auth));
+  const signal = activitySignal();
+  const abort = () => void pool.closeAll();
+  signal?.addEventListener('abort', abort);
+  try {
+    return await fn(await pool.session(ref.target));
+  } finally {
+    signal?.removeEventListener('abort', abort);
+    await pool.closeAll();
+  }
+}
+
+function activitySignal(): AbortSignal | undefined {
+  try {
+    return Context.current().cancellationSignal;
+  } catch {
+    return undefined; // called outside an activity (tests, CLI)
+  }
+}

@@ -1,0 +1,26 @@
+// Maps errors to exit codes in one place, so every command reports failures the same way.
+import { SpecError } from '../config/load.js';
+import { TemporalUnreachableError } from '../temporal/connection.js';
+import { ExitCode } from './exit-codes.js';
+import { emitError, type OutputOptions } from './render.js';
+
+export class UsageError extends Error {
+  override name = 'UsageError';
+}
+
+export function exitCodeFor(err: unknown): number {
+  if (err instanceof SpecError || err instanceof UsageError) return ExitCode.invalidInput;
+  if (err instanceof TemporalUnreachableError) return ExitCode.temporalUnreachable;
+  return ExitCode.deployFailed;
+}
+
+export async function runCommand(opts: OutputOptions, body: () => Promise<number | void>): Promise<void> {
+  try {
+    const code = await body();
+    process.exitCode = code ?? ExitCode.ok;
+  } catch (err) {
+    const code = exitCodeFor(err);
+    emitError(opts, err, code);
+    process.exitCode = code;
+  }
+}

@@ -1,0 +1,58 @@
+// `liftoff dev`: the embedded Temporal dev server plus a worker, until Ctrl-C.
+import { join } from 'node:path';
+import { Command } from 'commander';
+import { startDevServer } from '../temporal/dev-server.js';
+import { connectWorkerConnection } from '../temporal/connection.js';
+import { createLiftoffWorker } from '../worker.js';
+import { TASK_QUEUE } from '../shared/constants.js';
+import { stateDir } from '../cli/state-dir.js';
+import { emit, colors } from '../cli/render.js';
+import { runCommand } from '../cli/run-command.js';
+
+export interface DevOptions {
+  port: string;
+  uiPort: string;
+  namespace: string;
+  json?: boolean;
+}
+
+export const devCommand = new Command('dev')
+  .description('run the embedded Temporal dev server (history kept in .liftoff/) and a liftoff worker')
+  .option('--port <port>', 'Temporal frontend port', '7233')
+  .option('--ui-port <port>', 'Temporal UI port', '8233')
+  .option('--namespace <ns>', 'Temporal namespace', 'default')
+  .option('--json', 'print the addresses as JSON')
+  .action((opts: DevOptions) =>
+    runCommand(opts, async () => {
+      const server = await startDevServer({
+        stateDir: join(stateDir(), 'temporal'),
+        port: Number(opts.port),
+        uiPort: Number(opts.uiPort),
+        namespace: opts.namespace,
+      });
+      const connection = await connectWorkerConnection({
+        address: server.address,
+        namespace: server.namespace,
+        connectionOptions: { address: server.address },
+      });
+      const worker = await createLiftoffWorker({ connection, namespace: server.namespace });
+      const info = { address: server.address, namespace: server.namespace, ui: server.uiUrl, taskQueue: TASK_QUEUE, database: server.dbFile };
+      emit(opts, info, (i) =>
+        [
+          `${colors.green('Temporal dev server')} ${i.address} (namespace ${i.namespace})`,
+          `${colors.green('Temporal UI')}         ${colors.bold(i.ui)}`,
+          `worker on task queue ${i.taskQueue}; history in ${i.database}`,
+          'Press Ctrl-C to stop.',
+        ].join('\n'),
+      );
+      const stop = () => worker.shutdown();
+      process.once('SIGINT', stop);
+      process.once('SIGTERM', stop);
+      try {
+        await worker.run();
+      } finally {
+        await connection.close();
+        await server.stop();
+      }
+    }),
+  );

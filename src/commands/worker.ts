@@ -1,0 +1,30 @@
+// `liftoff worker`: a worker against the Temporal that the environment names (TEMPORAL_ADDRESS, profiles…).
+import { Command } from 'commander';
+import { connectWorkerConnection, loadTemporalSettings } from '../temporal/connection.js';
+import { createLiftoffWorker } from '../worker.js';
+import { TASK_QUEUE } from '../shared/constants.js';
+import { emit } from '../cli/render.js';
+import { runCommand } from '../cli/run-command.js';
+
+export const workerCommand = new Command('worker')
+  .description('run a liftoff worker against the configured Temporal (default: the embedded dev server)')
+  .option('--task-queue <name>', 'task queue', TASK_QUEUE)
+  .option('--json', 'print the connection as JSON')
+  .action((opts: { taskQueue: string; json?: boolean }) =>
+    runCommand(opts, async () => {
+      const settings = loadTemporalSettings();
+      const connection = await connectWorkerConnection(settings);
+      const worker = await createLiftoffWorker({ connection, namespace: settings.namespace, taskQueue: opts.taskQueue });
+      emit(opts, { address: settings.address, namespace: settings.namespace, taskQueue: opts.taskQueue }, (i) =>
+        `worker polling ${i.taskQueue} on ${i.address} (namespace ${i.namespace}); Ctrl-C to stop`,
+      );
+      const stop = () => worker.shutdown();
+      process.once('SIGINT', stop);
+      process.once('SIGTERM', stop);
+      try {
+        await worker.run();
+      } finally {
+        await connection.close();
+      }
+    }),
+  );

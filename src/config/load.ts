@@ -1,0 +1,32 @@
+// The one config loader: YAML (or JSON) file → validated spec, or a SpecError naming every bad field.
+import { readFileSync } from 'node:fs';
+import { parse as parseYaml, YAMLParseError } from 'yaml';
+import type { z } from 'zod';
+import { formatIssues } from './errors.js';
+
+export class SpecError extends Error {
+  override name = 'SpecError';
+}
+
+export function parseSpec<S extends z.ZodType>(schema: S, value: unknown, source = 'spec'): z.infer<S> {
+  const result = schema.safeParse(value);
+  if (!result.success) throw new SpecError(`${source} is invalid:\n${formatIssues(result.error)}`);
+  return result.data;
+}
+
+export function loadSpecFile<S extends z.ZodType>(schema: S, file: string): z.infer<S> {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new SpecError(`cannot read spec file ${file}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
+  }
+  let value: unknown;
+  try {
+    value = parseYaml(text, { prettyErrors: true });
+  } catch (err) {
+    const detail = err instanceof YAMLParseError ? err.message : String(err);
+    throw new SpecError(`${file} is not valid YAML: ${detail}`);
+  }
+  return parseSpec(schema, value, file);
+}

@@ -1,0 +1,60 @@
+// Where the CLI and the worker find Temporal: Temporal's own environment configuration (TEMPORAL_ADDRESS,
+// TEMPORAL_NAMESPACE, TEMPORAL_PROFILE, TLS and API key settings, or a temporal.toml profile),
+// defaulting to the embedded dev server.
+import { Client, Connection } from '@temporalio/client';
+import { NativeConnection } from '@temporalio/worker';
+import { loadClientConnectConfig } from '@temporalio/envconfig';
+
+export const EMBEDDED_ADDRESS = '127.0.0.1:7233';
+export const DEFAULT_NAMESPACE = 'default';
+
+export interface TemporalSettings {
+  address: string;
+  namespace: string;
+  connectionOptions: ReturnType<typeof loadClientConnectConfig>['connectionOptions'];
+}
+
+export function loadTemporalSettings(env: NodeJS.ProcessEnv = process.env): TemporalSettings {
+  const overrideEnvVars = Object.fromEntries(
+    Object.entries(env).filter((entry): entry is [string, string] => typeof entry[1] === 'string'),
+  );
+  const config = loadClientConnectConfig({ overrideEnvVars });
+  const address = config.connectionOptions.address ?? EMBEDDED_ADDRESS;
+  return {
+    address,
+    namespace: config.namespace ?? DEFAULT_NAMESPACE,
+    connectionOptions: { ...config.connectionOptions, address },
+  };
+}
+
+/** Raised when no Temporal frontend answers; the CLI maps it to exit code 3. */
+export class TemporalUnreachableError extends Error {
+  override name = 'TemporalUnreachableError';
+  constructor(
+    readonly address: string,
+    cause: unknown,
+  ) {
+    super(
+      `cannot reach Temporal at ${address}: ${cause instanceof Error ? cause.message : String(cause)}. ` +
+        'Start the embedded server with `liftoff dev`, or point TEMPORAL_ADDRESS / TEMPORAL_NAMESPACE at your cluster.',
+    );
+  }
+}
+
+export async function connectClient(settings = loadTemporalSettings()): Promise<Client> {
+  try {
+    const connection = await Connection.connect({ ...settings.connectionOptions, connectTimeout: 5000 });
+    await connection.workflowService.getSystemInfo({});
+    return new Client({ connection, namespace: settings.namespace });
+  } catch (err) {
+    throw new TemporalUnreachableError(settings.address, err);
+  }
+}
+
+export async function connectWorkerConnection(settings = loadTemporalSettings()): Promise<NativeConnection> {
+  try {
+    return await NativeConnection.connect(settings.connectionOptions);
+  } catch (err) {
+    throw new TemporalUnreachableError(settings.address, err);
+  }
+}

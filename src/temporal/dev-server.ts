@@ -1,0 +1,137 @@
+// The embedded Temporal: `temporal server start-dev` with a database file, so history survives a restart.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, openSync, closeSync } from 'node:fs';
+import { join } from 'node:path';
+import { connect } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Connection } from '@temporalio/client';
+import { allSearchAttributeKeys } from '../shared/constants.js';
+import { temporalCliPath } from './cli-path.js';
+
+export interface DevServerOptions {
+  /** Folder for the database file and the server log. */
+  stateDir: string;
+  ip?: string;
+  port?: number;
+  uiPort?: number;
+  namespace?: string;
+  /** How long to wait for the frontend to answer. */
+  readyTimeoutMs?: number;
+}
+
+export interface DevServer {
+  address: string;
+  namespace: string;
+  uiUrl: string;
+  dbFile: string;
+  logFile: string;
+  pid: number;
+  stop(): Promise<void>;
+}
+
+const defaults = { ip: '127.0.0.1', port: 7233, uiPort: 8233, namespace: 'default', readyTimeoutMs: 60_000 };
+
+/** The `--search-attribute` flags that register liftoff's search attributes with the dev server. */
+export function searchAttributeFlags(): string[] {
+  const typeName: Record<string, string> = { KEYWORD: 'Keyword', TEXT: 'Text', INT: 'Int', DOUBLE: 'Double', BOOL: 'Bool', DATETIME: 'Datetime', KEYWORD_LIST: 'KeywordList' };
+  return allSearchAttributeKeys.flatMap((key) => ['--search-attribute', `${key.name}=${typeName[key.type] ?? key.type}`]);
+}
+
+export async function startDevServer(options: DevServerOptions): Promise<DevServer> {
+  const opts = { ...defaults, ...options };
+  for (const port of [opts.port, opts.uiPort]) {
+    if (await portAcceptsConnections(opts.ip, port)) {
+      throw new Error(
+        `port ${opts.ip}:${port} is already in use (another \`liftoff dev\` or Temporal server?); ` +
+          'stop it, or pick other ports with --port/--ui-port',
+      );
+    }
+  }
+  mkdirSync(opts.stateDir, { recursive: true });
+  const dbFile = join(opts.stateDir, 'temporal.db');
+  const logFile = join(opts.stateDir, 'temporal-server.log');
+  const logFd = openSync(logFile, 'a');
+  const child = spawn(
+    temporalCliPath(),
+    [
+      'server', 'start-dev',
+      '--db-filename', dbFile,
+      '--ip', opts.ip,
+      '--port', String(opts.port),
+      '--ui-port', String(opts.uiPort),
+      '--namespace', opts.namespace,
+      '--log-level', 'warn',
+      ...searchAttributeFlags(),
+    ],
+    { stdio: ['ignore', logFd, logFd] },
+  );
+  closeSync(logFd);
+  const address = `${opts.ip}:${opts.port}`;
+  let exited: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+  child.once('exit', (code, signal) => (exited = { code, signal }));
+
+  const deadline = Date.now() + opts.readyTimeoutMs;
+  for (;;) {
+    if (exited) {
+      throw new Error(
+        `temporal dev server exited during start (code ${exited.code}, signal ${exited.signal}); see ${logFile}` +
+          ` (is port ${opts.port} or ${opts.uiPort} already in use?)`,
+      );
+    }
+    if (await frontendAnswers(address, opts.namespace)) break;
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(`temporal dev server did not answer on ${address} within ${opts.readyTimeoutMs} ms; see ${logFile}`);
+    }
+    await sleep(200);
+  }
+
+  return {
+    address,
+    namespace: opts.namespace,
+    uiUrl: `http://${opts.ip}:${opts.uiPort}`,
+    dbFile,
+    logFile,
+    pid: child.pid ?? -1,
+    stop: () => stopChild(child),
+  };
+}
+
+/** Ready means the namespace exists and our search attributes are registered, not merely an open port. */
+async function frontendAnswers(address: string, namespace: string): Promise<boolean> {
+  let connection: Connection | undefined;
+  try {
+    connection = await Connection.connect({ address, connectTimeout: 1000 });
+    const { customAttributes } = await connection.operatorService.listSearchAttributes({ namespace });
+    return allSearchAttributeKeys.every((key) => customAttributes && key.name in customAttributes);
+  } catch {
+    return false;
+  } finally {
+    await connection?.close().catch(() => undefined);
+  }
+}
+
+function portAcceptsConnections(host: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect({ host, port });
+    socket.setTimeout(1000);
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('timeout', () => {
+      socket.destroy();
+      resolve(false);
+    });
+    socket.once('error', () => resolve(false));
+  });
+}
+
+async function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const done = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+  await done;
+  clearTimeout(timer);
+}

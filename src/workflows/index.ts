@@ -1,0 +1,2 @@
+export { probeCluster } from './probe.js';
+export type { ProbeClusterResult } from './probe.js';

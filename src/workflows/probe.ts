@@ -1,0 +1,31 @@
+// The connectivity probe: SSH to every host (host keys verified) and read its GPU state.
+// It proves the whole chain (Temporal → worker → SSH → remote tools → parsers) and becomes the deploy's preflight.
+import { ApplicationFailure, proxyActivities } from '@temporalio/workflow';
+import type * as activities from '../activities/index.js';
+import type { GpuState } from '../activities/gpu.js';
+import { probeSpecSchema } from '../config/schema.js';
+import { resolveSshTarget } from '../config/targets.js';
+import { formatIssues } from '../config/errors.js';
+
+const { readGpuState } = proxyActivities<typeof activities>({
+  startToCloseTimeout: '1 minute',
+  retry: { maximumAttempts: 3, initialInterval: '1 second', nonRetryableErrorTypes: ['HostKeyUnknownError', 'HostKeyMismatchError'] },
+});
+
+export interface ProbeClusterResult {
+  cluster: string;
+  hosts: GpuState[];
+}
+
+export async function probeCluster(input: unknown): Promise<ProbeClusterResult> {
+  const parsed = probeSpecSchema.safeParse(input);
+  if (!parsed.success) {
+    throw ApplicationFailure.nonRetryable(`invalid spec:\n${formatIssues(parsed.error)}`, 'InvalidSpec');
+  }
+  const spec = parsed.data;
+  const auth = { privateKeyPath: spec.ssh.privateKeyPath, useAgent: spec.ssh.useAgent, knownHostsPath: spec.ssh.knownHostsPath };
+  const hosts = await Promise.all(
+    spec.hosts.map((h) => readGpuState({ target: resolveSshTarget(spec.hosts, spec.ssh, h.name), auth })),
+  );
+  return { cluster: spec.cluster, hosts };
+}
