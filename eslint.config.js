@@ -14,10 +14,21 @@ export default tseslint.config(
       parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
     },
     rules: {
-      '@typescript-eslint/no-floating-promises': 'error',
+      // node:test's describe/it return promises the runner itself awaits.
+      '@typescript-eslint/no-floating-promises': [
+        'error',
+        {
+          allowForKnownSafeCalls: [
+            { from: 'package', package: 'node:test', name: ['describe', 'it', 'test', 'suite'] },
+          ],
+        },
+      ],
       '@typescript-eslint/no-misused-promises': 'error',
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
-      '@typescript-eslint/restrict-template-expressions': ['error', { allowNumber: true, allowBoolean: true }],
+      '@typescript-eslint/restrict-template-expressions': [
+        'error',
+        { allowNumber: true, allowBoolean: true },
+      ],
     },
   },
   {
@@ -32,11 +43,23 @@ export default tseslint.config(
             message: 'Workflow code must be deterministic: Node builtins are not allowed in src/workflows.',
           })),
           patterns: [
-            { group: ['../activities/*', '../ssh/*', '../temporal/*'], message: 'Workflows import activity types only via `import type`.', allowTypeImports: true },
+            {
+              group: ['../activities/*', '../ssh/*', '../temporal/*'],
+              message: 'Workflows import activity types only via `import type`.',
+              allowTypeImports: true,
+            },
           ],
         },
       ],
-      'no-restricted-globals': ['error', 'process', 'setImmediate', 'require', '__dirname', '__filename', 'Buffer'],
+      'no-restricted-globals': [
+        'error',
+        'process',
+        'setImmediate',
+        'require',
+        '__dirname',
+        '__filename',
+        'Buffer',
+      ],
     },
   },
 );

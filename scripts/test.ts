@@ -15,11 +15,20 @@ function findTests(dir: string): string[] {
 }
 
 const roots = process.argv.slice(2);
-const files = (roots.length ? roots : ['test']).flatMap((root) => (statSync(root).isDirectory() ? findTests(root) : [root]));
-const reporter = "spec";
+const files = (roots.length ? roots : ['test']).flatMap((root) =>
+  statSync(root).isDirectory() ? findTests(root) : [root],
+);
+const reporter = 'spec';
 const result = spawnSync(
   process.execPath,
-  ['--import', 'tsx', '--test', '--test-concurrency=1', `--test-reporter=${reporter}`, ...files.map((f) => relative('.', f))],
+  [
+    '--import',
+    'tsx',
+    '--test',
+    '--test-concurrency=1',
+    `--test-reporter=${reporter}`,
+    ...files.map((f) => relative('.', f)),
+  ],
   { stdio: 'inherit' },
 );
 process.exit(result.status ?? 1);

@@ -169,7 +169,9 @@ export function refreshMeminfo(dir: string): void {
   if (!cfg) return;
   const totalKb = cfg.flavour === 'gb10' ? cfg.gpuMemoryMiB * 1024 : 263_000_000;
   const usedKb =
-    cfg.flavour === 'gb10' ? liveGpuProcesses(dir).reduce((s, p) => s + p.usedMiB * 1024, 0) + 4_000_000 : 8_000_000;
+    cfg.flavour === 'gb10'
+      ? liveGpuProcesses(dir).reduce((s, p) => s + p.usedMiB * 1024, 0) + 4_000_000
+      : 8_000_000;
   const availKb = Math.max(0, totalKb - usedKb);
   const text = [
     `MemTotal:       ${totalKb} kB`,

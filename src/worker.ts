@@ -1,6 +1,11 @@
 // The liftoff worker: runs the deploy workflows and the activities that act on hosts over SSH.
 import { fileURLToPath } from 'node:url';
-import { bundleWorkflowCode, Worker, type NativeConnection, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import {
+  bundleWorkflowCode,
+  Worker,
+  type NativeConnection,
+  type WorkflowBundleWithSourceMap,
+} from '@temporalio/worker';
 import * as activities from './activities/index.js';
 import { TASK_QUEUE } from './shared/constants.js';
 
@@ -8,7 +13,9 @@ export const workflowsPath = fileURLToPath(new URL('./workflows/index.ts', impor
 
 // Sources use NodeNext-style `.js` specifiers that point at `.ts` files.
 const bundlerOptions = {
-  webpackConfigHook: (config: Parameters<NonNullable<Parameters<typeof bundleWorkflowCode>[0]['webpackConfigHook']>>[0]) => {
+  webpackConfigHook: (
+    config: Parameters<NonNullable<Parameters<typeof bundleWorkflowCode>[0]['webpackConfigHook']>>[0],
+  ) => {
     config.resolve = { ...config.resolve, extensionAlias: { '.js': ['.ts', '.js'] } };
     return config;
   },
@@ -45,6 +52,6 @@ export async function createLiftoffWorker(opts: LiftoffWorkerOptions): Promise<W
     taskQueue: opts.taskQueue ?? TASK_QUEUE,
     workflowBundle: await workflowBundle(),
     activities,
-    identity: opts.identity,
+    ...(opts.identity ? { identity: opts.identity } : {}),
   });
 }

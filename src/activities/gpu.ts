@@ -45,7 +45,11 @@ export async function readGpuState(ref: HostRef): Promise<GpuState> {
       memoryUsedMiB: numberOrNull(row['memory.used']),
       memoryTotalMiB: numberOrNull(row['memory.total']),
     }));
-    const processes = parseComputeApps(apps.stdout).map((p) => ({ pid: p.pid, processName: p.processName, usedMiB: p.usedMiB }));
+    const processes = parseComputeApps(apps.stdout).map((p) => ({
+      pid: p.pid,
+      processName: p.processName,
+      usedMiB: p.usedMiB,
+    }));
     return {
       host: ref.target.name,
       gpus,

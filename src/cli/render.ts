@@ -14,14 +14,22 @@ export function emit<T>(opts: OutputOptions, result: T, text: (r: T) => string):
 export function emitError(opts: OutputOptions, err: unknown, code: number): void {
   const message = err instanceof Error ? err.message : String(err);
   const name = err instanceof Error ? err.name : 'Error';
-  if (opts.json) process.stdout.write(`${JSON.stringify({ error: { name, message, exitCode: code } }, null, 2)}\n`);
+  if (opts.json)
+    process.stdout.write(`${JSON.stringify({ error: { name, message, exitCode: code } }, null, 2)}\n`);
   else process.stderr.write(`${pc.red('error')}: ${message}\n`);
 }
 
 export function table(rows: string[][]): string {
   const widths: number[] = [];
   for (const row of rows) row.forEach((cell, i) => (widths[i] = Math.max(widths[i] ?? 0, cell.length)));
-  return rows.map((row) => row.map((cell, i) => cell.padEnd(widths[i] ?? 0)).join('  ').trimEnd()).join('\n');
+  return rows
+    .map((row) =>
+      row
+        .map((cell, i) => cell.padEnd(widths[i] ?? 0))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n');
 }
 
 export const colors = pc;

@@ -36,7 +36,13 @@ export const devCommand = new Command('dev')
         connectionOptions: { address: server.address },
       });
       const worker = await createLiftoffWorker({ connection, namespace: server.namespace });
-      const info = { address: server.address, namespace: server.namespace, ui: server.uiUrl, taskQueue: TASK_QUEUE, database: server.dbFile };
+      const info = {
+        address: server.address,
+        namespace: server.namespace,
+        ui: server.uiUrl,
+        taskQueue: TASK_QUEUE,
+        database: server.dbFile,
+      };
       emit(opts, info, (i) =>
         [
           `${colors.green('Temporal dev server')} ${i.address} (namespace ${i.namespace})`,

@@ -6,15 +6,18 @@ import { connectClient } from '../temporal/connection.js';
 import { TASK_QUEUE, searchAttributes } from '../shared/constants.js';
 import { emit, table } from '../cli/render.js';
 import { runCommand } from '../cli/run-command.js';
-import type { ProbeClusterResult } from '../workflows/index.js';
+import { probeCluster, type ProbeClusterResult } from '../workflows/index.js';
 
 export function renderProbe(result: ProbeClusterResult): string {
   const rows = [['HOST', 'GPU', 'MEMORY USED/TOTAL', 'PROCESSES', 'MEM AVAILABLE']];
   for (const host of result.hosts) {
-    const procs = host.processes.map((p) => `${p.pid} ${p.processName} ${p.usedMiB ?? '?'} MiB`).join(', ') || 'none';
+    const procs =
+      host.processes.map((p) => `${p.pid} ${p.processName} ${p.usedMiB ?? '?'} MiB`).join(', ') || 'none';
     for (const gpu of host.gpus) {
       const mem =
-        gpu.memoryUsedMiB === null || gpu.memoryTotalMiB === null ? 'n/a (unified)' : `${gpu.memoryUsedMiB}/${gpu.memoryTotalMiB} MiB`;
+        gpu.memoryUsedMiB === null || gpu.memoryTotalMiB === null
+          ? 'n/a (unified)'
+          : `${gpu.memoryUsedMiB}/${gpu.memoryTotalMiB} MiB`;
       rows.push([host.host, `${gpu.index} ${gpu.name}`, mem, procs, `${host.memAvailableMiB} MiB`]);
     }
   }
@@ -30,13 +33,13 @@ export const probeCommand = new Command('probe')
       const spec = loadSpecFile(probeSpecSchema, opts.config);
       const client = await connectClient();
       try {
-        const result = await client.workflow.execute('probeCluster', {
+        const result = await client.workflow.execute(probeCluster, {
           taskQueue: TASK_QUEUE,
           workflowId: `liftoff-probe-${spec.cluster}`,
           args: [spec],
           typedSearchAttributes: [{ key: searchAttributes.cluster, value: spec.cluster }],
         });
-        emit(opts, result as ProbeClusterResult, renderProbe);
+        emit(opts, result, renderProbe);
       } finally {
         await client.connection.close();
       }

@@ -14,9 +14,15 @@ export const workerCommand = new Command('worker')
     runCommand(opts, async () => {
       const settings = loadTemporalSettings();
       const connection = await connectWorkerConnection(settings);
-      const worker = await createLiftoffWorker({ connection, namespace: settings.namespace, taskQueue: opts.taskQueue });
-      emit(opts, { address: settings.address, namespace: settings.namespace, taskQueue: opts.taskQueue }, (i) =>
-        `worker polling ${i.taskQueue} on ${i.address} (namespace ${i.namespace}); Ctrl-C to stop`,
+      const worker = await createLiftoffWorker({
+        connection,
+        namespace: settings.namespace,
+        taskQueue: opts.taskQueue,
+      });
+      emit(
+        opts,
+        { address: settings.address, namespace: settings.namespace, taskQueue: opts.taskQueue },
+        (i) => `worker polling ${i.taskQueue} on ${i.address} (namespace ${i.namespace}); Ctrl-C to stop`,
       );
       const stop = () => worker.shutdown();
       process.once('SIGINT', stop);

@@ -19,7 +19,9 @@ export function loadSpecFile<S extends z.ZodType>(schema: S, file: string): z.in
   try {
     text = readFileSync(file, 'utf8');
   } catch (err) {
-    throw new SpecError(`cannot read spec file ${file}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
+    throw new SpecError(
+      `cannot read spec file ${file}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`,
+    );
   }
   let value: unknown;
   try {

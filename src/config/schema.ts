@@ -6,7 +6,11 @@ const hostName = z
   .string()
   .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/, 'expected a host name of letters, digits, ".", "_" or "-"');
 
-const port = z.number().int().min(1, 'expected a port from 1 to 65535').max(65535, 'expected a port from 1 to 65535');
+const port = z
+  .number()
+  .int()
+  .min(1, 'expected a port from 1 to 65535')
+  .max(65535, 'expected a port from 1 to 65535');
 
 export const sshSchema = z.object({
   user: z.string().regex(/^[a-z_][a-z0-9_-]{0,31}$/i, 'expected a Unix user name'),

@@ -10,11 +10,21 @@ export interface SshTargetData {
   jump?: SshTargetData;
 }
 
-export function resolveSshTarget(hosts: readonly HostSpec[], ssh: SshSpec, name: string, seen: string[] = []): SshTargetData {
+export function resolveSshTarget(
+  hosts: readonly HostSpec[],
+  ssh: SshSpec,
+  name: string,
+  seen: string[] = [],
+): SshTargetData {
   const host = hosts.find((h) => h.name === name);
   if (!host) throw new Error(`unknown host ${JSON.stringify(name)}`);
   if (seen.includes(name)) throw new Error(`jumpHost loop: ${[...seen, name].join(' -> ')}`);
-  const target: SshTargetData = { name: host.name, host: host.address, port: host.port ?? ssh.port, user: host.user ?? ssh.user };
+  const target: SshTargetData = {
+    name: host.name,
+    host: host.address,
+    port: host.port ?? ssh.port,
+    user: host.user ?? ssh.user,
+  };
   if (host.jumpHost) target.jump = resolveSshTarget(hosts, ssh, host.jumpHost, [...seen, name]);
   return target;
 }

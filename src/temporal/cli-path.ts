@@ -22,7 +22,10 @@ function findExecutable(name: string, envOverride: string, installHint: string):
   }
   const candidates = [
     join(projectRoot, '.venv', 'bin', name),
-    ...(process.env.PATH ?? '').split(delimiter).filter(Boolean).map((dir) => join(dir, name)),
+    ...(process.env.PATH ?? '')
+      .split(delimiter)
+      .filter(Boolean)
+      .map((dir) => join(dir, name)),
   ];
   const found = candidates.find(isExecutable);
   if (!found) {

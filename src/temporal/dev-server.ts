@@ -33,8 +33,19 @@ const defaults = { ip: '127.0.0.1', port: 7233, uiPort: 8233, namespace: 'defaul
 
 /** The `--search-attribute` flags that register liftoff's search attributes with the dev server. */
 export function searchAttributeFlags(): string[] {
-  const typeName: Record<string, string> = { KEYWORD: 'Keyword', TEXT: 'Text', INT: 'Int', DOUBLE: 'Double', BOOL: 'Bool', DATETIME: 'Datetime', KEYWORD_LIST: 'KeywordList' };
-  return allSearchAttributeKeys.flatMap((key) => ['--search-attribute', `${key.name}=${typeName[key.type] ?? key.type}`]);
+  const typeName: Record<string, string> = {
+    KEYWORD: 'Keyword',
+    TEXT: 'Text',
+    INT: 'Int',
+    DOUBLE: 'Double',
+    BOOL: 'Bool',
+    DATETIME: 'Datetime',
+    KEYWORD_LIST: 'KeywordList',
+  };
+  return allSearchAttributeKeys.flatMap((key) => [
+    '--search-attribute',
+    `${key.name}=${typeName[key.type] ?? key.type}`,
+  ]);
 }
 
 export async function startDevServer(options: DevServerOptions): Promise<DevServer> {
@@ -54,13 +65,20 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
   const child = spawn(
     temporalCliPath(),
     [
-      'server', 'start-dev',
-      '--db-filename', dbFile,
-      '--ip', opts.ip,
-      '--port', String(opts.port),
-      '--ui-port', String(opts.uiPort),
-      '--namespace', opts.namespace,
-      '--log-level', 'warn',
+      'server',
+      'start-dev',
+      '--db-filename',
+      dbFile,
+      '--ip',
+      opts.ip,
+      '--port',
+      String(opts.port),
+      '--ui-port',
+      String(opts.uiPort),
+      '--namespace',
+      opts.namespace,
+      '--log-level',
+      'warn',
       ...searchAttributeFlags(),
     ],
     { stdio: ['ignore', logFd, logFd] },
@@ -81,7 +99,9 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
     if (await frontendAnswers(address, opts.namespace)) break;
     if (Date.now() > deadline) {
       child.kill('SIGKILL');
-      throw new Error(`temporal dev server did not answer on ${address} within ${opts.readyTimeoutMs} ms; see ${logFile}`);
+      throw new Error(
+        `temporal dev server did not answer on ${address} within ${opts.readyTimeoutMs} ms; see ${logFile}`,
+      );
     }
     await sleep(200);
   }

@@ -9,7 +9,11 @@ import { formatIssues } from '../config/errors.js';
 
 const { readGpuState } = proxyActivities<typeof activities>({
   startToCloseTimeout: '1 minute',
-  retry: { maximumAttempts: 3, initialInterval: '1 second', nonRetryableErrorTypes: ['HostKeyUnknownError', 'HostKeyMismatchError'] },
+  retry: {
+    maximumAttempts: 3,
+    initialInterval: '1 second',
+    nonRetryableErrorTypes: ['HostKeyUnknownError', 'HostKeyMismatchError'],
+  },
 });
 
 export interface ProbeClusterResult {
@@ -23,7 +27,11 @@ export async function probeCluster(input: unknown): Promise<ProbeClusterResult> 
     throw ApplicationFailure.nonRetryable(`invalid spec:\n${formatIssues(parsed.error)}`, 'InvalidSpec');
   }
   const spec = parsed.data;
-  const auth = { privateKeyPath: spec.ssh.privateKeyPath, useAgent: spec.ssh.useAgent, knownHostsPath: spec.ssh.knownHostsPath };
+  const auth = {
+    privateKeyPath: spec.ssh.privateKeyPath,
+    useAgent: spec.ssh.useAgent,
+    knownHostsPath: spec.ssh.knownHostsPath,
+  };
   const hosts = await Promise.all(
     spec.hosts.map((h) => readGpuState({ target: resolveSshTarget(spec.hosts, spec.ssh, h.name), auth })),
   );

@@ -18,13 +18,17 @@ describe('embedded Temporal dev server', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  const ports = { port: 17233 + Math.floor(Math.random() * 500), uiPort: 18233 + Math.floor(Math.random() * 500) };
+  const ports = {
+    port: 17233 + Math.floor(Math.random() * 500),
+    uiPort: 18233 + Math.floor(Math.random() * 500),
+  };
 
   it('registers the search attributes and keeps history across a restart', async () => {
     server = await startDevServer({ stateDir: dir, ...ports, namespace: 'liftoff-test' });
     let connection = await Connection.connect({ address: server.address });
     const attrs = await connection.operatorService.listSearchAttributes({ namespace: 'liftoff-test' });
-    for (const key of allSearchAttributeKeys) assert.ok(attrs.customAttributes?.[key.name] !== undefined, key.name);
+    for (const key of allSearchAttributeKeys)
+      assert.ok(attrs.customAttributes?.[key.name] !== undefined, key.name);
 
     // No worker polls this queue, so the workflow stays open: we only need it recorded.
     const client = new Client({ connection, namespace: 'liftoff-test' });
@@ -41,7 +45,9 @@ describe('embedded Temporal dev server', () => {
     server = await startDevServer({ stateDir: dir, ...ports, namespace: 'liftoff-test' });
     connection = await Connection.connect({ address: server.address });
     const again = new Client({ connection, namespace: 'liftoff-test' });
-    const described = await again.workflow.getHandle(handle.workflowId, handle.firstExecutionRunId).describe();
+    const described = await again.workflow
+      .getHandle(handle.workflowId, handle.firstExecutionRunId)
+      .describe();
     assert.equal(described.status.name, 'RUNNING');
     assert.equal(described.type, 'probeCluster');
     await connection.close();
@@ -50,7 +56,12 @@ describe('embedded Temporal dev server', () => {
   it('refuses to start a second server on a port in use, naming the port', async () => {
     assert.ok(server, 'server from the previous test is running');
     await assert.rejects(
-      startDevServer({ stateDir: join(dir, 'second'), ...ports, namespace: 'liftoff-test', readyTimeoutMs: 20_000 }),
+      startDevServer({
+        stateDir: join(dir, 'second'),
+        ...ports,
+        namespace: 'liftoff-test',
+        readyTimeoutMs: 20_000,
+      }),
       new RegExp(`port 127\\.0\\.0\\.1:${ports.port} is already in use`),
     );
   });

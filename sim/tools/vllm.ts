@@ -1,0 +1,516 @@
+// Simulated `vllm serve`: joins the Ray cluster for a GPU placement group, holds GPU memory on every node in
+// it, "loads" shards at the host's pace with real log formats and faults, then serves the OpenAI API.
+import { appendFileSync } from 'node:fs';
+import { readFaults, readHostConfig, paths, type HostConfig, type HostFaults } from '../host-state.js';
+import { numberOption, parseFlags, UsageError } from './ray-args.js';
+import { freeGpuMemoryMiB, holdGpuMemory, releaseGpuMemory } from './ray-gpu.js';
+import {
+  connectWithRetry,
+  gcsUnreachableLines,
+  JsonLineChannel,
+  NO_RUNNING_RAY_MESSAGE,
+  resolveGcsAddress,
+  type BundlePlacement,
+  type ClientMessage,
+  type ServerMessage,
+} from './ray-protocol.js';
+import type { ToolMain } from './tool.js';
+import {
+  ENGINE_INIT_FAILED,
+  frames,
+  gib,
+  graphCaptureLine,
+  shardProgressLine,
+  traceback,
+  vllmLine,
+  VLLM_VERSION,
+  workerPrefix,
+} from './vllm-log.js';
+import { VllmApi } from './vllm-server.js';
+
+const ENGINE_PROCESS_NAME = 'VLLM::EngineCore';
+const DEFAULT_PACE: HostConfig['vllm'] = {
+  shards: 4,
+  shardSeconds: 0.2,
+  graphCaptureSeconds: 0.5,
+  memoryMiB: 1024,
+};
+
+const serveSpec = {
+  values: [
+    'model',
+    'port',
+    'host',
+    'tensor-parallel-size',
+    'pipeline-parallel-size',
+    'distributed-executor-backend',
+    'gpu-memory-utilization',
+    'max-model-len',
+    'max-num-seqs',
+    'max-num-batched-tokens',
+    'dtype',
+    'quantization',
+    'kv-cache-dtype',
+    'download-dir',
+    'tokenizer',
+    'reasoning-parser',
+    'tool-call-parser',
+    'chat-template',
+    'api-key',
+    'uvicorn-log-level',
+    'seed',
+    'swap-space',
+    'compilation-config',
+    'limit-mm-per-prompt',
+    'data-parallel-size',
+    'revision',
+    'load-format',
+  ],
+  booleans: [
+    'trust-remote-code',
+    'enforce-eager',
+    'enable-prefix-caching',
+    'no-enable-prefix-caching',
+    'enable-chunked-prefill',
+    'enable-expert-parallel',
+    'enable-auto-tool-choice',
+    'disable-log-requests',
+    'disable-log-stats',
+    'disable-custom-all-reduce',
+    'async-scheduling',
+  ],
+  lists: ['served-model-name'],
+  aliases: { '-tp': 'tensor-parallel-size', '-pp': 'pipeline-parallel-size', '-q': 'quantization' },
+  allowUnknown: true,
+};
+
+function print(line: string): void {
+  process.stdout.write(`${line}\n`);
+}
+
+const sleep = (seconds: number) => new Promise((r) => setTimeout(r, seconds * 1000));
+
+export const main: ToolMain = async (args) => {
+  const [command, ...rest] = args;
+  if (command === '--version' || command === '-v' || command === 'version') {
+    print(VLLM_VERSION);
+    return 0;
+  }
+  if (command !== 'serve') {
+    process.stderr.write(
+      `usage: vllm [-h] [-v] {chat,complete,serve,bench,collect-env,run-batch} ...\nvllm: error: argument subparser: invalid choice: '${command ?? ''}'\n`,
+    );
+    return 2;
+  }
+  try {
+    return await new VllmServe(rest).run();
+  } catch (e) {
+    if (e instanceof UsageError) {
+      process.stderr.write(`usage: vllm serve [model_tag] [options]\nvllm serve: error: ${e.message}\n`);
+      return 2;
+    }
+    throw e;
+  }
+};
+
+class FatalExit extends Error {
+  constructor(readonly lines: string[]) {
+    super('fatal');
+  }
+}
+
+class VllmServe {
+  private readonly parsed;
+  private readonly model: string;
+  private readonly dir = process.env.LIFTOFF_SIM_HOST_DIR;
+  private readonly cfg: HostConfig | undefined;
+  private readonly pace: HostConfig['vllm'];
+  private readonly faults: HostFaults;
+  private readonly tp: number;
+  private readonly port: number;
+  private readonly driverIp: string;
+  private ray: JsonLineChannel<ServerMessage, ClientMessage> | undefined;
+  private bundles: BundlePlacement[] = [];
+  private headMemoryMonitorDisabled = true;
+  private ownGpus: number[] = [];
+  private api: VllmApi | undefined;
+  /** Set once this process decides to exit, so its own closing of the Ray connection is not a crash. */
+  private stopping = false;
+
+  constructor(private readonly args: string[]) {
+    this.parsed = parseFlags(args, serveSpec);
+    const model = this.parsed.positionals[0] ?? this.parsed.values.get('model');
+    if (!model) throw new UsageError('the following arguments are required: model_tag');
+    this.model = model;
+    this.cfg = this.dir ? readHostConfig(this.dir) : undefined;
+    this.pace = { ...DEFAULT_PACE, ...this.cfg?.vllm };
+    this.faults = this.dir ? readFaults(this.dir) : {};
+    this.tp = numberOption(this.parsed, 'tensor-parallel-size') ?? 1;
+    this.port = numberOption(this.parsed, 'port') ?? 8000;
+    this.driverIp = process.env.VLLM_HOST_IP || this.cfg?.clusterIp || '127.0.0.1';
+  }
+
+  private get servedNames(): string[] {
+    return this.parsed.lists.get('served-model-name') ?? [this.model];
+  }
+
+  private get usesRay(): boolean {
+    return (
+      this.parsed.values.get('distributed-executor-backend') === 'ray' ||
+      this.tp > (this.cfg?.gpuCount ?? this.tp)
+    );
+  }
+
+  async run(): Promise<number> {
+    if (this.dir) {
+      const entry = { time: new Date().toISOString(), pid: process.pid, model: this.model, args: this.args };
+      appendFileSync(paths.launches(this.dir), `${JSON.stringify(entry)}\n`);
+    }
+    process.once('SIGTERM', () => this.shutdown());
+    process.once('SIGINT', () => this.shutdown());
+    try {
+      await this.start();
+      return await new Promise<number>(() => undefined);
+    } catch (e) {
+      if (!(e instanceof FatalExit)) throw e;
+      for (const line of e.lines) print(line);
+      this.stopping = true;
+      this.ray?.close();
+      return 1;
+    }
+  }
+
+  private async start(): Promise<void> {
+    print(vllmLine('INFO', 'api_server.py:1090', `vLLM API server version ${VLLM_VERSION}`));
+    print(vllmLine('INFO', 'utils.py:328', `non-default args: ${this.describeArgs()}`));
+    if (this.usesRay) await this.acquirePlacementGroup();
+    else this.ownGpus = Array.from({ length: this.tp }, (_, i) => i);
+    this.checkFreeMemory();
+    if (this.dir) {
+      for (const gpu of this.ownGpus) {
+        holdGpuMemory(this.dir, process.pid, gpu, this.pace.memoryMiB, ENGINE_PROCESS_NAME);
+      }
+    }
+    await this.loadWeights();
+    await this.captureGraphs();
+    await this.serve();
+  }
+
+  private describeArgs(): string {
+    const entries: [string, string][] = [['model', `'${this.model}'`]];
+    for (const [k, v] of this.parsed.values) {
+      if (k === 'model') continue;
+      entries.push([k.replaceAll('-', '_'), Number.isFinite(Number(v)) ? v : `'${v}'`]);
+    }
+    for (const [k, v] of this.parsed.lists)
+      entries.push([k.replaceAll('-', '_'), `[${v.map((x) => `'${x}'`).join(', ')}]`]);
+    for (const k of this.parsed.booleans) entries.push([k.replaceAll('-', '_'), 'True']);
+    return `{${entries.map(([k, v]) => `'${k}': ${v}`).join(', ')}}`;
+  }
+
+  private workers(): BundlePlacement[] {
+    return this.bundles.filter((b) => b.holderPid !== 0);
+  }
+
+  /** Prints a line as the driver, then as each Ray worker actor would (with its prefix). */
+  private printAll(line: string): void {
+    print(line);
+    for (const b of this.workers()) print(`${workerPrefix(b.holderPid, b.nodeIp)}${line}`);
+  }
+
+  // ------------------------------------------------------------------------------------------- ray
+
+  private async acquirePlacementGroup(): Promise<void> {
+    const source = resolveGcsAddress(undefined, this.dir);
+    if (source.kind !== 'explicit' && source.kind !== 'local') {
+      throw new FatalExit(traceback([frames.engineCore, frames.initRay], NO_RUNNING_RAY_MESSAGE));
+    }
+    const socket = await connectWithRetry(source.addr);
+    if (!socket) {
+      throw new FatalExit([
+        ...gcsUnreachableLines(source.addr),
+        ...traceback([frames.engineCore, frames.initRay], NO_RUNNING_RAY_MESSAGE),
+      ]);
+    }
+    const ray = new JsonLineChannel<ServerMessage, ClientMessage>(socket);
+    this.ray = ray;
+    ray.startHeartbeat();
+    const windowSeconds = Number(process.env.SIM_VLLM_PG_WAIT_S ?? '5');
+    const ready = await new Promise<Extract<ServerMessage, { type: 'placementGroupReady' }> | FatalExit>(
+      (resolve) => {
+        let timer: NodeJS.Timeout | undefined;
+        ray.onMessage((msg) => {
+          if (msg.type === 'placementGroupReady') {
+            clearTimeout(timer);
+            resolve(msg);
+          } else if (msg.type === 'placementGroupPending' && !timer) {
+            print(
+              vllmLine(
+                'INFO',
+                'ray_utils.py:243',
+                `Waiting for creating a placement group of specs for 60 seconds. specs=${msg.specs}. Check \`ray status\` and \`ray list nodes\` to see if you have enough resources, and make sure the IP addresses used by ray cluster are the same as VLLM_HOST_IP environment variable specified in each node if you are running on a multi-node.`,
+              ),
+            );
+            timer = setTimeout(
+              () => resolve(this.placementGroupTimeout(msg.totalGpus, msg.specs)),
+              windowSeconds * 1000,
+            );
+          }
+        });
+        ray.onClose(() => {
+          clearTimeout(timer);
+          resolve(new FatalExit(traceback([frames.engineCore, frames.initRay], NO_RUNNING_RAY_MESSAGE)));
+        });
+        ray.send({
+          type: 'requestPlacementGroup',
+          bundles: this.tp,
+          driverIp: this.driverIp,
+          memoryMiB: this.pace.memoryMiB,
+        });
+      },
+    );
+    if (ready instanceof FatalExit) throw ready;
+    this.bundles = ready.bundles;
+    this.headMemoryMonitorDisabled = ready.headMemoryMonitorDisabled;
+    this.ownGpus = ready.bundles.filter((b) => b.holderPid === 0).map((b) => b.gpuIndex);
+    print(vllmLine('INFO', 'ray_utils.py:345', 'Using the existing placement group'));
+    // From here on, losing a node or the head kills the engine, as a dead Ray actor does.
+    ray.onMessage((msg) => {
+      if (msg.type === 'placementGroupLost')
+        this.actorDied(`node ${msg.nodeIp} (${msg.nodeId.slice(0, 6)}) died`);
+    });
+    ray.onClose(() => this.actorDied('the Ray cluster went away'));
+  }
+
+  private placementGroupTimeout(totalGpus: number, specs: string): FatalExit {
+    if (totalGpus < this.tp) {
+      return new FatalExit(
+        traceback(
+          [frames.engineCore, frames.checkGpus],
+          'ValueError: The number of required GPUs exceeds the total number of available GPUs in the placement group.',
+        ),
+      );
+    }
+    return new FatalExit(
+      traceback(
+        [frames.engineCore, frames.waitPg],
+        `ValueError: Cannot provide a placement group of placement_group_specs=${specs} within 1800 seconds. See \`ray status\` and \`ray list nodes\` to make sure the cluster has enough resources.`,
+      ),
+    );
+  }
+
+  private actorDied(reason: string): void {
+    if (this.stopping) return;
+    this.stopping = true;
+    print(vllmLine('ERROR', 'core.py:932', `EngineCore encountered a fatal error: ${reason}.`));
+    for (const line of traceback(
+      [frames.executeMethod],
+      'ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.',
+      'vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace (above) for the root cause.',
+    )) {
+      print(line);
+    }
+    this.api?.close();
+    process.exit(1);
+  }
+
+  // ---------------------------------------------------------------------------------------- memory
+
+  private checkFreeMemory(): void {
+    const utilization = numberOption(this.parsed, 'gpu-memory-utilization') ?? 0.9;
+    const checks: { free: number; total: number; prefix: string }[] = [];
+    if (this.dir && this.cfg) {
+      for (const gpu of this.ownGpus) {
+        checks.push({
+          free: freeGpuMemoryMiB(this.dir, gpu, this.cfg),
+          total: this.cfg.gpuMemoryMiB,
+          prefix: '',
+        });
+      }
+    }
+    for (const b of this.workers()) {
+      if (b.freeMiB !== undefined && b.totalMiB !== undefined) {
+        checks.push({ free: b.freeMiB, total: b.totalMiB, prefix: workerPrefix(b.holderPid, b.nodeIp) });
+      }
+    }
+    const short = checks.find((c) => c.free < utilization * c.total);
+    if (!short) return;
+    const message = `ValueError: Free memory on device (${gib(short.free)}/${gib(short.total)} GiB) on startup is less than desired GPU memory utilization (${utilization}, ${gib(utilization * short.total)} GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes.`;
+    throw new FatalExit([
+      ...traceback([frames.workerInit], message).map((l) => `${short.prefix}${l}`),
+      ...(short.prefix ? [message] : []),
+      ENGINE_INIT_FAILED,
+    ]);
+  }
+
+  // ------------------------------------------------------------------------------------------ load
+
+  private async loadWeights(): Promise<void> {
+    this.printAll(vllmLine('INFO', 'gpu_model_runner.py:2040', `Starting to load model ${this.model}...`));
+    const total = Math.max(1, this.pace.shards);
+    const loadStart = Date.now();
+    for (let done = 0; done <= total; done++) {
+      if (done > 0) await sleep(this.pace.shardSeconds);
+      print(shardProgressLine(done, total, (Date.now() - loadStart) / 1000));
+      if (this.faults.crashAtShard === done) {
+        throw new FatalExit([
+          ...traceback(
+            [frames.engineCore, frames.loadWeights, frames.safetensors],
+            'safetensors_rust.SafetensorError: Error while deserializing header: MetadataIncompleteBuffer',
+          ),
+          ENGINE_INIT_FAILED,
+        ]);
+      }
+      if (this.faults.hangAtShard === done) {
+        // Without a Ray connection nothing else keeps the event loop, and a hung process must stay alive.
+        setInterval(() => undefined, 1 << 30);
+        await new Promise<never>(() => undefined);
+      }
+    }
+    const loadSeconds = (Date.now() - loadStart) / 1000;
+    this.printAll(
+      vllmLine('INFO', 'default_loader.py:268', `Loading weights took ${loadSeconds.toFixed(2)} seconds`),
+    );
+    this.printAll(
+      vllmLine(
+        'INFO',
+        'gpu_model_runner.py:2092',
+        `Model loading took ${gib(this.pace.memoryMiB * 0.6)} GiB memory and ${(loadSeconds + 1.36).toFixed(2)} seconds`,
+      ),
+    );
+    print(
+      vllmLine('INFO', 'backends.py:539', 'torch.compile and initial profiling run took 0.31 s in total'),
+    );
+    this.printAll(
+      vllmLine(
+        'INFO',
+        'gpu_worker.py:276',
+        `Available KV cache memory: ${gib(this.pace.memoryMiB * 0.32)} GiB`,
+      ),
+    );
+    print(vllmLine('INFO', 'kv_cache_utils.py:849', 'GPU KV cache size: 677,888 tokens'));
+  }
+
+  private async captureGraphs(): Promise<void> {
+    const phases: [label: string, graphs: number, share: number][] = [
+      ['mixed prefill-decode, PIECEWISE', 67, 2 / 3],
+      ['decode, FULL', 35, 1 / 3],
+    ];
+    for (const [label, graphs, share] of phases) {
+      const seconds = this.pace.graphCaptureSeconds * share;
+      if (this.faults.oomAtGraphCapture) {
+        await sleep(seconds / 2);
+        print(graphCaptureLine(label, Math.floor(graphs * 0.4), graphs, seconds / 2));
+        throw new FatalExit(this.outOfMemory());
+      }
+      await sleep(seconds);
+      print(graphCaptureLine(label, graphs, graphs, seconds));
+    }
+    const totalSeconds = Math.max(1, Math.round(this.pace.graphCaptureSeconds));
+    print(
+      vllmLine(
+        'INFO',
+        'gpu_model_runner.py:2830',
+        `Graph capturing finished in ${totalSeconds} secs, took 1.12 GiB`,
+      ),
+    );
+    print(
+      vllmLine(
+        'INFO',
+        'core.py:200',
+        `init engine (profile, create kv cache, warmup model) took ${(this.pace.graphCaptureSeconds + 1.2).toFixed(2)} seconds`,
+      ),
+    );
+  }
+
+  /** Ray's memory monitor kills the task first, unless RAY_memory_monitor_refresh_ms=0 switched it off at `ray start`. */
+  private outOfMemory(): string[] {
+    const totalGb = ((this.cfg?.gpuMemoryMiB ?? 122_570) * 1.048576) / 1000;
+    if (this.usesRay && !this.headMemoryMonitorDisabled) {
+      const nodeId = this.bundles[0]?.nodeId.slice(0, 6) ?? '83e4b7';
+      const usedGb = totalGb * 0.950345;
+      return traceback(
+        [frames.engineCore, frames.captureGraphs],
+        `ray.exceptions.OutOfMemoryError: Task was killed due to the node running low on memory. Memory on the node (IP: ${this.driverIp}, ID: ${nodeId}) where the task was running was ${usedGb.toFixed(2)}GB / ${totalGb.toFixed(2)}GB (0.950345), which exceeds the memory usage threshold of 0.95.`,
+      );
+    }
+    const totalGib = (this.cfg?.gpuMemoryMiB ?? 122_570) / 1024;
+    return [
+      ...traceback(
+        [frames.engineCore, frames.captureGraphs],
+        `torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of ${totalGib.toFixed(2)} GiB of which 1.23 GiB is free. Including non-PyTorch memory, this process has ${(totalGib - 1.23).toFixed(2)} GiB memory in use. Of the allocated memory ${(totalGib - 3.5).toFixed(2)} GiB is allocated by PyTorch, and 1.07 GiB is reserved by PyTorch but unallocated. If reserved but unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See documentation for Memory Management  (https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)`,
+      ),
+      ENGINE_INIT_FAILED,
+    ];
+  }
+
+  // ----------------------------------------------------------------------------------------- serve
+
+  /**
+   * Real vLLM binds every address when --host is unset or 0.0.0.0. In namespace mode that is this host alone;
+   * in loopback mode all hosts share one network namespace, so bind the host's own IP instead.
+   */
+  private bindAddress(): string {
+    const requested = this.parsed.values.get('host');
+    if (!this.cfg) return requested ?? '127.0.0.1';
+    const wildcard = requested === undefined || requested === '0.0.0.0' || requested === '::';
+    if (!wildcard) return requested;
+    return this.cfg.clusterIp.startsWith('127.') ? this.cfg.clusterIp : '0.0.0.0';
+  }
+
+  private async serve(): Promise<void> {
+    const shownHost = this.parsed.values.get('host') ?? '0.0.0.0';
+    print(
+      vllmLine(
+        'INFO',
+        'api_server.py:1980',
+        `Starting vLLM API server 0 on http://${shownHost}:${this.port}`,
+      ),
+    );
+    for (const [route, methods] of [
+      ['/health', 'GET'],
+      ['/metrics', 'GET'],
+      ['/v1/models', 'GET'],
+      ['/version', 'GET'],
+      ['/v1/chat/completions', 'POST'],
+    ]) {
+      print(vllmLine('INFO', 'launcher.py:36', `Route: ${route}, Methods: ${methods}`));
+    }
+    const api = new VllmApi({
+      model: this.model,
+      servedNames: this.servedNames,
+      maxModelLen: numberOption(this.parsed, 'max-model-len') ?? 262_144,
+      log: print,
+    });
+    const host = this.bindAddress();
+    try {
+      await api.listen(host, this.port);
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      const [errno, reason] =
+        code === 'EADDRINUSE' ? [98, 'address already in use'] : [99, 'cannot assign requested address'];
+      throw new FatalExit([
+        `ERROR:    [Errno ${errno}] error while attempting to bind on address ('${host}', ${this.port}): ${reason}`,
+      ]);
+    }
+    this.api = api;
+    print(`INFO:     Started server process [${process.pid}]`);
+    print('INFO:     Waiting for application startup.');
+    print('INFO:     Application startup complete.');
+  }
+
+  private shutdown(): void {
+    this.stopping = true;
+    if (this.api) {
+      print('INFO:     Shutting down');
+      this.api.close();
+      print('INFO:     Waiting for application shutdown.');
+      print('INFO:     Application shutdown complete.');
+      print(`INFO:     Finished server process [${process.pid}]`);
+    }
+    if (this.dir) for (const gpu of this.ownGpus) releaseGpuMemory(this.dir, process.pid, gpu);
+    // Closing the driver connection makes the head release the workers' shares.
+    this.ray?.close();
+    process.exit(0);
+  }
+}

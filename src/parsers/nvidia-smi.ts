@@ -1,0 +1,238 @@
+// nvidia-smi output: the CSV of --query-compute-apps and --query-gpu (with or without header and units),
+// and the default table. On GB10 (unified memory) memory fields read `[N/A]` or `Not Supported`: those
+// become null, never 0, so callers cannot mistake "unknown" for "free".
+
+export class NvidiaSmiParseError extends Error {
+  override readonly name = 'NvidiaSmiParseError';
+}
+
+export interface ComputeApp {
+  pid: number;
+  processName: string;
+  /** null when nvidia-smi cannot tell (`[N/A]`, `[Not Supported]`). */
+  usedMiB: number | null;
+  gpuUuid?: string;
+}
+
+export type QueryValue = string | number | null;
+export type QueryRecord = Record<string, QueryValue>;
+
+const unavailable = new Set([
+  '[N/A]',
+  'N/A',
+  '[Not Supported]',
+  'Not Supported',
+  '[Unknown Error]',
+  '[Insufficient Permissions]',
+]);
+
+/** A number with an optional unit as nvidia-smi prints it: `29222 MiB`, `0 %`, `11.17 W`, `35`. */
+const numberWithUnit = /^(-?\d+(?:\.\d+)?)(?:\s*(?:MiB|GiB|KiB|B|%|W|C|MHz|s|us))?$/;
+
+/** `memory.total [MiB]` → `memory.total`. */
+function fieldName(headerCell: string): string {
+  return headerCell.replace(/\s*\[[^\]]*\]\s*$/, '').trim();
+}
+
+function splitCsvLine(line: string): string[] {
+  return line.split(',').map((cell) => cell.trim());
+}
+
+function lines(text: string): string[] {
+  return text
+    .split(/\r?\n/)
+    .map((l) => l.trim())
+    .filter((l) => l !== '');
+}
+
+/** nvidia-smi prints its own failures (no driver, no devices) on stdout in place of the CSV. */
+function assertNotAnError(text: string): void {
+  const first = lines(text)[0] ?? '';
+  if (
+    /^(NVIDIA-SMI has failed|No devices were found|Failed to initialize NVML|Unable to determine)/i.test(
+      first,
+    )
+  ) {
+    throw new NvidiaSmiParseError(`nvidia-smi reported an error: ${first}`);
+  }
+}
+
+function parseValue(cell: string): QueryValue {
+  if (unavailable.has(cell)) return null;
+  const match = numberWithUnit.exec(cell);
+  return match?.[1] !== undefined ? Number(match[1]) : cell;
+}
+
+const headerCell = /^[a-z][a-z0-9_.]*(?: \[[^\]]+\])?$/i;
+
+function looksLikeHeader(cells: string[], fields?: readonly string[]): boolean {
+  if (!cells.every((c) => headerCell.test(c))) return false;
+  if (fields && cells.map(fieldName).join(',') === fields.join(',')) return true;
+  // Data rows are numbers, names and uuids; a header row has dotted or bracketed field names, or `pid`.
+  return cells.some((c) => c.includes('.') || c.includes('[') || c === 'pid');
+}
+
+/**
+ * `--query-gpu=… --format=csv[,noheader][,nounits]`. With a header the keys come from it (units stripped);
+ * without one pass the queried field list. Numbers are parsed; unavailable values are null.
+ */
+export function parseQueryGpu(csv: string, fields?: readonly string[]): QueryRecord[] {
+  assertNotAnError(csv);
+  const rows = lines(csv).map(splitCsvLine);
+  const first = rows[0];
+  if (!first) return [];
+  let keys: readonly string[];
+  let data: string[][];
+  if (looksLikeHeader(first, fields)) {
+    keys = fields ?? first.map(fieldName);
+    data = rows.slice(1);
+  } else {
+    if (!fields) {
+      throw new NvidiaSmiParseError(
+        'nvidia-smi --query-gpu output has no header: pass the queried field list',
+      );
+    }
+    keys = fields;
+    data = rows;
+  }
+  return data.map((cells, row) => {
+    if (cells.length !== keys.length) {
+      throw new NvidiaSmiParseError(
+        `nvidia-smi --query-gpu row ${row + 1} has ${cells.length} values for ${keys.length} fields (${keys.join(', ')}): ${cells.join(', ')}`,
+      );
+    }
+    const record: QueryRecord = {};
+    keys.forEach((key, i) => {
+      record[key] = parseValue(cells[i] ?? '');
+    });
+    return record;
+  });
+}
+
+const defaultComputeAppFields = ['pid', 'process_name', 'used_gpu_memory', 'gpu_uuid'] as const;
+
+/**
+ * `--query-compute-apps=pid,process_name,used_gpu_memory[,gpu_uuid] --format=csv[,noheader][,nounits]`.
+ * Without a header the columns are taken in that order (or as `fields` says). A process name that itself
+ * holds ", " is rejoined, since nvidia-smi does not quote it.
+ */
+export function parseComputeApps(csv: string, fields?: readonly string[]): ComputeApp[] {
+  assertNotAnError(csv);
+  const rows = lines(csv).map(splitCsvLine);
+  const first = rows[0];
+  if (!first) return [];
+  let columns: readonly string[];
+  let data: string[][];
+  if (looksLikeHeader(first, fields)) {
+    columns = first.map(fieldName);
+    data = rows.slice(1);
+  } else {
+    columns = fields ?? defaultComputeAppFields;
+    data = rows;
+  }
+  const pidAt = columns.indexOf('pid');
+  const nameAt = columns.indexOf('process_name');
+  if (pidAt < 0)
+    throw new NvidiaSmiParseError(
+      `nvidia-smi --query-compute-apps output has no pid column: ${columns.join(', ')}`,
+    );
+
+  return data.map((rawCells) => {
+    let cells = rawCells;
+    if (nameAt >= 0 && cells.length > columns.length) {
+      const extra = cells.length - columns.length;
+      cells = [
+        ...cells.slice(0, nameAt),
+        cells.slice(nameAt, nameAt + extra + 1).join(', '),
+        ...cells.slice(nameAt + extra + 1),
+      ];
+    }
+    const cell = (name: string): string | undefined => {
+      const i = columns.indexOf(name);
+      return i >= 0 ? cells[i] : undefined;
+    };
+    const pidText = cells[pidAt] ?? '';
+    if (!/^\d+$/.test(pidText)) {
+      throw new NvidiaSmiParseError(
+        `nvidia-smi --query-compute-apps: not a pid ${JSON.stringify(pidText)} in row: ${rawCells.join(', ')}`,
+      );
+    }
+    const memory = cell('used_gpu_memory') ?? cell('used_memory');
+    const parsedMemory = memory === undefined ? null : parseValue(memory);
+    const uuid = cell('gpu_uuid');
+    return {
+      pid: Number(pidText),
+      processName: cell('process_name') ?? cell('name') ?? '',
+      usedMiB: typeof parsedMemory === 'number' ? parsedMemory : null,
+      ...(uuid !== undefined && uuid !== '' && !unavailable.has(uuid) ? { gpuUuid: uuid } : {}),
+    };
+  });
+}
+
+export interface TableGpu {
+  index: number;
+  name: string;
+  memoryUsedMiB: number | null;
+  memoryTotalMiB: number | null;
+}
+
+export interface TableProcess {
+  gpuIndex: number | null;
+  pid: number;
+  /** C (compute), G (graphics), C+G. */
+  type: string;
+  processName: string;
+  usedMiB: number | null;
+}
+
+export interface NvidiaSmiTable {
+  driverVersion: string | null;
+  cudaVersion: string | null;
+  gpus: TableGpu[];
+  processes: TableProcess[];
+}
+
+/** The default `nvidia-smi` table. */
+export function parseNvidiaSmiTable(text: string): NvidiaSmiTable {
+  assertNotAnError(text);
+  // The table, `-q` and `--version` all name the versions, with different spacing and case.
+  const driverVersion = /Driver Version\s*:\s*(\S+)/i.exec(text)?.[1] ?? null;
+  const cudaVersion = /CUDA Version\s*:\s*(\S+)/i.exec(text)?.[1] ?? null;
+  const all = text.split(/\r?\n/);
+  const processesAt = all.findIndex((l) => /\|\s*Processes:/.test(l));
+  const gpuLines = processesAt >= 0 ? all.slice(0, processesAt) : all;
+  const processLines = processesAt >= 0 ? all.slice(processesAt) : [];
+
+  const gpus: TableGpu[] = [];
+  gpuLines.forEach((line, i) => {
+    // `|   0  NVIDIA H200      On  |   00000000:00:06.0 Off |   0 |`: index, name, persistence mode.
+    const head = /^\|\s+(\d+)\s+(.+?)\s+(On|Off)\s+\|/.exec(line);
+    if (!head?.[1] || !head[2]) return;
+    // The next line holds `29231MiB / 143771MiB` (or `Not Supported` on GB10) in its second cell.
+    const memoryCell = (gpuLines[i + 1] ?? '').split('|')[2] ?? '';
+    const memory = /(\d+)\s*MiB\s*\/\s*(\d+)\s*MiB/.exec(memoryCell);
+    gpus.push({
+      index: Number(head[1]),
+      name: head[2],
+      memoryUsedMiB: memory?.[1] !== undefined ? Number(memory[1]) : null,
+      memoryTotalMiB: memory?.[2] !== undefined ? Number(memory[2]) : null,
+    });
+  });
+
+  const processes: TableProcess[] = [];
+  for (const line of processLines) {
+    // `|    0   N/A  N/A             424      C   python3                               29222MiB |`
+    const row = /^\|\s+(\d+|N\/A)\s+(\S+)\s+(\S+)\s+(\d+)\s+(C\+G|C|G)\s+(.+?)\s+(\d+MiB|N\/A)\s*\|$/.exec(
+      line.trimEnd(),
+    );
+    if (!row?.[1] || !row[4] || !row[5] || !row[6] || !row[7]) continue;
+    processes.push({
+      gpuIndex: row[1] === 'N/A' ? null : Number(row[1]),
+      pid: Number(row[4]),
+      type: row[5],
+      processName: row[6],
+      usedMiB: row[7] === 'N/A' ? null : Number(row[7].replace('MiB', '')),
+    });
+  }
+  return { driverVersion, cudaVersion, gpus, processes };
+}

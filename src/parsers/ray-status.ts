@@ -1,0 +1,157 @@
+// `ray status` text: node membership and resource totals. The point is to count nodes and GPUs, never to
+// trust that the command merely answered. Ray 2.4x prints `Total Usage:` / `Pending Demands:`; older
+// releases print `Usage:` / `Demands:`; both are read.
+
+export interface RayResource {
+  used: number;
+  total: number;
+}
+
+export interface RayStatus {
+  /** Node ids (`node_…`) listed under Active:, and under Idle: on Ray versions that split them out. */
+  activeNodes: string[];
+  /** The Idle: subset of activeNodes (empty on versions without that section). */
+  idleNodes: string[];
+  pendingNodes: string[];
+  failures: string[];
+  /** CPU and GPU in units; memory and object_store_memory in bytes. */
+  resources: Record<string, RayResource>;
+  pendingDemands: string[];
+}
+
+export class RayNotRunningError extends Error {
+  override readonly name = 'RayNotRunningError';
+  /** The line of `ray status` that told us. */
+  readonly detail: string;
+  constructor(detail: string) {
+    super(
+      `Ray is not running or not reachable: ${detail}. Check that the Ray head container is up (docker ps, docker logs) and that RAY_ADDRESS / --address point at the head.`,
+    );
+    this.detail = detail;
+  }
+}
+
+export class RayStatusParseError extends Error {
+  override readonly name = 'RayStatusParseError';
+}
+
+const byteUnits: Record<string, number> = {
+  B: 1,
+  KiB: 1024,
+  MiB: 1024 ** 2,
+  GiB: 1024 ** 3,
+  TiB: 1024 ** 4,
+  PiB: 1024 ** 5,
+  KB: 1e3,
+  MB: 1e6,
+  GB: 1e9,
+  TB: 1e12,
+};
+
+/** `0.0`, `40.0`, `0B`, `221.76GiB` → a number (bytes for sizes). */
+function quantity(text: string): number | undefined {
+  const match = /^(\d+(?:\.\d+)?(?:e[+-]?\d+)?)\s*([KMGTP]i?B|B)?$/i.exec(text.trim());
+  if (!match?.[1]) return undefined;
+  const unit = match[2];
+  if (unit === undefined) return Number(match[1]);
+  const factor = byteUnits[unit];
+  return factor === undefined ? undefined : Math.round(Number(match[1]) * factor);
+}
+
+const headDownPatterns = [
+  /Could not find any running Ray instance/i,
+  /ConnectionError:.*Ray/i,
+  /Failed to connect to GCS/i,
+  /Unable to connect to GCS/i,
+  /No cluster status/i,
+];
+
+type Section = 'none' | 'active' | 'idle' | 'pending' | 'failures' | 'usage' | 'requests' | 'demands';
+
+const sectionHeaders: Array<[RegExp, Section]> = [
+  [/^Active:$/, 'active'],
+  [/^Idle:$/, 'idle'],
+  [/^Pending:$/, 'pending'],
+  [/^Recent failures:$/, 'failures'],
+  [/^(Total )?Usage:$/, 'usage'],
+  [/^From request_resources:$/, 'requests'],
+  [/^(Pending )?Demands:$/, 'demands'],
+];
+
+/** `(no pending nodes)`, `(no failures)`, `(none)`, `(no resource demands)`. */
+const emptyMarker = /^\(no .*\)$|^\(none\)$/;
+
+/**
+ * Parses `ray status`. Throws RayNotRunningError when the text says no cluster answers (head down,
+ * GCS unreachable, autoscaler not reporting yet), RayStatusParseError when it is not `ray status` output.
+ */
+export function parseRayStatus(text: string): RayStatus {
+  const lines = text.split(/\r?\n/);
+  for (const pattern of headDownPatterns) {
+    const line = lines.find((l) => pattern.test(l));
+    if (line !== undefined) throw new RayNotRunningError(line.trim());
+  }
+  if (!lines.some((l) => /^Node status\s*$/.test(l.trim()))) {
+    throw new RayStatusParseError(
+      `not ray status output (no "Node status" section): ${JSON.stringify(text.slice(0, 300))}`,
+    );
+  }
+
+  const status: RayStatus = {
+    activeNodes: [],
+    idleNodes: [],
+    pendingNodes: [],
+    failures: [],
+    resources: {},
+    pendingDemands: [],
+  };
+  let section: Section = 'none';
+  for (const raw of lines) {
+    const line = raw.trim();
+    if (line === '' || /^-+$/.test(line) || /^=+ .* =+$/.test(line)) continue;
+    if (line === 'Node status' || line === 'Resources') {
+      section = 'none';
+      continue;
+    }
+    const header = sectionHeaders.find(([pattern]) => pattern.test(line));
+    if (header) {
+      section = header[1];
+      continue;
+    }
+    if (emptyMarker.test(line)) continue;
+    switch (section) {
+      case 'active':
+      case 'idle': {
+        // ` 1 node_83e4…`; with node types configured the id is a type name and the count can exceed 1.
+        const match = /^(\d+)\s+(\S+)/.exec(line);
+        if (!match?.[1] || !match[2]) break;
+        for (let i = 0; i < Number(match[1]); i++) {
+          status.activeNodes.push(match[2]);
+          if (section === 'idle') status.idleNodes.push(match[2]);
+        }
+        break;
+      }
+      case 'pending':
+        status.pendingNodes.push(line);
+        break;
+      case 'failures':
+        status.failures.push(line);
+        break;
+      case 'usage': {
+        // ` 0.0/2.0 GPU`, ` 0B/221.76GiB memory`, newer Ray may append `(… reserved in placement groups)`.
+        const match = /^(\S+)\/(\S+)\s+(\S+)/.exec(line);
+        const used = match?.[1] !== undefined ? quantity(match[1]) : undefined;
+        const total = match?.[2] !== undefined ? quantity(match[2]) : undefined;
+        if (match?.[3] && used !== undefined && total !== undefined)
+          status.resources[match[3]] = { used, total };
+        break;
+      }
+      case 'demands':
+        status.pendingDemands.push(line);
+        break;
+      default:
+        break;
+    }
+  }
+  return status;
+}

@@ -1,0 +1,232 @@
+// vLLM server log → load phase, shard progress and fatal errors. The health loop uses this to tell
+// "still loading" from "dead": the API port refuses connections during the whole load, so the log is
+// the only progress signal.
+
+export const vllmPhases = [
+  'starting',
+  'waiting_placement',
+  'loading_weights',
+  'weights_loaded',
+  'profiling',
+  'capturing_graphs',
+  'starting_api',
+  'ready',
+  'failed',
+] as const;
+export type VllmPhase = (typeof vllmPhases)[number];
+
+export type VllmFatalKind =
+  | 'ray_oom'
+  | 'placement_group'
+  | 'insufficient_gpus'
+  | 'gpu_memory'
+  | 'no_kv_cache'
+  | 'engine_init'
+  | 'engine_timeout'
+  | 'cuda_oom'
+  | 'traceback'
+  | 'other';
+
+export interface VllmFatal {
+  line: string;
+  kind: VllmFatalKind;
+}
+
+export interface ShardProgress {
+  done: number;
+  total: number;
+  percent: number;
+}
+
+export interface VllmLogSource {
+  /** `RayWorkerWrapper`, `EngineCore_DP0`, … when the prefix names one. */
+  actor?: string;
+  pid: number;
+  ip?: string;
+}
+
+export interface VllmLogLine {
+  /** The line without its Ray prefix and colour codes. */
+  text: string;
+  source?: VllmLogSource;
+  phase?: VllmPhase;
+  shard?: ShardProgress;
+  graphs?: { done: number; total: number };
+  elapsedS?: number;
+  etaS?: number;
+  secPerIt?: number;
+  fatal?: VllmFatal;
+}
+
+export interface VllmLogSummary {
+  phase: VllmPhase;
+  shard?: ShardProgress;
+  graphs?: { done: number; total: number };
+  elapsedS?: number;
+  etaS?: number;
+  secPerIt?: number;
+  fatal?: VllmFatal;
+}
+
+export interface VllmLogOptions {
+  /**
+   * vLLM logs "Waiting for creating a placement group … for N seconds" with growing N while Ray cannot
+   * place the workers; in a cluster already verified by `ray status` a wait this long means it never will
+   * (typically VLLM_HOST_IP differs from the Ray node IP). Below it the line is only the waiting phase.
+   */
+  placementWaitFatalS?: number;
+}
+
+const defaultPlacementWaitFatalS = 60;
+
+// `(RayWorkerWrapper pid=6330, ip=192.168.200.12) `, `(EngineCore_DP0 pid=412) `, `(pid=88) `
+const rayPrefix = /^\((?:([A-Za-z_][\w.:-]*)\s+)?pid=(\d+)(?:,\s*ip=([^)\s]+))?\)\s*/;
+// eslint-disable-next-line no-control-regex
+const ansi = /\x1b\[[0-9;?]*[A-Za-z]/g;
+const repeated = /\s*\[repeated \d+x across cluster\]\s*$/;
+
+function clock(text: string): number | undefined {
+  if (text === '?' || text === '') return undefined;
+  const parts = text.split(':').map(Number);
+  if (parts.some((p) => !Number.isFinite(p))) return undefined;
+  return parts.reduce((total, part) => total * 60 + part, 0);
+}
+
+/** tqdm's `[elapsed<eta, rate]`: rate is `18.01s/it` or `3.10it/s` (or `?it/s` before the first step). */
+function tqdmTiming(text: string): Pick<VllmLogLine, 'elapsedS' | 'etaS' | 'secPerIt'> {
+  const match = /\[([\d:?]+)<([\d:?]+),\s*([\d.?]+)\s*(s\/it|it\/s)\]/.exec(text);
+  if (!match?.[1] || !match[2] || !match[3] || !match[4]) return {};
+  const elapsedS = clock(match[1]);
+  const etaS = clock(match[2]);
+  const rate = Number(match[3]);
+  let secPerIt: number | undefined;
+  if (Number.isFinite(rate) && rate > 0) secPerIt = match[4] === 's/it' ? rate : 1 / rate;
+  return {
+    ...(elapsedS !== undefined ? { elapsedS } : {}),
+    ...(etaS !== undefined ? { etaS } : {}),
+    ...(secPerIt !== undefined ? { secPerIt } : {}),
+  };
+}
+
+// Specific causes first: the final line of a traceback often also matches the generic exception pattern.
+const fatalPatterns: Array<[RegExp, VllmFatalKind]> = [
+  [/ray\.exceptions\.OutOfMemoryError|Task was killed due to the node running low on memory/, 'ray_oom'],
+  [/Cannot provide a placement group/, 'placement_group'],
+  [/number of required GPUs exceeds the total number of available GPUs/, 'insufficient_gpus'],
+  [/Free memory on device .* is less than desired GPU memory utilization/, 'gpu_memory'],
+  [/No available memory for the cache blocks/, 'no_kv_cache'],
+  [/Engine core initialization failed|EngineCore failed to start/, 'engine_init'],
+  [/Timed out waiting for engine core processes to start/, 'engine_timeout'],
+  [/CUDA out of memory|(?:torch\.(?:cuda\.)?)OutOfMemoryError/, 'cuda_oom'],
+  [/^Traceback \(most recent call last\):/, 'traceback'],
+  // The last line of an uncaught exception: `SomeError: message` at the start of the line.
+  [/^(?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception): /, 'other'],
+];
+
+const phasePatterns: Array<[RegExp, VllmPhase]> = [
+  [/Application startup complete/, 'ready'],
+  [
+    /init engine \(profile, create kv cache, warmup model\) took|Starting vLLM API server|Route: \/|Started server process|Waiting for application startup|Available routes are/,
+    'starting_api',
+  ],
+  [/Capturing CUDA graphs|Graph capturing finished|Capturing cudagraphs/, 'capturing_graphs'],
+  [
+    /torch\.compile|initial profiling run|Memory profiling takes|Available KV cache memory|GPU KV cache size|Maximum concurrency for|Dynamo bytecode transform|Compiling a graph|# GPU blocks:/,
+    'profiling',
+  ],
+  [/Loading weights took|Model loading took/, 'weights_loaded'],
+  [
+    /Starting to load model|Loading safetensors checkpoint shards|Loading weights with|Using model weights format/,
+    'loading_weights',
+  ],
+  [/placement group|Waiting for creating a placement group/, 'waiting_placement'],
+  [
+    /vLLM API server version|Initializing a V1 LLM engine|Initializing an LLM engine|non-default args/,
+    'starting',
+  ],
+];
+
+export function parseVllmLogLine(rawLine: string, opts: VllmLogOptions = {}): VllmLogLine {
+  // A tqdm bar rewrites itself with \r: the last segment is the current state.
+  const segments = rawLine.split('\r').filter((s) => s.trim() !== '');
+  let text = (segments[segments.length - 1] ?? '').replace(ansi, '').trimEnd();
+  let source: VllmLogSource | undefined;
+  const prefix = rayPrefix.exec(text);
+  if (prefix?.[2]) {
+    source = {
+      ...(prefix[1] ? { actor: prefix[1] } : {}),
+      pid: Number(prefix[2]),
+      ...(prefix[3] ? { ip: prefix[3] } : {}),
+    };
+    text = text.slice(prefix[0].length);
+  }
+  text = text.replace(repeated, '');
+  const result: VllmLogLine = { text, ...(source ? { source } : {}) };
+
+  const placementWait = /Waiting for creating a placement group of specs for (\d+) seconds/.exec(text);
+  if (
+    placementWait?.[1] &&
+    Number(placementWait[1]) >= (opts.placementWaitFatalS ?? defaultPlacementWaitFatalS)
+  ) {
+    return { ...result, phase: 'failed', fatal: { line: text, kind: 'placement_group' } };
+  }
+  const fatal = fatalPatterns.find(([pattern]) => pattern.test(text));
+  if (fatal) return { ...result, phase: 'failed', fatal: { line: text, kind: fatal[1] } };
+
+  const phase = phasePatterns.find(([pattern]) => pattern.test(text))?.[1];
+  if (phase) result.phase = phase;
+
+  const shard = /Loading safetensors checkpoint shards:\s*(\d+)% Completed \|\s*(\d+)\/(\d+)/.exec(text);
+  if (shard?.[1] && shard[2] && shard[3]) {
+    result.shard = { percent: Number(shard[1]), done: Number(shard[2]), total: Number(shard[3]) };
+    Object.assign(result, tqdmTiming(text));
+  }
+  const graphs = /Capturing CUDA graphs.*?(\d+)\/(\d+)\s*\[/.exec(text);
+  if (graphs?.[1] && graphs[2]) {
+    result.graphs = { done: Number(graphs[1]), total: Number(graphs[2]) };
+    Object.assign(result, tqdmTiming(text));
+  }
+  return result;
+}
+
+const genericFatal = new Set<VllmFatalKind>(['traceback', 'other']);
+
+/**
+ * Folds a log into where the load stands. The phase only moves forward (worker lines may lag the head);
+ * a fatal line makes it `failed` for good. The reported fatal is the most specific one seen: a Traceback
+ * header is followed by the line that names the cause.
+ */
+export function summarizeVllmLog(lines: readonly string[], opts: VllmLogOptions = {}): VllmLogSummary {
+  let phaseIndex = 0;
+  let summary: VllmLogSummary = { phase: 'starting' };
+  const failedIndex = vllmPhases.indexOf('failed');
+  for (const line of lines.flatMap((l) => l.split('\n'))) {
+    const parsed = parseVllmLogLine(line, opts);
+    if (parsed.fatal) {
+      phaseIndex = failedIndex;
+      if (!summary.fatal || (genericFatal.has(summary.fatal.kind) && !genericFatal.has(parsed.fatal.kind))) {
+        summary = { ...summary, fatal: parsed.fatal };
+      }
+    } else if (parsed.phase && phaseIndex !== failedIndex) {
+      phaseIndex = Math.max(phaseIndex, vllmPhases.indexOf(parsed.phase));
+    }
+    if (parsed.shard) {
+      // Timing belongs to whichever bar moved last; drop the previous bar's figures first.
+      const { elapsedS: _e, etaS: _t, secPerIt: _s, ...rest } = summary;
+      summary = { ...rest, shard: parsed.shard, ...timing(parsed) };
+    }
+    if (parsed.graphs) {
+      const { elapsedS: _e, etaS: _t, secPerIt: _s, ...rest } = summary;
+      summary = { ...rest, graphs: parsed.graphs, ...timing(parsed) };
+    }
+  }
+  return { ...summary, phase: vllmPhases[phaseIndex] ?? 'starting' };
+}
+
+function timing(line: VllmLogLine): Pick<VllmLogSummary, 'elapsedS' | 'etaS' | 'secPerIt'> {
+  return {
+    ...(line.elapsedS !== undefined ? { elapsedS: line.elapsedS } : {}),
+    ...(line.etaS !== undefined ? { etaS: line.etaS } : {}),
+    ...(line.secPerIt !== undefined ? { secPerIt: line.secPerIt } : {}),
+  };
+}

@@ -1,0 +1,292 @@
+// Typed failures of the SSH layer. Each message names the host and says what to do next, and each error
+// flattens to plain data (toFailureDetails) so the activity layer can turn it into an ApplicationFailure.
+// Nothing here ever holds key material: only paths, fingerprints and command text.
+
+export type SshConnectErrorKind = 'refused' | 'timeout' | 'unreachable' | 'auth' | 'closed';
+
+/** Where a connection went: `user@host:port`, plus the jump chain when there is one. */
+export interface SshErrorEndpoint {
+  /** The host's name in the cluster spec. */
+  host: string;
+  address: string;
+  port: number;
+  user: string;
+  /** Names of jump hosts, outermost first. */
+  via?: string[];
+}
+
+const tailBytes = 4096;
+
+/** The last ~4 KB of a stream, cut on a character boundary, marked when cut. */
+export function tail(text: string, maxBytes = tailBytes): string {
+  const bytes = Buffer.from(text, 'utf8');
+  if (bytes.length <= maxBytes) return text;
+  let cut = bytes.subarray(bytes.length - maxBytes).toString('utf8');
+  if (cut.startsWith('\uFFFD')) cut = cut.slice(1);
+  return `[… ${bytes.length - maxBytes} earlier bytes cut]\n${cut}`;
+}
+
+function describe(endpoint: SshErrorEndpoint): string {
+  const via = endpoint.via && endpoint.via.length > 0 ? ` via ${endpoint.via.join(' -> ')}` : '';
+  return `${endpoint.host} (${endpoint.user}@${endpoint.address}:${endpoint.port}${via})`;
+}
+
+export abstract class SshError extends Error {
+  abstract readonly retryable: boolean;
+  readonly host: string;
+  readonly endpoint: SshErrorEndpoint;
+
+  protected constructor(endpoint: SshErrorEndpoint, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.host = endpoint.host;
+    this.endpoint = endpoint;
+  }
+
+  /** Error-specific fields, all JSON-safe. */
+  abstract data(): Record<string, JsonValue>;
+}
+
+export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
+
+const connectAdvice: Record<SshConnectErrorKind, string> = {
+  refused:
+    'Nothing accepts SSH connections at that address and port: check that sshd runs on the host and that the port in the spec is right.',
+  timeout:
+    'The host did not answer in time: check that it is up, that the address is right and that no firewall drops SSH.',
+  unreachable:
+    'There is no route to the host: check the address in the spec, DNS, and the network path (or jumpHost).',
+  auth: 'The host rejected our credentials: check the user, that the public key of privateKeyPath is in ~/.ssh/authorized_keys on the host, or that ssh-agent holds the key.',
+  closed:
+    'The connection closed unexpectedly: check the sshd log on the host (MaxStartups, MaxSessions, a reboot or a dropped link).',
+};
+
+export class SshConnectError extends SshError {
+  override readonly name = 'SshConnectError';
+  readonly kind: SshConnectErrorKind;
+  readonly retryable: boolean;
+  /** The underlying reason, e.g. `connect ECONNREFUSED 127.0.0.1:22`. */
+  readonly reason: string;
+
+  constructor(
+    endpoint: SshErrorEndpoint,
+    kind: SshConnectErrorKind,
+    reason: string,
+    options?: { cause?: unknown; advice?: string },
+  ) {
+    super(
+      endpoint,
+      `SSH to ${describe(endpoint)} failed (${kind}): ${reason}. ${options?.advice ?? connectAdvice[kind]}`,
+      options,
+    );
+    this.kind = kind;
+    this.reason = reason;
+    // Wrong credentials stay wrong however often we retry; everything else may be a passing network state.
+    this.retryable = kind !== 'auth';
+  }
+
+  data(): Record<string, JsonValue> {
+    return { kind: this.kind, reason: this.reason };
+  }
+}
+
+export class HostKeyUnknownError extends SshError {
+  override readonly name = 'HostKeyUnknownError';
+  readonly retryable = false;
+  readonly keyType: string;
+  readonly fingerprint: string;
+  readonly knownHostsPath: string;
+
+  constructor(endpoint: SshErrorEndpoint, keyType: string, fingerprint: string, knownHostsPath: string) {
+    const scan = `ssh-keyscan ${endpoint.port === 22 ? '' : `-p ${endpoint.port} `}${endpoint.address}`;
+    const jump = endpoint.via?.[endpoint.via.length - 1];
+    // Behind a jump host the address may mean nothing from here: the scan has to run where we connect from.
+    const howToAdd = jump
+      ? `run \`${scan}\` on the jump host ${jump} and append its output to ${knownHostsPath}`
+      : `${scan} >> ${knownHostsPath}`;
+    super(
+      endpoint,
+      `Host key of ${describe(endpoint)} is not in ${knownHostsPath}: it offered ${keyType} ${fingerprint}. ` +
+        `Check that fingerprint on the host itself (ssh-keygen -lf /etc/ssh/ssh_host_${shortKeyType(keyType)}_key.pub), then add it: ` +
+        `${howToAdd} (or run: liftoff trust ${endpoint.host}).`,
+    );
+    this.keyType = keyType;
+    this.fingerprint = fingerprint;
+    this.knownHostsPath = knownHostsPath;
+  }
+
+  data(): Record<string, JsonValue> {
+    return { keyType: this.keyType, fingerprint: this.fingerprint, knownHostsPath: this.knownHostsPath };
+  }
+}
+
+export class HostKeyMismatchError extends SshError {
+  override readonly name = 'HostKeyMismatchError';
+  readonly retryable = false;
+  readonly keyType: string;
+  readonly gotFingerprint: string;
+  readonly expectedFingerprints: string[];
+  readonly knownHostsPath: string;
+  /** The offered key is listed as @revoked. */
+  readonly revoked: boolean;
+
+  constructor(
+    endpoint: SshErrorEndpoint,
+    details: {
+      keyType: string;
+      gotFingerprint: string;
+      expectedFingerprints: string[];
+      knownHostsPath: string;
+      revoked?: boolean;
+    },
+  ) {
+    const revoked = details.revoked ?? false;
+    const problem = revoked
+      ? `offered a key that ${details.knownHostsPath} marks @revoked: ${details.keyType} ${details.gotFingerprint}`
+      : `offered ${details.keyType} ${details.gotFingerprint}, but ${details.knownHostsPath} expects ${details.expectedFingerprints.join(' or ')}`;
+    super(
+      endpoint,
+      `HOST KEY MISMATCH for ${describe(endpoint)}: it ${problem}. Nothing was run. ` +
+        `Someone may be intercepting the connection, or the host was reinstalled. Verify the new key on the host ` +
+        `out of band; only then remove the old entry (ssh-keygen -R ${knownHostsName(endpoint)} -f ${details.knownHostsPath}) and trust the new one.`,
+    );
+    this.keyType = details.keyType;
+    this.gotFingerprint = details.gotFingerprint;
+    this.expectedFingerprints = details.expectedFingerprints;
+    this.knownHostsPath = details.knownHostsPath;
+    this.revoked = revoked;
+  }
+
+  data(): Record<string, JsonValue> {
+    return {
+      keyType: this.keyType,
+      gotFingerprint: this.gotFingerprint,
+      expectedFingerprints: this.expectedFingerprints,
+      knownHostsPath: this.knownHostsPath,
+      revoked: this.revoked,
+    };
+  }
+}
+
+export interface CommandOutcome {
+  command: string;
+  exitCode: number;
+  signal?: string;
+  stdout: string;
+  stderr: string;
+  durationMs: number;
+}
+
+export class RemoteCommandError extends SshError {
+  override readonly name = 'RemoteCommandError';
+  /** A failed command is a fact about the host; the caller knows whether running it again can help. */
+  readonly retryable = false;
+  readonly command: string;
+  readonly exitCode: number;
+  readonly signal: string | undefined;
+  readonly stdout: string;
+  readonly stderr: string;
+  readonly durationMs: number;
+
+  constructor(endpoint: SshErrorEndpoint, outcome: CommandOutcome) {
+    const how = outcome.signal ? `was killed by ${outcome.signal}` : `exited with code ${outcome.exitCode}`;
+    const stderrTail = tail(outcome.stderr.trimEnd());
+    const stdoutTail = tail(outcome.stdout.trimEnd());
+    super(
+      endpoint,
+      `Command on ${describe(endpoint)} ${how}: ${tail(outcome.command, 1024)}` +
+        (stderrTail ? `\n--- stderr (tail) ---\n${stderrTail}` : '') +
+        (stdoutTail ? `\n--- stdout (tail) ---\n${stdoutTail}` : ''),
+    );
+    this.command = outcome.command;
+    this.exitCode = outcome.exitCode;
+    this.signal = outcome.signal;
+    this.stdout = outcome.stdout;
+    this.stderr = outcome.stderr;
+    this.durationMs = outcome.durationMs;
+  }
+
+  data(): Record<string, JsonValue> {
+    return {
+      command: tail(this.command, 1024),
+      exitCode: this.exitCode,
+      signal: this.signal ?? null,
+      stdoutTail: tail(this.stdout),
+      stderrTail: tail(this.stderr),
+      durationMs: this.durationMs,
+    };
+  }
+}
+
+export class RemoteTimeoutError extends SshError {
+  override readonly name = 'RemoteTimeoutError';
+  readonly retryable = true;
+  readonly command: string;
+  readonly timeoutMs: number;
+  readonly stdout: string;
+  readonly stderr: string;
+
+  constructor(
+    endpoint: SshErrorEndpoint,
+    details: { command: string; timeoutMs: number; stdout: string; stderr: string },
+  ) {
+    const stderrTail = tail(details.stderr.trimEnd());
+    super(
+      endpoint,
+      `Command on ${describe(endpoint)} did not finish within ${details.timeoutMs} ms and was stopped ` +
+        `(its channel was signalled and closed; children it started in the background may still run): ` +
+        `${tail(details.command, 1024)}` +
+        (stderrTail ? `\n--- stderr (tail) ---\n${stderrTail}` : ''),
+    );
+    this.command = details.command;
+    this.timeoutMs = details.timeoutMs;
+    this.stdout = details.stdout;
+    this.stderr = details.stderr;
+  }
+
+  data(): Record<string, JsonValue> {
+    return {
+      command: tail(this.command, 1024),
+      timeoutMs: this.timeoutMs,
+      stdoutTail: tail(this.stdout),
+      stderrTail: tail(this.stderr),
+    };
+  }
+}
+
+export interface FailureDetails {
+  /** The error class name, fit for ApplicationFailure's `type`. */
+  type: string;
+  message: string;
+  /** A hint for the retry policy; the activity layer has the last word. */
+  retryable: boolean;
+  host?: string;
+  endpoint?: SshErrorEndpoint;
+  data: Record<string, JsonValue>;
+}
+
+/** Plain, JSON-safe description of any error, with the typed fields of ours. */
+export function toFailureDetails(err: unknown): FailureDetails {
+  if (err instanceof SshError) {
+    return {
+      type: err.name,
+      message: err.message,
+      retryable: err.retryable,
+      host: err.host,
+      endpoint: { ...err.endpoint, ...(err.endpoint.via ? { via: [...err.endpoint.via] } : {}) },
+      data: err.data(),
+    };
+  }
+  if (err instanceof Error) return { type: err.name, message: err.message, retryable: true, data: {} };
+  return { type: 'Error', message: String(err), retryable: true, data: {} };
+}
+
+function shortKeyType(keyType: string): string {
+  if (keyType.includes('ed25519')) return 'ed25519';
+  if (keyType.startsWith('ecdsa')) return 'ecdsa';
+  if (keyType.includes('rsa')) return 'rsa';
+  return '*';
+}
+
+function knownHostsName(endpoint: SshErrorEndpoint): string {
+  return endpoint.port === 22 ? endpoint.address : `'[${endpoint.address}]:${endpoint.port}'`;
+}

@@ -1,0 +1,789 @@
+// The one SSH executor (ssh2). Every remote command of liftoff goes through SshSession.exec, which takes only
+// commands built by `sh` (quote.ts). Host keys are checked against known_hosts before any command runs,
+// jump hosts are reached through the jump host's own verified session, and a pool gives each activity one
+// connection per host.
+import { readFile } from 'node:fs/promises';
+import { constants as osConstants, homedir } from 'node:os';
+import { StringDecoder } from 'node:string_decoder';
+import type { Duplex } from 'node:stream';
+import ssh2 from 'ssh2';
+import type { ClientChannel, ConnectConfig } from 'ssh2';
+import {
+  HostKeyMismatchError,
+  HostKeyUnknownError,
+  RemoteCommandError,
+  RemoteTimeoutError,
+  SshConnectError,
+  type SshConnectErrorKind,
+  type SshErrorEndpoint,
+} from './errors.js';
+import { blobKeyType, knownKeyTypes, loadKnownHosts, sshFingerprint, verifyHostKey } from './known-hosts.js';
+import { isRemoteCommand, type RemoteCommand } from './quote.js';
+
+const { Client, utils: sshUtils } = ssh2;
+type Client = InstanceType<typeof Client>;
+
+export interface SshEndpoint {
+  /** The host's name in the cluster spec; used in every message. */
+  name: string;
+  host: string;
+  port: number;
+  user: string;
+}
+
+export interface SshAuth {
+  privateKeyPath?: string;
+  useAgent?: boolean;
+  knownHostsPath: string;
+  /** Explicit opt-in; logs a loud warning on every connect. */
+  insecureAcceptAnyHostKey?: boolean;
+}
+
+/** A host, reached through `jump` (itself possibly behind another jump) when set. */
+export interface SshTarget extends SshEndpoint {
+  jump?: SshTarget;
+}
+
+export interface ExecOptions {
+  timeoutMs?: number;
+  stdin?: string;
+  onStdout?: (chunk: string) => void;
+  onStderr?: (chunk: string) => void;
+  /** Throw RemoteCommandError on a non-zero exit or a signal (default true). */
+  check?: boolean;
+  signal?: AbortSignal;
+}
+
+export interface ExecResult {
+  /** The exit status; 128 + signal number when the command was killed by a signal, as shells report it. */
+  exitCode: number;
+  /** `SIGTERM`, … when the command was killed by a signal. */
+  signal?: string;
+  stdout: string;
+  stderr: string;
+  durationMs: number;
+}
+
+export interface SshSession {
+  exec(cmd: RemoteCommand, opts?: ExecOptions): Promise<ExecResult>;
+  close(): Promise<void>;
+  readonly target: SshTarget;
+}
+
+export interface SshConnectOptions {
+  /** TCP connect + handshake + authentication, per hop (default 10 s). */
+  connectTimeoutMs?: number;
+  /** A dead link is noticed after interval × count without an answer (default 5 s × 3). */
+  keepaliveIntervalMs?: number;
+  keepaliveCountMax?: number;
+  /** Channels open at once on one connection; sshd's MaxSessions defaults to 10 (default 8). */
+  maxConcurrentExecs?: number;
+  /** Where the insecureAcceptAnyHostKey warning goes (default console.warn). */
+  warn?: (message: string) => void;
+}
+
+const defaults = {
+  connectTimeoutMs: 10_000,
+  keepaliveIntervalMs: 5_000,
+  keepaliveCountMax: 3,
+  maxConcurrentExecs: 8,
+};
+
+// The order ssh2 offers by default, so that putting the known types first keeps every other one available.
+const hostKeyAlgorithms = [
+  'ssh-ed25519',
+  'ecdsa-sha2-nistp256',
+  'ecdsa-sha2-nistp384',
+  'ecdsa-sha2-nistp521',
+  'rsa-sha2-512',
+  'rsa-sha2-256',
+  'ssh-rsa',
+] as const;
+type HostKeyAlgorithm = (typeof hostKeyAlgorithms)[number];
+
+function algorithmsForKeyType(keyType: string): HostKeyAlgorithm[] {
+  if (keyType === 'ssh-rsa') return ['rsa-sha2-512', 'rsa-sha2-256', 'ssh-rsa'];
+  return hostKeyAlgorithms.filter((a) => a === keyType);
+}
+
+export function expandHome(path: string): string {
+  if (path === '~') return homedir();
+  if (path.startsWith('~/')) return `${homedir()}${path.slice(1)}`;
+  return path;
+}
+
+function endpointOf(target: SshTarget): SshErrorEndpoint {
+  const via: string[] = [];
+  for (let hop = target.jump; hop; hop = hop.jump) via.unshift(hop.name);
+  return {
+    host: target.name,
+    address: target.host,
+    port: target.port,
+    user: target.user,
+    ...(via.length > 0 ? { via } : {}),
+  };
+}
+
+interface SshLevelError extends Error {
+  level?: string;
+  code?: string;
+}
+
+function classifyConnectError(err: SshLevelError): SshConnectErrorKind {
+  switch (err.level) {
+    case 'client-authentication':
+      return 'auth';
+    case 'client-timeout':
+      return 'timeout';
+    case 'client-dns':
+      return 'unreachable';
+    case 'client-socket':
+      switch (err.code) {
+        case 'ECONNREFUSED':
+          return 'refused';
+        case 'ETIMEDOUT':
+          return 'timeout';
+        case 'ECONNRESET':
+        case 'EPIPE':
+          return 'closed';
+        default:
+          return 'unreachable';
+      }
+    default:
+      return 'closed';
+  }
+}
+
+/** Reasons a jump host gives when it cannot open the forwarded TCP connection. */
+function classifyForwardError(err: Error & { reason?: number | string }): {
+  kind: SshConnectErrorKind;
+  advice?: string;
+} {
+  const text = err.message.toLowerCase();
+  if (err.reason === 1 || text.includes('prohibited')) {
+    return {
+      kind: 'unreachable',
+      advice:
+        'The jump host refused to forward the connection: allow TCP forwarding for this user in its sshd_config (AllowTcpForwarding).',
+    };
+  }
+  if (text.includes('refused')) return { kind: 'refused' };
+  if (text.includes('timed out')) return { kind: 'timeout' };
+  return { kind: 'unreachable' };
+}
+
+async function readPrivateKey(path: string, endpoint: SshErrorEndpoint): Promise<Buffer> {
+  const fullPath = expandHome(path);
+  let key: Buffer;
+  try {
+    key = await readFile(fullPath);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? 'error';
+    throw new SshConnectError(endpoint, 'auth', `cannot read private key file ${fullPath} (${code})`, {
+      advice: 'Check privateKeyPath in the spec and that the worker process may read that file.',
+    });
+  }
+  // Only the parser's verdict is reported, never the content: its errors name the format, not the bytes.
+  const parsed = sshUtils.parseKey(key);
+  if (parsed instanceof Error) {
+    const encrypted = /encrypted|passphrase/i.test(parsed.message);
+    throw new SshConnectError(
+      endpoint,
+      'auth',
+      encrypted
+        ? `private key ${fullPath} is protected by a passphrase`
+        : `private key ${fullPath} cannot be parsed`,
+      {
+        advice: encrypted
+          ? 'Load it into ssh-agent (ssh-add) and set useAgent, or point privateKeyPath at a key without a passphrase.'
+          : 'Point privateKeyPath at an OpenSSH or PEM private key (ed25519, ecdsa or rsa).',
+      },
+    );
+  }
+  return key;
+}
+
+/** Bounds the channels open at once on one connection. */
+class Slots {
+  private free: number;
+  private readonly waiting: Array<() => void> = [];
+  constructor(size: number) {
+    this.free = size;
+  }
+  async acquire(): Promise<void> {
+    if (this.free > 0) {
+      this.free--;
+      return;
+    }
+    await new Promise<void>((resolve) => this.waiting.push(resolve));
+  }
+  release(): void {
+    const next = this.waiting.shift();
+    if (next) next();
+    else this.free++;
+  }
+}
+
+function signalExitCode(signal: string): number {
+  const number = (osConstants.signals as Record<string, number | undefined>)[signal];
+  return number === undefined ? 255 : 128 + number;
+}
+
+/** The parts of an ssh2 channel that Channel.signal itself uses. */
+interface ChannelInternals {
+  outgoing?: { id?: number; state?: string };
+  _client?: { _protocol?: { signal?: (channelId: number, signalName: string) => void } };
+}
+
+/**
+ * Sends an RFC 4254 "signal" request. ssh2's Channel.signal drops it once our side has sent EOF, and we
+ * always send EOF on stdin so commands never wait for input; the protocol allows signals after EOF, so this
+ * goes one level down to the same call Channel.signal makes.
+ */
+function sendSignal(channel: ClientChannel, signalName: 'TERM' | 'KILL'): void {
+  const internals = channel as unknown as ChannelInternals;
+  const id = internals.outgoing?.id;
+  const protocol = internals._client?._protocol;
+  try {
+    if (
+      id !== undefined &&
+      (internals.outgoing?.state === 'open' || internals.outgoing?.state === 'eof') &&
+      typeof protocol?.signal === 'function'
+    ) {
+      protocol.signal(id, signalName);
+    } else {
+      channel.signal(signalName);
+    }
+  } catch {
+    // The channel or the connection is already gone: nothing left to signal.
+  }
+}
+
+class Ssh2Session implements SshSession {
+  readonly target: SshTarget;
+  private readonly client: Client;
+  private readonly endpoint: SshErrorEndpoint;
+  private readonly slots: Slots;
+  private readonly closedPromise: Promise<void>;
+  private lostReason: string | undefined;
+  private closing = false;
+  /** Closed together with this session (the jump hosts it owns, outside a pool). */
+  private readonly owned: SshSession[];
+
+  /** `closed` settles on the client's 'close' event, listened to since before the handshake. */
+  constructor(
+    target: SshTarget,
+    client: Client,
+    closed: Promise<void>,
+    maxConcurrentExecs: number,
+    owned: SshSession[] = [],
+  ) {
+    this.target = target;
+    this.client = client;
+    this.endpoint = endpointOf(target);
+    this.slots = new Slots(maxConcurrentExecs);
+    this.owned = owned;
+    this.closedPromise = closed;
+    client.on('error', (err: Error) => {
+      this.lostReason ??= err.message;
+    });
+    void closed.then(() => {
+      this.lostReason ??= 'connection closed';
+    });
+  }
+
+  /** False once the connection has dropped or been closed; a pool then opens a new one. */
+  get alive(): boolean {
+    return this.lostReason === undefined && !this.closing;
+  }
+
+  async exec(cmd: RemoteCommand, opts: ExecOptions = {}): Promise<ExecResult> {
+    if (!isRemoteCommand(cmd)) throw new TypeError('SshSession.exec accepts only commands built with sh`…`');
+    opts.signal?.throwIfAborted();
+    await this.slots.acquire();
+    try {
+      opts.signal?.throwIfAborted();
+      if (!this.alive) {
+        throw new SshConnectError(
+          this.endpoint,
+          'closed',
+          `session is no longer open (${this.lostReason ?? 'closed'})`,
+        );
+      }
+      return await this.run(cmd, opts);
+    } finally {
+      this.slots.release();
+    }
+  }
+
+  private run(cmd: RemoteCommand, opts: ExecOptions): Promise<ExecResult> {
+    const started = performance.now();
+    const endpoint = this.endpoint;
+    return new Promise<ExecResult>((resolve, reject) => {
+      let settled = false;
+      let channel: ClientChannel | undefined;
+      let timer: NodeJS.Timeout | undefined;
+      let stdout = '';
+      let stderr = '';
+      const outDecoder = new StringDecoder('utf8');
+      const errDecoder = new StringDecoder('utf8');
+      let exit: { code: number | null; signal?: string } | undefined;
+
+      const cleanup = () => {
+        if (timer) clearTimeout(timer);
+        opts.signal?.removeEventListener('abort', onAbort);
+      };
+      const settle = (fn: () => void) => {
+        if (settled) return;
+        settled = true;
+        cleanup();
+        fn();
+      };
+      // Ask the remote process to stop, then close the channel; sshd also closes the process's pipes.
+      const stopRemote = () => {
+        const open = channel;
+        if (!open) return;
+        sendSignal(open, 'TERM');
+        const kill = setTimeout(() => {
+          sendSignal(open, 'KILL');
+          try {
+            open.close();
+          } catch {
+            // closed in the meantime
+          }
+        }, 1_000);
+        kill.unref();
+        open.once('close', () => clearTimeout(kill));
+      };
+      const onAbort = () => {
+        settle(() => {
+          stopRemote();
+          const reason: unknown = opts.signal?.reason;
+          reject(reason instanceof Error ? reason : new Error(`aborted: ${String(reason)}`));
+        });
+      };
+      const deliver = (sink: ((chunk: string) => void) | undefined, chunk: string) => {
+        if (!sink || chunk === '') return;
+        try {
+          sink(chunk);
+        } catch (err) {
+          settle(() => {
+            stopRemote();
+            reject(err instanceof Error ? err : new Error(String(err)));
+          });
+        }
+      };
+
+      opts.signal?.addEventListener('abort', onAbort, { once: true });
+      if (opts.timeoutMs !== undefined) {
+        const timeoutMs = opts.timeoutMs;
+        timer = setTimeout(() => {
+          settle(() => {
+            stopRemote();
+            stdout += outDecoder.end();
+            stderr += errDecoder.end();
+            reject(new RemoteTimeoutError(endpoint, { command: cmd.text, timeoutMs, stdout, stderr }));
+          });
+        }, timeoutMs);
+      }
+
+      const onOpen = (err: Error | undefined, opened: ClientChannel) => {
+        if (err) {
+          settle(() =>
+            reject(
+              new SshConnectError(endpoint, 'closed', `could not open a channel: ${err.message}`, {
+                cause: err,
+                advice:
+                  'The connection is open but the host refused a new session channel: check MaxSessions in its sshd_config.',
+              }),
+            ),
+          );
+          return;
+        }
+        channel = opened;
+        if (settled) {
+          // Timed out or aborted while the channel was opening.
+          stopRemote();
+          return;
+        }
+        opened.on('data', (data: Buffer) => {
+          const chunk = outDecoder.write(data);
+          stdout += chunk;
+          deliver(opts.onStdout, chunk);
+        });
+        opened.stderr.on('data', (data: Buffer) => {
+          const chunk = errDecoder.write(data);
+          stderr += chunk;
+          deliver(opts.onStderr, chunk);
+        });
+        opened.on('exit', (code: number | null, signal?: string) => {
+          exit = { code, ...(signal ? { signal } : {}) };
+        });
+        opened.on('close', () => {
+          settle(() => {
+            const restOut = outDecoder.end();
+            const restErr = errDecoder.end();
+            stdout += restOut;
+            stderr += restErr;
+            if (opts.onStdout && restOut) opts.onStdout(restOut);
+            if (opts.onStderr && restErr) opts.onStderr(restErr);
+            if (!exit) {
+              reject(
+                new SshConnectError(
+                  endpoint,
+                  'closed',
+                  `connection lost while running a command (${this.lostReason ?? 'channel closed without an exit status'})`,
+                  {
+                    advice:
+                      'The command may have run, partly or fully, and may still be running: check the host before running it again.',
+                  },
+                ),
+              );
+              return;
+            }
+            const durationMs = Math.round(performance.now() - started);
+            const exitCode = exit.code ?? (exit.signal ? signalExitCode(exit.signal) : 255);
+            const result: ExecResult = {
+              exitCode,
+              ...(exit.signal ? { signal: exit.signal } : {}),
+              stdout,
+              stderr,
+              durationMs,
+            };
+            if ((opts.check ?? true) && (exitCode !== 0 || exit.signal)) {
+              reject(new RemoteCommandError(endpoint, { command: cmd.text, ...result }));
+              return;
+            }
+            resolve(result);
+          });
+        });
+        opened.on('error', () => {
+          // A channel error is followed by 'close', which settles.
+        });
+        // EOF on stdin, so a command that reads it does not wait forever.
+        if (opts.stdin !== undefined) opened.end(opts.stdin);
+        else opened.end();
+      };
+
+      try {
+        this.client.exec(cmd.text, onOpen);
+      } catch (err) {
+        settle(() =>
+          reject(
+            new SshConnectError(endpoint, 'closed', `session is no longer open (${(err as Error).message})`, {
+              cause: err,
+            }),
+          ),
+        );
+      }
+    });
+  }
+
+  /** A TCP stream from this host to host:port (direct-tcpip), to carry the next hop's SSH connection. */
+  tunnel(host: string, port: number, forEndpoint: SshErrorEndpoint, timeoutMs: number): Promise<Duplex> {
+    const jumpName = this.target.name;
+    return new Promise<Duplex>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        reject(
+          new SshConnectError(
+            forEndpoint,
+            'timeout',
+            `jump host ${jumpName} could not reach ${host}:${port} within ${timeoutMs} ms`,
+          ),
+        );
+      }, timeoutMs);
+      try {
+        this.client.forwardOut('127.0.0.1', 0, host, port, (err, stream) => {
+          clearTimeout(timer);
+          if (err) {
+            const { kind, advice } = classifyForwardError(err);
+            reject(
+              new SshConnectError(
+                forEndpoint,
+                kind,
+                `jump host ${jumpName} could not connect: ${err.message}`,
+                {
+                  cause: err,
+                  ...(advice ? { advice } : {}),
+                },
+              ),
+            );
+            return;
+          }
+          resolve(stream);
+        });
+      } catch (err) {
+        clearTimeout(timer);
+        reject(
+          new SshConnectError(forEndpoint, 'closed', `jump host ${jumpName} session is closed`, {
+            cause: err,
+          }),
+        );
+      }
+    });
+  }
+
+  async close(): Promise<void> {
+    if (!this.closing) {
+      this.closing = true;
+      this.client.end();
+      const forced = setTimeout(() => this.client.destroy(), 2_000);
+      forced.unref();
+      await this.closedPromise;
+      clearTimeout(forced);
+    }
+    await this.closedPromise;
+    for (const session of this.owned) await session.close();
+  }
+}
+
+interface Hop {
+  target: SshTarget;
+  auth: SshAuth;
+  settings: Required<Omit<SshConnectOptions, 'warn'>> & { warn: (message: string) => void };
+  /** The verified session to the jump host, when this hop goes through one. */
+  via?: Ssh2Session;
+}
+
+async function connectHop(hop: Hop, owned: SshSession[] = []): Promise<Ssh2Session> {
+  const { target, auth, settings } = hop;
+  const endpoint = endpointOf(target);
+  const knownHostsPath = expandHome(auth.knownHostsPath);
+
+  const config: ConnectConfig = {
+    host: target.host,
+    port: target.port,
+    username: target.user,
+    readyTimeout: settings.connectTimeoutMs,
+    keepaliveInterval: settings.keepaliveIntervalMs,
+    keepaliveCountMax: settings.keepaliveCountMax,
+  };
+  if (auth.privateKeyPath) config.privateKey = await readPrivateKey(auth.privateKeyPath, endpoint);
+  if (auth.useAgent) {
+    const agent = process.env.SSH_AUTH_SOCK;
+    if (!agent) {
+      throw new SshConnectError(endpoint, 'auth', 'useAgent is set but SSH_AUTH_SOCK is not', {
+        advice: 'Start ssh-agent for the worker process and export SSH_AUTH_SOCK, or set privateKeyPath.',
+      });
+    }
+    config.agent = agent;
+  }
+  if (!config.privateKey && !config.agent) {
+    throw new SshConnectError(endpoint, 'auth', 'no credentials configured', {
+      advice: 'Set privateKeyPath or useAgent in the ssh section of the spec.',
+    });
+  }
+
+  let rejection: Error | undefined;
+  if (auth.insecureAcceptAnyHostKey) {
+    config.hostVerifier = (key: Buffer) => {
+      settings.warn(
+        `WARNING: host key of ${target.name} (${target.host}:${target.port}) was NOT verified ` +
+          `(insecureAcceptAnyHostKey is set); accepted ${blobKeyType(key) ?? 'key'} ${sshFingerprint(key)}. ` +
+          `Anyone on the network path can impersonate this host. Remove the option and trust the host key instead.`,
+      );
+      return true;
+    };
+  } else {
+    const { entries } = await loadKnownHosts(knownHostsPath);
+    const knownTypes = knownKeyTypes(entries, target.host, target.port);
+    const preferred = knownTypes.flatMap(algorithmsForKeyType);
+    // Ask for a key type we know first, so a host with several keys offers the one we can check.
+    config.algorithms = {
+      serverHostKey: [...new Set([...preferred, ...hostKeyAlgorithms])],
+    };
+    config.hostVerifier = (key: Buffer) => {
+      const verdict = verifyHostKey(entries, target.host, target.port, key);
+      switch (verdict.status) {
+        case 'trusted':
+          return true;
+        case 'unknown':
+          rejection = new HostKeyUnknownError(endpoint, verdict.keyType, verdict.fingerprint, knownHostsPath);
+          return false;
+        case 'revoked':
+          rejection = new HostKeyMismatchError(endpoint, {
+            keyType: verdict.keyType,
+            gotFingerprint: verdict.fingerprint,
+            expectedFingerprints: [],
+            knownHostsPath,
+            revoked: true,
+          });
+          return false;
+        case 'mismatch':
+          rejection = new HostKeyMismatchError(endpoint, {
+            keyType: verdict.keyType,
+            gotFingerprint: verdict.fingerprint,
+            expectedFingerprints: verdict.expected.map((e) => `${e.keyType} ${e.fingerprint}`),
+            knownHostsPath,
+          });
+          return false;
+      }
+    };
+  }
+
+  if (hop.via)
+    config.sock = await hop.via.tunnel(target.host, target.port, endpoint, settings.connectTimeoutMs);
+
+  const client = new Client();
+  const closed = new Promise<void>((resolve) => client.once('close', () => resolve()));
+  await new Promise<void>((resolve, reject) => {
+    let done = false;
+    const finish = (err?: Error) => {
+      if (done) return;
+      done = true;
+      client.removeListener('ready', onReady);
+      client.removeListener('error', onError);
+      client.removeListener('close', onClose);
+      if (err) {
+        client.destroy();
+        reject(err);
+      } else resolve();
+    };
+    const onReady = () => finish();
+    const onError = (err: SshLevelError) => {
+      if (rejection) {
+        finish(rejection);
+        return;
+      }
+      finish(new SshConnectError(endpoint, classifyConnectError(err), err.message, { cause: err }));
+    };
+    const onClose = () => {
+      finish(rejection ?? new SshConnectError(endpoint, 'closed', 'connection closed during the handshake'));
+    };
+    client.on('ready', onReady);
+    client.on('error', onError);
+    client.on('close', onClose);
+    // Errors after the handshake are recorded by the session; this keeps them from being unhandled meanwhile.
+    client.on('error', () => {});
+    try {
+      client.connect(config);
+    } catch (err) {
+      finish(new SshConnectError(endpoint, 'auth', (err as Error).message, { cause: err }));
+    }
+  });
+  return new Ssh2Session(target, client, closed, settings.maxConcurrentExecs, owned);
+}
+
+function resolveSettings(opts: SshConnectOptions = {}): Hop['settings'] {
+  return {
+    connectTimeoutMs: opts.connectTimeoutMs ?? defaults.connectTimeoutMs,
+    keepaliveIntervalMs: opts.keepaliveIntervalMs ?? defaults.keepaliveIntervalMs,
+    keepaliveCountMax: opts.keepaliveCountMax ?? defaults.keepaliveCountMax,
+    maxConcurrentExecs: opts.maxConcurrentExecs ?? defaults.maxConcurrentExecs,
+    warn: opts.warn ?? ((message: string) => console.warn(message)),
+  };
+}
+
+/** Opens a session to `target` (through its jump hosts, each verified); close() closes the whole chain. */
+export async function openSshSession(
+  target: SshTarget,
+  auth: SshAuth,
+  opts?: SshConnectOptions,
+): Promise<SshSession> {
+  const settings = resolveSettings(opts);
+  const open = async (hopTarget: SshTarget): Promise<Ssh2Session> => {
+    if (!hopTarget.jump) return connectHop({ target: hopTarget, auth, settings });
+    const via = await open(hopTarget.jump);
+    try {
+      return await connectHop({ target: hopTarget, auth, settings, via }, [via]);
+    } catch (err) {
+      await via.close();
+      throw err;
+    }
+  };
+  return open(target);
+}
+
+export async function withSshSession<T>(
+  target: SshTarget,
+  auth: SshAuth,
+  fn: (session: SshSession) => Promise<T>,
+  opts?: SshConnectOptions,
+): Promise<T> {
+  const session = await openSshSession(target, auth, opts);
+  try {
+    return await fn(session);
+  } finally {
+    await session.close();
+  }
+}
+
+function targetKey(target: SshTarget): string {
+  const self = `${target.user}@${target.host}:${target.port}`;
+  return target.jump ? `${self} via ${targetKey(target.jump)}` : self;
+}
+
+function depth(target: SshTarget): number {
+  return target.jump ? 1 + depth(target.jump) : 0;
+}
+
+/**
+ * Per-activity pool: one connection per host, reused by every command of the activity (jump hosts included,
+ * shared by all hosts behind them); closeAll at the end. A dropped connection is replaced on the next
+ * session() call; a failed connect is not cached.
+ */
+export class SshPool {
+  private readonly auth: SshAuth;
+  private readonly settings: Hop['settings'];
+  private readonly sessions = new Map<string, { target: SshTarget; session: Promise<Ssh2Session> }>();
+  private opened = 0;
+  private closed = false;
+
+  constructor(auth: SshAuth, opts?: SshConnectOptions) {
+    this.auth = auth;
+    this.settings = resolveSettings(opts);
+  }
+
+  /** SSH handshakes this pool has started (each hop counts once). */
+  get connectionsOpened(): number {
+    return this.opened;
+  }
+
+  async session(target: SshTarget): Promise<SshSession> {
+    return this.get(target);
+  }
+
+  private async get(target: SshTarget): Promise<Ssh2Session> {
+    if (this.closed) throw new Error('SshPool.session called after closeAll');
+    const key = targetKey(target);
+    const cached = this.sessions.get(key);
+    if (cached) {
+      const session = await cached.session.catch(() => undefined);
+      if (session?.alive) return session;
+      if (this.sessions.get(key) === cached) this.sessions.delete(key);
+      if (session) void session.close();
+      // Another caller may have replaced it while we waited.
+      const replaced = this.sessions.get(key);
+      if (replaced) return this.get(target);
+    }
+    const session = (async () => {
+      const via = target.jump ? await this.get(target.jump) : undefined;
+      this.opened++;
+      return connectHop({ target, auth: this.auth, settings: this.settings, ...(via ? { via } : {}) });
+    })();
+    const entry = { target, session };
+    this.sessions.set(key, entry);
+    session.catch(() => {
+      if (this.sessions.get(key) === entry) this.sessions.delete(key);
+    });
+    return session;
+  }
+
+  async closeAll(): Promise<void> {
+    this.closed = true;
+    const entries = [...this.sessions.values()];
+    this.sessions.clear();
+    // Hosts behind a jump first, so their tunnels close before the jump connection does.
+    const depths = [...new Set(entries.map((e) => depth(e.target)))].sort((a, b) => b - a);
+    for (const d of depths) {
+      await Promise.all(
+        entries
+          .filter((e) => depth(e.target) === d)
+          .map(async (e) => {
+            const session = await e.session.catch(() => undefined);
+            await session?.close();
+          }),
+      );
+    }
+  }
+}

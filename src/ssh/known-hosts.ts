@@ -1,0 +1,187 @@
+// OpenSSH known_hosts: parsing, host matching (plain, [host]:port, comma lists, wildcards, negation,
+// hashed |1|salt|hash) and the verdict on a key a server offers. The format is sshd(8) "SSH_KNOWN_HOSTS
+// FILE FORMAT": [@marker] hostpatterns keytype base64-key [comment].
+import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+
+export type KnownHostMarker = 'revoked' | 'cert-authority';
+
+export type KnownHostNames =
+  { kind: 'patterns'; patterns: string[] } | { kind: 'hashed'; salt: Buffer; hash: Buffer };
+
+export interface KnownHostEntry {
+  marker?: KnownHostMarker;
+  names: KnownHostNames;
+  /** As written in the file: ssh-ed25519, ecdsa-sha2-nistp256, ssh-rsa, … */
+  keyType: string;
+  /** The key blob in SSH wire format (what the server sends during key exchange). */
+  key: Buffer;
+  /** 1-based line number, for messages. */
+  line: number;
+}
+
+export interface ParsedKnownHosts {
+  entries: KnownHostEntry[];
+  /** Lines that could not be read; OpenSSH skips them too, but they are worth reporting. */
+  invalidLines: number[];
+}
+
+export function parseKnownHosts(text: string): ParsedKnownHosts {
+  const entries: KnownHostEntry[] = [];
+  const invalidLines: number[] = [];
+  text.split(/\r?\n/).forEach((rawLine, index) => {
+    const lineNo = index + 1;
+    const line = rawLine.trim();
+    if (line === '' || line.startsWith('#')) return;
+    const fields = line.split(/[ \t]+/);
+    let marker: KnownHostMarker | undefined;
+    if (fields[0]?.startsWith('@')) {
+      const name = fields.shift()?.slice(1);
+      if (name !== 'revoked' && name !== 'cert-authority') {
+        invalidLines.push(lineNo);
+        return;
+      }
+      marker = name;
+    }
+    const [hostField, keyType, keyBase64] = fields;
+    if (!hostField || !keyType || !keyBase64) {
+      invalidLines.push(lineNo);
+      return;
+    }
+    const key = Buffer.from(keyBase64, 'base64');
+    // The blob starts with its own type string; a mismatch means a corrupt or hand-edited line.
+    if (key.length === 0 || blobKeyType(key) !== keyType) {
+      invalidLines.push(lineNo);
+      return;
+    }
+    const names = parseNames(hostField);
+    if (!names) {
+      invalidLines.push(lineNo);
+      return;
+    }
+    entries.push({ ...(marker ? { marker } : {}), names, keyType, key, line: lineNo });
+  });
+  return { entries, invalidLines };
+}
+
+function parseNames(field: string): KnownHostNames | undefined {
+  if (field.startsWith('|1|')) {
+    const [, , salt, hash] = field.split('|');
+    if (!salt || !hash) return undefined;
+    const saltBytes = Buffer.from(salt, 'base64');
+    const hashBytes = Buffer.from(hash, 'base64');
+    if (saltBytes.length === 0 || hashBytes.length !== 20) return undefined;
+    return { kind: 'hashed', salt: saltBytes, hash: hashBytes };
+  }
+  const patterns = field.split(',').filter((p) => p !== '');
+  return patterns.length > 0 ? { kind: 'patterns', patterns } : undefined;
+}
+
+/** The name OpenSSH looks up: `host` on port 22, `[host]:port` otherwise. */
+export function knownHostsName(host: string, port: number): string {
+  return port === 22 ? host : `[${host}]:${port}`;
+}
+
+function globToRegExp(glob: string): RegExp {
+  const body = glob
+    .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+    .replace(/\*/g, '.*')
+    .replace(/\?/g, '.');
+  return new RegExp(`^${body}$`, 'i');
+}
+
+/** Whether an entry's host field applies to `host` on `port`. A matching negated pattern excludes it. */
+export function entryMatchesHost(entry: KnownHostEntry, host: string, port: number): boolean {
+  const name = knownHostsName(host, port);
+  if (entry.names.kind === 'hashed') {
+    const digest = createHmac('sha1', entry.names.salt).update(name).digest();
+    return timingSafeEqual(digest, entry.names.hash);
+  }
+  let matched = false;
+  for (const pattern of entry.names.patterns) {
+    const negated = pattern.startsWith('!');
+    if (globToRegExp(negated ? pattern.slice(1) : pattern).test(name)) {
+      if (negated) return false;
+      matched = true;
+    }
+  }
+  return matched;
+}
+
+/** Reads the type string at the front of an SSH key blob (uint32 length + bytes). */
+export function blobKeyType(blob: Buffer): string | undefined {
+  if (blob.length < 4) return undefined;
+  const length = blob.readUInt32BE(0);
+  if (length === 0 || length > 64 || blob.length < 4 + length) return undefined;
+  return blob.subarray(4, 4 + length).toString('latin1');
+}
+
+/** `SHA256:…` exactly as `ssh-keygen -l` and ssh print it (base64, no padding). */
+export function sshFingerprint(blob: Buffer): string {
+  return `SHA256:${createHash('sha256').update(blob).digest('base64').replace(/=+$/, '')}`;
+}
+
+export type HostKeyVerdict =
+  | { status: 'trusted' }
+  | { status: 'unknown'; keyType: string; fingerprint: string }
+  | {
+      status: 'mismatch';
+      keyType: string;
+      fingerprint: string;
+      expected: Array<{ keyType: string; fingerprint: string; line: number }>;
+    }
+  | { status: 'revoked'; keyType: string; fingerprint: string };
+
+/**
+ * Judges the key a server offered. @cert-authority lines are set aside: ssh2 cannot check host
+ * certificates, so they neither trust nor condemn a plain key. A host known under any key that is not
+ * the offered one is a mismatch, as with OpenSSH's StrictHostKeyChecking (the executor asks for the
+ * known key types first, so an honest server offers a known type when it has one).
+ */
+export function verifyHostKey(
+  entries: readonly KnownHostEntry[],
+  host: string,
+  port: number,
+  offered: Buffer,
+): HostKeyVerdict {
+  const keyType = blobKeyType(offered) ?? 'unknown-key-type';
+  const fingerprint = sshFingerprint(offered);
+  // A revoked key is refused for every host, as OpenSSH does.
+  if (entries.some((e) => e.marker === 'revoked' && e.key.equals(offered))) {
+    return { status: 'revoked', keyType, fingerprint };
+  }
+  const forHost = entries.filter((e) => e.marker === undefined && entryMatchesHost(e, host, port));
+  if (forHost.some((e) => e.key.equals(offered))) return { status: 'trusted' };
+  if (forHost.length === 0) return { status: 'unknown', keyType, fingerprint };
+  return {
+    status: 'mismatch',
+    keyType,
+    fingerprint,
+    expected: forHost.map((e) => ({ keyType: e.keyType, fingerprint: sshFingerprint(e.key), line: e.line })),
+  };
+}
+
+/** Key types recorded for a host, to ask the server for those first (as OpenSSH does). */
+export function knownKeyTypes(entries: readonly KnownHostEntry[], host: string, port: number): string[] {
+  const types = entries
+    .filter((e) => e.marker === undefined && entryMatchesHost(e, host, port))
+    .map((e) => e.keyType);
+  return [...new Set(types)];
+}
+
+/** A file that does not exist yet is an empty one: every host is then unknown, with the fix in the error. */
+export async function loadKnownHosts(path: string): Promise<ParsedKnownHosts> {
+  try {
+    return parseKnownHosts(await readFile(path, 'utf8'));
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { entries: [], invalidLines: [] };
+    throw err;
+  }
+}
+
+/** One known_hosts line for a key, as `ssh-keyscan` would print it (used by `liftoff trust`). */
+export function formatKnownHostsLine(host: string, port: number, blob: Buffer): string {
+  const keyType = blobKeyType(blob);
+  if (!keyType) throw new Error('formatKnownHostsLine: not an SSH public key blob');
+  return `${knownHostsName(host, port)} ${keyType} ${blob.toString('base64')}`;
+}

@@ -1,0 +1,117 @@
+// The chain, end to end: real Temporal dev server → liftoff worker → ssh2 with verified host keys → real sshd in
+// two network namespaces (one reachable only through the other) → simulated nvidia-smi → parsers.
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { writeFileSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { WorkflowFailedError } from '@temporalio/client';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import type { Worker } from '@temporalio/worker';
+import { createDevServerEnv } from '../helpers/temporal.js';
+import { createLiftoffWorker } from '../../src/worker.js';
+import { TASK_QUEUE } from '../../src/shared/constants.js';
+import { upCluster, downCluster, type SimCluster } from '../../sim/cluster.js';
+import { simClusterSpec } from '../../sim/spec.js';
+import { probeCluster } from '../../src/workflows/index.js';
+
+const stateDir = '/tmp/liftoff-test-probe';
+
+describe('probe workflow over the simulated cluster (namespace mode)', () => {
+  let env: TestWorkflowEnvironment;
+  let worker: Worker;
+  let running: Promise<void>;
+  let sim: SimCluster;
+
+  before(async () => {
+    await downCluster(stateDir);
+    [sim, env] = await Promise.all([
+      upCluster({ hosts: 2, mode: 'netns', stateDir, clusterOnly: ['spark2'] }),
+      createDevServerEnv(),
+    ]);
+    worker = await createLiftoffWorker({
+      connection: env.nativeConnection,
+      namespace: env.namespace ?? 'default',
+    });
+    running = worker.run();
+  });
+
+  after(async () => {
+    worker?.shutdown();
+    await running;
+    await env?.teardown();
+    await downCluster(stateDir);
+  });
+
+  it('reads every host GPU state, the second host through the head as jump host', async () => {
+    assert.equal(sim.mode, 'netns');
+    const spec = simClusterSpec(sim, { cluster: 'probe-e2e' });
+    assert.equal(spec.hosts[1]?.jumpHost, 'spark1', 'spark2 is reachable only through spark1');
+
+    const result = await env.client.workflow.execute(probeCluster, {
+      taskQueue: TASK_QUEUE,
+      workflowId: 'probe-e2e',
+      args: [spec],
+    });
+    assert.deepEqual(
+      result.hosts.map((h) => h.host),
+      ['spark1', 'spark2'],
+    );
+    for (const host of result.hosts) {
+      // The reference state after a reboot: old containers hold GPU memory (gb10 flavour: unified memory).
+      assert.equal(host.gpus.length, 1);
+      assert.equal(host.gpus[0]?.name, 'NVIDIA GB10');
+      assert.equal(host.unifiedMemory, true);
+      assert.ok(host.processes.length >= 1, `${host.host} lists the seeded GPU processes`);
+      assert.ok(host.processes.every((p) => p.pid > 0 && p.processName.length > 0 && (p.usedMiB ?? 0) > 0));
+      assert.ok(
+        host.memAvailableMiB > 0 && host.memAvailableMiB < 121_690,
+        `${host.host} MemAvailable reflects held memory`,
+      );
+    }
+  });
+
+  it('refuses a host whose key does not match known_hosts, without retrying', async () => {
+    const spec = simClusterSpec(sim, { cluster: 'probe-bad-key' });
+    // Swap the two hosts' keys in a copy of known_hosts: each host now presents a key we did not pin for it.
+    const known = readFileSync(sim.knownHostsPath, 'utf8').split('\n').filter(Boolean);
+    const keyOf = (addr: string) =>
+      known
+        .find((l) => l.split(' ')[0]?.split(',').includes(addr))
+        ?.split(' ')
+        .slice(1)
+        .join(' ');
+    const h1 = sim.hosts[0]!;
+    const h2 = sim.hosts[1]!;
+    const swapped = [
+      `${h1.address} ${keyOf(h2.address)}`,
+      `${h2.address} ${keyOf(h1.address)}`,
+      `${h2.clusterIp} ${keyOf(h1.address)}`,
+    ];
+    const badKnownHosts = join(stateDir, 'known_hosts.swapped');
+    writeFileSync(badKnownHosts, `${swapped.join('\n')}\n`);
+    spec.ssh.knownHostsPath = badKnownHosts;
+
+    const err = await env.client.workflow
+      .execute(probeCluster, { taskQueue: TASK_QUEUE, workflowId: 'probe-bad-key', args: [spec] })
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+    assert.ok(err instanceof WorkflowFailedError, 'the workflow fails');
+    const text = JSON.stringify(err.cause, Object.getOwnPropertyNames(err.cause ?? {}));
+    assert.match(text, /HostKeyMismatchError/);
+    assert.match(text, /SHA256:/);
+  });
+
+  it('rejects an invalid spec as non-retryable, naming the field', async () => {
+    const spec = { ...simClusterSpec(sim), hosts: [{ name: 'x y', address: '' }] };
+    const err = await env.client.workflow
+      .execute(probeCluster, { taskQueue: TASK_QUEUE, workflowId: 'probe-invalid', args: [spec] })
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+    assert.ok(err instanceof WorkflowFailedError);
+    assert.match(String(err.cause?.message), /hosts\[0\]\.name/);
+  });
+});

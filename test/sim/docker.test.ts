@@ -1,0 +1,496 @@
+// The simulated docker: a container is a process group (plus tagged escapees), and the CLI answers like docker.
+import { execFile } from 'node:child_process';
+import {
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  writeFileSync,
+  existsSync,
+  mkdirSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { buildSimTools } from '../../sim/build-tools.js';
+import type { HostConfig } from '../../sim/host-state.js';
+
+interface Result {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+let root = '';
+let hostDir = '';
+let binDir = '';
+
+function run(tool: string, args: string[], env: Record<string, string> = {}): Promise<Result> {
+  return new Promise((resolve) => {
+    execFile(
+      join(binDir, tool),
+      args,
+      {
+        env: {
+          ...process.env,
+          PATH: `${binDir}:${process.env.PATH ?? ''}`,
+          LIFTOFF_SIM_HOST_DIR: hostDir,
+          ...env,
+        },
+        timeout: 20_000,
+      },
+      (error, stdout, stderr) => {
+        const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
+        resolve({ code, stdout, stderr });
+      },
+    );
+  });
+}
+
+const docker = (...args: string[]) => run('docker', args);
+
+function procField(pid: number, index: number): string | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[index];
+  } catch {
+    return undefined;
+  }
+}
+const pgrpOf = (pid: number) => Number(procField(pid, 2));
+const deadOrZombie = (pid: number) => {
+  const state = procField(pid, 0);
+  return state === undefined || state === 'Z';
+};
+
+function signal0Fails(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return false;
+  } catch {
+    return true;
+  }
+}
+
+/** kill -0 keeps succeeding for a zombie until PID 1 reaps it, which may take a couple of seconds. */
+async function waitKill0Fails(pids: number[], timeoutMs = 6000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (pids.some((p) => !signal0Fails(p))) {
+    assert.ok(Date.now() < deadline, `still alive: ${pids.filter((p) => !signal0Fails(p)).join(' ')}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** Pids whose environment carries `entry`. */
+function pidsWithEnv(entry: string): number[] {
+  const out: number[] = [];
+  for (const e of readdirSync('/proc')) {
+    const pid = Number(e);
+    if (!Number.isInteger(pid) || pid === process.pid) continue;
+    try {
+      if (readFileSync(`/proc/${pid}/environ`, 'latin1').split('\0').includes(entry) && !deadOrZombie(pid))
+        out.push(pid);
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  return out;
+}
+
+async function until<T>(probe: () => T | undefined | Promise<T | undefined>, what: string, timeoutMs = 5000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await probe();
+    if (v !== undefined && v !== false) return v;
+    assert.ok(Date.now() < deadline, `timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+function record(name: string): { id: string; pgid: number; pid: number } {
+  return JSON.parse(readFileSync(join(hostDir, 'containers', `${name}.json`), 'utf8')) as {
+    id: string;
+    pgid: number;
+    pid: number;
+  };
+}
+
+function groupMembers(pgid: number): number[] {
+  return readdirSync('/proc')
+    .map(Number)
+    .filter((pid) => Number.isInteger(pid) && pgrpOf(pid) === pgid && !deadOrZombie(pid));
+}
+
+void before(async () => {
+  root = mkdtempSync(join(tmpdir(), 'liftoff-docker-'));
+  hostDir = join(root, 'host');
+  binDir = join(root, 'bin');
+  mkdirSync(join(hostDir, 'models'), { recursive: true });
+  const cfg: HostConfig = {
+    name: 'sim-docker-test',
+    address: '127.0.1.1',
+    clusterIp: '127.0.1.1',
+    clusterIface: 'lo',
+    flavour: 'h200',
+    gpuCount: 1,
+    gpuMemoryMiB: 143771,
+    images: ['vllm/vllm-openai:v0.11.0', 'busybox'],
+    modelDirs: [join(hostDir, 'models')],
+    vllm: { shards: 2, shardSeconds: 1, graphCaptureSeconds: 1, memoryMiB: 1000 },
+  };
+  writeFileSync(join(hostDir, 'host.json'), JSON.stringify(cfg));
+  await buildSimTools(binDir);
+});
+
+void after(() => {
+  // Every process any tool started inherits the host dir variable: sweep them all, whatever the test left.
+  for (const pid of pidsWithEnv(`LIFTOFF_SIM_HOST_DIR=${hostDir}`)) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // Already gone.
+    }
+  }
+  rmSync(root, { recursive: true, force: true });
+});
+
+describe('docker run / rm -f', () => {
+  it('runs the container as its own process group, and rm -f ends every process in it', async () => {
+    const r = await docker(
+      'run',
+      '-d',
+      '--name',
+      'grp',
+      '--gpus',
+      'all',
+      'busybox',
+      'sh',
+      '-c',
+      'sleep 300 & sleep 300',
+    );
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /^[0-9a-f]{64}\n$/);
+    const rec = record('grp');
+    assert.equal(rec.id, r.stdout.trim());
+    assert.notEqual(rec.pgid, pgrpOf(process.pid));
+    assert.equal(pgrpOf(rec.pid), rec.pgid, 'the main process belongs to the container group');
+    const members = await until(() => {
+      const m = groupMembers(rec.pgid);
+      return m.length >= 4 ? m : undefined; // shim, sh, two sleeps
+    }, 'container processes');
+
+    const rm = await docker('rm', '-f', 'grp');
+    assert.equal(rm.code, 0, rm.stderr);
+    assert.equal(rm.stdout, 'grp\n');
+    for (const pid of members) assert.ok(deadOrZombie(pid), `pid ${pid} survived rm -f`);
+    await waitKill0Fails(members);
+    assert.equal(existsSync(join(hostDir, 'containers', 'grp.json')), false);
+    assert.equal((await docker('ps', '-a', '-q')).stdout, '');
+  });
+
+  it('kills exec -d processes, including one that left the group with setsid, on rm -f', async () => {
+    assert.equal((await docker('run', '-d', '--name', 'srv', 'busybox', 'sleep', '300')).code, 0);
+    const { id, pgid } = record('srv');
+    const plain = await docker('exec', '-d', 'srv', 'sleep', '301');
+    assert.equal(plain.code, 0, plain.stderr);
+    assert.equal(plain.stdout, '');
+    const logFile = join(root, 'serve.log');
+    const escaped = await docker(
+      'exec',
+      '-d',
+      'srv',
+      'sh',
+      '-c',
+      `setsid nohup sleep 302 > ${logFile} 2>&1 &`,
+    );
+    assert.equal(escaped.code, 0, escaped.stderr);
+
+    const tagged = await until(() => {
+      const pids = pidsWithEnv(`LIFTOFF_SIM_CONTAINER=${id}`);
+      const cmd = (p: number) => readFileSync(`/proc/${p}/cmdline`, 'utf8');
+      const inGroup = pids.find((p) => cmd(p).includes('301'));
+      const outside = pids.find((p) => cmd(p).includes('302'));
+      return inGroup && outside ? { inGroup, outside } : undefined;
+    }, 'exec -d processes');
+    assert.equal(pgrpOf(tagged.inGroup), pgid, 'exec -d joins the container process group');
+    assert.notEqual(pgrpOf(tagged.outside), pgid, 'setsid left the group');
+
+    assert.equal((await docker('rm', '-f', 'srv')).code, 0);
+    assert.ok(deadOrZombie(tagged.inGroup));
+    assert.ok(deadOrZombie(tagged.outside), 'the setsid process dies with the container');
+  });
+
+  it('records the exit of the main process and kills what is left of the container', async () => {
+    const r = await docker(
+      'run',
+      '-d',
+      '--name',
+      'short',
+      'busybox',
+      'sh',
+      '-c',
+      'setsid sleep 303 & sleep 0.3; exit 3',
+    );
+    assert.equal(r.code, 0, r.stderr);
+    const id = r.stdout.trim();
+    await until(
+      () => readFileSync(join(hostDir, 'containers', 'short.json'), 'utf8').includes('"exited"') || undefined,
+      'exit',
+    );
+    const state = await docker(
+      'inspect',
+      '--format',
+      '{{.State.Running}} {{.State.ExitCode}} {{.State.Pid}}',
+      'short',
+    );
+    assert.equal(state.stdout, 'false 3 0\n');
+    assert.deepEqual(pidsWithEnv(`LIFTOFF_SIM_CONTAINER=${id}`), []);
+    const ps = await docker('ps', '-a', '--filter', 'name=short', '--format', '{{.Names}}\\t{{.Status}}');
+    assert.match(ps.stdout, /^short\tExited \(3\) (Less than a second|\d+ seconds?) ago\n$/);
+    assert.equal(
+      (await docker('ps', '--filter', 'name=short', '-q')).stdout,
+      '',
+      'ps without -a hides exited',
+    );
+    assert.equal((await docker('rm', 'short')).code, 0);
+  });
+
+  it('removes a --rm container once its command exits', async () => {
+    const r = await docker('run', '-d', '--rm', '--name', 'tmp', 'busybox', 'sh', '-c', 'sleep 0.2');
+    assert.equal(r.code, 0, r.stderr);
+    await until(() => !existsSync(join(hostDir, 'containers', 'tmp.json')) || undefined, '--rm removal');
+    assert.equal(existsSync(join(hostDir, 'containers', 'tmp.log')), false);
+    const inspect = await docker('inspect', 'tmp');
+    assert.equal(inspect.code, 1);
+    assert.equal(inspect.stderr, 'Error: No such object: tmp\n');
+  });
+
+  it('runs attached without -d, streaming output and passing the exit code through', async () => {
+    const r = await docker(
+      'run',
+      '--rm',
+      '--name',
+      'fg',
+      '-e',
+      'GREETING=hi',
+      'busybox',
+      'sh',
+      '-c',
+      'echo $GREETING; exit 4',
+    );
+    assert.equal(r.code, 4);
+    assert.equal(r.stdout, 'hi\n');
+  });
+
+  it('refuses a name in use, a missing image, a missing bind source and unknown flags like docker', async () => {
+    const first = await docker('run', '-d', '--name', 'taken', 'busybox', 'sleep', '300');
+    assert.equal(first.code, 0);
+    const id = first.stdout.trim();
+    const again = await docker('run', '-d', '--name', 'taken', 'busybox', 'sleep', '300');
+    assert.equal(again.code, 125);
+    assert.equal(
+      again.stderr,
+      `docker: Error response from daemon: Conflict. The container name "/taken" is already in use by container "${id}". You have to remove (or rename) that container to be able to reuse that name.\n\nRun 'docker run --help' for more information\n`,
+    );
+    assert.equal(record('taken').id, id, 'the existing container is untouched');
+
+    const noImage = await docker('run', '-d', '--name', 'x1', 'vllm/nonexistent', 'true');
+    assert.equal(noImage.code, 125);
+    const lines = noImage.stderr.split('\n');
+    assert.equal(lines[0], "Unable to find image 'vllm/nonexistent:latest' locally");
+    assert.match(
+      lines[1] ?? '',
+      /^docker: Error response from daemon: pull access denied for vllm\/nonexistent/,
+    );
+    assert.equal(existsSync(join(hostDir, 'containers', 'x1.json')), false);
+
+    const noSource = await docker(
+      'run',
+      '-d',
+      '--name',
+      'x2',
+      '-v',
+      '/no/such/dir:/models:ro',
+      'busybox',
+      'true',
+    );
+    assert.equal(noSource.code, 125);
+    assert.match(
+      noSource.stderr,
+      /invalid mount config for type "bind": bind source path does not exist: \/no\/such\/dir/,
+    );
+
+    const badFlag = await docker('run', '-d', '--frobnicate', 'busybox', 'true');
+    assert.equal(badFlag.code, 125);
+    assert.equal(badFlag.stderr, "unknown flag: --frobnicate\nSee 'docker run --help'.\n");
+
+    const noCmd = await docker('run', '-d', '--name', 'x3', 'busybox', 'no-such-binary');
+    assert.equal(noCmd.code, 127);
+    assert.match(noCmd.stderr, /exec: "no-such-binary": executable file not found in \$PATH/);
+    assert.equal((await docker('rm', '-f', 'taken', 'x3')).code, 0);
+  });
+});
+
+describe('docker ps / logs / inspect / exec', () => {
+  it('filters by label and prints the real default table', async () => {
+    for (const [name, run] of [
+      ['lab-a', 'one'],
+      ['lab-b', 'two'],
+    ] as const) {
+      const r = await docker(
+        'run',
+        '-d',
+        '--name',
+        name,
+        '--label',
+        `liftoff.run=${run}`,
+        '--label',
+        'liftoff.role=ray',
+        'busybox',
+        'sleep',
+        '300',
+      );
+      assert.equal(r.code, 0, r.stderr);
+    }
+    const one = await docker('ps', '--filter', 'label=liftoff.run=one', '--format', '{{.Names}}');
+    assert.equal(one.stdout, 'lab-a\n');
+    const both = await docker('ps', '-a', '--filter', 'label=liftoff.role', '--format', '{{.Names}}');
+    assert.deepEqual(both.stdout.split('\n').filter(Boolean).sort(), ['lab-a', 'lab-b']);
+    const none = await docker('ps', '--filter', 'label=liftoff.run=three', '-q');
+    assert.equal(none.stdout, '');
+    const label = await docker('ps', '--filter', 'name=lab-b', '--format', '{{.Label "liftoff.run"}}');
+    assert.equal(label.stdout, 'two\n');
+
+    const table = await docker('ps', '--filter', 'name=lab-a');
+    const [header, row] = table.stdout.split('\n');
+    assert.match(header ?? '', /^CONTAINER ID {3}IMAGE {5}COMMAND {7}CREATED +STATUS +PORTS {5}NAMES$/);
+    assert.match(row ?? '', /^[0-9a-f]{12} {3}busybox {3}"sleep 300" {3}.+ ago +Up .+ +lab-a$/);
+    // Columns line up under their headers, as tabwriter does.
+    const at = (h: string) => (header ?? '').indexOf(h);
+    assert.equal(row?.slice(at('CREATED')).search(/\S/), 0);
+    assert.ok(row?.slice(at('STATUS')).startsWith('Up '));
+    assert.equal(row?.slice(at('NAMES')), 'lab-a');
+
+    const json = await docker('ps', '--filter', 'name=lab-a', '--format', '{{json .}}');
+    const parsed = JSON.parse(json.stdout) as Record<string, string>;
+    assert.equal(parsed.Names, 'lab-a');
+    assert.equal(parsed.State, 'running');
+    assert.equal(parsed.Labels, 'liftoff.role=ray,liftoff.run=one');
+    assert.equal((await docker('rm', '-f', 'lab-a', 'lab-b')).code, 0);
+  });
+
+  it('tells a dead container from a running one by liveness, not by the file', async () => {
+    assert.equal((await docker('run', '-d', '--name', 'victim', 'busybox', 'sleep', '300')).code, 0);
+    const { pgid, pid } = record('victim');
+    process.kill(-pgid, 'SIGKILL');
+    await until(() => deadOrZombie(pgid) || undefined, 'shim death');
+    const ps = await docker('ps', '-a', '--filter', 'name=victim', '--format', '{{.State}} {{.Status}}');
+    assert.match(ps.stdout, /^exited Exited \(137\) /);
+    assert.equal((await docker('ps', '-q', '--filter', 'name=victim')).stdout, '');
+    assert.ok(deadOrZombie(pid));
+    const exec = await docker('exec', 'victim', 'true');
+    assert.equal(exec.code, 1);
+    assert.match(exec.stderr, /^Error response from daemon: container [0-9a-f]{64} is not running\n$/);
+    assert.equal((await docker('rm', 'victim')).code, 0);
+  });
+
+  it('prints the last N lines with logs --tail', async () => {
+    const r = await docker(
+      'run',
+      '-d',
+      '--name',
+      'chatty',
+      'busybox',
+      'sh',
+      '-c',
+      'for i in $(seq 1 20); do echo line $i; done; sleep 300',
+    );
+    assert.equal(r.code, 0, r.stderr);
+    await until(
+      () => readFileSync(join(hostDir, 'containers', 'chatty.log'), 'utf8').includes('line 20') || undefined,
+      'output',
+    );
+    assert.equal((await docker('logs', '--tail', '3', 'chatty')).stdout, 'line 18\nline 19\nline 20\n');
+    assert.equal((await docker('logs', '-n', '1', 'chatty')).stdout, 'line 20\n');
+    assert.equal((await docker('logs', 'chatty')).stdout.split('\n').length, 21);
+    const missing = await docker('logs', 'nope');
+    assert.equal(missing.code, 1);
+    assert.equal(missing.stderr, 'Error response from daemon: No such container: nope\n');
+    assert.equal((await docker('rm', '-f', 'chatty')).code, 0);
+  });
+
+  it('runs exec in the foreground with the container env, and refuses rm of a running container', async () => {
+    const r = await docker(
+      'run',
+      '-d',
+      '--name',
+      'envy',
+      '-e',
+      'VLLM_HOST_IP=10.213.0.5',
+      '--entrypoint',
+      'sleep',
+      'busybox',
+      '300',
+    );
+    assert.equal(r.code, 0, r.stderr);
+    const id = r.stdout.trim();
+    const exec = await docker(
+      'exec',
+      '-e',
+      'EXTRA=1',
+      'envy',
+      'sh',
+      '-c',
+      'echo "$VLLM_HOST_IP $EXTRA $LIFTOFF_SIM_CONTAINER"; exit 9',
+    );
+    assert.equal(exec.code, 9);
+    assert.equal(exec.stdout, `10.213.0.5 1 ${id}\n`);
+
+    const rm = await docker('rm', 'envy');
+    assert.equal(rm.code, 1);
+    assert.equal(
+      rm.stderr,
+      'Error response from daemon: cannot remove container "/envy": container is running: stop the container before removing or force remove\n',
+    );
+    const inspect = await docker('inspect', 'envy');
+    const [info] = JSON.parse(inspect.stdout) as [
+      { Path: string; Args: string[]; Config: { Env: string[] } },
+    ];
+    assert.equal(info.Path, 'sleep');
+    assert.deepEqual(info.Args, ['300']);
+    assert.deepEqual(info.Config.Env, ['VLLM_HOST_IP=10.213.0.5']);
+
+    const stop = await docker('stop', 'envy');
+    assert.equal(stop.code, 0);
+    assert.equal(
+      (await docker('inspect', '-f', '{{.State.Status}} {{.State.ExitCode}}', 'envy')).stdout,
+      'exited 143\n',
+    );
+    const missing = await docker('rm', '-f', 'envy', 'ghost');
+    assert.equal(missing.code, 1, 'a missing container fails rm -f too');
+    assert.equal(missing.stdout, 'envy\n');
+    assert.equal(missing.stderr, 'Error response from daemon: No such container: ghost\n');
+    const noExec = await docker('exec', '-d', 'ghost', 'true');
+    assert.equal(noExec.code, 1);
+    assert.equal(noExec.stderr, 'Error response from daemon: No such container: ghost\n');
+  });
+
+  it('inspects images and lists them', async () => {
+    const ok = await docker(
+      'image',
+      'inspect',
+      'vllm/vllm-openai:v0.11.0',
+      '--format',
+      '{{index .RepoTags 0}} {{.Os}}',
+    );
+    assert.equal(ok.stdout, 'vllm/vllm-openai:v0.11.0 linux\n');
+    const missing = await docker('image', 'inspect', 'vllm/vllm-openai:v9');
+    assert.equal(missing.code, 1);
+    assert.equal(missing.stdout, '[]\n');
+    assert.equal(missing.stderr, 'Error: No such image: vllm/vllm-openai:v9\n');
+    const images = await docker('images', '--format', '{{.Repository}}:{{.Tag}}');
+    assert.equal(images.stdout, 'vllm/vllm-openai:v0.11.0\nbusybox:latest\n');
+    assert.equal((await docker('version', '--format', '{{.Server.Version}}')).code, 0);
+  });
+});

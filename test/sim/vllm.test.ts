@@ -1,0 +1,552 @@
+// The simulated `vllm serve` on a two-node simulated Ray cluster: placement groups, load pacing and log
+// formats, a port that refuses while loading, the OpenAI endpoints, GPU memory on both hosts, and faults.
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { buildSimTools } from '../../sim/build-tools.js';
+import {
+  isAlive,
+  liveGpuProcesses,
+  readJson,
+  registerGpuProcess,
+  safeReaddir,
+  writeFaults,
+  type HostConfig,
+} from '../../sim/host-state.js';
+
+const SHARDS = 4;
+const NO_RAY =
+  'ConnectionError: Could not find any running Ray instance. Please specify the one to connect to by setting --address flag or RAY_ADDRESS environment variable.';
+
+const tmp = mkdtempSync(join(tmpdir(), 'liftoff-vllm-test-'));
+const bin = join(tmp, 'bin');
+const port = 17500 + Math.floor(Math.random() * 1000);
+const children: ChildProcess[] = [];
+
+function makeHost(name: string, ip: string, gpuCount = 1): string {
+  const dir = join(tmp, name);
+  mkdirSync(dir, { recursive: true });
+  const cfg: HostConfig = {
+    name,
+    address: ip,
+    clusterIp: ip,
+    clusterIface: 'lo',
+    flavour: 'gb10',
+    gpuCount,
+    gpuMemoryMiB: 121690,
+    images: [],
+    modelDirs: [],
+    vllm: { shards: SHARDS, shardSeconds: 0.15, graphCaptureSeconds: 0.3, memoryMiB: 2048 },
+  };
+  writeFileSync(join(dir, 'host.json'), JSON.stringify(cfg));
+  return dir;
+}
+
+function envFor(dir: string, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env, PATH: `${bin}:${process.env.PATH ?? ''}` };
+  delete env.RAY_ADDRESS;
+  delete env.RAY_memory_monitor_refresh_ms;
+  return { ...env, LIFTOFF_SIM_HOST_DIR: dir, ...extra };
+}
+
+interface RunResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+  seconds: number;
+}
+
+function run(
+  dir: string,
+  tool: string,
+  args: string[],
+  extra: Record<string, string> = {},
+): Promise<RunResult> {
+  const started = Date.now();
+  return new Promise((resolve) => {
+    execFile(join(bin, tool), args, { env: envFor(dir, extra), timeout: 20_000 }, (error, stdout, stderr) => {
+      const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
+      resolve({ code, stdout, stderr, seconds: (Date.now() - started) / 1000 });
+    });
+  });
+}
+
+interface Background {
+  child: ChildProcess;
+  output: () => string;
+  waitFor: (pattern: RegExp, timeoutMs?: number) => Promise<void>;
+  exited: Promise<number>;
+}
+
+function background(
+  dir: string,
+  tool: string,
+  args: string[],
+  extra: Record<string, string> = {},
+): Background {
+  const child = spawn(join(bin, tool), args, { env: envFor(dir, extra), stdio: ['ignore', 'pipe', 'pipe'] });
+  children.push(child);
+  let text = '';
+  child.stdout?.on('data', (c: Buffer) => (text += c.toString()));
+  child.stderr?.on('data', (c: Buffer) => (text += c.toString()));
+  const exited = new Promise<number>((resolve) => child.on('exit', (code) => resolve(code ?? 1)));
+  return {
+    child,
+    output: () => text,
+    exited,
+    waitFor: async (pattern, timeoutMs = 8000) => {
+      const deadline = Date.now() + timeoutMs;
+      while (!pattern.test(text)) {
+        if (Date.now() > deadline) throw new Error(`timed out waiting for ${pattern}; output:\n${text}`);
+        if (child.exitCode !== null)
+          throw new Error(`exited (${child.exitCode}) before ${pattern}; output:\n${text}`);
+        await new Promise((r) => setTimeout(r, 25));
+      }
+    },
+  };
+}
+
+async function eventually(check: () => Promise<boolean> | boolean, timeoutMs = 5000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+const SHARD_LINE =
+  /^Loading safetensors checkpoint shards: +(\d+)% Completed \| (\d+)\/(\d+) \[\d\d:\d\d<(\?|\d\d:\d\d), (\?it\/s|[\d.]+s\/it|[\d.]+it\/s)\]$/;
+const ENGINE_FAILED =
+  'RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}';
+const apiPort = 20000 + Math.floor(Math.random() * 5000);
+
+function refused(ip: string, p: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect({ host: ip, port: p });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(false);
+    });
+    socket.once('error', (e: NodeJS.ErrnoException) => resolve(e.code === 'ECONNREFUSED'));
+  });
+}
+
+function shardLines(output: string): number[] {
+  return output
+    .split('\n')
+    .map((l) => SHARD_LINE.exec(l))
+    .filter((m): m is RegExpExecArray => m !== null)
+    .map((m) => Number(m[2]));
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe('simulated vllm', () => {
+  const headHost = makeHost('head', '127.0.1.1');
+  const workerHost = makeHost('worker', '127.0.1.2');
+  const loneHost = makeHost('lone', '127.0.1.3');
+  const bareHost = makeHost('bare', '127.0.1.4');
+  const launches = new Map<string, number>();
+  let workerRayPid = 0;
+
+  function serve(dir: string, args: string[], extra: Record<string, string> = {}): Background {
+    launches.set(dir, (launches.get(dir) ?? 0) + 1);
+    return background(dir, 'vllm', ['serve', ...args], extra);
+  }
+
+  async function serveToExit(
+    dir: string,
+    args: string[],
+    extra: Record<string, string> = {},
+  ): Promise<RunResult> {
+    launches.set(dir, (launches.get(dir) ?? 0) + 1);
+    return run(dir, 'vllm', ['serve', ...args], extra);
+  }
+
+  async function gpuUsedGb(): Promise<string> {
+    return (await run(headHost, 'ray', ['status'])).stdout.split('\n').find((l) => l.endsWith(' GPU')) ?? '';
+  }
+
+  before(async () => {
+    await buildSimTools(bin);
+    const headRay = background(headHost, 'ray', ['start', '--head', '--block', '--port', String(port)]);
+    const loneRay = background(loneHost, 'ray', ['start', '--head', '--block', '--port', String(port)], {
+      RAY_memory_monitor_refresh_ms: '0',
+    });
+    await Promise.all([headRay.waitFor(/Ray runtime started\./), loneRay.waitFor(/Ray runtime started\./)]);
+    const workerRay = background(workerHost, 'ray', ['start', '--block', '--address', `127.0.1.1:${port}`]);
+    await workerRay.waitFor(/Ray runtime started\./);
+    workerRayPid = workerRay.child.pid ?? 0;
+  });
+
+  after(() => {
+    for (const child of children)
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    for (const dir of [headHost, workerHost, loneHost, bareHost]) {
+      for (const f of safeReaddir(join(dir, 'ray', 'procs'))) {
+        const pid = readJson<{ pid: number }>(join(dir, 'ray', 'procs', f))?.pid;
+        if (pid && isAlive(pid)) process.kill(pid, 'SIGKILL');
+      }
+    }
+    rmSync(tmp, { recursive: true, force: true });
+  });
+
+  it('fails with Ray ConnectionError when no Ray head runs', async () => {
+    const result = await serveToExit(bareHost, ['some/model', '--distributed-executor-backend', 'ray']);
+    assert.equal(result.code, 1);
+    assert.ok(result.stdout.includes(NO_RAY), result.stdout);
+    assert.doesNotMatch(result.stdout, /Loading safetensors/);
+  });
+
+  it('waits for a placement group of tp 2 on a 1-GPU cluster, then fails with the ValueError', async () => {
+    const proc = serve(loneHost, ['some/model', '-tp', '2', '--distributed-executor-backend', 'ray'], {
+      SIM_VLLM_PG_WAIT_S: '1.5',
+    });
+    await proc.waitFor(/Waiting for creating a placement group/);
+    assert.ok(
+      proc
+        .output()
+        .includes("specs=[{'GPU': 1.0, 'node:127.0.1.3': 0.001}, {'GPU': 1.0}]. Check `ray status`"),
+      proc.output(),
+    );
+    const status = (await run(loneHost, 'ray', ['status'])).stdout;
+    assert.match(status, /^ 0\.0\/1\.0 GPU$/m);
+    assert.match(
+      status,
+      /^ \{'GPU': 1\.0, 'node:127\.0\.1\.3': 0\.001\} \* 1, \{'GPU': 1\.0\} \* 1 \(PACK\): 1\+ pending placement groups$/m,
+    );
+    assert.equal(await proc.exited, 1);
+    const output = proc.output();
+    assert.equal(output.match(/Waiting for creating a placement group/g)?.length, 1);
+    assert.match(
+      output,
+      /^ValueError: The number of required GPUs exceeds the total number of available GPUs in the placement group\.$/m,
+    );
+    assert.doesNotMatch(output, /Loading safetensors/);
+    assert.match(
+      (await run(loneHost, 'ray', ['status'])).stdout,
+      /^Pending Demands:\n \(no resource demands\)$/m,
+    );
+  });
+
+  it('loads across both nodes, refuses connections while loading, then serves every endpoint', async () => {
+    const proc = serve(headHost, [
+      'Qwen/Qwen3.5-122B-A10B-FP8',
+      '--port',
+      String(apiPort),
+      '--tensor-parallel-size',
+      '2',
+      '--distributed-executor-backend',
+      'ray',
+      '--served-model-name',
+      'qwen',
+      '--max-model-len',
+      '32768',
+      '--trust-remote-code',
+    ]);
+    let refusals = 0;
+    while (!proc.output().includes('Application startup complete.')) {
+      if (proc.child.exitCode !== null) assert.fail(`vllm exited early:\n${proc.output()}`);
+      if (proc.output().includes('Loading safetensors checkpoint shards')) {
+        const wasRefused = await refused('127.0.1.1', apiPort);
+        // The line is printed only after listen() succeeded, so until then every attempt must be refused.
+        if (!proc.output().includes('Application startup complete.'))
+          assert.ok(wasRefused, 'port open while loading');
+        if (wasRefused) refusals += 1;
+      }
+      await sleep(30);
+    }
+    assert.ok(refusals >= 3, `only ${refusals} refused connections seen while loading`);
+    const output = proc.output();
+    assert.deepEqual(shardLines(output), [0, 1, 2, 3, 4]);
+    const order = [
+      'Using the existing placement group',
+      'Starting to load model Qwen/Qwen3.5-122B-A10B-FP8...',
+      'Loading safetensors checkpoint shards: 100% Completed | 4/4',
+      'Loading weights took',
+      'Capturing CUDA graphs (mixed prefill-decode, PIECEWISE): 100%|██████████| 67/67',
+      'Capturing CUDA graphs (decode, FULL): 100%|██████████| 35/35',
+      `Starting vLLM API server 0 on http://0.0.0.0:${apiPort}`,
+      'Application startup complete.',
+    ].map((marker) => output.indexOf(marker));
+    assert.ok(
+      order.every((at, i) => at >= 0 && (i === 0 || at > (order[i - 1] ?? 0))),
+      `log out of order:\n${output}`,
+    );
+    assert.match(output, /^INFO \d\d-\d\d \d\d:\d\d:\d\d \[api_server\.py:\d+\] vLLM API server version /m);
+    assert.ok(
+      output.includes(`(RayWorkerWrapper pid=${workerRayPid}, ip=127.0.1.2) INFO `),
+      'worker lines carry the RayWorkerWrapper prefix',
+    );
+
+    const base = `http://127.0.1.1:${apiPort}`;
+    const health = await fetch(`${base}/health`);
+    assert.equal(health.status, 200);
+    assert.equal(await health.text(), '');
+
+    const models = (await (await fetch(`${base}/v1/models`)).json()) as {
+      object: string;
+      data: { id: string; root: string; max_model_len: number }[];
+    };
+    assert.equal(models.object, 'list');
+    assert.deepEqual(
+      models.data.map((m) => [m.id, m.root, m.max_model_len]),
+      [['qwen', 'Qwen/Qwen3.5-122B-A10B-FP8', 32768]],
+    );
+
+    const request = { model: 'qwen', messages: [{ role: 'user', content: 'Say hello in five words' }] };
+    const chatResponse = await fetch(`${base}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(request),
+    });
+    assert.equal(chatResponse.status, 200);
+    const chat = (await chatResponse.json()) as {
+      object: string;
+      model: string;
+      choices: { message: { role: string; content: string }; finish_reason: string }[];
+      usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number };
+    };
+    assert.equal(chat.object, 'chat.completion');
+    assert.equal(chat.model, 'qwen');
+    const text = chat.choices[0]?.message.content ?? '';
+    assert.ok(text.length > 0);
+    assert.equal(chat.choices[0]?.finish_reason, 'stop');
+    assert.ok(chat.usage.completion_tokens > 0 && chat.usage.prompt_tokens > 0);
+    assert.equal(chat.usage.total_tokens, chat.usage.prompt_tokens + chat.usage.completion_tokens);
+
+    const again = (await (
+      await fetch(`${base}/v1/chat/completions`, { method: 'POST', body: JSON.stringify(request) })
+    ).json()) as typeof chat;
+    assert.equal(again.choices[0]?.message.content, text, 'replies are deterministic');
+
+    const stream = await fetch(`${base}/v1/chat/completions`, {
+      method: 'POST',
+      body: JSON.stringify({ ...request, stream: true, stream_options: { include_usage: true } }),
+    });
+    assert.match(stream.headers.get('content-type') ?? '', /^text\/event-stream/);
+    const events = (await stream.text()).split('\n\n').filter(Boolean);
+    assert.ok(events.every((e) => e.startsWith('data: ')));
+    assert.equal(events.at(-1), 'data: [DONE]');
+    const chunks = events.slice(0, -1).map(
+      (e) =>
+        JSON.parse(e.slice(6)) as {
+          object: string;
+          choices: { delta: { content?: string }; finish_reason: string | null }[];
+          usage?: { completion_tokens: number };
+        },
+    );
+    assert.ok(chunks.every((c) => c.object === 'chat.completion.chunk'));
+    assert.equal(chunks.map((c) => c.choices[0]?.delta.content ?? '').join(''), text);
+    assert.ok(chunks.some((c) => c.choices[0]?.finish_reason === 'stop'));
+    assert.equal(chunks.at(-1)?.usage?.completion_tokens, chat.usage.completion_tokens);
+
+    const unknownModel = await fetch(`${base}/v1/chat/completions`, {
+      method: 'POST',
+      body: JSON.stringify({ ...request, model: 'gpt-4' }),
+    });
+    assert.equal(unknownModel.status, 404);
+
+    const metrics = await (await fetch(`${base}/metrics`)).text();
+    assert.match(metrics, /^# TYPE vllm:num_requests_running gauge$/m);
+    assert.match(metrics, /^vllm:generation_tokens_total\{engine="0",model_name="qwen"\} (\d+)\.0$/m);
+    const generated = Number(/^vllm:generation_tokens_total\{[^}]*\} (\d+)/m.exec(metrics)?.[1]);
+    assert.equal(generated, chat.usage.completion_tokens * 3);
+
+    // GPU memory is held on both hosts while serving: by vLLM here, by the worker's Ray process there.
+    const vllmPid = proc.child.pid ?? 0;
+    assert.deepEqual(
+      liveGpuProcesses(headHost).map((p) => [p.pid, p.processName, p.usedMiB, p.gpuIndex]),
+      [[vllmPid, 'VLLM::EngineCore', 2048, 0]],
+    );
+    assert.deepEqual(
+      liveGpuProcesses(workerHost).map((p) => [p.pid, p.processName, p.usedMiB, p.gpuIndex]),
+      [[workerRayPid, 'ray::RayWorkerWrapper', 2048, 0]],
+    );
+    assert.equal(await gpuUsedGb(), ' 2.0/2.0 GPU');
+
+    proc.child.kill('SIGTERM');
+    assert.equal(await proc.exited, 0);
+    assert.match(proc.output(), /INFO: {5}Shutting down/);
+    assert.deepEqual(liveGpuProcesses(headHost), []);
+    await eventually(() => liveGpuProcesses(workerHost).length === 0);
+    assert.equal(await gpuUsedGb(), ' 0.0/2.0 GPU');
+    assert.equal(await refused('127.0.1.1', apiPort), true);
+  });
+
+  it('crashes after shard k with a traceback and a fatal line, and frees the GPUs', async () => {
+    writeFaults(headHost, { crashAtShard: 2 });
+    const result = await serveToExit(headHost, [
+      'm',
+      '--port',
+      String(apiPort),
+      '-tp',
+      '2',
+      '--distributed-executor-backend',
+      'ray',
+    ]);
+    writeFaults(headHost, {});
+    assert.equal(result.code, 1);
+    assert.deepEqual(shardLines(result.stdout), [0, 1, 2]);
+    assert.match(result.stdout, /^Traceback \(most recent call last\):$/m);
+    assert.ok(result.stdout.trimEnd().endsWith(ENGINE_FAILED), result.stdout);
+    assert.deepEqual(liveGpuProcesses(headHost), []);
+    await eventually(() => liveGpuProcesses(workerHost).length === 0);
+    assert.equal(await gpuUsedGb(), ' 0.0/2.0 GPU');
+  });
+
+  it('hangs after shard k: alive, silent, refusing connections, GPUs held until killed', async () => {
+    writeFaults(headHost, { hangAtShard: 1 });
+    const proc = serve(headHost, [
+      'm',
+      '--port',
+      String(apiPort),
+      '-tp',
+      '2',
+      '--distributed-executor-backend',
+      'ray',
+    ]);
+    await proc.waitFor(/\| 1\/4 \[/);
+    writeFaults(headHost, {});
+    await sleep(150 * 4 + 500);
+    assert.deepEqual(shardLines(proc.output()), [0, 1]);
+    assert.equal(proc.child.exitCode, null);
+    assert.equal(await refused('127.0.1.1', apiPort), true);
+    assert.equal(liveGpuProcesses(headHost).length, 1);
+    assert.equal(liveGpuProcesses(workerHost).length, 1);
+    assert.equal(await gpuUsedGb(), ' 2.0/2.0 GPU');
+
+    proc.child.kill('SIGKILL');
+    await proc.exited;
+    await eventually(
+      () => liveGpuProcesses(headHost).length === 0 && liveGpuProcesses(workerHost).length === 0,
+    );
+    await eventually(async () => (await gpuUsedGb()) === ' 0.0/2.0 GPU');
+  });
+
+  it('dies of a Ray OOM kill at graph capture when the head runs the memory monitor', async () => {
+    writeFaults(headHost, { oomAtGraphCapture: true });
+    const result = await serveToExit(headHost, [
+      'm',
+      '--port',
+      String(apiPort),
+      '-tp',
+      '2',
+      '--distributed-executor-backend',
+      'ray',
+    ]);
+    writeFaults(headHost, {});
+    assert.equal(result.code, 1);
+    assert.match(result.stdout, /^Capturing CUDA graphs \(mixed prefill-decode, PIECEWISE\): +\d+%\|/m);
+    assert.match(
+      result.stdout,
+      /^ray\.exceptions\.OutOfMemoryError: Task was killed due to the node running low on memory\. Memory on the node \(IP: 127\.0\.1\.1, ID: [0-9a-f]{6}\) where the task was running was [\d.]+GB \/ [\d.]+GB \(0\.950345\), which exceeds the memory usage threshold of 0\.95\.$/m,
+    );
+    assert.doesNotMatch(result.stdout, /CUDA out of memory/);
+    assert.doesNotMatch(result.stdout, /Application startup complete/);
+  });
+
+  it('dies of a CUDA OOM instead when the head started with RAY_memory_monitor_refresh_ms=0', async () => {
+    writeFaults(loneHost, { oomAtGraphCapture: true });
+    const result = await serveToExit(loneHost, [
+      'm',
+      '--port',
+      String(apiPort),
+      '--distributed-executor-backend',
+      'ray',
+    ]);
+    writeFaults(loneHost, {});
+    assert.equal(result.code, 1);
+    assert.match(
+      result.stdout,
+      /^torch\.OutOfMemoryError: CUDA out of memory\. Tried to allocate [\d.]+ GiB\. /m,
+    );
+    assert.doesNotMatch(result.stdout, /ray\.exceptions\.OutOfMemoryError/);
+  });
+
+  it('refuses to start when another process holds the memory of a GPU on a worker node', async () => {
+    const hog = spawn('sleep', ['30']);
+    children.push(hog);
+    registerGpuProcess(workerHost, {
+      pid: hog.pid ?? 0,
+      processName: 'python3',
+      usedMiB: 60000,
+      gpuIndex: 0,
+    });
+    const result = await serveToExit(headHost, [
+      'm',
+      '--port',
+      String(apiPort),
+      '-tp',
+      '2',
+      '--distributed-executor-backend',
+      'ray',
+    ]);
+    hog.kill('SIGKILL');
+    assert.equal(result.code, 1);
+    assert.ok(
+      result.stdout.includes(`(RayWorkerWrapper pid=${workerRayPid}, ip=127.0.1.2) Traceback`),
+      result.stdout,
+    );
+    assert.match(
+      result.stdout,
+      /^ValueError: Free memory on device \([\d.]+\/118\.84 GiB\) on startup is less than desired GPU memory utilization \(0\.9, 106\.95 GiB\)\./m,
+    );
+    assert.doesNotMatch(result.stdout, /Loading safetensors/);
+  });
+
+  it('serves on one host without Ray, bound to the host IP, and releases the GPU on SIGTERM', async () => {
+    const proc = serve(bareHost, ['tiny/model', '--port', String(apiPort)]);
+    await proc.waitFor(/Application startup complete\./);
+    assert.equal((await fetch(`http://127.0.1.4:${apiPort}/health`)).status, 200);
+    assert.equal(await refused('127.0.1.1', apiPort), true, 'bound to 127.0.1.4 only');
+    assert.deepEqual(
+      liveGpuProcesses(bareHost).map((p) => [p.pid, p.processName]),
+      [[proc.child.pid, 'VLLM::EngineCore']],
+    );
+    proc.child.kill('SIGTERM');
+    assert.equal(await proc.exited, 0);
+    assert.deepEqual(liveGpuProcesses(bareHost), []);
+  });
+
+  it('dies when a worker node of its placement group goes away', async () => {
+    const proc = serve(headHost, [
+      'm',
+      '--port',
+      String(apiPort),
+      '-tp',
+      '2',
+      '--distributed-executor-backend',
+      'ray',
+    ]);
+    await proc.waitFor(/Application startup complete\./);
+    process.kill(workerRayPid, 'SIGKILL');
+    assert.equal(await proc.exited, 1);
+    assert.match(
+      proc.output(),
+      /^ray\.exceptions\.ActorDiedError: The actor died unexpectedly before finishing this task\.$/m,
+    );
+    await eventually(
+      () => liveGpuProcesses(headHost).length === 0 && liveGpuProcesses(workerHost).length === 0,
+    );
+    assert.equal(await gpuUsedGb(), ' 0.0/1.0 GPU');
+  });
+
+  it('appends one launches.log line per launch', () => {
+    for (const dir of [headHost, loneHost, bareHost]) {
+      const lines = readFileSync(join(dir, 'launches.log'), 'utf8').trimEnd().split('\n');
+      assert.equal(lines.length, launches.get(dir));
+      for (const line of lines) {
+        const entry = JSON.parse(line) as { time: string; pid: number; model: string; args: string[] };
+        assert.ok(!Number.isNaN(Date.parse(entry.time)));
+        assert.ok(entry.pid > 0);
+        assert.equal(entry.args[0], entry.model);
+      }
+    }
+    assert.equal(readJson(join(workerHost, 'launches.log')), undefined);
+  });
+});

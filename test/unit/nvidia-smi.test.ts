@@ -1,0 +1,196 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import {
+  NvidiaSmiParseError,
+  parseComputeApps,
+  parseNvidiaSmiTable,
+  parseQueryGpu,
+} from '../../src/parsers/nvidia-smi.js';
+
+const fixtures = new URL('../../../shared/fixtures/nvidia-smi/', import.meta.url);
+const read = (name: string) => readFileSync(new URL(name, fixtures), 'utf8');
+const fileLines = (name: string) => read(name).split('\n');
+
+const h200Uuid = 'GPU-22f9416c-6faf-ed62-7c71-75d31a105e4a';
+
+// Every data file under fixtures/nvidia-smi must be checked by one of these; the last test enforces it.
+const covered = new Set<string>();
+const use = (name: string) => {
+  covered.add(name);
+  return read(name);
+};
+
+describe('parseComputeApps', () => {
+  it('h200 idle (header, no rows) → no processes', () => {
+    assert.deepEqual(parseComputeApps(use('h200/compute-apps-idle.csv')), []);
+  });
+
+  it('h200 busy: header form with units, then the noheader,nounits form', () => {
+    use('h200/compute-apps-busy.csv');
+    const [header, withUnits, noHeader] = fileLines('h200/compute-apps-busy.csv');
+    assert.deepEqual(parseComputeApps(`${header}\n${withUnits}\n`), [
+      { pid: 424, processName: 'python3', usedMiB: 29222, gpuUuid: h200Uuid },
+    ]);
+    assert.deepEqual(parseComputeApps(`${noHeader}\n`), [
+      { pid: 424, processName: 'python3', usedMiB: 29222 },
+    ]);
+  });
+
+  it('gb10 idle (header only) → no processes', () => {
+    assert.deepEqual(parseComputeApps(use('gb10/compute-apps-idle.csv')), []);
+  });
+
+  it('gb10 busy, noheader: real used memory even though device memory is [N/A]', () => {
+    assert.deepEqual(parseComputeApps(use('gb10/compute-apps-busy-noheader.csv')), [
+      { pid: 6330, processName: 'ray::RayWorkerWrapper', usedMiB: 96073 },
+    ]);
+  });
+
+  it('maps [N/A] memory to null, not 0', () => {
+    assert.deepEqual(parseComputeApps('6330, ray::RayWorkerWrapper, [N/A]\n'), [
+      { pid: 6330, processName: 'ray::RayWorkerWrapper', usedMiB: null },
+    ]);
+  });
+
+  it('rejoins a process name that contains ", "', () => {
+    assert.deepEqual(parseComputeApps('77, python3 -c a, b, 512 MiB, GPU-x\n'), [
+      { pid: 77, processName: 'python3 -c a, b', usedMiB: 512, gpuUuid: 'GPU-x' },
+    ]);
+  });
+
+  it('reads columns in the order given for noheader output', () => {
+    assert.deepEqual(parseComputeApps('GPU-x, 12, python3\n', ['gpu_uuid', 'pid', 'process_name']), [
+      { pid: 12, processName: 'python3', usedMiB: null, gpuUuid: 'GPU-x' },
+    ]);
+  });
+
+  it('throws on nvidia-smi failure text instead of reporting "no processes"', () => {
+    assert.throws(
+      () =>
+        parseComputeApps("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\n"),
+      NvidiaSmiParseError,
+    );
+    assert.throws(() => parseComputeApps('garbage, here\n'), NvidiaSmiParseError);
+  });
+});
+
+describe('parseQueryGpu', () => {
+  for (const state of ['idle', 'busy'] as const) {
+    it(`h200 ${state}: header form, then noheader,nounits with its field list`, () => {
+      const name = `h200/query-gpu-${state}.csv`;
+      use(name);
+      const [header, withUnits, noHeader] = fileLines(name);
+      const used = state === 'idle' ? 0 : 29231;
+      assert.deepEqual(parseQueryGpu(`${header}\n${withUnits}\n`), [
+        {
+          index: 0,
+          uuid: h200Uuid,
+          name: 'NVIDIA H200',
+          'memory.total': 143771,
+          'memory.used': used,
+          'memory.free': 143771 - used - (state === 'idle' ? 615 : 614),
+          'utilization.gpu': 0,
+        },
+      ]);
+      assert.deepEqual(parseQueryGpu(`${noHeader}\n`, ['index', 'memory.used', 'memory.total']), [
+        { index: 0, 'memory.used': used, 'memory.total': 143771 },
+      ]);
+    });
+  }
+
+  it('gb10: [N/A] memory becomes null, units are stripped from numbers', () => {
+    assert.deepEqual(parseQueryGpu(use('gb10/query-gpu.csv')), [
+      {
+        'memory.total': null,
+        'memory.used': null,
+        'memory.free': null,
+        'utilization.gpu': 0,
+        'power.draw': 11.17,
+        'temperature.gpu': 35,
+      },
+    ]);
+  });
+
+  it('gb10 noheader,nounits: [N/A] and [Not Supported] are null', () => {
+    assert.deepEqual(
+      parseQueryGpu('0, NVIDIA GB10, [N/A], [Not Supported]\n', [
+        'index',
+        'name',
+        'memory.used',
+        'memory.total',
+      ]),
+      [{ index: 0, name: 'NVIDIA GB10', 'memory.used': null, 'memory.total': null }],
+    );
+  });
+
+  it('uses the caller field names when a header is present too', () => {
+    const [header, row] = fileLines('h200/query-gpu-idle.csv');
+    const fields = ['index', 'uuid', 'name', 'memory.total', 'memory.used', 'memory.free', 'utilization.gpu'];
+    assert.equal(parseQueryGpu(`${header}\n${row}\n`, fields)[0]?.['memory.total'], 143771);
+  });
+
+  it('needs the field list for noheader output, and the right number of values', () => {
+    assert.throws(() => parseQueryGpu('0, 0, 143771\n'), /field list/);
+    assert.throws(
+      () => parseQueryGpu('0, 0\n', ['index', 'memory.used', 'memory.total']),
+      /2 values for 3 fields/,
+    );
+  });
+});
+
+describe('parseNvidiaSmiTable', () => {
+  it('h200 idle: versions, one GPU with memory, no processes', () => {
+    assert.deepEqual(parseNvidiaSmiTable(use('h200/nvidia-smi-idle.txt')), {
+      driverVersion: '580.159.04',
+      cudaVersion: '13.0',
+      gpus: [{ index: 0, name: 'NVIDIA H200', memoryUsedMiB: 0, memoryTotalMiB: 143771 }],
+      processes: [],
+    });
+  });
+
+  it('h200 busy: the process holding memory', () => {
+    assert.deepEqual(parseNvidiaSmiTable(use('h200/nvidia-smi-busy.txt')), {
+      driverVersion: '580.159.04',
+      cudaVersion: '13.0',
+      gpus: [{ index: 0, name: 'NVIDIA H200', memoryUsedMiB: 29231, memoryTotalMiB: 143771 }],
+      processes: [{ gpuIndex: 0, pid: 424, type: 'C', processName: 'python3', usedMiB: 29222 }],
+    });
+  });
+
+  it('gb10 form (derived from the h200 busy table: Not Supported memory, N/A process memory)', () => {
+    // No GB10 table was captured; the README says it prints `Not Supported` under Memory-Usage.
+    const gb10 = read('h200/nvidia-smi-busy.txt')
+      .replace('NVIDIA H200        ', 'NVIDIA GB10        ')
+      .replace('  29231MiB / 143771MiB ', ' Not Supported          ')
+      .replace(
+        '             424      C   python3                               29222MiB',
+        '            6330      C   ray::RayWorkerWrapper                     N/A   ',
+      );
+    assert.deepEqual(parseNvidiaSmiTable(gb10), {
+      driverVersion: '580.159.04',
+      cudaVersion: '13.0',
+      gpus: [{ index: 0, name: 'NVIDIA GB10', memoryUsedMiB: null, memoryTotalMiB: null }],
+      processes: [{ gpuIndex: 0, pid: 6330, type: 'C', processName: 'ray::RayWorkerWrapper', usedMiB: null }],
+    });
+  });
+
+  it('nvidia-smi -q and --version are not the table, but their versions are read', () => {
+    for (const name of ['h200/nvidia-smi-q.txt', 'h200/version.txt']) {
+      assert.deepEqual(
+        parseNvidiaSmiTable(use(name)),
+        { driverVersion: '580.159.04', cudaVersion: '13.0', gpus: [], processes: [] },
+        name,
+      );
+    }
+  });
+
+  it('every data fixture under nvidia-smi/ is covered by a test above', () => {
+    const all = ['h200', 'gb10'].flatMap((dir) =>
+      readdirSync(new URL(`${dir}/`, fixtures))
+        .filter((f) => !f.endsWith('.md'))
+        .map((f) => `${dir}/${f}`),
+    );
+    assert.deepEqual(all.filter((f) => !covered.has(f)).sort(), []);
+  });
+});

@@ -1,0 +1,196 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import {
+  parseVllmLogLine,
+  summarizeVllmLog,
+  vllmPhases,
+  type VllmFatalKind,
+} from '../../src/parsers/vllm-log.js';
+
+const fixtures = new URL('../../../shared/fixtures/vllm-logs/', import.meta.url);
+const readLines = (name: string) =>
+  readFileSync(new URL(name, fixtures), 'utf8')
+    .split('\n')
+    .filter((l) => l !== '');
+const healthy = readLines('healthy-start.log');
+const fatal = readLines('fatal.txt');
+
+// One entry per line of healthy-start.log, in file order.
+const expectedPhases = [
+  'starting', // vLLM API server version
+  'waiting_placement', // Using the existing placement group
+  'loading_weights', // Starting to load model
+  'loading_weights', // shards 0/39
+  'loading_weights', // 1/39
+  'loading_weights', // 20/39
+  'loading_weights', // 39/39
+  'weights_loaded', // Loading weights took
+  'weights_loaded', // Model loading took
+  'profiling', // torch.compile and initial profiling run
+  'profiling', // Available KV cache memory
+  'profiling', // GPU KV cache size
+  'capturing_graphs', // Capturing CUDA graphs (mixed prefill-decode)
+  'capturing_graphs', // Capturing CUDA graphs (decode)
+  'capturing_graphs', // Graph capturing finished
+  'starting_api', // init engine took
+  'starting_api', // Starting vLLM API server
+  'starting_api', // Route: /health
+  'starting_api', // Started server process
+  'starting_api', // Waiting for application startup
+  'ready', // Application startup complete
+];
+
+// One entry per line of fatal.txt, in file order.
+const expectedFatal: VllmFatalKind[] = [
+  'ray_oom',
+  'placement_group',
+  'insufficient_gpus',
+  'gpu_memory',
+  'no_kv_cache',
+  'engine_init',
+  'engine_timeout',
+  'traceback',
+];
+
+const workerPrefix = '(RayWorkerWrapper pid=6330, ip=192.168.200.12) ';
+
+describe('parseVllmLogLine on healthy-start.log', () => {
+  it('gives every line its phase, and the phases never go back', () => {
+    assert.equal(healthy.length, expectedPhases.length);
+    const phases = healthy.map((line) => parseVllmLogLine(line).phase);
+    assert.deepEqual(phases, expectedPhases);
+    const order = phases.map((p) => vllmPhases.indexOf(p ?? 'starting'));
+    assert.deepEqual(
+      order,
+      [...order].sort((a, b) => a - b),
+    );
+    assert.ok(healthy.every((line) => parseVllmLogLine(line).fatal === undefined));
+  });
+
+  it('reads shard progress and tqdm timing', () => {
+    const shards = healthy.filter((l) => l.includes('checkpoint shards')).map((l) => parseVllmLogLine(l));
+    assert.deepEqual(
+      shards.map((s) => s.shard),
+      [
+        { done: 0, total: 39, percent: 0 },
+        { done: 1, total: 39, percent: 3 },
+        { done: 20, total: 39, percent: 51 },
+        { done: 39, total: 39, percent: 100 },
+      ],
+    );
+    assert.deepEqual(
+      shards.map((s) => [s.elapsedS, s.etaS, s.secPerIt]),
+      [
+        [0, undefined, undefined],
+        [18, 684, 18.01],
+        [360, 342, 18.02],
+        [702, 0, 18.01],
+      ],
+    );
+  });
+
+  it('reads CUDA graph capture progress, converting it/s to s/it', () => {
+    const line = healthy.find((l) => l.includes('mixed prefill-decode')) ?? '';
+    const parsed = parseVllmLogLine(line);
+    assert.deepEqual(parsed.graphs, { done: 67, total: 67 });
+    assert.equal(parsed.elapsedS, 21);
+    assert.ok(Math.abs((parsed.secPerIt ?? 0) - 1 / 3.1) < 1e-9);
+  });
+
+  it('strips the Ray worker prefix and reports where the line came from', () => {
+    const line = healthy[2] ?? '';
+    const parsed = parseVllmLogLine(workerPrefix + line);
+    assert.equal(parsed.text, line);
+    assert.equal(parsed.phase, 'loading_weights');
+    assert.deepEqual(parsed.source, { actor: 'RayWorkerWrapper', pid: 6330, ip: '192.168.200.12' });
+  });
+
+  it('takes the last state of a tqdm bar rewritten with \\r, and ignores colour codes', () => {
+    const [, first, second] = healthy.filter((l) => l.includes('checkpoint shards'));
+    const parsed = parseVllmLogLine(`\x1b[36m${first}\r${second}\x1b[0m`);
+    assert.deepEqual(parsed.shard, { done: 20, total: 39, percent: 51 });
+  });
+});
+
+describe('parseVllmLogLine on fatal.txt', () => {
+  it('classifies every line', () => {
+    assert.equal(fatal.length, expectedFatal.length);
+    assert.deepEqual(
+      fatal.map((line) => parseVllmLogLine(line).fatal?.kind),
+      expectedFatal,
+    );
+    for (const line of fatal) assert.equal(parseVllmLogLine(line).phase, 'failed');
+  });
+
+  it('classifies them the same behind a worker prefix, keeping the cause text', () => {
+    for (const [i, line] of fatal.entries()) {
+      const parsed = parseVllmLogLine(workerPrefix + line);
+      assert.equal(parsed.fatal?.kind, expectedFatal[i]);
+      assert.equal(parsed.fatal?.line, line);
+    }
+  });
+
+  it('a short placement-group wait is a phase, a long one is fatal (threshold configurable)', () => {
+    const long = fatal.find((l) => l.startsWith('Waiting for creating a placement group')) ?? '';
+    const short = long.replace('for 60 seconds', 'for 10 seconds');
+    assert.notEqual(short, long);
+    assert.equal(parseVllmLogLine(short).fatal, undefined);
+    assert.equal(parseVllmLogLine(short).phase, 'waiting_placement');
+    assert.equal(parseVllmLogLine(long, { placementWaitFatalS: 120 }).fatal, undefined);
+    assert.equal(parseVllmLogLine(short, { placementWaitFatalS: 5 }).fatal?.kind, 'placement_group');
+  });
+
+  it('catches CUDA OOM and any uncaught exception', () => {
+    assert.equal(
+      parseVllmLogLine('torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB').fatal?.kind,
+      'cuda_oom',
+    );
+    assert.equal(parseVllmLogLine('KeyError: model.layers.3.mlp').fatal?.kind, 'other');
+    assert.equal(parseVllmLogLine('INFO 04-19 17:09:01 [x.py:1] no Error: here').fatal, undefined);
+  });
+});
+
+describe('summarizeVllmLog', () => {
+  it('follows healthy-start.log prefix by prefix to ready', () => {
+    const seen = healthy.map((_, i) => summarizeVllmLog(healthy.slice(0, i + 1)).phase);
+    assert.deepEqual(seen, expectedPhases);
+    const done = summarizeVllmLog(healthy);
+    assert.equal(done.phase, 'ready');
+    assert.deepEqual(done.shard, { done: 39, total: 39, percent: 100 });
+    assert.equal(done.fatal, undefined);
+  });
+
+  it('mid-load: shard progress with ETA', () => {
+    const upToHalf = healthy.slice(0, healthy.findIndex((l) => l.includes('20/39')) + 1);
+    assert.deepEqual(summarizeVllmLog(upToHalf), {
+      phase: 'loading_weights',
+      shard: { done: 20, total: 39, percent: 51 },
+      elapsedS: 360,
+      etaS: 342,
+      secPerIt: 18.02,
+    });
+  });
+
+  it('a lagging worker line does not move the phase back', () => {
+    const lines = [...healthy.slice(0, 10), workerPrefix + (healthy[2] ?? '')];
+    assert.equal(summarizeVllmLog(lines).phase, 'profiling');
+  });
+
+  it('each fatal line fails a healthy-looking log, reporting the specific cause after a Traceback', () => {
+    for (const [i, line] of fatal.entries()) {
+      const summary = summarizeVllmLog([...healthy.slice(0, 6), line, ...healthy.slice(6)]);
+      assert.equal(summary.phase, 'failed');
+      assert.equal(summary.fatal?.kind, expectedFatal[i]);
+    }
+    const traceback = fatal.find((l) => l.startsWith('Traceback')) ?? '';
+    const cause = fatal.find((l) => l.includes('No available memory for the cache blocks')) ?? '';
+    const summary = summarizeVllmLog([
+      ...healthy.slice(0, 12),
+      traceback,
+      '  File "x.py", line 1, in <module>',
+      cause,
+    ]);
+    assert.deepEqual(summary.fatal, { line: cause, kind: 'no_kv_cache' });
+  });
+});
