@@ -1,6 +1,7 @@
 // The cluster spec. One schema serves the YAML file, the CLI and a spec pasted into the Temporal UI.
 // No Node builtins here: workflows import it to validate their input.
 import { z } from 'zod';
+import { parseDuration } from './duration.js';
 
 const hostName = z
   .string()
@@ -8,25 +9,59 @@ const hostName = z
 
 const port = z
   .number()
-  .int()
+  .int('expected a whole port number')
   .min(1, 'expected a port from 1 to 65535')
   .max(65535, 'expected a port from 1 to 65535');
 
-export const sshSchema = z.object({
+const ipv4 = z
+  .string()
+  .refine(
+    (s) => /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.test(s) && s.split('.').every((o) => Number(o) <= 255),
+    { error: (issue) => `${JSON.stringify(issue.input)} is not an IPv4 address` },
+  );
+
+/** A duration such as "25m", "10s" or "1h30m"; kept as text in the spec, parsed where used. */
+const duration = z.string().refine((s) => parseDuration(s) !== undefined, {
+  error: (issue) => `${JSON.stringify(issue.input)} is not a duration (expected e.g. "30s", "10m", "1h30m")`,
+});
+
+/** What docker accepts as a container name. */
+const containerName = z
+  .string()
+  .regex(/^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/, 'expected a docker container name ([a-zA-Z0-9][a-zA-Z0-9_.-]*)');
+
+/** What systemd accepts as a unit name. */
+const unitName = z
+  .string()
+  .regex(
+    /^[A-Za-z0-9:_.\\@-]+(\.(service|socket|target|timer|mount|path|scope|slice))?$/,
+    'expected a systemd unit name such as vllm.service',
+  );
+
+const envName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'expected an environment variable name');
+const envMap = z.record(envName, z.string()).default({});
+
+const absolutePath = z.string().regex(/^(\/|~\/)/, 'expected an absolute path (starting with / or ~/)');
+
+const imageRef = z
+  .string()
+  .regex(/^[a-z0-9][a-z0-9._\/:@-]*$/i, 'expected a docker image reference such as vllm/vllm-openai:latest');
+
+export const sshSchema = z.strictObject({
   user: z.string().regex(/^[a-z_][a-z0-9_-]{0,31}$/i, 'expected a Unix user name'),
   port: port.default(22),
   /** A path, never key material: the key is read inside activities. */
-  privateKeyPath: z.string().min(1).optional(),
+  privateKeyPath: absolutePath.optional(),
   useAgent: z.boolean().default(false),
-  knownHostsPath: z.string().min(1).default('~/.ssh/known_hosts'),
+  knownHostsPath: absolutePath.default('~/.ssh/known_hosts'),
 });
 
-export const hostSchema = z.object({
+export const hostSchema = z.strictObject({
   name: hostName,
-  address: z.string().min(1),
+  address: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9.:-]*$/, 'expected an IP address or DNS name'),
   port: port.optional(),
-  user: z.string().optional(),
-  clusterIp: z.string().optional(),
+  user: z.string().regex(/^[a-z_][a-z0-9_-]{0,31}$/i, 'expected a Unix user name').optional(),
+  clusterIp: ipv4.optional(),
   role: z.enum(['head', 'worker']).default('worker'),
   jumpHost: hostName.optional(),
 });
@@ -38,6 +73,130 @@ export const probeSpecSchema = z.object({
   hosts: z.array(hostSchema).min(1, 'expected at least one host'),
 });
 
+const deployHostSchema = hostSchema.extend({ clusterIp: ipv4 });
+
+export const deploySpecSchema = z
+  .strictObject({
+    cluster: hostName,
+    ssh: sshSchema,
+    hosts: z.array(deployHostSchema).min(1, 'expected at least one host'),
+    cleanup: z
+      .strictObject({
+        services: z.array(unitName).default([]),
+        disableServices: z.boolean().default(false),
+        containers: z.array(containerName).default([]),
+      })
+      .default({ services: [], disableServices: false, containers: [] }),
+    gpu: z
+      .strictObject({
+        perHost: z.number().int().min(1).max(16).default(1),
+        /** Device memory still used that counts as "not clear" (where nvidia-smi reports it). */
+        maxUsedMiB: z.number().int().min(0).default(1024),
+        /** Unified-memory hosts (GB10): MemAvailable needed before the load. */
+        minAvailableMiB: z.number().int().min(0).default(65536),
+        /** How long to wait for memory to be freed after containers are removed. */
+        clearTimeout: duration.default('2m'),
+      })
+      .default({ perHost: 1, maxUsedMiB: 1024, minAvailableMiB: 65536, clearTimeout: '2m' }),
+    ray: z.strictObject({
+      image: imageRef,
+      container: containerName,
+      port: port.default(6379),
+      env: envMap,
+      volumes: z
+        .array(z.string().regex(/^\/[^:]*:\/[^:]*(:(ro|rw))?$/, 'expected HOST_PATH:CONTAINER_PATH[:ro|rw]'))
+        .default([]),
+      shmSize: z.string().regex(/^\d+[bkmg]?$/i, 'expected a size such as 10g').default('10g'),
+      /** How long the Ray cluster may take to show every node and GPU. */
+      verifyTimeout: duration.default('90s'),
+    }),
+    serve: z.strictObject({
+      model: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._\/-]*$/, 'expected a model id such as Org/Model-Name'),
+      servedModelName: z.string().min(1).optional(),
+      port: port.default(8000),
+      tensorParallelSize: z.number().int().min(1),
+      args: z.array(z.string()).default([]),
+      env: envMap,
+      logPath: absolutePath,
+      /** Where the weights live on each host; default: the Hugging Face cache of a mounted volume. */
+      modelPath: absolutePath.optional(),
+      loadTimeout: duration.default('25m'),
+      pollInterval: duration.default('10s'),
+      /** A log that does not move for this long, with the process alive, is a hang. */
+      stallTimeout: duration.default('5m'),
+    }),
+    smoke: z
+      .strictObject({
+        prompt: z.string().min(1).default('Reply with one word: ready?'),
+        maxTokens: z.number().int().min(1).max(4096).default(16),
+      })
+      .default({ prompt: 'Reply with one word: ready?', maxTokens: 16 }),
+    onFailure: z.enum(['leave', 'teardown']).default('leave'),
+  })
+  .superRefine((spec, ctx) => {
+    const heads = spec.hosts.filter((h) => h.role === 'head');
+    if (heads.length !== 1) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['hosts'],
+        message: `expected exactly one host with role: head, found ${heads.length}`,
+      });
+    }
+    const seen = new Map<string, number>();
+    spec.hosts.forEach((h, i) => {
+      for (const [field, value] of [
+        ['name', h.name],
+        ['address', `${h.address}:${h.port ?? spec.ssh.port}`],
+        ['clusterIp', h.clusterIp],
+      ] as const) {
+        const key = `${field}=${value}`;
+        const first = seen.get(key);
+        if (first !== undefined) {
+          ctx.addIssue({
+            code: 'custom',
+            path: ['hosts', i, field],
+            message: `${JSON.stringify(value)} is already used by hosts[${first}]; each host needs its own`,
+          });
+        } else seen.set(key, i);
+      }
+      if (h.jumpHost !== undefined) {
+        if (h.jumpHost === h.name || !spec.hosts.some((o) => o.name === h.jumpHost)) {
+          ctx.addIssue({
+            code: 'custom',
+            path: ['hosts', i, 'jumpHost'],
+            message: `${JSON.stringify(h.jumpHost)} is not another host of this spec`,
+          });
+        } else {
+          const chain = [h.name];
+          let next: string | undefined = h.jumpHost;
+          while (next !== undefined) {
+            if (chain.includes(next)) {
+              ctx.addIssue({
+                code: 'custom',
+                path: ['hosts', i, 'jumpHost'],
+                message: `jump hosts form a loop: ${[...chain, next].join(' -> ')}`,
+              });
+              break;
+            }
+            chain.push(next);
+            next = spec.hosts.find((o) => o.name === next)?.jumpHost;
+          }
+        }
+      }
+    });
+    const gpus = spec.hosts.length * spec.gpu.perHost;
+    if (spec.serve.tensorParallelSize > gpus) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['serve', 'tensorParallelSize'],
+        message: `${spec.serve.tensorParallelSize} needs more GPUs than the cluster has (${spec.hosts.length} hosts × gpu.perHost ${spec.gpu.perHost} = ${gpus})`,
+      });
+    }
+  });
+
 export type SshSpec = z.infer<typeof sshSchema>;
 export type HostSpec = z.infer<typeof hostSchema>;
 export type ProbeSpec = z.infer<typeof probeSpecSchema>;
+export type DeploySpec = z.infer<typeof deploySpecSchema>;
+/** What a user writes (defaults not yet applied). */
+export type DeploySpecInput = z.input<typeof deploySpecSchema>;

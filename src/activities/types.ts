@@ -1,0 +1,179 @@
+// Inputs and results of the deploy's activities: plain data that crosses the workflow/activity boundary.
+// Credentials appear only as references (paths); activities resolve them.
+import type { HostRef } from './ssh-context.js';
+import type { VllmLogSummary } from '../parsers/vllm-log.js';
+
+export type { HostRef };
+
+export interface NamedHost {
+  name: string;
+  ref: HostRef;
+  clusterIp: string;
+}
+
+export interface PreflightInput {
+  host: HostRef;
+  clusterIp: string;
+  /** NCCL_SOCKET_IFNAME, when the spec sets it: that interface must carry clusterIp. */
+  iface?: string;
+  image: string;
+  /** Host folder that must hold the model weights. */
+  modelPath: string;
+  /** HOST:CONTAINER[:mode] volumes; every HOST path must exist. */
+  volumes: string[];
+  /** Folder of the serve log (head only): must exist. */
+  logDir?: string;
+  minFreeDiskGiB: number;
+}
+export interface PreflightCheck {
+  name: 'ssh' | 'docker' | 'image' | 'model' | 'volumes' | 'interface' | 'disk' | 'logDir';
+  ok: boolean;
+  detail: string;
+}
+export interface PreflightReport {
+  host: string;
+  ok: boolean;
+  checks: PreflightCheck[];
+}
+
+export interface StopServicesInput {
+  host: HostRef;
+  units: string[];
+  disable: boolean;
+}
+export interface StopServicesResult {
+  host: string;
+  stopped: string[];
+  disabled: string[];
+  notLoaded: string[];
+}
+
+export interface RemoveContainersInput {
+  host: HostRef;
+  /** Containers named in the spec (cleanup.containers and ray.container). */
+  names: string[];
+  /** Also remove containers labelled liftoff.cluster=<cluster> by earlier runs. */
+  cluster: string;
+}
+export interface RemoveContainersResult {
+  host: string;
+  removed: string[];
+}
+
+export interface VerifyGpusClearInput {
+  host: HostRef;
+  maxUsedMiB: number;
+  minAvailableMiB: number;
+}
+
+export interface RayContainerInput {
+  host: HostRef;
+  cluster: string;
+  launchId: string;
+  image: string;
+  container: string;
+  port: number;
+  clusterIp: string;
+  env: Record<string, string>;
+  volumes: string[];
+  shmSize: string;
+  gpus: number;
+  /** Workers only: the head's clusterIp:port. */
+  headAddress?: string;
+}
+export interface RayContainerResult {
+  host: string;
+  containerId: string;
+  /** True when a retried activity found the container of this launch already running. */
+  reused: boolean;
+}
+
+export interface VerifyRayClusterInput {
+  head: NamedHost;
+  workers: NamedHost[];
+  container: string;
+  expectedNodes: number;
+  expectedGpus: number;
+}
+export interface RayClusterState {
+  nodes: number;
+  gpusTotal: number;
+  gpusUsed: number;
+}
+
+export interface LaunchServeInput {
+  head: HostRef;
+  clusterIp: string;
+  container: string;
+  launchId: string;
+  model: string;
+  servedModelName?: string;
+  port: number;
+  tensorParallelSize: number;
+  args: string[];
+  env: Record<string, string>;
+  logPath: string;
+  rayPort: number;
+}
+export interface LaunchServeResult {
+  pid: number;
+  logPath: string;
+  launchedAtMs: number;
+  /** True when the marker showed this launch already running (a retried activity). */
+  reused: boolean;
+}
+
+export interface CheckServeInput {
+  head: HostRef;
+  clusterIp: string;
+  container: string;
+  pid: number;
+  logPath: string;
+  /** Byte offset of the log already read. */
+  logOffset: number;
+  port: number;
+  model: string;
+}
+export interface CheckServeResult {
+  processAlive: boolean;
+  containerRunning: boolean;
+  logOffset: number;
+  logGrew: boolean;
+  /** Summary of the lines read this time (undefined when none). */
+  summary?: VllmLogSummary;
+  /** Last lines of the whole log, secrets redacted. */
+  tail: string[];
+  health: 'refused' | 'ok' | 'error';
+  modelListed: boolean;
+}
+
+export interface SmokeTestInput {
+  head: HostRef;
+  clusterIp: string;
+  port: number;
+  model: string;
+  prompt: string;
+  maxTokens: number;
+}
+export interface SmokeTestResult {
+  text: string;
+  completionTokens: number;
+  seconds: number;
+  tokensPerSecond: number;
+}
+
+export interface DiagnosticsInput {
+  hosts: NamedHost[];
+  container: string;
+  logPath: string;
+  headName: string;
+}
+export interface HostDiagnostics {
+  host: string;
+  reachable: boolean;
+  containerLogTail?: string;
+  rayStatus?: string;
+  nvidiaSmi?: string;
+  serveLogTail?: string;
+  errors: string[];
+}
