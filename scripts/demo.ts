@@ -6,7 +6,7 @@ import { join, relative } from 'node:path';
 import { stringify } from 'yaml';
 import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import { upCluster, downCluster } from '../sim/cluster.js';
-import { simClusterSpec } from '../sim/spec.js';
+import { simDeploySpec } from '../sim/spec.js';
 import { startDevServer } from '../src/temporal/dev-server.js';
 import { createLiftoffWorker } from '../src/worker.js';
 import { stateDir } from '../src/cli/state-dir.js';
@@ -30,7 +30,12 @@ async function main(): Promise<number> {
   const simDir = process.env.LIFTOFF_SIM_DIR ?? '/tmp/liftoff-sim';
   await downCluster(simDir);
   say('bringing up 2 simulated DGX Spark hosts (spark2 reachable only through spark1)…');
-  const sim = await upCluster({ hosts: 2, stateDir: simDir, clusterOnly: ['spark2'] });
+  const sim = await upCluster({
+    hosts: 2,
+    stateDir: simDir,
+    clusterOnly: ['spark2'],
+    vllm: { shards: 39, shardSeconds: 0.8, graphCaptureSeconds: 3 },
+  });
   for (const h of sim.hosts)
     say(`  ${h.name}: ssh ${h.address}:${h.sshPort}, cluster IP ${h.clusterIp} (${sim.mode})`);
 
@@ -42,16 +47,29 @@ async function main(): Promise<number> {
   try {
     const specFile = join(stateDir(), 'demo', 'spec.yaml');
     mkdirSync(join(stateDir(), 'demo'), { recursive: true });
-    writeFileSync(specFile, stringify(simClusterSpec(sim, { cluster: 'sim-demo' })));
+    const spec = simDeploySpec(sim, { cluster: 'sim-demo' });
+    writeFileSync(specFile, stringify(spec));
     say(`spec written to ${relative('.', specFile)}`);
-    say(`$ liftoff probe -c ${relative('.', specFile)}`);
+    say(`$ liftoff deploy -c ${relative('.', specFile)} --follow`);
     // Asynchronous on purpose: this process also hosts the worker that must run the workflow.
-    const status = await runCli(['probe', '-c', specFile], {
+    const status = await runCli(['deploy', '-c', specFile, '--follow'], {
       TEMPORAL_ADDRESS: server.address,
       TEMPORAL_NAMESPACE: server.namespace,
     });
-    say(`Temporal UI (while a server runs): ${server.uiUrl}/namespaces/${server.namespace}/workflows`);
-    say('history is kept in .liftoff/temporal; browse it later with: npm run liftoff -- dev');
+    if (status === 0) {
+      const head = sim.hosts[0];
+      const url = `http://${head?.address}:${spec.serve.port}/v1/chat/completions`;
+      const reply = await fetch(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: spec.serve.model, messages: [{ role: 'user', content: 'Say hello.' }], max_tokens: 16 }),
+      });
+      const body = (await reply.json()) as { choices?: { message?: { content?: string } }[] };
+      say(`POST ${url} → ${JSON.stringify(body.choices?.[0]?.message?.content ?? body)}`);
+    }
+    say(`Temporal UI (while a server runs): ${server.uiUrl}/namespaces/${server.namespace}/workflows/liftoff-sim-demo`);
+    say('the history is kept in .liftoff/temporal; to see it later: npm run liftoff -- dev (UI above), or');
+    say('  .venv/bin/temporal workflow show --workflow-id liftoff-sim-demo   (while `liftoff dev` runs)');
     return status;
   } finally {
     worker.shutdown();

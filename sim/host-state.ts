@@ -143,6 +143,7 @@ export function liveGpuProcesses(dir = hostDir()): GpuProcess[] {
   const heldSeconds = readFaults(dir).gpuHeldAfterKillSeconds ?? 0;
   const now = Date.now();
   const out: GpuProcess[] = [];
+  let dropped = false;
   for (const f of safeReaddir(paths.gpu(dir))) {
     if (!f.endsWith('.json')) continue;
     const file = join(paths.gpu(dir), f);
@@ -158,8 +159,12 @@ export function liveGpuProcesses(dir = hostDir()): GpuProcess[] {
       out.push(proc);
     } else {
       rmSync(file, { force: true });
+      dropped = true;
     }
   }
+  // A process killed with SIGKILL never released its memory itself: the fake /proc/meminfo must show it
+  // freed once the registry forgets it. (The refresh finds nothing more to drop, so it does not recurse.)
+  if (dropped) refreshMeminfo(dir);
   return out.sort((a, b) => a.gpuIndex - b.gpuIndex || a.pid - b.pid);
 }
 

@@ -23,3 +23,41 @@ export function simClusterSpec(sim: SimCluster, opts: SimSpecOptions = {}) {
     })),
   };
 }
+
+/** A full deploy spec for the simulated cluster, shaped like examples/spark-qwen35.yaml. */
+export function simDeploySpec(sim: SimCluster, opts: SimSpecOptions = {}) {
+  const base = simClusterSpec(sim, opts);
+  return {
+    ...base,
+    cleanup: {
+      services: ['vllm-cluster.service', 'vllm-proxy.service', 'vllm-embeddings.service', 'vllm-reranker.service'],
+      disableServices: true,
+      containers: ['vllm_node', 'reranker', 'vllm_embeddings'],
+    },
+    gpu: { perHost: 1, clearTimeout: '30s' },
+    ray: {
+      image: 'hellohal2064/vllm-qwen3.5-gb10',
+      container: 'vllm_qwen35',
+      port: 6379,
+      env: {
+        RAY_memory_monitor_refresh_ms: '0',
+        NCCL_SOCKET_IFNAME: sim.hosts[0]?.clusterIface ?? 'enp1s0f1np1',
+        GLOO_SOCKET_IFNAME: sim.hosts[0]?.clusterIface ?? 'enp1s0f1np1',
+      },
+      volumes: ['/home/aurora/.cache/huggingface:/root/.cache/huggingface'],
+      verifyTimeout: '30s',
+    },
+    serve: {
+      model: 'Qwen/Qwen3.5-122B-A10B-FP8',
+      port: 30000,
+      tensorParallelSize: sim.hosts.length,
+      args: ['--gpu-memory-utilization', '0.85', '--max-model-len', '32768'],
+      env: { VLLM_ENGINE_READY_TIMEOUT_S: '1800' },
+      logPath: '/home/aurora/vllm-qwen35-serve.log',
+      loadTimeout: '5m',
+      pollInterval: '1s',
+      stallTimeout: '30s',
+    },
+    smoke: { prompt: 'Reply with one word: ready?', maxTokens: 16 },
+  };
+}

@@ -1,8 +1,13 @@
-// Reads GPU state on a host: nvidia-smi's device and compute-app queries, and MemAvailable for unified-memory GPUs.
+// GPU state on a host (nvidia-smi device and compute-app queries, MemAvailable for unified memory), and the
+// check that nothing holds the GPUs before a launch.
+import { ApplicationFailure } from '@temporalio/common';
 import { sh } from '../ssh/quote.js';
+import type { SshSession } from '../ssh/executor.js';
 import { parseComputeApps, parseQueryGpu } from '../parsers/nvidia-smi.js';
 import { parseMeminfo } from '../parsers/meminfo.js';
+import { FailureType } from '../shared/failures.js';
 import { onHost, type HostRef } from './ssh-context.js';
+import type { VerifyGpusClearInput } from './types.js';
 
 export interface GpuDevice {
   index: number;
@@ -29,35 +34,91 @@ export interface GpuState {
 const gpuFields = ['index', 'name', 'memory.used', 'memory.total'] as const;
 
 export async function readGpuState(ref: HostRef): Promise<GpuState> {
-  return onHost(ref, async (session) => {
-    const devices = await session.exec(
-      sh`nvidia-smi --query-gpu=${gpuFields.join(',')} --format=csv,noheader,nounits`,
-      { timeoutMs: 20_000 },
+  return onHost(ref, (session) => queryGpuState(session, ref.target.name));
+}
+
+/**
+ * Step 4 of the deploy: nothing may hold the GPUs before Ray starts. No compute process; device memory,
+ * where nvidia-smi reports it, at most maxUsedMiB per GPU; on unified memory (GB10) MemAvailable at
+ * least minAvailableMiB. Otherwise a retryable GpuNotClear: memory is freed some seconds after a kill,
+ * so the workflow's retry policy (with backoff) is the wait.
+ */
+export async function verifyGpusClear(input: VerifyGpusClearInput): Promise<GpuState> {
+  const state = await onHost(input.host, (session) => queryGpuState(session, input.host.target.name));
+  const busyGpus = state.gpus.filter((g) => g.memoryUsedMiB !== null && g.memoryUsedMiB > input.maxUsedMiB);
+  const lowMemory = state.unifiedMemory && state.memAvailableMiB < input.minAvailableMiB;
+  if (state.processes.length === 0 && busyGpus.length === 0 && !lowMemory) return state;
+
+  const findings: string[] = [];
+  if (state.processes.length > 0) {
+    const listed = state.processes
+      .map(
+        (p) =>
+          `pid ${p.pid} ${p.processName} (${p.usedMiB === null ? 'memory unknown' : `${p.usedMiB} MiB`})`,
+      )
+      .join(', ');
+    findings.push(`${state.processes.length} compute process(es) hold them: ${listed}`);
+  }
+  if (busyGpus.length > 0) {
+    const listed = busyGpus.map((g) => `GPU ${g.index} ${g.memoryUsedMiB} MiB used`).join(', ');
+    findings.push(`device memory above ${input.maxUsedMiB} MiB: ${listed}`);
+  }
+  if (lowMemory) {
+    findings.push(
+      `unified memory: MemAvailable ${state.memAvailableMiB} MiB, below the ${input.minAvailableMiB} MiB required`,
     );
-    const apps = await session.exec(
-      sh`nvidia-smi --query-compute-apps=pid,process_name,used_gpu_memory --format=csv,noheader,nounits`,
-      { timeoutMs: 20_000 },
-    );
-    const meminfo = await session.exec(sh`cat /proc/meminfo`, { timeoutMs: 10_000 });
-    const gpus = parseQueryGpu(devices.stdout, [...gpuFields]).map((row) => ({
-      index: Number(row['index'] ?? -1),
-      name: String(row['name'] ?? ''),
-      memoryUsedMiB: numberOrNull(row['memory.used']),
-      memoryTotalMiB: numberOrNull(row['memory.total']),
-    }));
-    const processes = parseComputeApps(apps.stdout).map((p) => ({
-      pid: p.pid,
-      processName: p.processName,
-      usedMiB: p.usedMiB,
-    }));
-    return {
-      host: ref.target.name,
-      gpus,
-      processes,
-      unifiedMemory: gpus.some((g) => g.memoryTotalMiB === null),
-      memAvailableMiB: Math.floor(parseMeminfo(meminfo.stdout).memAvailableKiB / 1024),
-    };
+  }
+  throw ApplicationFailure.create({
+    type: FailureType.gpuNotClear,
+    message:
+      `GPUs on ${state.host} are not clear: ${findings.join('; ')}. ` +
+      'Stop what holds them (add its service to cleanup.services or its container to cleanup.containers, ' +
+      'or kill the pid on the host); memory of a killed process is freed some seconds later.',
+    nonRetryable: false,
+    details: [
+      {
+        host: state.host,
+        processes: state.processes,
+        busyGpus: busyGpus.map((g) => ({ index: g.index, memoryUsedMiB: g.memoryUsedMiB })),
+        unifiedMemory: state.unifiedMemory,
+        memAvailableMiB: state.memAvailableMiB,
+        maxUsedMiB: input.maxUsedMiB,
+        minAvailableMiB: input.minAvailableMiB,
+      },
+    ],
   });
+}
+
+// The queries run one after the other: nvidia-smi's view is taken before /proc/meminfo is read, so the
+// two describe the same moment as nearly as possible.
+async function queryGpuState(session: SshSession, host: string): Promise<GpuState> {
+  const devices = await session.exec(
+    sh`nvidia-smi --query-gpu=${gpuFields.join(',')} --format=csv,noheader,nounits`,
+    { timeoutMs: 20_000 },
+  );
+  const apps = await session.exec(
+    sh`nvidia-smi --query-compute-apps=pid,process_name,used_gpu_memory --format=csv,noheader,nounits`,
+    { timeoutMs: 20_000 },
+  );
+  const meminfo = await session.exec(sh`cat /proc/meminfo`, { timeoutMs: 10_000 });
+  const gpus = parseQueryGpu(devices.stdout, [...gpuFields]).map((row) => ({
+    index: Number(row['index'] ?? -1),
+    name: String(row['name'] ?? ''),
+    memoryUsedMiB: numberOrNull(row['memory.used']),
+    memoryTotalMiB: numberOrNull(row['memory.total']),
+  }));
+  const processes = parseComputeApps(apps.stdout).map((p) => ({
+    pid: p.pid,
+    processName: p.processName,
+    usedMiB: p.usedMiB,
+  }));
+  return {
+    host,
+    gpus,
+    processes,
+    unifiedMemory: gpus.some((g) => g.memoryTotalMiB === null),
+    memAvailableMiB: Math.floor(parseMeminfo(meminfo.stdout).memAvailableKiB / 1024),
+  };
 }
 
 function numberOrNull(v: unknown): number | null {

@@ -1,2 +1,10 @@
 // Every activity the worker registers. Workflows import only the types (proxyActivities<typeof activities>).
-export { readGpuState } from './gpu.js';
+export { readGpuState, verifyGpusClear } from './gpu.js';
+export { preflightHost } from './preflight.js';
+export { stopServices } from './services.js';
+export { removeContainers } from './containers.js';
+export { startRayHead, startRayWorker, verifyRayCluster } from './ray.js';
+export { launchServe } from './serve.js';
+export { checkServeHealth } from './health.js';
+export { smokeTest } from './smoke.js';
+export { collectDiagnostics } from './diagnostics.js';

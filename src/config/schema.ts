@@ -2,6 +2,7 @@
 // No Node builtins here: workflows import it to validate their input.
 import { z } from 'zod';
 import { parseDuration } from './duration.js';
+import { modelPathFor } from './derive.js';
 
 const hostName = z
   .string()
@@ -131,6 +132,9 @@ export const deploySpecSchema = z
         maxTokens: z.number().int().min(1).max(4096).default(16),
       })
       .default({ prompt: 'Reply with one word: ready?', maxTokens: 16 }),
+    preflight: z
+      .strictObject({ minFreeDiskGiB: z.number().min(0).default(10) })
+      .default({ minFreeDiskGiB: 10 }),
     onFailure: z.enum(['leave', 'teardown']).default('leave'),
   })
   .superRefine((spec, ctx) => {
@@ -184,6 +188,13 @@ export const deploySpecSchema = z
         }
       }
     });
+    if (modelPathFor(spec) === undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['serve', 'modelPath'],
+        message: `not set, and no ray.volumes entry mounts ${'/root/.cache/huggingface'}: set serve.modelPath to the weights folder on the hosts`,
+      });
+    }
     const gpus = spec.hosts.length * spec.gpu.perHost;
     if (spec.serve.tensorParallelSize > gpus) {
       ctx.addIssue({

@@ -3,6 +3,8 @@ export const FailureType = {
   invalidSpec: 'InvalidSpec',
   preflightFailed: 'PreflightFailed',
   serviceStillActive: 'ServiceStillActive',
+  serviceStillEnabled: 'ServiceStillEnabled',
+  sudoNotPermitted: 'SudoNotPermitted',
   containerStillPresent: 'ContainerStillPresent',
   gpuNotClear: 'GpuNotClear',
   rayContainerFailed: 'RayContainerFailed',

@@ -1,0 +1,67 @@
+// Step 3 of the deploy: containers that hold the GPUs or the names we need are removed (those the spec names,
+// and those an earlier liftoff run left, found by label), then checked gone from docker's own list.
+import { ApplicationFailure } from '@temporalio/common';
+import type { SshSession } from '../ssh/executor.js';
+import { sh } from '../ssh/quote.js';
+import { FailureType } from '../shared/failures.js';
+import { onHost } from './ssh-context.js';
+import type { RemoveContainersInput, RemoveContainersResult } from './types.js';
+
+const clusterLabel = 'liftoff.cluster';
+const namesFormat = '{{.Names}}';
+
+export async function removeContainers(input: RemoveContainersInput): Promise<RemoveContainersResult> {
+  const host = input.host.target.name;
+  return onHost(input.host, async (session) => {
+    const present = await containerNames(session);
+    const labelled = await containerNames(session, `label=${clusterLabel}=${input.cluster}`);
+    const named = [...new Set(input.names)].filter((n) => present.has(n));
+    const targets = [...new Set([...named, ...labelled])];
+    if (targets.length === 0) return { host, removed: [] };
+
+    // Each container gets up to docker's stop grace before SIGKILL; several may be removed in one call.
+    const rm = await session.exec(sh`docker rm -f -- ${targets}`, {
+      timeoutMs: 60_000 + 15_000 * targets.length,
+      check: false,
+    });
+
+    const after = await containerNames(session);
+    const left = targets.filter((n) => after.has(n));
+    if (left.length > 0) {
+      const said = rm.stderr.trim();
+      throw ApplicationFailure.create({
+        type: FailureType.containerStillPresent,
+        message:
+          `On ${host}, ${left.join(', ')} still present after docker rm -f` +
+          `${rm.exitCode !== 0 ? ` (exit ${rm.exitCode}${said ? `: ${tail(said)}` : ''})` : ''}. ` +
+          'Check `docker ps -a` and the docker daemon log on the host; a container that will not die ' +
+          'usually has a process stuck in the kernel (D state), which may need a reboot.',
+        nonRetryable: false,
+        details: [{ host, left, removeExitCode: rm.exitCode, removeStderr: tail(said) }],
+      });
+    }
+    return { host, removed: targets };
+  });
+}
+
+/** Names of every container (running or not), optionally only those a `docker ps --filter` selects. */
+async function containerNames(session: SshSession, filter?: string): Promise<Set<string>> {
+  const listed = await session.exec(
+    filter === undefined
+      ? sh`docker ps -a --format ${namesFormat}`
+      : sh`docker ps -a --filter ${filter} --format ${namesFormat}`,
+    { timeoutMs: 30_000 },
+  );
+  // A container with legacy links lists several names, comma-separated.
+  return new Set(
+    listed.stdout
+      .split('\n')
+      .flatMap((line) => line.split(','))
+      .map((name) => name.trim())
+      .filter((name) => name !== ''),
+  );
+}
+
+function tail(text: string, max = 800): string {
+  return text.length > max ? `…${text.slice(-max)}` : text;
+}

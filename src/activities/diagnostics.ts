@@ -1,0 +1,74 @@
+// What a postmortem needs from every host after a failed deploy, gathered so nobody has to SSH in: the
+// Ray container's log, `ray status` and the serve log (head), nvidia-smi. Never throws: a host that cannot
+// be reached is reported as such.
+import { secretEnvValues } from '../shared/redact.js';
+import { tail } from '../ssh/errors.js';
+import { sh, type RemoteCommand } from '../ssh/quote.js';
+import { inspectContainer, redactText } from './ray.js';
+import { onHost } from './ssh-context.js';
+import type { DiagnosticsInput, HostDiagnostics, NamedHost } from './types.js';
+
+const partBytes = 8 * 1024;
+const tailLines = 50;
+
+function envRecord(env: readonly string[]): Record<string, string> {
+  return Object.fromEntries(
+    env.map((kv) => {
+      const eq = kv.indexOf('=');
+      return [eq < 0 ? kv : kv.slice(0, eq), eq < 0 ? '' : kv.slice(eq + 1)];
+    }),
+  );
+}
+
+async function collectHost(input: DiagnosticsInput, host: NamedHost): Promise<HostDiagnostics> {
+  const isHead = host.name === input.headName;
+  const errors: string[] = [];
+  try {
+    return await onHost(host.ref, async (session) => {
+      // The container's env is the env liftoff gave it: its secret-looking values are what to hide.
+      let secrets: string[] = [];
+      try {
+        secrets = secretEnvValues(envRecord((await inspectContainer(session, input.container)).env));
+      } catch (err) {
+        errors.push(`docker inspect ${input.container}: ${firstLine(err)}`);
+      }
+      const part = async (what: string, cmd: RemoteCommand): Promise<string | undefined> => {
+        try {
+          const res = await session.exec(cmd, { timeoutMs: 30_000, check: false });
+          const text = `${res.stdout}${res.stderr ? (res.stdout ? '\n' : '') + res.stderr : ''}`.trimEnd();
+          if (res.exitCode !== 0) errors.push(`${what}: exit code ${res.exitCode}`);
+          return tail(redactText(text, secrets), partBytes);
+        } catch (err) {
+          errors.push(`${what}: ${redactText(firstLine(err), secrets)}`);
+          return undefined;
+        }
+      };
+      const [containerLogTail, rayStatus, nvidiaSmi, serveLogTail] = await Promise.all([
+        part('docker logs', sh`docker logs --tail ${tailLines} -- ${input.container}`),
+        isHead ? part('ray status', sh`docker exec ${input.container} ray status`) : undefined,
+        part('nvidia-smi', sh`nvidia-smi`),
+        isHead ? part('serve log', sh`tail -n ${tailLines} -- ${input.logPath}`) : undefined,
+      ]);
+      return {
+        host: host.name,
+        reachable: true,
+        ...(containerLogTail !== undefined ? { containerLogTail } : {}),
+        ...(rayStatus !== undefined ? { rayStatus } : {}),
+        ...(nvidiaSmi !== undefined ? { nvidiaSmi } : {}),
+        ...(serveLogTail !== undefined ? { serveLogTail } : {}),
+        errors,
+      };
+    });
+  } catch (err) {
+    return { host: host.name, reachable: false, errors: [...errors, firstLine(err)] };
+  }
+}
+
+function firstLine(err: unknown): string {
+  const text = err instanceof Error ? err.message : String(err);
+  return tail(text.split('\n')[0] ?? text, 1024);
+}
+
+export async function collectDiagnostics(input: DiagnosticsInput): Promise<HostDiagnostics[]> {
+  return Promise.all(input.hosts.map((h) => collectHost(input, h)));
+}

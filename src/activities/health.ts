@@ -1,0 +1,128 @@
+// One poll of a loading or running vLLM server: is the process alive, is its container up, what did the
+// log say since the last poll, and do /health and /v1/models answer. The workflow loops with timers and
+// decides; this activity only observes.
+import { summarizeVllmLog } from '../parsers/vllm-log.js';
+import type { SshSession } from '../ssh/executor.js';
+import { sh } from '../ssh/quote.js';
+import { secretEnvValues } from '../shared/redact.js';
+import { inspectContainer, redactText } from './ray.js';
+import { pidAlive } from './serve.js';
+import { onHost } from './ssh-context.js';
+import type { CheckServeInput, CheckServeResult } from './types.js';
+
+/** At most this much new log is read per poll; a bigger backlog is read over the next polls. */
+export const maxLogChunkBytes = 256 * 1024;
+const tailLines = 40;
+
+/** `http://ip:port`, with brackets for an IPv6 address. */
+export function baseUrl(clusterIp: string, port: number): string {
+  return `http://${clusterIp.includes(':') ? `[${clusterIp}]` : clusterIp}:${port}`;
+}
+
+export interface LogChunk {
+  /** Complete lines read (a tqdm bar's `\r` segments stay in their line). */
+  lines: string[];
+  /** The offset to read from next time. */
+  nextOffset: number;
+  /** The file is smaller than the offset: it was replaced or truncated, and was read from the start. */
+  restarted: boolean;
+}
+
+/**
+ * Reads the log from `offset`. Only up to the last line end is consumed: a line still being written is
+ * read whole on the next poll. A chunk with no line end at all (one huge line) is consumed as it is.
+ */
+export async function readLogFrom(session: SshSession, logPath: string, offset: number): Promise<LogChunk> {
+  const size = await session.exec(sh`wc -c < ${logPath}`, { timeoutMs: 10_000, check: false });
+  const fileBytes = size.exitCode === 0 ? Number(size.stdout.trim()) : NaN;
+  if (!Number.isFinite(fileBytes)) return { lines: [], nextOffset: offset, restarted: false };
+  const restarted = fileBytes < offset;
+  const from = restarted ? 0 : offset;
+  if (fileBytes === from) return { lines: [], nextOffset: from, restarted };
+  const res = await session.exec(sh`tail -c +${from + 1} -- ${logPath} | head -c ${maxLogChunkBytes}`, {
+    timeoutMs: 30_000,
+    check: false,
+  });
+  const text = res.stdout;
+  const cut = Math.max(text.lastIndexOf('\n'), text.lastIndexOf('\r'));
+  const readBytes = Buffer.byteLength(text, 'utf8');
+  let consumed: string;
+  if (cut >= 0) consumed = text.slice(0, cut + 1);
+  else if (readBytes >= maxLogChunkBytes) consumed = text;
+  else consumed = '';
+  const lines = consumed.split('\n').filter((l) => l.trim() !== '');
+  return { lines, nextOffset: from + Buffer.byteLength(consumed, 'utf8'), restarted };
+}
+
+/** curl's exit codes for "nothing listens there": couldn't connect (7); the port is closed while loading. */
+const curlRefused = new Set([7]);
+
+async function probeHealth(session: SshSession, url: string): Promise<CheckServeResult['health']> {
+  const res = await session.exec(
+    sh`curl -sS --max-time 5 -o /dev/null -w ${'%{http_code}'} ${`${url}/health`}`,
+    {
+      timeoutMs: 15_000,
+      check: false,
+    },
+  );
+  if (curlRefused.has(res.exitCode)) return 'refused';
+  if (res.exitCode === 0 && res.stdout.trim() === '200') return 'ok';
+  return 'error';
+}
+
+interface ModelList {
+  data?: Array<{ id?: unknown; root?: unknown }>;
+}
+
+async function modelListed(session: SshSession, url: string, model: string): Promise<boolean> {
+  const res = await session.exec(sh`curl -sS --max-time 5 ${`${url}/v1/models`}`, {
+    timeoutMs: 15_000,
+    check: false,
+  });
+  if (res.exitCode !== 0) return false;
+  try {
+    const list = JSON.parse(res.stdout) as ModelList;
+    return (list.data ?? []).some((m) => m.id === model || m.root === model);
+  } catch {
+    return false;
+  }
+}
+
+export async function checkServeHealth(input: CheckServeInput): Promise<CheckServeResult> {
+  return onHost(input.head, async (session) => {
+    const processAlive = await pidAlive(session, input.pid);
+    const container = await inspectContainer(session, input.container);
+    const secrets = secretEnvValues(
+      Object.fromEntries(
+        container.env.map((kv) => {
+          const eq = kv.indexOf('=');
+          return [eq < 0 ? kv : kv.slice(0, eq), eq < 0 ? '' : kv.slice(eq + 1)];
+        }),
+      ),
+    );
+    const chunk = await readLogFrom(session, input.logPath, input.logOffset);
+    const tailRes = await session.exec(sh`tail -n ${tailLines} -- ${input.logPath}`, {
+      timeoutMs: 15_000,
+      check: false,
+    });
+    const tail = redactText(tailRes.stdout, secrets)
+      .split('\n')
+      .map((l) => l.trimEnd())
+      .filter((l) => l !== '');
+    const url = baseUrl(input.clusterIp, input.port);
+    const health = await probeHealth(session, url);
+    const listed = health === 'ok' ? await modelListed(session, url, input.model) : false;
+    const summary = chunk.lines.length > 0 ? summarizeVllmLog(chunk.lines) : undefined;
+    if (summary?.fatal) summary.fatal = { ...summary.fatal, line: redactText(summary.fatal.line, secrets) };
+    return {
+      processAlive,
+      containerRunning: container.running,
+      logOffset: chunk.nextOffset,
+      logGrew: chunk.lines.length > 0 || chunk.nextOffset !== input.logOffset,
+      ...(summary ? { summary } : {}),
+      tail,
+      health,
+      modelListed: listed,
+    };
+  });
+}

@@ -1,0 +1,253 @@
+// Step 1 of the deploy, read only: can this host run its part? Nothing is stopped before every host passes,
+// so a deploy that cannot succeed never tears down the running one. A failed check is a finding in the
+// report (with what to fix); only SSH failures are thrown, and the workflow reports those per host.
+import type { SshSession } from '../ssh/executor.js';
+import { raw, sh } from '../ssh/quote.js';
+import { onHost } from './ssh-context.js';
+import type { PreflightCheck, PreflightInput, PreflightReport } from './types.js';
+
+type Check = PreflightCheck;
+
+// `ip` lives in /usr/sbin or /sbin, which a non-root login's PATH may lack.
+const withSbin = raw('PATH="$PATH:/usr/sbin:/sbin" ');
+
+export async function preflightHost(input: PreflightInput): Promise<PreflightReport> {
+  const target = input.host.target;
+  return onHost(input.host, async (session) => {
+    const ssh: Check = {
+      name: 'ssh',
+      ok: true,
+      detail: `connected as ${target.user} to ${target.host}:${target.port}${target.jump ? ` through ${target.jump.name}` : ''}, host key verified`,
+    };
+    const [docker, model, volumes, iface, disk, logDir] = await Promise.all([
+      checkDocker(session),
+      checkModel(session, input.modelPath),
+      checkVolumes(session, input.volumes),
+      checkInterface(session, input.clusterIp, input.iface),
+      checkDisk(session, input.modelPath, input.minFreeDiskGiB),
+      input.logDir === undefined ? undefined : checkLogDir(session, input.logDir),
+    ]);
+    const image: Check = docker.ok
+      ? await checkImage(session, input.image)
+      : { name: 'image', ok: false, detail: `not checked: docker does not answer (see the docker check)` };
+    const checks = [ssh, docker, image, model, volumes, iface, disk, ...(logDir ? [logDir] : [])];
+    return { host: target.name, ok: checks.every((c) => c.ok), checks };
+  });
+}
+
+async function checkDocker(session: SshSession): Promise<Check> {
+  const res = await session.exec(sh`docker version --format ${'{{.Server.Version}}'}`, {
+    timeoutMs: 30_000,
+    check: false,
+  });
+  const version = res.stdout.trim();
+  if (res.exitCode === 0 && version !== '') {
+    return { name: 'docker', ok: true, detail: `Docker ${version} answers` };
+  }
+  const said = firstLines(res.stderr || res.stdout);
+  const user = session.target.user;
+  if (res.exitCode === 127 || /command not found|docker: not found/i.test(said)) {
+    return {
+      name: 'docker',
+      ok: false,
+      detail: `docker is not installed, or not on the PATH of ${user}'s SSH sessions: install Docker Engine with the NVIDIA container toolkit`,
+    };
+  }
+  if (/permission denied/i.test(said)) {
+    return {
+      name: 'docker',
+      ok: false,
+      detail: `${user} may not use the Docker socket (${said}): add it to the docker group (sudo usermod -aG docker ${user}) and reconnect`,
+    };
+  }
+  return {
+    name: 'docker',
+    ok: false,
+    detail: `docker version failed (exit ${res.exitCode}): ${said || 'no output'}. Is the Docker daemon running (systemctl status docker)?`,
+  };
+}
+
+async function checkImage(session: SshSession, image: string): Promise<Check> {
+  const res = await session.exec(sh`docker image inspect --format ${'{{.Id}}'} -- ${image}`, {
+    timeoutMs: 30_000,
+    check: false,
+  });
+  if (res.exitCode === 0) {
+    return { name: 'image', ok: true, detail: `${image} is present (${res.stdout.trim().slice(0, 19)})` };
+  }
+  return {
+    name: 'image',
+    ok: false,
+    detail: `image ${image} is not on the host (${firstLines(res.stderr) || `exit ${res.exitCode}`}): run docker pull ${image} there, or docker load it`,
+  };
+}
+
+async function checkModel(session: SshSession, modelPath: string): Promise<Check> {
+  const dir = await session.exec(sh`test -d ${modelPath}`, { timeoutMs: 10_000, check: false });
+  if (dir.exitCode !== 0) {
+    return {
+      name: 'model',
+      ok: false,
+      detail: `model path ${modelPath} does not exist (or is not a folder the SSH user can read): download the weights there (huggingface-cli download ORG/NAME) or set serve.modelPath`,
+    };
+  }
+  // The HF cache keeps files four levels down (models--Org--Name/snapshots/<hash>/…), as symlinks into
+  // blobs/; -name matches the link itself. The depth bound keeps a scan of a big cache short.
+  const weightFiles = ['(', '-name', '*.safetensors', '-o', '-name', 'config.json', ')'];
+  const found = await session.exec(
+    sh`find -H ${modelPath} -maxdepth 8 ${weightFiles} -print 2>/dev/null | head -n 5000`,
+    { timeoutMs: 60_000, check: false },
+  );
+  const files = found.stdout.split('\n').filter((l) => l !== '');
+  const shards = files.filter((f) => f.endsWith('.safetensors')).length;
+  const configs = files.length - shards;
+  if (files.length === 0) {
+    return {
+      name: 'model',
+      ok: false,
+      detail: `no *.safetensors or config.json below ${modelPath}: the weights are not downloaded there (huggingface-cli download ORG/NAME), or serve.modelPath points elsewhere`,
+    };
+  }
+  return {
+    name: 'model',
+    ok: true,
+    detail: `${shards} .safetensors file(s) and ${configs} config.json below ${modelPath}`,
+  };
+}
+
+async function checkVolumes(session: SshSession, volumes: string[]): Promise<Check> {
+  // HOST:CONTAINER[:mode]; a source that is not a path is a named docker volume, which docker creates.
+  const hostPaths = [...new Set(volumes.map((v) => v.split(':')[0] ?? '').filter((p) => p.startsWith('/')))];
+  if (hostPaths.length === 0) return { name: 'volumes', ok: true, detail: 'no host paths to mount' };
+  const res = await session.exec(sh`for p in ${hostPaths}; do [ -e "$p" ] || printf '%s\\n' "$p"; done`, {
+    timeoutMs: 10_000,
+    check: false,
+  });
+  const missing = res.stdout.split('\n').filter((l) => l !== '');
+  if (missing.length > 0) {
+    return {
+      name: 'volumes',
+      ok: false,
+      detail: `missing on the host: ${missing.join(', ')}. Create them (mkdir -p) or fix ray.volumes; docker would create an empty root-owned folder instead`,
+    };
+  }
+  return { name: 'volumes', ok: true, detail: `every host path exists: ${hostPaths.join(', ')}` };
+}
+
+interface Ipv4Address {
+  iface: string;
+  address: string;
+  prefix: number;
+}
+
+/** `ip -o -4 addr show` lines: `2: enp1s0f1np1    inet 10.213.2.1/24 brd 10.213.2.255 scope global enp1s0f1np1\ …`. */
+function parseIpv4Addresses(text: string): Ipv4Address[] {
+  const out: Ipv4Address[] = [];
+  for (const line of text.split('\n')) {
+    const m = /^\d+:\s+([^\s@]+)(?:@\S+)?\s+inet\s+(\d{1,3}(?:\.\d{1,3}){3})\/(\d{1,2})\b/.exec(line);
+    if (m?.[1] && m[2] && m[3]) out.push({ iface: m[1], address: m[2], prefix: Number(m[3]) });
+  }
+  return out;
+}
+
+function ipv4ToNumber(address: string): number {
+  return address.split('.').reduce((n, part) => n * 256 + Number(part), 0);
+}
+
+/** Linux answers every address of a loopback interface's prefix (all of 127.0.0.0/8 on lo). */
+function carries(entry: Ipv4Address, ip: string): boolean {
+  if (entry.address === ip) return true;
+  if (entry.iface !== 'lo') return false;
+  const size = 2 ** (32 - entry.prefix);
+  return Math.floor(ipv4ToNumber(entry.address) / size) === Math.floor(ipv4ToNumber(ip) / size);
+}
+
+async function checkInterface(session: SshSession, clusterIp: string, iface?: string): Promise<Check> {
+  const all = await session.exec(sh`${withSbin}ip -o -4 addr show`, { timeoutMs: 10_000, check: false });
+  const addresses = parseIpv4Addresses(all.stdout);
+  const holder = addresses.find((a) => carries(a, clusterIp));
+  const where = holder
+    ? `clusterIp ${clusterIp} is on ${holder.iface}`
+    : `clusterIp ${clusterIp} is on no interface of the host`;
+  if (iface === undefined) {
+    return holder
+      ? { name: 'interface', ok: true, detail: where }
+      : {
+          name: 'interface',
+          ok: false,
+          detail: `${where} (it has ${describeAddresses(addresses)}): fix the host's clusterIp in the spec, or bring the interconnect up`,
+        };
+  }
+  const dev = await session.exec(sh`${withSbin}ip -o -4 addr show dev ${iface}`, {
+    timeoutMs: 10_000,
+    check: false,
+  });
+  if (dev.exitCode !== 0) {
+    return {
+      name: 'interface',
+      ok: false,
+      detail: `interface ${iface} (NCCL_SOCKET_IFNAME) does not exist on the host (${firstLines(dev.stderr) || `exit ${dev.exitCode}`}); ${where}${holder ? `: set NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME to ${holder.iface}` : ''}`,
+    };
+  }
+  const onIface = parseIpv4Addresses(dev.stdout);
+  if (!onIface.some((a) => carries(a, clusterIp))) {
+    return {
+      name: 'interface',
+      ok: false,
+      detail: `interface ${iface} does not carry clusterIp ${clusterIp} (it has ${describeAddresses(onIface)}); ${where}`,
+    };
+  }
+  return { name: 'interface', ok: true, detail: `${iface} carries clusterIp ${clusterIp}` };
+}
+
+function describeAddresses(addresses: Ipv4Address[]): string {
+  if (addresses.length === 0) return 'no IPv4 address';
+  return addresses.map((a) => `${a.address}/${a.prefix} on ${a.iface}`).join(', ');
+}
+
+async function checkDisk(session: SshSession, modelPath: string, minFreeGiB: number): Promise<Check> {
+  // The nearest existing folder: a model path not yet created will live on its parent's filesystem.
+  const res = await session.exec(
+    sh`p=${modelPath}; while [ ! -e "$p" ]; do p=$(dirname "$p"); done; df -Pk -- "$p"`,
+    { timeoutMs: 20_000, check: false },
+  );
+  // POSIX format: `Filesystem 1024-blocks Used Available Capacity Mounted on`, one line per filesystem.
+  const row = res.stdout
+    .split('\n')
+    .slice(1)
+    .map((line) => /^(.*?)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)%\s+(\/.*)$/.exec(line.trim()))
+    .find((m) => m !== null);
+  if (res.exitCode !== 0 || !row?.[4] || !row[6]) {
+    return {
+      name: 'disk',
+      ok: false,
+      detail: `could not read free space for ${modelPath} (df exit ${res.exitCode}: ${firstLines(res.stderr) || 'no output'})`,
+    };
+  }
+  const freeGiB = Number(row[4]) / 1024 / 1024;
+  const shown = `${freeGiB.toFixed(1)} GiB free on ${row[6]} (the filesystem of ${modelPath})`;
+  if (freeGiB < minFreeGiB) {
+    return {
+      name: 'disk',
+      ok: false,
+      detail: `only ${shown}, ${minFreeGiB} GiB needed: free space there (old images: docker image prune)`,
+    };
+  }
+  return { name: 'disk', ok: true, detail: `${shown}, ${minFreeGiB} GiB needed` };
+}
+
+async function checkLogDir(session: SshSession, logDir: string): Promise<Check> {
+  const res = await session.exec(sh`test -d ${logDir}`, { timeoutMs: 10_000, check: false });
+  return res.exitCode === 0
+    ? { name: 'logDir', ok: true, detail: `${logDir} exists` }
+    : {
+        name: 'logDir',
+        ok: false,
+        detail: `log folder ${logDir} does not exist on the host: create it (mkdir -p ${logDir}) or change serve.logPath`,
+      };
+}
+
+function firstLines(text: string, max = 300): string {
+  const trimmed = text.trim().split('\n').slice(0, 3).join(' ').trim();
+  return trimmed.length > max ? `${trimmed.slice(0, max)}…` : trimmed;
+}

@@ -1,0 +1,481 @@
+// The Ray containers: start the head and the workers (`docker run … --entrypoint ray IMAGE start --block`),
+// and verify from the head's `ray status` that every node joined with its GPUs.
+import { Context } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
+import { FailureType } from '../shared/failures.js';
+import { parseRayStatus, RayNotRunningError, type RayStatus } from '../parsers/ray-status.js';
+import { tail } from '../ssh/errors.js';
+import type { SshSession } from '../ssh/executor.js';
+import { sh, type RemoteCommand } from '../ssh/quote.js';
+import { isSecretEnvName, redact, redactedMarker, secretEnvValues } from '../shared/redact.js';
+import { onHost } from './ssh-context.js';
+import type {
+  NamedHost,
+  RayClusterState,
+  RayContainerInput,
+  RayContainerResult,
+  VerifyRayClusterInput,
+} from './types.js';
+
+/** How long a started container must stay up before we call it started: a bad flag kills it within a second. */
+const confirmWindowMs = 3_000;
+/** verifyRayCluster polls this long per attempt; the workflow's retry policy bounds the whole wait. */
+const verifyWindowMs = 10_000;
+const verifyIntervalMs = 1_000;
+const logTailLines = 50;
+
+// ------------------------------------------------------------------------------------------ helpers
+
+/** Heartbeats when running as an activity; a no-op when called directly (CLI, plain tests). */
+export function heartbeat(details?: unknown): void {
+  try {
+    Context.current().heartbeat(details);
+  } catch {
+    // not inside an activity
+  }
+}
+
+/** Sleeps, ending early with a CancelledFailure when the activity is cancelled. */
+export async function pause(ms: number): Promise<void> {
+  let context: Context | undefined;
+  try {
+    context = Context.current();
+  } catch {
+    context = undefined;
+  }
+  if (context) await context.sleep(ms);
+  else await new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+export interface ContainerState {
+  exists: boolean;
+  id?: string;
+  running: boolean;
+  status?: string;
+  exitCode?: number;
+  labels: Record<string, string>;
+  /** Config.Env as K=V: used only to learn which values to redact. */
+  env: string[];
+}
+
+interface DockerInspectEntry {
+  Id?: unknown;
+  State?: { Running?: unknown; Status?: unknown; ExitCode?: unknown };
+  Config?: { Labels?: unknown; Env?: unknown };
+}
+
+/** `docker inspect` of one container; a missing container is `exists: false`, not an error. */
+export async function inspectContainer(session: SshSession, name: string): Promise<ContainerState> {
+  const res = await session.exec(sh`docker inspect --type container -- ${name}`, {
+    timeoutMs: 20_000,
+    check: false,
+  });
+  if (res.exitCode !== 0) {
+    if (/No such (container|object)/i.test(res.stderr))
+      return { exists: false, running: false, labels: {}, env: [] };
+    throw ApplicationFailure.create({
+      type: FailureType.rayContainerFailed,
+      message: `docker inspect ${name} on ${session.target.name} failed (exit ${res.exitCode}): ${tail(res.stderr.trim(), 1024)}. Check that the docker daemon runs on that host.`,
+    });
+  }
+  let entry: DockerInspectEntry | undefined;
+  try {
+    entry = (JSON.parse(res.stdout) as DockerInspectEntry[])[0];
+  } catch {
+    entry = undefined;
+  }
+  if (!entry) return { exists: false, running: false, labels: {}, env: [] };
+  const labels: Record<string, string> = {};
+  if (entry.Config?.Labels && typeof entry.Config.Labels === 'object') {
+    for (const [k, v] of Object.entries(entry.Config.Labels as Record<string, unknown>)) {
+      if (typeof v === 'string') labels[k] = v;
+    }
+  }
+  const env = Array.isArray(entry.Config?.Env)
+    ? entry.Config.Env.filter((e): e is string => typeof e === 'string')
+    : [];
+  return {
+    exists: true,
+    ...(typeof entry.Id === 'string' ? { id: entry.Id } : {}),
+    running: entry.State?.Running === true,
+    ...(typeof entry.State?.Status === 'string' ? { status: entry.State.Status } : {}),
+    ...(typeof entry.State?.ExitCode === 'number' ? { exitCode: entry.State.ExitCode } : {}),
+    labels,
+    env,
+  };
+}
+
+/** The last lines a container printed (stdout and stderr), redacted; '' when there is none. */
+export async function containerLogTail(
+  session: SshSession,
+  name: string,
+  lines = logTailLines,
+  secrets: readonly string[] = [],
+): Promise<string> {
+  const res = await session.exec(sh`docker logs --tail ${lines} -- ${name} 2>&1`, {
+    timeoutMs: 20_000,
+    check: false,
+  });
+  return redactText(res.stdout.trimEnd(), secrets);
+}
+
+// Credentials that show up in logs without liftoff knowing their env name: Hugging Face tokens, and the
+// API key vLLM echoes in its `non-default args` line or that a command line carries after --api-key.
+const tokenPatterns: Array<[RegExp, string]> = [
+  [/\bhf_[A-Za-z0-9]{16,}/g, redactedMarker],
+  [/('api_key':\s*\[?\s*')[^']*'/g, `$1${redactedMarker}'`],
+  [/(--api-key[= ]\s*)\S+/g, `$1${redactedMarker}`],
+];
+
+/** Redacts the given secret values and every token pattern liftoff knows. */
+export function redactText(text: string, secrets: readonly string[]): string {
+  let out = redact(text, secrets);
+  for (const [pattern, replacement] of tokenPatterns) out = out.replace(pattern, replacement);
+  return out;
+}
+
+/**
+ * Env for a remote command. Plain values go on the command line as `-e K=V`; values that look secret
+ * are sent on stdin and exported by the remote shell, and docker gets only `-e K`, which it completes
+ * from its own environment: they never appear in a command line, a `ps` listing or an error message.
+ */
+export interface EnvTransport {
+  /** `-e K=V` / `-e K` flags for docker run / docker exec. */
+  flags: string[];
+  /** Prefix that exports the secret values read from stdin (one K=V per line). */
+  prelude: RemoteCommand;
+  stdin: string;
+}
+
+const envName = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+export function envTransport(env: Record<string, string>): EnvTransport {
+  const flags: string[] = [];
+  const stdinLines: string[] = [];
+  for (const [name, value] of Object.entries(env)) {
+    if (!envName.test(name)) {
+      throw ApplicationFailure.create({
+        type: FailureType.invalidSpec,
+        message: `environment variable name ${JSON.stringify(name)} is not a valid name (letters, digits, _; not starting with a digit)`,
+        nonRetryable: true,
+      });
+    }
+    if (isSecretEnvName(name)) {
+      if (/[\n\r\0]/.test(value)) {
+        throw ApplicationFailure.create({
+          type: FailureType.invalidSpec,
+          message: `the value of ${name} contains a line break, which liftoff cannot pass to docker`,
+          nonRetryable: true,
+        });
+      }
+      flags.push('-e', name);
+      stdinLines.push(`${name}=${value}`);
+    } else {
+      flags.push('-e', `${name}=${value}`);
+    }
+  }
+  // `export "$kv"` assigns the text after the first `=` verbatim: nothing in a value is parsed by the shell.
+  const prelude = sh`while IFS= read -r kv; do [ -n "$kv" ] && export "$kv"; done;`;
+  return { flags, prelude, stdin: stdinLines.length > 0 ? `${stdinLines.join('\n')}\n` : '' };
+}
+
+function failure(
+  type: string,
+  message: string,
+  nonRetryable: boolean,
+  details?: Record<string, unknown>,
+): ApplicationFailure {
+  return ApplicationFailure.create({
+    type,
+    message,
+    nonRetryable,
+    ...(details ? { details: [details] } : {}),
+  });
+}
+
+// ------------------------------------------------------------------------------------- start container
+
+// Lines after which restarting the same container cannot help: the command or its arguments are wrong.
+const configProblems = [
+  /ValueError/,
+  /Malformed address/,
+  /No such (option|command)/,
+  /^Usage: /m,
+  /^Error: /m,
+  /executable file not found/,
+  /unknown (shorthand )?flag/,
+  /already running at/,
+];
+
+// `docker run` errors that a retry cannot fix.
+const runConfigProblems = [
+  /Unable to find image|pull access denied|No such image/,
+  /bind source path does not exist|invalid mount config|invalid spec/,
+  /executable file not found/,
+  /unknown (shorthand )?flag|invalid argument|Invalid container name|invalid restart policy/,
+  /could not select device driver/,
+];
+
+export async function startRayHead(input: RayContainerInput): Promise<RayContainerResult> {
+  return startRayContainer(input, 'head');
+}
+
+export async function startRayWorker(input: RayContainerInput): Promise<RayContainerResult> {
+  if (!input.headAddress) {
+    throw failure(
+      FailureType.invalidSpec,
+      `startRayWorker on ${input.host.target.name}: headAddress (head clusterIp:port) is required`,
+      true,
+    );
+  }
+  return startRayContainer(input, 'worker');
+}
+
+function rayStartArgs(input: RayContainerInput, role: 'head' | 'worker'): string[] {
+  const common = ['--node-ip-address', input.clusterIp, '--num-gpus', String(input.gpus)];
+  return role === 'head'
+    ? ['start', '--head', '--block', '--port', String(input.port), ...common]
+    : ['start', '--block', '--address', input.headAddress ?? '', ...common];
+}
+
+async function startRayContainer(
+  input: RayContainerInput,
+  role: 'head' | 'worker',
+): Promise<RayContainerResult> {
+  const host = input.host.target.name;
+  const env: Record<string, string> = { ...input.env, VLLM_HOST_IP: input.clusterIp };
+  const transport = envTransport(env);
+  const secrets = secretEnvValues(env);
+  return onHost(input.host, async (session) => {
+    const existing = await inspectContainer(session, input.container);
+    if (existing.exists) {
+      if (existing.running && existing.labels['liftoff.launch'] === input.launchId) {
+        return { host, containerId: existing.id ?? '', reused: true };
+      }
+      // Another launch's container, or this launch's that died: it must go before the name is free.
+      await session.exec(sh`docker rm -f -- ${input.container}`, { timeoutMs: 60_000 });
+    }
+
+    const labels = [
+      `liftoff.cluster=${input.cluster}`,
+      `liftoff.launch=${input.launchId}`,
+      `liftoff.role=${role}`,
+    ].flatMap((l) => ['--label', l]);
+    const volumes = input.volumes.flatMap((v) => ['-v', v]);
+    const run = sh`${transport.prelude} docker run -d --name ${input.container} --gpus all --network host --ipc host --shm-size ${input.shmSize} ${labels} ${transport.flags} ${volumes} --entrypoint ray ${input.image} ${rayStartArgs(input, role)}`;
+    const started = await session.exec(run, { timeoutMs: 120_000, check: false, stdin: transport.stdin });
+    if (started.exitCode !== 0) {
+      const why = redactText(started.stderr.trim() || started.stdout.trim(), secrets);
+      const fatal = runConfigProblems.some((p) => p.test(why));
+      throw failure(
+        FailureType.rayContainerFailed,
+        `docker run of the Ray ${role} container ${input.container} on ${host} failed (exit ${started.exitCode}): ${tail(why, 2048)}` +
+          (fatal
+            ? '. Fix the image, volumes or flags in the spec (ray.*) and deploy again.'
+            : '. Check the docker daemon on that host.'),
+        fatal,
+        { host, container: input.container, exitCode: started.exitCode },
+      );
+    }
+    const containerId = started.stdout.trim().split('\n').pop() ?? '';
+
+    // A container whose `ray start` rejects its arguments exits within a second or two: wait that long.
+    const deadline = Date.now() + confirmWindowMs;
+    for (;;) {
+      heartbeat({ host, phase: 'confirming', container: input.container });
+      await pause(500);
+      const state = await inspectContainer(session, input.container);
+      if (!state.running) {
+        const log = await containerLogTail(session, input.container, logTailLines, secrets);
+        const fatal = configProblems.some((p) => p.test(log));
+        throw failure(
+          FailureType.rayContainerFailed,
+          `The Ray ${role} container ${input.container} on ${host} exited right after it started` +
+            ` (status ${state.exists ? (state.status ?? 'unknown') : 'removed'}, exit code ${state.exitCode ?? 'unknown'}).` +
+            (fatal
+              ? ' Its log shows a configuration problem: fix the spec and deploy again.'
+              : ' Check the log below and `docker logs` on that host.') +
+            `\n--- container log (tail) ---\n${tail(log, 4096)}`,
+          fatal,
+          { host, container: input.container, exitCode: state.exitCode ?? null, logTail: tail(log, 4096) },
+        );
+      }
+      if (Date.now() >= deadline) break;
+    }
+    return { host, containerId, reused: false };
+  });
+}
+
+// ------------------------------------------------------------------------------------- verify cluster
+
+interface RayStatusRead {
+  status?: RayStatus;
+  /** Why there is no status: the head's container is down, or Ray on it does not answer. */
+  problem?: string;
+  headContainerDown?: boolean;
+}
+
+async function readRayStatus(session: SshSession, container: string): Promise<RayStatusRead> {
+  const res = await session.exec(sh`docker exec ${container} ray status`, {
+    timeoutMs: 30_000,
+    check: false,
+  });
+  const text = `${res.stdout}\n${res.stderr}`;
+  if (res.exitCode !== 0 && /No such container|is not running/i.test(res.stderr)) {
+    return { problem: res.stderr.trim().split('\n')[0] ?? 'container not running', headContainerDown: true };
+  }
+  try {
+    return { status: parseRayStatus(text) };
+  } catch (err) {
+    if (err instanceof RayNotRunningError) return { problem: err.detail };
+    return { problem: tail(text.trim(), 512) || `ray status exited with code ${res.exitCode}` };
+  }
+}
+
+function gpuTotal(status: RayStatus): { total: number; used: number } {
+  const gpu = status.resources.GPU;
+  return { total: gpu?.total ?? 0, used: gpu?.used ?? 0 };
+}
+
+// The line of a Ray container's log that tells why a node did not join, most specific first.
+const joinErrorPatterns = [
+  /Failed to connect to GCS at address[^\n]*/,
+  /Failed to get cluster ID from GCS[^\n]*/,
+  /Unable to connect to GCS[^\n]*/,
+  /ConnectionError[^\n]*/,
+  /(?:Value|Runtime|OS)Error[^\n]*/,
+  /raylet \[exit code=\d+\][^\n]*/,
+  /[^\n]*\b(?:error|failed)\b[^\n]*/i,
+];
+
+function errorLine(log: string): string | undefined {
+  for (const pattern of joinErrorPatterns) {
+    const match = pattern.exec(log);
+    if (match) return match[0].trim();
+  }
+  return undefined;
+}
+
+interface WorkerFinding {
+  host: string;
+  /** A fact that polling cannot change: the container is gone or exited, or the host cannot be reached. */
+  settled: boolean;
+  joined: boolean;
+  note: string;
+}
+
+async function inspectWorker(worker: NamedHost, container: string): Promise<WorkerFinding> {
+  try {
+    return await onHost(worker.ref, async (session) => {
+      const state = await inspectContainer(session, container);
+      if (!state.exists) {
+        return {
+          host: worker.name,
+          settled: true,
+          joined: false,
+          note: `${worker.name}: no container ${container} (it was never started or was removed)`,
+        };
+      }
+      const log = await containerLogTail(session, container, 200);
+      const cause = errorLine(log);
+      if (!state.running) {
+        return {
+          host: worker.name,
+          settled: true,
+          joined: false,
+          note: `${worker.name}: container ${container} exited (code ${state.exitCode ?? 'unknown'})${cause ? `: ${cause}` : ''}`,
+        };
+      }
+      // `ray start` prints its banner only once the node registered with the head.
+      const joined = /Ray runtime started/.test(log);
+      return {
+        host: worker.name,
+        settled: false,
+        joined,
+        note: joined
+          ? `${worker.name}: container running and joined according to its log`
+          : `${worker.name}: container running but not joined yet${cause ? `: ${cause}` : ''}`,
+      };
+    });
+  } catch (err) {
+    return {
+      host: worker.name,
+      settled: false,
+      joined: false,
+      note: `${worker.name}: cannot be inspected: ${err instanceof Error ? err.message.split('\n')[0] : String(err)}`,
+    };
+  }
+}
+
+export async function verifyRayCluster(input: VerifyRayClusterInput): Promise<RayClusterState> {
+  const head = input.head.name;
+  const last = await onHost(input.head.ref, async (session) => {
+    const deadline = Date.now() + verifyWindowMs;
+    for (;;) {
+      const read = await readRayStatus(session, input.container);
+      if (read.status) {
+        const nodes = read.status.activeNodes.length;
+        const gpus = gpuTotal(read.status);
+        heartbeat({ nodes, gpusTotal: gpus.total });
+        if (nodes >= input.expectedNodes && gpus.total >= input.expectedGpus) {
+          return { done: true as const, state: { nodes, gpusTotal: gpus.total, gpusUsed: gpus.used } };
+        }
+      } else {
+        heartbeat({ problem: read.problem });
+      }
+      if (read.headContainerDown || Date.now() >= deadline) {
+        const headLog = read.status ? '' : await containerLogTail(session, input.container, 30);
+        return { done: false as const, read, headLog };
+      }
+      await pause(verifyIntervalMs);
+    }
+  });
+  if (last.done) return last.state;
+
+  const { read, headLog } = last;
+  if (!read.status) {
+    const down = read.headContainerDown === true;
+    throw failure(
+      FailureType.rayClusterIncomplete,
+      (down
+        ? `The Ray head container ${input.container} on ${head} is not running (${read.problem ?? 'unknown'}).`
+        : `Ray on the head ${head} does not answer \`ray status\`: ${read.problem ?? 'no output'}.`) +
+        ' Start the head again (deploy again); see its log below.' +
+        (headLog ? `\n--- head container log (tail) ---\n${tail(headLog, 4096)}` : ''),
+      down,
+      { head, problem: read.problem ?? null, headContainerDown: down },
+    );
+  }
+
+  const nodes = read.status.activeNodes.length;
+  const gpus = gpuTotal(read.status);
+  const findings = await Promise.all(input.workers.map((w) => inspectWorker(w, input.container)));
+  const missing = findings.filter((f) => !f.joined);
+  const missingNames = missing.map((f) => f.host);
+  const gpuNote =
+    gpus.total < input.expectedGpus && nodes >= input.expectedNodes
+      ? ` Every node joined but Ray counts ${gpus.total} GPUs: check gpu.perHost and that the containers see their GPUs (--gpus all, nvidia-smi inside the container).`
+      : '';
+  const who =
+    missing.length > 0
+      ? ` Missing: ${missingNames.join(', ')}.\n${missing.map((f) => `- ${f.note}`).join('\n')}`
+      : findings.length > 0
+        ? ` Every worker container runs and reports joining:\n${findings.map((f) => `- ${f.note}`).join('\n')}`
+        : '';
+  // Polling cannot bring back an exited container or a missing GPU: only a new deploy can.
+  const settled = (missing.length > 0 && missing.every((f) => f.settled)) || gpuNote !== '';
+  throw failure(
+    FailureType.rayClusterIncomplete,
+    `The Ray cluster on ${head} has ${nodes} of ${input.expectedNodes} nodes and ${gpus.total} of ${input.expectedGpus} GPUs after ${verifyWindowMs / 1000} s.${gpuNote}${who}`,
+    settled,
+    {
+      head,
+      nodes,
+      expectedNodes: input.expectedNodes,
+      gpusTotal: gpus.total,
+      expectedGpus: input.expectedGpus,
+      missingHosts: missingNames,
+      findings: findings.map((f) => f.note),
+    },
+  );
+}

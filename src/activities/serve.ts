@@ -1,0 +1,185 @@
+// Launches `vllm serve` inside the head's Ray container, detached, with its log in a known file on the
+// head. Idempotent: a marker next to the log records the launch, so a retried activity finds the server
+// it already started instead of starting a second one.
+import { ApplicationFailure } from '@temporalio/common';
+import { FailureType } from '../shared/failures.js';
+import { secretEnvValues } from '../shared/redact.js';
+import { parseRayStatus, RayNotRunningError, RayStatusParseError } from '../parsers/ray-status.js';
+import { tail } from '../ssh/errors.js';
+import type { SshSession } from '../ssh/executor.js';
+import { raw, sh } from '../ssh/quote.js';
+import { envTransport, heartbeat, redactText } from './ray.js';
+import { onHost } from './ssh-context.js';
+import type { LaunchServeInput, LaunchServeResult } from './types.js';
+
+/** What the marker file `<logPath>.liftoff.json` on the head holds. */
+export interface ServeMarker {
+  launchId: string;
+  pid: number;
+  startedAt: number;
+}
+
+export function markerPathFor(logPath: string): string {
+  return `${logPath}.liftoff.json`;
+}
+
+const tailLines = 40;
+
+/**
+ * Whether `pid` is a live process on the host. A process that died but was not reaped yet (a zombie)
+ * still answers `kill -0`, so its state is read too.
+ */
+export async function pidAlive(session: SshSession, pid: number): Promise<boolean> {
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  const res = await session.exec(
+    sh`kill -0 ${pid} 2>/dev/null && ! grep -qs '^State:[[:space:]]*Z' /proc/${pid}/status`,
+    { timeoutMs: 10_000, check: false },
+  );
+  return res.exitCode === 0;
+}
+
+/** The last lines of the serve log, redacted; '' when the file is missing. */
+export async function serveLogTail(
+  session: SshSession,
+  logPath: string,
+  secrets: readonly string[],
+  lines = tailLines,
+): Promise<string> {
+  const res = await session.exec(sh`tail -n ${lines} -- ${logPath}`, { timeoutMs: 15_000, check: false });
+  return redactText(res.stdout.trimEnd(), secrets);
+}
+
+async function readMarker(session: SshSession, path: string): Promise<ServeMarker | undefined> {
+  const res = await session.exec(sh`cat -- ${path}`, { timeoutMs: 10_000, check: false });
+  if (res.exitCode !== 0) return undefined;
+  try {
+    const parsed = JSON.parse(res.stdout) as Partial<ServeMarker>;
+    if (typeof parsed.launchId !== 'string' || typeof parsed.pid !== 'number') return undefined;
+    return {
+      launchId: parsed.launchId,
+      pid: parsed.pid,
+      startedAt: typeof parsed.startedAt === 'number' ? parsed.startedAt : 0,
+    };
+  } catch {
+    return undefined;
+  }
+}
+
+export function serveArgv(input: LaunchServeInput): string[] {
+  return [
+    'vllm',
+    'serve',
+    input.model,
+    '--port',
+    String(input.port),
+    '--tensor-parallel-size',
+    String(input.tensorParallelSize),
+    '--distributed-executor-backend',
+    'ray',
+    ...(input.servedModelName ? ['--served-model-name', input.servedModelName] : []),
+    ...input.args,
+  ];
+}
+
+/** Ray must still have the GPUs the server needs: the cluster was verified, but a node may have left since. */
+async function recheckRay(session: SshSession, input: LaunchServeInput): Promise<void> {
+  const host = session.target.name;
+  const res = await session.exec(sh`docker exec ${input.container} ray status`, {
+    timeoutMs: 30_000,
+    check: false,
+  });
+  let gpus = 0;
+  let problem: string | undefined;
+  try {
+    gpus = parseRayStatus(`${res.stdout}\n${res.stderr}`).resources.GPU?.total ?? 0;
+  } catch (err) {
+    if (err instanceof RayNotRunningError) problem = err.detail;
+    else if (err instanceof RayStatusParseError)
+      problem = tail(`${res.stderr}${res.stdout}`.trim(), 512) || `exit code ${res.exitCode}`;
+    else throw err;
+  }
+  if (problem !== undefined || gpus < input.tensorParallelSize) {
+    throw ApplicationFailure.create({
+      type: FailureType.rayClusterIncomplete,
+      message:
+        problem !== undefined
+          ? `Before launching vllm: Ray in ${input.container} on ${host} does not answer \`ray status\`: ${problem}. Check the Ray containers (docker ps, docker logs) and deploy again.`
+          : `Before launching vllm: Ray on ${host} has ${gpus} GPUs but tensor parallel size ${input.tensorParallelSize} needs ${input.tensorParallelSize}. A node left the cluster: check the workers' Ray containers.`,
+      details: [{ host, gpus, needed: input.tensorParallelSize, problem: problem ?? null }],
+    });
+  }
+}
+
+export async function launchServe(input: LaunchServeInput): Promise<LaunchServeResult> {
+  const host = input.head.target.name;
+  const markerPath = markerPathFor(input.logPath);
+  const secrets = [...secretEnvValues(input.env), ...apiKeys(input.args)];
+  return onHost(input.head, async (session) => {
+    const marker = await readMarker(session, markerPath);
+    if (marker?.launchId === input.launchId) {
+      if (await pidAlive(session, marker.pid)) {
+        return { pid: marker.pid, logPath: input.logPath, launchedAtMs: marker.startedAt, reused: true };
+      }
+      const log = await serveLogTail(session, input.logPath, secrets);
+      throw ApplicationFailure.create({
+        type: FailureType.serverExited,
+        message: `vllm serve of launch ${input.launchId} on ${host} (pid ${marker.pid}) has already exited; it is not started twice. See the log ${input.logPath}.\n--- serve log (tail) ---\n${tail(log, 4096)}`,
+        nonRetryable: true,
+        details: [{ host, pid: marker.pid, logPath: input.logPath, logTail: tail(log, 4096) }],
+      });
+    }
+    if (marker && (await pidAlive(session, marker.pid))) {
+      throw ApplicationFailure.create({
+        type: FailureType.serveLaunchFailed,
+        message: `A vllm server of an earlier launch (${marker.launchId}, pid ${marker.pid}) still runs on ${host}. Stop it (kill ${marker.pid}, or remove its container) before deploying again.`,
+        nonRetryable: true,
+        details: [{ host, pid: marker.pid, launchId: marker.launchId }],
+      });
+    }
+
+    await recheckRay(session, input);
+    heartbeat({ host, phase: 'launching' });
+
+    const startedAt = Date.now();
+    const transport = envTransport(input.env);
+    const markerFormat = '{"launchId":%s,"pid":%s,"startedAt":%s}\n';
+    // One command starts the server and writes the marker, so no retry can fall between the two.
+    const launch = sh`${transport.prelude} : > ${input.logPath} || exit 3; setsid nohup docker exec ${transport.flags} ${input.container} ${serveArgv(input)} > ${input.logPath} 2>&1 < /dev/null & pid=$!; printf ${markerFormat} ${JSON.stringify(input.launchId)} ${raw('"$pid"')} ${startedAt} > ${markerPath} && echo "$pid"`;
+    let res;
+    try {
+      res = await session.exec(launch, { timeoutMs: 30_000, check: false, stdin: transport.stdin });
+    } catch (err) {
+      // The executor's errors quote the command; keep secrets out of the failure.
+      throw ApplicationFailure.create({
+        type: FailureType.serveLaunchFailed,
+        message: redactText(
+          `Launching vllm serve on ${host} failed: ${err instanceof Error ? err.message : String(err)}`,
+          secrets,
+        ),
+      });
+    }
+    const pid = Number(res.stdout.trim().split('\n').pop());
+    if (res.exitCode !== 0 || !Number.isInteger(pid) || pid <= 0) {
+      throw ApplicationFailure.create({
+        type: FailureType.serveLaunchFailed,
+        message: redactText(
+          `Launching vllm serve on ${host} failed (exit ${res.exitCode}): ${tail(res.stderr.trim() || res.stdout.trim(), 2048)}. Check that the folder of serve.logPath (${input.logPath}) exists and is writable.`,
+          secrets,
+        ),
+        nonRetryable: true,
+        details: [{ host, exitCode: res.exitCode, logPath: input.logPath }],
+      });
+    }
+    return { pid, logPath: input.logPath, launchedAtMs: startedAt, reused: false };
+  });
+}
+
+/** Values given to --api-key in the serve args: secrets that are not env vars. */
+export function apiKeys(args: readonly string[]): string[] {
+  const keys: string[] = [];
+  args.forEach((arg, i) => {
+    if (arg === '--api-key' && args[i + 1]) keys.push(args[i + 1] ?? '');
+    else if (arg.startsWith('--api-key=')) keys.push(arg.slice('--api-key='.length));
+  });
+  return keys.filter((k) => k !== '');
+}

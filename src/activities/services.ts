@@ -1,0 +1,153 @@
+// Step 2 of the deploy: the services that held the GPUs in the reference case are stopped (and disabled,
+// so a reboot does not bring them back), then checked from systemd's own view.
+import { ApplicationFailure } from '@temporalio/common';
+import type { ExecResult, SshSession } from '../ssh/executor.js';
+import { raw, sh, type RawShell } from '../ssh/quote.js';
+import { FailureType } from '../shared/failures.js';
+import { onHost } from './ssh-context.js';
+import type { StopServicesInput, StopServicesResult } from './types.js';
+
+/** Kept for readers of this module; the names live in FailureType. */
+export const ServiceFailureType = {
+  sudoNotPermitted: FailureType.sudoNotPermitted,
+  serviceStillEnabled: FailureType.serviceStillEnabled,
+} as const;
+
+interface UnitState {
+  unit: string;
+  loadState: string;
+  activeState: string;
+  unitFileState: string;
+}
+
+// systemd's "still running, or about to": anything but inactive and failed.
+const stoppedStates = new Set(['inactive', 'failed']);
+const enabledStates = new Set(['enabled', 'enabled-runtime']);
+
+export async function stopServices(input: StopServicesInput): Promise<StopServicesResult> {
+  const host = input.host.target.name;
+  const units = [...new Set(input.units)];
+  if (units.length === 0) return { host, stopped: [], disabled: [], notLoaded: [] };
+
+  return onHost(input.host, async (session) => {
+    const before = await readUnitStates(session, units);
+    const notLoaded = before.filter((u) => u.loadState === 'not-found').map((u) => u.unit);
+    const loaded = units.filter((u) => !notLoaded.includes(u));
+    if (loaded.length === 0) return { host, stopped: [], disabled: [], notLoaded };
+
+    const privileged = await privilegePrefix(session);
+    // systemd waits up to TimeoutStopSec (90 s by default) for a unit to stop before killing it.
+    const stop = await session.exec(sh`${privileged}systemctl stop -- ${loaded}`, {
+      timeoutMs: 150_000,
+      check: false,
+    });
+    refuseSudoFailure(host, stop);
+    let disableOutcome: ExecResult | undefined;
+    if (input.disable) {
+      disableOutcome = await session.exec(sh`${privileged}systemctl disable -- ${loaded}`, {
+        timeoutMs: 60_000,
+        check: false,
+      });
+      refuseSudoFailure(host, disableOutcome);
+    }
+
+    const after = await readUnitStates(session, loaded);
+    const stillActive = after.filter((u) => !stoppedStates.has(u.activeState));
+    if (stillActive.length > 0) {
+      throw ApplicationFailure.create({
+        type: FailureType.serviceStillActive,
+        message:
+          `On ${host}, ${stillActive.map((u) => `${u.unit} is ${u.activeState}`).join(', ')} after ` +
+          `systemctl stop${describeOutcome(stop)}. Check \`systemctl status\` and \`journalctl -u\` for the unit ` +
+          `on the host: a unit that restarts itself or is pulled in by another one needs that fixed first.`,
+        nonRetryable: false,
+        details: [{ host, stillActive, stopExitCode: stop.exitCode, stopStderr: tail(stop.stderr) }],
+      });
+    }
+    const stillEnabled = input.disable ? after.filter((u) => enabledStates.has(u.unitFileState)) : [];
+    if (stillEnabled.length > 0) {
+      throw ApplicationFailure.create({
+        type: ServiceFailureType.serviceStillEnabled,
+        message:
+          `On ${host}, ${stillEnabled.map((u) => u.unit).join(', ')} still enabled after systemctl disable` +
+          `${disableOutcome ? describeOutcome(disableOutcome) : ''}; a reboot would start them again. ` +
+          `Disable them on the host (or mask them), or set cleanup.disableServices to false.`,
+        nonRetryable: true,
+        details: [{ host, stillEnabled: stillEnabled.map((u) => u.unit) }],
+      });
+    }
+    return {
+      host,
+      stopped: loaded,
+      disabled: input.disable ? loaded : [],
+      notLoaded,
+    };
+  });
+}
+
+/** Root runs systemctl itself; anyone else through `sudo -n`, which fails at once instead of prompting. */
+async function privilegePrefix(session: SshSession): Promise<RawShell> {
+  const id = await session.exec(sh`id -u`, { timeoutMs: 10_000 });
+  return id.stdout.trim() === '0' ? raw('') : raw('sudo -n ');
+}
+
+function refuseSudoFailure(host: string, outcome: ExecResult): void {
+  if (outcome.exitCode === 0) return;
+  const sudoSays = outcome.stderr
+    .split('\n')
+    .map((l) => l.trim())
+    .find((l) => l.startsWith('sudo:'));
+  if (sudoSays === undefined) return;
+  throw ApplicationFailure.create({
+    type: ServiceFailureType.sudoNotPermitted,
+    message:
+      `On ${host}, sudo refused to run systemctl without a password (${sudoSays}). ` +
+      `Give the SSH user passwordless sudo for systemctl (a sudoers rule such as ` +
+      `\`USER ALL=(root) NOPASSWD: /usr/bin/systemctl\`), or connect as root.`,
+    nonRetryable: true,
+    details: [{ host, sudo: sudoSays }],
+  });
+}
+
+/**
+ * `systemctl show` prints one block of KEY=VALUE lines per unit, in the order the units were named,
+ * blocks separated by a blank line. A unit that does not exist still gets a block (LoadState=not-found).
+ */
+async function readUnitStates(session: SshSession, units: string[]): Promise<UnitState[]> {
+  const shown = await session.exec(
+    sh`systemctl show --property=Id,LoadState,ActiveState,UnitFileState -- ${units}`,
+    { timeoutMs: 30_000 },
+  );
+  const blocks = shown.stdout
+    .split(/\r?\n\s*\r?\n/)
+    .map((block) => block.trim())
+    .filter((block) => block !== '');
+  if (blocks.length !== units.length) {
+    throw new Error(
+      `On ${session.target.name}, systemctl show printed ${blocks.length} blocks for ${units.length} units (${units.join(', ')}): ${tail(shown.stdout)}`,
+    );
+  }
+  return blocks.map((block, i) => {
+    const props = new Map<string, string>();
+    for (const line of block.split(/\r?\n/)) {
+      const eq = line.indexOf('=');
+      if (eq > 0) props.set(line.slice(0, eq).trim(), line.slice(eq + 1).trim());
+    }
+    return {
+      unit: units[i] ?? '',
+      loadState: props.get('LoadState') ?? '',
+      activeState: props.get('ActiveState') ?? '',
+      unitFileState: props.get('UnitFileState') ?? '',
+    };
+  });
+}
+
+function describeOutcome(outcome: ExecResult): string {
+  if (outcome.exitCode === 0) return '';
+  const said = tail(outcome.stderr.trim());
+  return ` (exit ${outcome.exitCode}${said ? `: ${said}` : ''})`;
+}
+
+function tail(text: string, max = 800): string {
+  return text.length > max ? `…${text.slice(-max)}` : text;
+}

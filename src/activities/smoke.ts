@@ -1,0 +1,89 @@
+// The smoke test: one chat completion against the new server, from the head (the endpoint listens on the
+// cluster network, which the control host may not reach). It must return text; tokens/s is recorded.
+import { ApplicationFailure } from '@temporalio/common';
+import { FailureType } from '../shared/failures.js';
+import { tail } from '../ssh/errors.js';
+import { sh } from '../ssh/quote.js';
+import { baseUrl } from './health.js';
+import { redactText } from './ray.js';
+import { onHost } from './ssh-context.js';
+import type { SmokeTestInput, SmokeTestResult } from './types.js';
+
+const requestTimeoutS = 120;
+
+interface ChatCompletion {
+  choices?: Array<{ message?: { content?: unknown; reasoning_content?: unknown } }>;
+  usage?: { completion_tokens?: unknown };
+  error?: { message?: unknown };
+  message?: unknown;
+}
+
+// curl prints this after the body, so one request gives both the answer and curl's own timing.
+const timingMarker = '\n__liftoff_time_total=';
+
+export async function smokeTest(input: SmokeTestInput): Promise<SmokeTestResult> {
+  const host = input.head.target.name;
+  const url = `${baseUrl(input.clusterIp, input.port)}/v1/chat/completions`;
+  const body = JSON.stringify({
+    model: input.model,
+    messages: [{ role: 'user', content: input.prompt }],
+    max_tokens: input.maxTokens,
+    stream: false,
+  });
+  const fail = (message: string, details: Record<string, unknown>) =>
+    ApplicationFailure.create({
+      type: FailureType.smokeTestFailed,
+      message: redactText(`Smoke test on ${host} (POST ${url}): ${message}`, []),
+      details: [{ host, url, ...details }],
+    });
+
+  return onHost(input.head, async (session) => {
+    // The body goes on stdin: the prompt never becomes part of a command line.
+    const res = await session.exec(
+      sh`curl -sS --max-time ${requestTimeoutS} -H ${'Content-Type: application/json'} --data-binary @- -w ${`${timingMarker}%{time_total}\\n%{http_code}`} ${url}`,
+      { timeoutMs: (requestTimeoutS + 15) * 1000, check: false, stdin: body },
+    );
+    if (res.exitCode !== 0) {
+      throw fail(`curl failed (exit ${res.exitCode}): ${tail(res.stderr.trim(), 1024)}`, {
+        exitCode: res.exitCode,
+      });
+    }
+    const markerAt = res.stdout.lastIndexOf(timingMarker);
+    const payload = markerAt >= 0 ? res.stdout.slice(0, markerAt) : res.stdout;
+    const [timeText = '', statusText = ''] = (
+      markerAt >= 0 ? res.stdout.slice(markerAt + timingMarker.length) : ''
+    )
+      .trim()
+      .split('\n');
+    const seconds = Number(timeText);
+    const httpStatus = Number(statusText);
+    let parsed: ChatCompletion;
+    try {
+      parsed = JSON.parse(payload) as ChatCompletion;
+    } catch {
+      throw fail(`HTTP ${httpStatus}, the answer is not JSON: ${tail(payload.trim(), 1024)}`, { httpStatus });
+    }
+    if (httpStatus !== 200) {
+      const why =
+        [parsed.error?.message, parsed.message].find((m) => typeof m === 'string') ?? payload.trim();
+      throw fail(`HTTP ${httpStatus}: ${tail(why, 1024)}`, { httpStatus });
+    }
+    const message = parsed.choices?.[0]?.message;
+    const content = typeof message?.content === 'string' ? message.content : '';
+    // Reasoning models may spend a short budget on reasoning alone; that still proves generation works.
+    const reasoning = typeof message?.reasoning_content === 'string' ? message.reasoning_content : '';
+    const text = content.trim() !== '' ? content : reasoning;
+    if (text.trim() === '') {
+      throw fail(`the completion returned no text: ${tail(payload.trim(), 1024)}`, { httpStatus });
+    }
+    const completionTokens =
+      typeof parsed.usage?.completion_tokens === 'number' ? parsed.usage.completion_tokens : 0;
+    const safeSeconds = Number.isFinite(seconds) && seconds > 0 ? seconds : 0;
+    return {
+      text,
+      completionTokens,
+      seconds: safeSeconds,
+      tokensPerSecond: safeSeconds > 0 ? completionTokens / safeSeconds : 0,
+    };
+  });
+}

@@ -1,0 +1,96 @@
+// `liftoff deploy -c FILE`: validates locally, starts the deploy workflow (one per cluster), optionally follows it.
+import { Command } from 'commander';
+import { WorkflowFailedError } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
+import { loadSpecFile } from '../config/load.js';
+import { deploySpecSchema } from '../config/schema.js';
+import { connectClient } from '../temporal/connection.js';
+import { TASK_QUEUE, searchAttributes } from '../shared/constants.js';
+import { deploy } from '../workflows/index.js';
+import type { DeployResult } from '../workflows/steps.js';
+import { formatDuration } from '../config/duration.js';
+import { emit, colors } from '../cli/render.js';
+import { runCommand } from '../cli/run-command.js';
+import { ExitCode } from '../cli/exit-codes.js';
+import { followPlain, followTty } from '../cli/follow.js';
+import { deployWorkflowId, describeFailure } from '../cli/deploy-status.js';
+
+export class DeployRefusedError extends Error {
+  override name = 'DeployRefusedError';
+}
+
+export function renderResult(r: DeployResult): string {
+  const steps = Object.entries(r.stepDurationsMs)
+    .map(([name, ms]) => `  ${name.padEnd(18)} ${formatDuration(ms)}`)
+    .join('\n');
+  return [
+    colors.green(`✔ ${r.cluster} is serving ${r.model}`),
+    `endpoint:   ${colors.bold(r.endpoint)}`,
+    `load time:  ${formatDuration(r.loadSeconds * 1000)} (total ${formatDuration(r.totalSeconds * 1000)})`,
+    `smoke test: ${JSON.stringify(r.smoke.text)} at ${r.smoke.tokensPerSecond.toFixed(1)} tokens/s`,
+    'steps:',
+    steps,
+  ].join('\n');
+}
+
+export const deployCommand = new Command('deploy')
+  .description('launch the cluster described by a spec, as a durable Temporal workflow')
+  .requiredOption('-c, --config <file>', 'cluster spec (YAML)')
+  .option('--follow', 'show each step and the load progress until the deploy ends')
+  .option('--json', 'print one JSON document (the result, or the error)')
+  .action((opts: { config: string; follow?: boolean; json?: boolean }) =>
+    runCommand(opts, async () => {
+      const spec = loadSpecFile(deploySpecSchema, opts.config);
+      const client = await connectClient();
+      try {
+        const workflowId = deployWorkflowId(spec.cluster);
+        const handle = await client.workflow
+          .start(deploy, {
+            taskQueue: TASK_QUEUE,
+            workflowId,
+            args: [spec, { trigger: 'cli' }],
+            workflowIdConflictPolicy: 'FAIL',
+            workflowIdReusePolicy: 'ALLOW_DUPLICATE',
+            typedSearchAttributes: [
+              { key: searchAttributes.cluster, value: spec.cluster },
+              { key: searchAttributes.trigger, value: 'cli' },
+            ],
+          })
+          .catch((err: unknown) => {
+            if (err instanceof WorkflowExecutionAlreadyStartedError) {
+              throw new DeployRefusedError(
+                `a deploy of ${spec.cluster} is already running (workflow ${workflowId}); follow it with \`liftoff status ${spec.cluster}\` or cancel it first`,
+              );
+            }
+            throw err;
+          });
+        const history = `temporal workflow show --workflow-id ${workflowId} --run-id ${handle.firstExecutionRunId}`;
+        if (!opts.follow) {
+          emit(opts, { workflowId, runId: handle.firstExecutionRunId, started: true }, (r) =>
+            `started deploy ${r.workflowId} (run ${r.runId}); follow it with: liftoff status ${spec.cluster}`,
+          );
+          return ExitCode.ok;
+        }
+        const done = handle.result();
+        if (!opts.json) {
+          process.stdout.write(`deploy ${workflowId} (run ${handle.firstExecutionRunId})\n`);
+          if (process.stdout.isTTY) await followTty(handle, done);
+          else await followPlain(handle, done, (line) => process.stdout.write(`${line}\n`));
+        }
+        try {
+          const result = await done;
+          emit(opts, { ...result, workflowId, runId: handle.firstExecutionRunId }, (r) => `${renderResult(r)}\nhistory:    ${history}`);
+          return ExitCode.ok;
+        } catch (err) {
+          if (!(err instanceof WorkflowFailedError)) throw err;
+          const failure = describeFailure(err);
+          emit(opts, { failed: true, workflowId, runId: handle.firstExecutionRunId, ...failure }, (f) =>
+            `${colors.red('✖ deploy failed')}: ${f.message}\nhistory: ${history}`,
+          );
+          return ExitCode.deployFailed;
+        }
+      } finally {
+        await client.connection.close();
+      }
+    }),
+  );

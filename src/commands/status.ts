@@ -1,0 +1,78 @@
+// `liftoff status CLUSTER`: the latest deploy of a cluster: state, steps with timings, load progress, result.
+import { Command } from 'commander';
+import { WorkflowNotFoundError } from '@temporalio/client';
+import { connectClient } from '../temporal/connection.js';
+import { progressQuery } from '../workflows/deploy.js';
+import type { DeployProgress, DeployResult } from '../workflows/steps.js';
+import { formatDuration } from '../config/duration.js';
+import { emit, table } from '../cli/render.js';
+import { runCommand, UsageError } from '../cli/run-command.js';
+import { deployWorkflowId } from '../cli/deploy-status.js';
+import { loadLine } from '../cli/follow.js';
+
+export interface StatusReport {
+  cluster: string;
+  workflowId: string;
+  runId: string;
+  status: string;
+  startTime: string;
+  closeTime?: string;
+  progress?: DeployProgress;
+  result?: DeployResult;
+}
+
+export function renderStatus(r: StatusReport): string {
+  const lines = [`${r.workflowId} (run ${r.runId}): ${r.status}, started ${r.startTime}${r.closeTime ? `, closed ${r.closeTime}` : ''}`];
+  if (r.progress) {
+    lines.push(
+      table([
+        ['STEP', 'STATUS', 'DURATION', 'DETAIL'],
+        ...r.progress.steps.map((s) => [
+          s.name,
+          s.status,
+          s.durationMs !== undefined ? formatDuration(s.durationMs) : '',
+          (s.error ?? s.detail ?? '').split('\n')[0] ?? '',
+        ]),
+      ]),
+    );
+    if (r.progress.load) lines.push(`load: ${loadLine(r.progress.load)}`);
+  } else {
+    lines.push('(progress unavailable: no worker answered the query)');
+  }
+  if (r.result) lines.push(`endpoint: ${r.result.endpoint}  model: ${r.result.model}  load: ${formatDuration(r.result.loadSeconds * 1000)}`);
+  return lines.join('\n');
+}
+
+export const statusCommand = new Command('status')
+  .description("show a cluster's latest deploy: state, steps, load progress")
+  .argument('<cluster>', 'cluster name from the spec')
+  .option('--json', 'print the status as JSON')
+  .action((cluster: string, opts: { json?: boolean }) =>
+    runCommand(opts, async () => {
+      const client = await connectClient();
+      try {
+        const workflowId = deployWorkflowId(cluster);
+        const handle = client.workflow.getHandle(workflowId);
+        const described = await handle.describe().catch((err: unknown) => {
+          if (err instanceof WorkflowNotFoundError) throw new UsageError(`no deploy of cluster ${cluster} found (workflow ${workflowId})`);
+          throw err;
+        });
+        const progress = await handle.query(progressQuery).catch(() => undefined);
+        const result =
+          described.status.name === 'COMPLETED' ? ((await handle.result()) as DeployResult) : undefined;
+        const report: StatusReport = {
+          cluster,
+          workflowId,
+          runId: described.runId,
+          status: described.status.name,
+          startTime: described.startTime.toISOString(),
+          closeTime: described.closeTime?.toISOString(),
+          progress,
+          result,
+        };
+        emit(opts, report, renderStatus);
+      } finally {
+        await client.connection.close();
+      }
+    }),
+  );

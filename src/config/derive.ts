@@ -1,0 +1,21 @@
+// Values the deploy derives from the spec. Pure: used by the schema's checks and by the workflow.
+import type { DeploySpec } from './schema.js';
+
+const hfCacheInContainer = '/root/.cache/huggingface';
+
+/** Host folder of the model weights: serve.modelPath, or the Hugging Face cache of a mounted volume. */
+export function modelPathFor(spec: Pick<DeploySpec, 'serve' | 'ray'>): string | undefined {
+  if (spec.serve.modelPath) return spec.serve.modelPath;
+  for (const volume of spec.ray.volumes) {
+    const [hostPath, containerPath] = volume.split(':');
+    if (hostPath && containerPath?.replace(/\/+$/, '') === hfCacheInContainer) {
+      return `${hostPath.replace(/\/+$/, '')}/hub/models--${spec.serve.model.split('/').join('--')}`;
+    }
+  }
+  return undefined;
+}
+
+export function dirnameOf(path: string): string {
+  const i = path.lastIndexOf('/');
+  return i <= 0 ? '/' : path.slice(0, i);
+}

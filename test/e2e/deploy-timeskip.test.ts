@@ -1,0 +1,108 @@
+// The load deadline under the time-skipping test server: a 14-minute load succeeds with loadTimeout 25m, and a
+// load that never finishes fails at the deadline naming the last phase reached. Host activities are replaced by
+// a scripted cluster here (this is a test of the workflow's clock logic, not of SSH); the real activities run
+// against real sshd in deploy.test.ts.
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { WorkflowFailedError } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { Worker } from '@temporalio/worker';
+import { createTimeSkippingEnv } from '../helpers/temporal.js';
+import { workflowBundle } from '../../src/worker.js';
+import { deploy } from '../../src/workflows/index.js';
+import type * as activities from '../../src/activities/index.js';
+import type { CheckServeInput, CheckServeResult } from '../../src/activities/types.js';
+import { loadSpecFile } from '../../src/config/load.js';
+import { deploySpecSchema } from '../../src/config/schema.js';
+
+const spec = loadSpecFile(deploySpecSchema, 'examples/spark-qwen35.yaml');
+const shards = 39;
+
+/** A scripted load: shard progress follows the (skipped) clock; ready at `readyAfterMs`, or never. */
+function scriptedCluster(readyAfterMs: number | undefined) {
+  let polls = 0;
+  const ok = <T>(v: T) => () => Promise.resolve(v);
+  const impl: Partial<typeof activities> = {
+    preflightHost: (i) => Promise.resolve({ host: i.host.target.name, ok: true, checks: [] }),
+    stopServices: (i) => Promise.resolve({ host: i.host.target.name, stopped: i.units, disabled: [], notLoaded: [] }),
+    removeContainers: (i) => Promise.resolve({ host: i.host.target.name, removed: [] }),
+    verifyGpusClear: (i) =>
+      Promise.resolve({ host: i.host.target.name, gpus: [], processes: [], unifiedMemory: true, memAvailableMiB: 100_000 }),
+    startRayHead: (i) => Promise.resolve({ host: i.host.target.name, containerId: 'c1', reused: false }),
+    startRayWorker: (i) => Promise.resolve({ host: i.host.target.name, containerId: 'c2', reused: false }),
+    verifyRayCluster: ok({ nodes: 2, gpusTotal: 2, gpusUsed: 0 }),
+    launchServe: (i) => Promise.resolve({ pid: 4242, logPath: i.logPath, launchedAtMs: Date.now(), reused: false }),
+    smokeTest: ok({ text: 'ready', completionTokens: 2, seconds: 0.1, tokensPerSecond: 20 }),
+    collectDiagnostics: (i) => Promise.resolve(i.hosts.map((h) => ({ host: h.name, reachable: true, errors: [] }))),
+    checkServeHealth: (input: CheckServeInput): Promise<CheckServeResult> => {
+      // The env's clock is the skipped one; count polls to advance the script deterministically.
+      polls += 1;
+      const elapsedMs = (polls - 1) * 10_000;
+      const ready = readyAfterMs !== undefined && elapsedMs >= readyAfterMs;
+      const done = Math.min(shards, Math.floor((elapsedMs / (12 * 60_000)) * shards));
+      const stuckAt = readyAfterMs === undefined ? Math.min(done, 20) : done;
+      return Promise.resolve({
+        processAlive: true,
+        containerRunning: true,
+        logOffset: input.logOffset + 100,
+        logGrew: true,
+        summary: ready
+          ? { phase: 'ready' }
+          : { phase: 'loading_weights', shard: { done: stuckAt, total: shards, percent: Math.round((stuckAt / shards) * 100) } },
+        tail: [`Loading safetensors checkpoint shards: ${stuckAt}/${shards}`],
+        health: ready ? 'ok' : 'refused',
+        modelListed: ready,
+      });
+    },
+  };
+  return { impl, polls: () => polls };
+}
+
+describe('deploy load deadline (time-skipping server)', () => {
+  let env: TestWorkflowEnvironment;
+  before(async () => {
+    env = await createTimeSkippingEnv();
+  });
+  after(async () => {
+    await env?.teardown();
+  });
+
+  async function runWith(readyAfterMs: number | undefined, workflowId: string) {
+    const cluster = scriptedCluster(readyAfterMs);
+    const worker = await Worker.create({
+      connection: env.nativeConnection,
+      taskQueue: workflowId,
+      workflowBundle: await workflowBundle(),
+      activities: cluster.impl,
+    });
+    const outcome = await worker.runUntil(
+      env.client.workflow
+        .execute(deploy, { taskQueue: workflowId, workflowId, args: [spec, { trigger: 'cli' }] })
+        .then(
+          (result) => ({ result, error: undefined }),
+          (error: unknown) => ({ result: undefined, error }),
+        ),
+    );
+    return { ...outcome, polls: cluster.polls() };
+  }
+
+  it('a 14-minute load succeeds under loadTimeout 25m', async () => {
+    const { result, error, polls } = await runWith(14 * 60_000, 'timeskip-ok');
+    assert.equal(error, undefined, String(error));
+    assert.ok(result);
+    assert.ok(result.loadSeconds >= 14 * 60 && result.loadSeconds < 15 * 60, `load took ${result.loadSeconds}s of workflow time`);
+    assert.equal(polls, 14 * 6 + 1, 'one poll per 10 s poll interval');
+    process.stdout.write(`# 14-minute load: ${result.loadSeconds}s workflow time, ${polls} polls\n`);
+  });
+
+  it('a load that never finishes fails at the 25-minute deadline, naming the phase reached', async () => {
+    const { error, polls } = await runWith(undefined, 'timeskip-never');
+    assert.ok(error instanceof WorkflowFailedError, String(error));
+    const cause = error.cause;
+    assert.ok(cause instanceof ApplicationFailure);
+    assert.equal(cause.type, 'LoadTimeout');
+    assert.match(cause.message, /serve\.loadTimeout 25m; last phase loading_weights, shard 20\/39/);
+    assert.equal(polls, 25 * 6 + 1, 'the deadline is the workflow clock, not a count of retries');
+  });
+});

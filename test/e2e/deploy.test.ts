@@ -1,0 +1,118 @@
+// The whole deploy, end to end on two simulated DGX Spark hosts in namespace mode: real Temporal dev server,
+// real worker, real sshd (spark2 reachable only through spark1), simulated tools. Every check reads the hosts'
+// own state, not liftoff's report of it.
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import type { Worker } from '@temporalio/worker';
+import { createDevServerEnv } from '../helpers/temporal.js';
+import { createLiftoffWorker } from '../../src/worker.js';
+import { TASK_QUEUE } from '../../src/shared/constants.js';
+import { deploy, progressQuery } from '../../src/workflows/index.js';
+import type { DeployResult } from '../../src/workflows/steps.js';
+import { parseRayStatus } from '../../src/parsers/ray-status.js';
+import { upCluster, downCluster, clusterStatus, type SimCluster } from '../../sim/cluster.js';
+import { simDeploySpec } from '../../sim/spec.js';
+import { sshRun } from '../helpers/ssh.js';
+
+const stateDir = '/tmp/liftoff-test-deploy';
+
+describe('deploy on a simulated 2-host cluster', () => {
+  let env: TestWorkflowEnvironment;
+  let worker: Worker;
+  let running: Promise<void>;
+  let sim: SimCluster;
+  let result: DeployResult;
+  let stepTimes: Record<string, { startedAtMs?: number; endedAtMs?: number }> = {};
+
+  before(async () => {
+    await downCluster(stateDir);
+    [sim, env] = await Promise.all([
+      upCluster({
+        hosts: 2,
+        mode: 'netns',
+        stateDir,
+        netIndex: 5,
+        clusterOnly: ['spark2'],
+        vllm: { shards: 39, shardSeconds: 0.08, graphCaptureSeconds: 0.5 },
+      }),
+      createDevServerEnv(),
+    ]);
+    worker = await createLiftoffWorker({ connection: env.nativeConnection, namespace: env.namespace ?? 'default' });
+    running = worker.run();
+    const spec = simDeploySpec(sim, { cluster: 'e2e-deploy' });
+    const handle = await env.client.workflow.start(deploy, {
+      taskQueue: TASK_QUEUE,
+      workflowId: 'liftoff-e2e-deploy',
+      args: [spec, { trigger: 'cli' }],
+    });
+    result = await handle.result();
+    const progress = await handle.query(progressQuery);
+    stepTimes = Object.fromEntries(progress.steps.map((s) => [s.name, s]));
+  });
+
+  after(async () => {
+    worker?.shutdown();
+    await running;
+    await env?.teardown();
+    await downCluster(stateDir);
+  });
+
+  it('stops and disables the old units on every host', async () => {
+    for (const host of await clusterStatus(stateDir)) {
+      for (const unit of host.units) {
+        assert.equal(unit.active, false, `${host.name} ${unit.name} is inactive`);
+        assert.equal(unit.enabled, false, `${host.name} ${unit.name} is disabled`);
+      }
+      assert.equal(host.units.length, 4);
+    }
+  });
+
+  it('removes the old containers; only the Ray container runs', async () => {
+    for (const host of await clusterStatus(stateDir)) {
+      const running = host.containers.filter((c) => c.running).map((c) => c.name);
+      assert.deepEqual(running, ['vllm_qwen35'], `${host.name} runs only the Ray container`);
+    }
+  });
+
+  it('had the GPUs clear before Ray started (host container record vs. the verify step)', async () => {
+    const verifiedAt = stepTimes.verifyGpusClear?.endedAtMs ?? Infinity;
+    for (const h of sim.hosts) {
+      const inspect = await sshRun(sim, h.name, 'docker inspect --format "{{json .State}}" vllm_qwen35');
+      const state = JSON.parse(inspect) as { StartedAt: string };
+      assert.ok(Date.parse(state.StartedAt) >= verifiedAt - 1000, `${h.name}: Ray container started after GPUs were verified clear`);
+      // Only the new server's memory is held now: no seeded python3 hog survived.
+      const apps = await sshRun(sim, h.name, 'nvidia-smi --query-compute-apps=pid,process_name,used_gpu_memory --format=csv,noheader');
+      assert.ok(!/python3/.test(apps), `${h.name}: no old GPU process left: ${apps}`);
+    }
+  });
+
+  it('has a Ray cluster of 2 nodes and 2 GPUs, reserved by the server', async () => {
+    const text = await sshRun(sim, 'spark1', 'docker exec vllm_qwen35 ray status');
+    const status = parseRayStatus(text);
+    assert.equal(status.activeNodes.length, 2);
+    assert.deepEqual(status.resources.GPU, { used: 2, total: 2 });
+  });
+
+  it('launched exactly one server', () => {
+    const head = sim.hosts[0]!;
+    const launches = readFileSync(join(head.hostDir, 'launches.log'), 'utf8').trim().split('\n');
+    assert.equal(launches.length, 1);
+  });
+
+  it('serves the model and answered the smoke test', async () => {
+    const head = sim.hosts[0]!;
+    const models = (await (await fetch(`http://${head.address}:30000/v1/models`)).json()) as { data: { id: string }[] };
+    assert.ok(models.data.some((m) => m.id === 'Qwen/Qwen3.5-122B-A10B-FP8'));
+    assert.equal(result.endpoint, `http://${head.address}:30000/v1`);
+    assert.ok(result.smoke.text.length > 0);
+    assert.ok(result.smoke.tokensPerSecond > 0);
+    assert.ok(result.loadSeconds > 3, 'the load took the simulated shard time');
+    for (const step of ['preflight', 'stopServices', 'removeContainers', 'verifyGpusClear', 'startRayHead', 'startRayWorkers', 'verifyRayCluster', 'launchServe', 'waitHealthy', 'smokeTest']) {
+      assert.ok((result.stepDurationsMs as Record<string, number>)[step] !== undefined, `duration of ${step}`);
+    }
+    process.stdout.write(`# deploy took ${result.totalSeconds.toFixed(1)} s, load ${result.loadSeconds.toFixed(1)} s\n`);
+  });
+});

@@ -1,0 +1,388 @@
+// The Ray, serve, health, smoke and diagnostics activities against a real simulated cluster: two hosts in
+// network namespaces with real sshd; effects are checked on the hosts' own state (containers, launches.log,
+// ray status, process environments), not only on what the activities return.
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ApplicationFailure } from '@temporalio/common';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { DefaultLogger } from '@temporalio/worker';
+import {
+  clusterStatus,
+  downCluster,
+  setFaults,
+  setHostDown,
+  upCluster,
+  type SimCluster,
+  type SimHost,
+} from '../../sim/cluster.js';
+import { parseRayStatus } from '../../src/parsers/ray-status.js';
+import { sh } from '../../src/ssh/quote.js';
+import { FailureType } from '../../src/shared/failures.js';
+import { startRayHead, startRayWorker, verifyRayCluster } from '../../src/activities/ray.js';
+import { launchServe } from '../../src/activities/serve.js';
+import { checkServeHealth } from '../../src/activities/health.js';
+import { smokeTest } from '../../src/activities/smoke.js';
+import { collectDiagnostics } from '../../src/activities/diagnostics.js';
+import { onHost, type HostRef } from '../../src/activities/ssh-context.js';
+import type {
+  CheckServeInput,
+  CheckServeResult,
+  LaunchServeInput,
+  NamedHost,
+  RayContainerInput,
+} from '../../src/activities/types.js';
+
+const stateDir = '/tmp/liftoff-test-ray-serve';
+const container = 'vllm_test';
+const rayPort = 6379;
+const servePort = 30000;
+const logPath = '/home/aurora/vllm-test-serve.log';
+const hfToken = 'hf_TESTTOKENabcdefghijklmnopqrstuv';
+const apiKey = 'sk-test-api-key-0123456789';
+const model = 'Qwen/Qwen3.5-122B-A10B-FP8';
+const servedName = 'qwen35';
+
+// Expected failures are asserted below; the mock's warning per failed activity would only be noise.
+const quiet = new DefaultLogger('ERROR');
+const run = <I, O>(fn: (input: I) => Promise<O>, input: I): Promise<O> =>
+  new MockActivityEnvironment(undefined, { logger: quiet }).run(fn, input);
+
+/** Resolves to the failure the activity threw (fails the test if it did not throw). */
+async function failureOf(promise: Promise<unknown>): Promise<ApplicationFailure> {
+  const err = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  assert.ok(err instanceof ApplicationFailure, `expected an ApplicationFailure, got ${String(err)}`);
+  return err;
+}
+
+describe('ray, serve, health, smoke and diagnostics activities (simulated cluster)', () => {
+  let sim: SimCluster;
+  let head: SimHost;
+  let worker: SimHost;
+  const refs = new Map<string, HostRef>();
+  const ref = (h: SimHost): HostRef => refs.get(h.name) as HostRef;
+  const named = (h: SimHost): NamedHost => ({ name: h.name, ref: ref(h), clusterIp: h.clusterIp });
+  const onRemote = (h: SimHost, text: ReturnType<typeof sh>) =>
+    onHost(ref(h), (s) => s.exec(text, { timeoutMs: 30_000, check: false }));
+
+  const rayInput = (h: SimHost, launchId: string, extra: Partial<RayContainerInput> = {}) =>
+    ({
+      host: ref(h),
+      cluster: 'ray-serve-e2e',
+      launchId,
+      image: 'hellohal2064/vllm-qwen3.5-gb10',
+      container,
+      port: rayPort,
+      clusterIp: h.clusterIp,
+      env: { RAY_memory_monitor_refresh_ms: '0', HF_TOKEN: hfToken },
+      volumes: ['/home/aurora/.cache/huggingface:/root/.cache/huggingface'],
+      shmSize: '1g',
+      gpus: 1,
+      ...(h === worker ? { headAddress: `${head.clusterIp}:${rayPort}` } : {}),
+      ...extra,
+    }) satisfies RayContainerInput;
+
+  const serveInput = (launchId: string): LaunchServeInput => ({
+    head: ref(head),
+    clusterIp: head.clusterIp,
+    container,
+    launchId,
+    model,
+    servedModelName: servedName,
+    port: servePort,
+    tensorParallelSize: 2,
+    args: ['--gpu-memory-utilization', '0.5', '--api-key', apiKey],
+    env: { VLLM_ENGINE_READY_TIMEOUT_S: '1800', HUGGING_FACE_HUB_TOKEN: hfToken },
+    logPath,
+    rayPort,
+  });
+
+  const checkInput = (pid: number, logOffset: number): CheckServeInput => ({
+    head: ref(head),
+    clusterIp: head.clusterIp,
+    container,
+    pid,
+    logPath,
+    logOffset,
+    port: servePort,
+    model: servedName,
+  });
+
+  const launches = () =>
+    readFileSync(join(head.hostDir, 'launches.log'), 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as { pid: number; model: string });
+
+  /** Polls checkServeHealth until `done` says so, returning every result seen. */
+  async function pollUntil(
+    pid: number,
+    done: (r: CheckServeResult) => boolean,
+    timeoutMs = 25_000,
+  ): Promise<CheckServeResult[]> {
+    const seen: CheckServeResult[] = [];
+    let offset = 0;
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const r = await run(checkServeHealth, checkInput(pid, offset));
+      seen.push(r);
+      offset = r.logOffset;
+      if (done(r)) return seen;
+      assert.ok(Date.now() < deadline, `no end state after ${timeoutMs} ms: ${JSON.stringify(r)}`);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  }
+
+  before(async () => {
+    sim = await upCluster({
+      hosts: 2,
+      mode: 'netns',
+      stateDir,
+      netIndex: 4,
+      seedReferenceState: false,
+      vllm: { shards: 6, shardSeconds: 0.6, graphCaptureSeconds: 0.3, memoryMiB: 1024 },
+    });
+    [head, worker] = sim.hosts as [SimHost, SimHost];
+    for (const h of sim.hosts) {
+      refs.set(h.name, {
+        target: { name: h.name, host: h.address, port: h.sshPort, user: sim.sshUser },
+        auth: { privateKeyPath: sim.privateKeyPath, knownHostsPath: sim.knownHostsPath },
+      });
+    }
+  });
+
+  after(async () => {
+    await downCluster(stateDir);
+  });
+
+  it('starts the head and a worker; ray status on the head shows 2 nodes and 2 GPUs', async () => {
+    const started = await run(startRayHead, rayInput(head, 'launch-1'));
+    assert.equal(started.reused, false);
+    assert.match(started.containerId, /^[0-9a-f]{64}$/);
+    assert.equal((await run(startRayWorker, rayInput(worker, 'launch-1'))).reused, false);
+
+    const status = await onRemote(head, sh`docker exec ${container} ray status`);
+    const parsed = parseRayStatus(status.stdout);
+    assert.equal(parsed.activeNodes.length, 2);
+    assert.equal(parsed.resources.GPU?.total, 2);
+
+    const state = await run(verifyRayCluster, {
+      head: named(head),
+      workers: [named(worker)],
+      container,
+      expectedNodes: 2,
+      expectedGpus: 2,
+    });
+    assert.deepEqual(state, { nodes: 2, gpusTotal: 2, gpusUsed: 0 });
+
+    // The container got the flags and env the design asks for; the secret arrived without being on a command line.
+    const inspect = await onRemote(head, sh`docker inspect ${container}`);
+    const [info] = JSON.parse(inspect.stdout) as Array<{
+      Config: { Env: string[]; Labels: Record<string, string>; Entrypoint: string[] };
+      Args: string[];
+      HostConfig: { NetworkMode: string; IpcMode: string };
+    }>;
+    assert.ok(info);
+    assert.ok(info.Config.Env.includes(`HF_TOKEN=${hfToken}`));
+    assert.ok(info.Config.Env.includes(`VLLM_HOST_IP=${head.clusterIp}`));
+    assert.ok(info.Config.Env.includes('RAY_memory_monitor_refresh_ms=0'));
+    assert.deepEqual(info.Config.Labels, {
+      'liftoff.cluster': 'ray-serve-e2e',
+      'liftoff.launch': 'launch-1',
+      'liftoff.role': 'head',
+    });
+    assert.deepEqual(info.Config.Entrypoint, ['ray']);
+    assert.equal(info.HostConfig.NetworkMode, 'host');
+    assert.equal(info.HostConfig.IpcMode, 'host');
+    assert.ok(info.Args.includes('--head') && info.Args.includes('--block'));
+    const headRecord = JSON.parse(readFileSync(join(head.hostDir, 'ray', 'head.json'), 'utf8')) as {
+      memoryMonitorDisabled: boolean;
+      nodeIp: string;
+    };
+    assert.equal(
+      headRecord.memoryMonitorDisabled,
+      true,
+      'RAY_memory_monitor_refresh_ms=0 was set at ray start',
+    );
+    assert.equal(headRecord.nodeIp, head.clusterIp);
+  });
+
+  it('reuses the container of the same launch and replaces one of another launch', async () => {
+    const before = (await clusterStatus(stateDir)).find((h) => h.name === head.name);
+    const again = await run(startRayHead, rayInput(head, 'launch-1'));
+    assert.equal(again.reused, true);
+    const afterHead = (await clusterStatus(stateDir)).find((h) => h.name === head.name);
+    assert.deepEqual(afterHead?.containers, before?.containers, 'nothing was started or removed');
+    assert.equal(afterHead?.containers.filter((c) => c.name === container && c.running).length, 1);
+
+    const replaced = await run(startRayWorker, rayInput(worker, 'launch-2'));
+    assert.equal(replaced.reused, false);
+    const label = await onRemote(worker, sh`docker inspect --format ${'{{.Id}}'} ${container}`);
+    assert.equal(label.stdout.trim(), replaced.containerId);
+    const workerStatus = (await clusterStatus(stateDir)).find((h) => h.name === worker.name);
+    assert.equal(workerStatus?.containers.length, 1, 'the old container is gone');
+    // The replacement joins the same head.
+    const state = await run(verifyRayCluster, {
+      head: named(head),
+      workers: [named(worker)],
+      container,
+      expectedNodes: 2,
+      expectedGpus: 2,
+    });
+    assert.equal(state.nodes, 2);
+  });
+
+  let servePid = 0;
+
+  it('launches vllm once, even when the activity runs twice for the same launch', async () => {
+    const first = await run(launchServe, serveInput('serve-1'));
+    assert.equal(first.reused, false);
+    assert.ok(first.pid > 0);
+    const second = await run(launchServe, serveInput('serve-1'));
+    assert.equal(second.reused, true);
+    assert.equal(second.pid, first.pid);
+    assert.equal(launches().length, 1, 'launches.log on the head has one entry');
+    servePid = first.pid;
+
+    const marker = await onRemote(head, sh`cat ${`${logPath}.liftoff.json`}`);
+    assert.deepEqual(
+      { ...(JSON.parse(marker.stdout) as object), startedAt: 0 },
+      { launchId: 'serve-1', pid: first.pid, startedAt: 0 },
+    );
+    // The secret env value reached vllm (through docker exec -e NAME), not a command line.
+    const vllmPid = launches()[0]?.pid ?? 0;
+    const environ = readFileSync(`/proc/${vllmPid}/environ`, 'latin1').split('\0');
+    assert.ok(environ.includes(`HUGGING_FACE_HUB_TOKEN=${hfToken}`));
+    assert.ok(environ.includes('VLLM_ENGINE_READY_TIMEOUT_S=1800'));
+    const cmdline = readFileSync(`/proc/${first.pid}/cmdline`, 'latin1');
+    assert.ok(!cmdline.includes(hfToken), 'the token is not on the docker exec command line');
+  });
+
+  it('reports refused with shard progress while loading, then ok with the model listed', async () => {
+    const seen = await pollUntil(servePid, (r) => r.health === 'ok' && r.modelListed);
+    const loading = seen.find((r) => r.health === 'refused' && r.summary?.shard !== undefined);
+    assert.ok(loading, `a poll saw the port refused during shard loading: ${JSON.stringify(seen)}`);
+    assert.equal(loading.summary?.shard?.total, 6);
+    assert.ok(seen.every((r) => r.processAlive && r.containerRunning));
+    const last = seen.at(-1) as CheckServeResult;
+    assert.ok(last.tail.length > 0 && last.tail.length <= 40);
+    assert.ok(last.tail.some((l) => /Application startup complete/.test(l)));
+    const allText = JSON.stringify(seen);
+    assert.ok(allText.includes('api_key'), 'vllm printed its args');
+    assert.ok(!allText.includes(apiKey), 'the API key is redacted from the tails');
+    const offsets = seen.map((r) => r.logOffset);
+    assert.deepEqual(
+      offsets,
+      [...offsets].sort((a, b) => a - b),
+      'the log offset only moves forward',
+    );
+  });
+
+  it('smoke test: one chat completion returns text and a token rate', async () => {
+    const r = await run(smokeTest, {
+      head: ref(head),
+      clusterIp: head.clusterIp,
+      port: servePort,
+      model: servedName,
+      prompt: 'Reply with one word: ready?',
+      maxTokens: 16,
+    });
+    assert.ok(r.text.trim().length > 0);
+    assert.ok(r.completionTokens > 0 && r.completionTokens <= 16);
+    assert.ok(r.seconds > 0);
+    assert.ok(Math.abs(r.tokensPerSecond - r.completionTokens / r.seconds) < 1e-9);
+  });
+
+  it('a crash while loading shows as a dead process with a fatal line; a retry does not relaunch', async () => {
+    // Stop the first server (its vllm process), as removing its container would.
+    const vllmPid = launches()[0]?.pid ?? 0;
+    process.kill(vllmPid, 'SIGTERM');
+    for (let i = 0; i < 100; i++) {
+      const alive = await onRemote(head, sh`kill -0 ${servePid}`);
+      if (alive.exitCode !== 0) break;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    setFaults(stateDir, head.name, { crashAtShard: 2 });
+
+    const launched = await run(launchServe, serveInput('serve-2'));
+    assert.equal(launched.reused, false);
+    const seen = await pollUntil(launched.pid, (r) => !r.processAlive);
+    const fatal = seen.map((r) => r.summary?.fatal).find((f) => f !== undefined);
+    assert.ok(fatal, `a fatal log line was reported: ${JSON.stringify(seen.at(-1))}`);
+    assert.equal(seen.at(-1)?.health, 'refused');
+    assert.ok(seen.at(-1)?.containerRunning, 'the Ray container outlives the server');
+
+    const again = await failureOf(run(launchServe, serveInput('serve-2')));
+    assert.equal(again.type, FailureType.serverExited);
+    assert.equal(again.nonRetryable, true);
+    assert.match(again.message, /SafetensorError|Engine core initialization failed/);
+    assert.equal(launches().length, 2, 'the retry did not start a third server');
+    setFaults(stateDir, head.name, {});
+  });
+
+  it('fails a container that exits right after starting, non-retryable when its log shows a config problem', async () => {
+    const err = await failureOf(
+      run(startRayWorker, rayInput(worker, 'launch-bad', { headAddress: `${head.clusterIp}:not-a-port` })),
+    );
+    assert.equal(err.type, FailureType.rayContainerFailed);
+    assert.equal(err.nonRetryable, true);
+    assert.match(err.message, new RegExp(`${worker.name}.*exited right after it started`));
+    assert.match(err.message, /Malformed address/);
+    assert.ok(!err.message.includes(hfToken));
+  });
+
+  it('names the worker that cannot reach the head and quotes its GCS error', async () => {
+    const wrong = `${head.clusterIp}:${rayPort + 11}`;
+    await run(startRayWorker, rayInput(worker, 'launch-3', { headAddress: wrong }));
+    const env = new MockActivityEnvironment(undefined, { logger: quiet });
+    const heartbeats: unknown[] = [];
+    env.on('heartbeat', (d: unknown) => heartbeats.push(d));
+    const err = await failureOf(
+      env.run(verifyRayCluster, {
+        head: named(head),
+        workers: [named(worker)],
+        container,
+        expectedNodes: 2,
+        expectedGpus: 2,
+      }),
+    );
+    assert.ok(heartbeats.length >= 5, 'the poll heartbeats while it waits');
+    assert.deepEqual(heartbeats.at(-1), { nodes: 1, gpusTotal: 1 });
+    assert.equal(err.type, FailureType.rayClusterIncomplete);
+    assert.match(err.message, /1 of 2 nodes/);
+    assert.match(err.message, new RegExp(`Missing: ${worker.name}`));
+    assert.match(
+      err.message,
+      new RegExp(`Failed to connect to GCS at address ${wrong.replaceAll('.', '\\.')}`),
+    );
+    assert.equal(err.nonRetryable, true, 'an exited worker container does not come back by polling');
+  });
+
+  it('collects diagnostics from every host and reports a downed host as unreachable', async () => {
+    await setHostDown(stateDir, worker.name, 'sshd');
+    const diags = await run(collectDiagnostics, {
+      hosts: [named(head), named(worker)],
+      container,
+      logPath,
+      headName: head.name,
+    });
+    const [h, w] = diags;
+    assert.equal(h?.host, head.name);
+    assert.equal(h?.reachable, true);
+    assert.match(h?.containerLogTail ?? '', /Ray runtime started/);
+    assert.match(h?.rayStatus ?? '', /Node status/);
+    assert.match(h?.nvidiaSmi ?? '', /NVIDIA-SMI/);
+    assert.match(h?.serveLogTail ?? '', /SafetensorError|Engine core initialization failed/);
+    for (const part of [h?.containerLogTail, h?.rayStatus, h?.nvidiaSmi, h?.serveLogTail]) {
+      assert.ok(Buffer.byteLength(part ?? '') <= 8 * 1024 + 64);
+    }
+    assert.ok(!JSON.stringify(diags).includes(apiKey));
+    assert.equal(w?.host, worker.name);
+    assert.equal(w?.reachable, false);
+    assert.ok((w?.errors.length ?? 0) > 0);
+  });
+});
