@@ -62,12 +62,18 @@ async function main(): Promise<number> {
       const reply = await fetch(url, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ model: spec.serve.model, messages: [{ role: 'user', content: 'Say hello.' }], max_tokens: 16 }),
+        body: JSON.stringify({
+          model: spec.serve.model,
+          messages: [{ role: 'user', content: 'Say hello.' }],
+          max_tokens: 16,
+        }),
       });
       const body = (await reply.json()) as { choices?: { message?: { content?: string } }[] };
       say(`POST ${url} → ${JSON.stringify(body.choices?.[0]?.message?.content ?? body)}`);
     }
-    say(`Temporal UI (while a server runs): ${server.uiUrl}/namespaces/${server.namespace}/workflows/liftoff-sim-demo`);
+    say(
+      `Temporal UI (while a server runs): ${server.uiUrl}/namespaces/${server.namespace}/workflows/liftoff-sim-demo`,
+    );
     say('the history is kept in .liftoff/temporal; to see it later: npm run liftoff -- dev (UI above), or');
     say('  .venv/bin/temporal workflow show --workflow-id liftoff-sim-demo   (while `liftoff dev` runs)');
     return status;

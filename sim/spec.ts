@@ -30,7 +30,12 @@ export function simDeploySpec(sim: SimCluster, opts: SimSpecOptions = {}) {
   return {
     ...base,
     cleanup: {
-      services: ['vllm-cluster.service', 'vllm-proxy.service', 'vllm-embeddings.service', 'vllm-reranker.service'],
+      services: [
+        'vllm-cluster.service',
+        'vllm-proxy.service',
+        'vllm-embeddings.service',
+        'vllm-reranker.service',
+      ],
       disableServices: true,
       containers: ['vllm_node', 'reranker', 'vllm_embeddings'],
     },

@@ -14,11 +14,20 @@ export interface FailureSummary {
 
 export function describeFailure(err: WorkflowFailedError): FailureSummary {
   let cause: TemporalFailure | Error | undefined = err.cause;
-  while (cause && !(cause instanceof ApplicationFailure) && 'cause' in cause && cause.cause instanceof Error) {
-    cause = cause.cause as TemporalFailure;
+  while (
+    cause &&
+    !(cause instanceof ApplicationFailure) &&
+    'cause' in cause &&
+    cause.cause instanceof Error
+  ) {
+    cause = cause.cause;
   }
   if (cause instanceof ApplicationFailure) {
-    return { type: cause.type ?? 'Error', message: cause.message, details: (cause.details as unknown[] | undefined) ?? [] };
+    return {
+      type: cause.type ?? 'Error',
+      message: cause.message,
+      details: (cause.details as unknown[] | undefined) ?? [],
+    };
   }
   return { type: cause?.name ?? 'Error', message: cause?.message ?? err.message, details: [] };
 }

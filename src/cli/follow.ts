@@ -12,7 +12,8 @@ const pollMs = 1000;
 export function loadLine(l: LoadProgress): string {
   const parts = [l.phase];
   if (l.shardsTotal) parts.push(`shard ${l.shardsDone ?? 0}/${l.shardsTotal}`);
-  if (l.etaS !== undefined && l.phase === 'loading_weights') parts.push(`ETA ${formatDuration(l.etaS * 1000)}`);
+  if (l.etaS !== undefined && l.phase === 'loading_weights')
+    parts.push(`ETA ${formatDuration(l.etaS * 1000)}`);
   parts.push(`elapsed ${formatDuration(l.elapsedS * 1000)}`);
   return parts.join(', ');
 }
@@ -42,7 +43,11 @@ async function* watch(handle: WorkflowHandle, done: Promise<unknown>): AsyncGene
   }
 }
 
-export async function followPlain(handle: WorkflowHandle, done: Promise<unknown>, write: (line: string) => void): Promise<void> {
+export async function followPlain(
+  handle: WorkflowHandle,
+  done: Promise<unknown>,
+  write: (line: string) => void,
+): Promise<void> {
   const seen = new Map<StepName, string>();
   let lastLoad = '';
   for await (const p of watch(handle, done)) {
@@ -51,9 +56,11 @@ export async function followPlain(handle: WorkflowHandle, done: Promise<unknown>
       if (before === s.status) continue;
       seen.set(s.name, s.status);
       if (s.status === 'running') write(`▶ ${s.title}`);
-      else if (s.status === 'done') write(`✔ ${s.title} (${formatDuration(s.durationMs ?? 0)})${s.detail ? ` — ${s.detail}` : ''}`);
+      else if (s.status === 'done')
+        write(`✔ ${s.title} (${formatDuration(s.durationMs ?? 0)})${s.detail ? ` — ${s.detail}` : ''}`);
       else if (s.status === 'skipped') write(`– ${s.title}: skipped (${s.detail ?? ''})`);
-      else if (s.status === 'failed') write(`✖ ${s.title} (${formatDuration(s.durationMs ?? 0)}): ${s.error ?? ''}`);
+      else if (s.status === 'failed')
+        write(`✖ ${s.title} (${formatDuration(s.durationMs ?? 0)}): ${s.error ?? ''}`);
     }
     if (p.load && p.currentStep === 'waitHealthy') {
       const line = `  load: ${loadLine(p.load)}`;
@@ -80,10 +87,14 @@ export async function followTty(handle: WorkflowHandle, done: Promise<unknown>):
           resolve(s.status as 'done' | 'skipped' | 'failed');
         }
       }, 200);
-      void done.catch(() => undefined).finally(() => setTimeout(() => {
-        clearInterval(t);
-        resolve('failed');
-      }, 2 * pollMs));
+      void done
+        .catch(() => undefined)
+        .finally(() =>
+          setTimeout(() => {
+            clearInterval(t);
+            resolve('failed');
+          }, 2 * pollMs),
+        );
     });
   const list = new Listr(
     deploySteps.map((step) => ({

@@ -12,6 +12,7 @@ export function buildProgram(): Command {
     .description('launch a multi-node vLLM server over Ray as a durable Temporal workflow')
     .showHelpAfterError()
     .exitOverride();
-  for (const cmd of [validateCommand, deployCommand, statusCommand, devCommand, workerCommand, probeCommand]) program.addCommand(cmd);
+  for (const cmd of [validateCommand, deployCommand, statusCommand, devCommand, workerCommand, probeCommand])
+    program.addCommand(cmd);
   return program;
 }

@@ -66,8 +66,11 @@ export const deployCommand = new Command('deploy')
           });
         const history = `temporal workflow show --workflow-id ${workflowId} --run-id ${handle.firstExecutionRunId}`;
         if (!opts.follow) {
-          emit(opts, { workflowId, runId: handle.firstExecutionRunId, started: true }, (r) =>
-            `started deploy ${r.workflowId} (run ${r.runId}); follow it with: liftoff status ${spec.cluster}`,
+          emit(
+            opts,
+            { workflowId, runId: handle.firstExecutionRunId, started: true },
+            (r) =>
+              `started deploy ${r.workflowId} (run ${r.runId}); follow it with: liftoff status ${spec.cluster}`,
           );
           return ExitCode.ok;
         }
@@ -79,13 +82,19 @@ export const deployCommand = new Command('deploy')
         }
         try {
           const result = await done;
-          emit(opts, { ...result, workflowId, runId: handle.firstExecutionRunId }, (r) => `${renderResult(r)}\nhistory:    ${history}`);
+          emit(
+            opts,
+            { ...result, workflowId, runId: handle.firstExecutionRunId },
+            (r) => `${renderResult(r)}\nhistory:    ${history}`,
+          );
           return ExitCode.ok;
         } catch (err) {
           if (!(err instanceof WorkflowFailedError)) throw err;
           const failure = describeFailure(err);
-          emit(opts, { failed: true, workflowId, runId: handle.firstExecutionRunId, ...failure }, (f) =>
-            `${colors.red('✖ deploy failed')}: ${f.message}\nhistory: ${history}`,
+          emit(
+            opts,
+            { failed: true, workflowId, runId: handle.firstExecutionRunId, ...failure },
+            (f) => `${colors.red('✖ deploy failed')}: ${f.message}\nhistory: ${history}`,
           );
           return ExitCode.deployFailed;
         }

@@ -22,7 +22,9 @@ export interface StatusReport {
 }
 
 export function renderStatus(r: StatusReport): string {
-  const lines = [`${r.workflowId} (run ${r.runId}): ${r.status}, started ${r.startTime}${r.closeTime ? `, closed ${r.closeTime}` : ''}`];
+  const lines = [
+    `${r.workflowId} (run ${r.runId}): ${r.status}, started ${r.startTime}${r.closeTime ? `, closed ${r.closeTime}` : ''}`,
+  ];
   if (r.progress) {
     lines.push(
       table([
@@ -39,7 +41,10 @@ export function renderStatus(r: StatusReport): string {
   } else {
     lines.push('(progress unavailable: no worker answered the query)');
   }
-  if (r.result) lines.push(`endpoint: ${r.result.endpoint}  model: ${r.result.model}  load: ${formatDuration(r.result.loadSeconds * 1000)}`);
+  if (r.result)
+    lines.push(
+      `endpoint: ${r.result.endpoint}  model: ${r.result.model}  load: ${formatDuration(r.result.loadSeconds * 1000)}`,
+    );
   return lines.join('\n');
 }
 
@@ -54,7 +59,8 @@ export const statusCommand = new Command('status')
         const workflowId = deployWorkflowId(cluster);
         const handle = client.workflow.getHandle(workflowId);
         const described = await handle.describe().catch((err: unknown) => {
-          if (err instanceof WorkflowNotFoundError) throw new UsageError(`no deploy of cluster ${cluster} found (workflow ${workflowId})`);
+          if (err instanceof WorkflowNotFoundError)
+            throw new UsageError(`no deploy of cluster ${cluster} found (workflow ${workflowId})`);
           throw err;
         });
         const progress = await handle.query(progressQuery).catch(() => undefined);

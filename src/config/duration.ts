@@ -6,7 +6,8 @@ export function parseDuration(text: string): number | undefined {
   const trimmed = text.trim();
   if (!/^(\d+(\.\d+)?(ms|s|m|h))+$/.test(trimmed)) return undefined;
   let total = 0;
-  for (const m of trimmed.matchAll(/(\d+(?:\.\d+)?)(ms|s|m|h)/g)) total += Number(m[1]) * (unitMs[m[2] ?? ''] ?? 0);
+  for (const m of trimmed.matchAll(/(\d+(?:\.\d+)?)(ms|s|m|h)/g))
+    total += Number(m[1]) * (unitMs[m[2] ?? ''] ?? 0);
   return total > 0 ? Math.round(total) : undefined;
 }
 

@@ -17,7 +17,8 @@ const port = z
 const ipv4 = z
   .string()
   .refine(
-    (s) => /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.test(s) && s.split('.').every((o) => Number(o) <= 255),
+    (s) =>
+      /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.test(s) && s.split('.').every((o) => Number(o) <= 255),
     { error: (issue) => `${JSON.stringify(issue.input)} is not an IPv4 address` },
   );
 
@@ -46,7 +47,7 @@ const absolutePath = z.string().regex(/^(\/|~\/)/, 'expected an absolute path (s
 
 const imageRef = z
   .string()
-  .regex(/^[a-z0-9][a-z0-9._\/:@-]*$/i, 'expected a docker image reference such as vllm/vllm-openai:latest');
+  .regex(/^[a-z0-9][a-z0-9._/:@-]*$/i, 'expected a docker image reference such as vllm/vllm-openai:latest');
 
 export const sshSchema = z.strictObject({
   user: z.string().regex(/^[a-z_][a-z0-9_-]{0,31}$/i, 'expected a Unix user name'),
@@ -61,7 +62,10 @@ export const hostSchema = z.strictObject({
   name: hostName,
   address: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9.:-]*$/, 'expected an IP address or DNS name'),
   port: port.optional(),
-  user: z.string().regex(/^[a-z_][a-z0-9_-]{0,31}$/i, 'expected a Unix user name').optional(),
+  user: z
+    .string()
+    .regex(/^[a-z_][a-z0-9_-]{0,31}$/i, 'expected a Unix user name')
+    .optional(),
   clusterIp: ipv4.optional(),
   role: z.enum(['head', 'worker']).default('worker'),
   jumpHost: hostName.optional(),
@@ -107,12 +111,15 @@ export const deploySpecSchema = z
       volumes: z
         .array(z.string().regex(/^\/[^:]*:\/[^:]*(:(ro|rw))?$/, 'expected HOST_PATH:CONTAINER_PATH[:ro|rw]'))
         .default([]),
-      shmSize: z.string().regex(/^\d+[bkmg]?$/i, 'expected a size such as 10g').default('10g'),
+      shmSize: z
+        .string()
+        .regex(/^\d+[bkmg]?$/i, 'expected a size such as 10g')
+        .default('10g'),
       /** How long the Ray cluster may take to show every node and GPU. */
       verifyTimeout: duration.default('90s'),
     }),
     serve: z.strictObject({
-      model: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._\/-]*$/, 'expected a model id such as Org/Model-Name'),
+      model: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._/-]*$/, 'expected a model id such as Org/Model-Name'),
       servedModelName: z.string().min(1).optional(),
       port: port.default(8000),
       tensorParallelSize: z.number().int().min(1),

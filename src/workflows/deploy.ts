@@ -22,7 +22,14 @@ import { resolveSshTarget } from '../config/targets.js';
 import { FailureType } from '../shared/failures.js';
 import { searchAttributes } from '../shared/constants.js';
 import { attemptsWithin } from './retry-budget.js';
-import { deploySteps, type DeployProgress, type LoadProgress, type DeployResult, type StepName, type StepState } from './steps.js';
+import {
+  deploySteps,
+  type DeployProgress,
+  type LoadProgress,
+  type DeployResult,
+  type StepName,
+  type StepState,
+} from './steps.js';
 
 export const progressQuery = defineQuery<DeployProgress>('progress');
 
@@ -37,13 +44,25 @@ const hostKeyFailures = [FailureType.hostKeyUnknown, FailureType.hostKeyMismatch
 /** Short host commands: a few retries ride out an sshd restart or a dropped connection. */
 const hostStep = proxyActivities<typeof activities>({
   startToCloseTimeout: '2 minutes',
-  retry: { initialInterval: '2s', backoffCoefficient: 2, maximumInterval: '20s', maximumAttempts: 4, nonRetryableErrorTypes: hostKeyFailures },
+  retry: {
+    initialInterval: '2s',
+    backoffCoefficient: 2,
+    maximumInterval: '20s',
+    maximumAttempts: 4,
+    nonRetryableErrorTypes: hostKeyFailures,
+  },
 });
 
 /** One poll of the loading server: short, retried a few times, never longer than a poll. */
 const pollStep = proxyActivities<typeof activities>({
   startToCloseTimeout: '45s',
-  retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '5s', maximumAttempts: 3, nonRetryableErrorTypes: hostKeyFailures },
+  retry: {
+    initialInterval: '1s',
+    backoffCoefficient: 2,
+    maximumInterval: '5s',
+    maximumAttempts: 3,
+    nonRetryableErrorTypes: hostKeyFailures,
+  },
 });
 
 export async function deploy(input: unknown, options: DeployOptions = {}): Promise<DeployResult> {
@@ -69,7 +88,11 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
   progress.cluster = spec.cluster;
   upsertSearchAttributes([{ key: searchAttributes.cluster, value: spec.cluster }]);
 
-  const auth = { privateKeyPath: spec.ssh.privateKeyPath, useAgent: spec.ssh.useAgent, knownHostsPath: spec.ssh.knownHostsPath };
+  const auth = {
+    privateKeyPath: spec.ssh.privateKeyPath,
+    useAgent: spec.ssh.useAgent,
+    knownHostsPath: spec.ssh.knownHostsPath,
+  };
   const hosts: (NamedHost & { role: 'head' | 'worker'; address: string })[] = spec.hosts.map((h) => ({
     name: h.name,
     role: h.role,
@@ -87,14 +110,30 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
     await tracker.run('stopServices', async () => {
       if (spec.cleanup.services.length === 0) return tracker.skip('stopServices', 'no services listed');
       const results = await Promise.all(
-        hosts.map((h) => hostStep.stopServices({ host: h.ref, units: spec.cleanup.services, disable: spec.cleanup.disableServices })),
+        hosts.map((h) =>
+          hostStep.stopServices({
+            host: h.ref,
+            units: spec.cleanup.services,
+            disable: spec.cleanup.disableServices,
+          }),
+        ),
       );
-      tracker.detail('stopServices', results.map((r) => `${r.host}: stopped ${r.stopped.length}, disabled ${r.disabled.length}`).join('; '));
+      tracker.detail(
+        'stopServices',
+        results
+          .map((r) => `${r.host}: stopped ${r.stopped.length}, disabled ${r.disabled.length}`)
+          .join('; '),
+      );
     });
     await tracker.run('removeContainers', async () => {
       const names = [...new Set([...spec.cleanup.containers, spec.ray.container])];
-      const results = await Promise.all(hosts.map((h) => hostStep.removeContainers({ host: h.ref, names, cluster: spec.cluster })));
-      tracker.detail('removeContainers', results.map((r) => `${r.host}: removed ${r.removed.join(', ') || 'none'}`).join('; '));
+      const results = await Promise.all(
+        hosts.map((h) => hostStep.removeContainers({ host: h.ref, names, cluster: spec.cluster })),
+      );
+      tracker.detail(
+        'removeContainers',
+        results.map((r) => `${r.host}: removed ${r.removed.join(', ') || 'none'}`).join('; '),
+      );
     });
     await tracker.run('verifyGpusClear', async () => {
       const budgetMs = parseDuration(spec.gpu.clearTimeout) ?? 120_000;
@@ -104,12 +143,23 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
           initialInterval: '2s',
           backoffCoefficient: 1.5,
           maximumInterval: '10s',
-          maximumAttempts: attemptsWithin(budgetMs, { initialIntervalMs: 2000, backoffCoefficient: 1.5, maximumIntervalMs: 10_000, attemptMs: 1000 }),
+          maximumAttempts: attemptsWithin(budgetMs, {
+            initialIntervalMs: 2000,
+            backoffCoefficient: 1.5,
+            maximumIntervalMs: 10_000,
+            attemptMs: 1000,
+          }),
           nonRetryableErrorTypes: hostKeyFailures,
         },
       });
       await Promise.all(
-        hosts.map((h) => gpuCheck.verifyGpusClear({ host: h.ref, maxUsedMiB: spec.gpu.maxUsedMiB, minAvailableMiB: spec.gpu.minAvailableMiB })),
+        hosts.map((h) =>
+          gpuCheck.verifyGpusClear({
+            host: h.ref,
+            maxUsedMiB: spec.gpu.maxUsedMiB,
+            minAvailableMiB: spec.gpu.minAvailableMiB,
+          }),
+        ),
       );
     });
   } catch (err) {
@@ -129,11 +179,17 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
       shmSize: spec.ray.shmSize,
       gpus: spec.gpu.perHost,
     };
-    await tracker.run('startRayHead', () => hostStep.startRayHead({ ...rayBase, host: head.ref, clusterIp: head.clusterIp }));
+    await tracker.run('startRayHead', () =>
+      hostStep.startRayHead({ ...rayBase, host: head.ref, clusterIp: head.clusterIp }),
+    );
     await tracker.run('startRayWorkers', async () => {
       if (workers.length === 0) return tracker.skip('startRayWorkers', 'single host');
       const headAddress = `${head.clusterIp}:${spec.ray.port}`;
-      await Promise.all(workers.map((w) => hostStep.startRayWorker({ ...rayBase, host: w.ref, clusterIp: w.clusterIp, headAddress })));
+      await Promise.all(
+        workers.map((w) =>
+          hostStep.startRayWorker({ ...rayBase, host: w.ref, clusterIp: w.clusterIp, headAddress }),
+        ),
+      );
     });
     await tracker.run('verifyRayCluster', async () => {
       const budgetMs = parseDuration(spec.ray.verifyTimeout) ?? 90_000;
@@ -144,11 +200,22 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
           initialInterval: '1s',
           backoffCoefficient: 1.5,
           maximumInterval: '5s',
-          maximumAttempts: attemptsWithin(budgetMs, { initialIntervalMs: 1000, backoffCoefficient: 1.5, maximumIntervalMs: 5000, attemptMs: 10_000 }),
+          maximumAttempts: attemptsWithin(budgetMs, {
+            initialIntervalMs: 1000,
+            backoffCoefficient: 1.5,
+            maximumIntervalMs: 5000,
+            attemptMs: 10_000,
+          }),
           nonRetryableErrorTypes: hostKeyFailures,
         },
       });
-      const state = await rayCheck.verifyRayCluster({ head, workers, container: spec.ray.container, expectedNodes: hosts.length, expectedGpus });
+      const state = await rayCheck.verifyRayCluster({
+        head,
+        workers,
+        container: spec.ray.container,
+        expectedNodes: hosts.length,
+        expectedGpus,
+      });
       tracker.detail('verifyRayCluster', `${state.nodes} nodes, ${state.gpusTotal} GPUs`);
     });
     const launch = await tracker.run('launchServe', () =>
@@ -157,7 +224,11 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
         retry: {
           initialInterval: '2s',
           maximumAttempts: 4,
-          nonRetryableErrorTypes: [...hostKeyFailures, FailureType.serverExited, FailureType.serveLaunchFailed],
+          nonRetryableErrorTypes: [
+            ...hostKeyFailures,
+            FailureType.serverExited,
+            FailureType.serveLaunchFailed,
+          ],
         },
       }).launchServe({
         head: head.ref,
@@ -204,15 +275,26 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
         stepDurationsMs: tracker.durations(),
         totalSeconds: (Date.now() - progress.startedAtMs) / 1000,
         loadSeconds,
-        smoke: { text: smoke.text, completionTokens: smoke.completionTokens, tokensPerSecond: smoke.tokensPerSecond },
+        smoke: {
+          text: smoke.text,
+          completionTokens: smoke.completionTokens,
+          tokensPerSecond: smoke.tokensPerSecond,
+        },
       };
       return Promise.resolve(result);
     });
   } catch (err) {
     const diagnostics = await CancellationScope.nonCancellable(() =>
       hostStep
-        .collectDiagnostics({ hosts, container: spec.ray.container, logPath: spec.serve.logPath, headName: head.name })
-        .catch((e: unknown): HostDiagnostics[] => [{ host: '(all)', reachable: false, errors: [messageOf(e)] }]),
+        .collectDiagnostics({
+          hosts,
+          container: spec.ray.container,
+          logPath: spec.serve.logPath,
+          headName: head.name,
+        })
+        .catch((e: unknown): HostDiagnostics[] => [
+          { host: '(all)', reachable: false, errors: [messageOf(e)] },
+        ]),
     );
     throw tracker.fail(err, diagnostics);
   }
@@ -232,7 +314,11 @@ function validate(input: unknown): DeploySpec {
   return parsed.data;
 }
 
-async function preflight(spec: DeploySpec, hosts: (NamedHost & { role: string })[], head: NamedHost): Promise<void> {
+async function preflight(
+  spec: DeploySpec,
+  hosts: (NamedHost & { role: string })[],
+  head: NamedHost,
+): Promise<void> {
   const modelPath = modelPathFor(spec) ?? '';
   const reports = await Promise.allSettled(
     hosts.map((h) =>
@@ -270,7 +356,12 @@ async function preflight(spec: DeploySpec, hosts: (NamedHost & { role: string })
   }
 }
 
-async function waitHealthy(spec: DeploySpec, head: NamedHost, pid: number, progress: DeployProgress): Promise<void> {
+async function waitHealthy(
+  spec: DeploySpec,
+  head: NamedHost,
+  pid: number,
+  progress: DeployProgress,
+): Promise<void> {
   const loadTimeoutMs = parseDuration(spec.serve.loadTimeout) ?? 25 * 60_000;
   const pollMs = parseDuration(spec.serve.pollInterval) ?? 10_000;
   const stallMs = parseDuration(spec.serve.stallTimeout) ?? 5 * 60_000;
@@ -304,7 +395,11 @@ async function waitHealthy(spec: DeploySpec, head: NamedHost, pid: number, progr
     if (r.summary) {
       load.phase = r.summary.phase;
       if (r.summary.shard) {
-        Object.assign(load, { shardsDone: r.summary.shard.done, shardsTotal: r.summary.shard.total, percent: r.summary.shard.percent });
+        Object.assign(load, {
+          shardsDone: r.summary.shard.done,
+          shardsTotal: r.summary.shard.total,
+          percent: r.summary.shard.percent,
+        });
       }
       if (r.summary.etaS !== undefined) Object.assign(load, { etaS: r.summary.etaS });
     }
@@ -316,10 +411,17 @@ async function waitHealthy(spec: DeploySpec, head: NamedHost, pid: number, progr
         r.summary.fatal.kind === 'ray_oom' && spec.ray.env.RAY_memory_monitor_refresh_ms !== '0'
           ? '\nRAY_memory_monitor_refresh_ms was not set to "0" at `ray start`: Ray\'s memory monitor killed the worker. Set it in ray.env.'
           : '';
-      throw loadFailure(FailureType.serverFatal, `vllm failed (${r.summary.fatal.kind}) at ${where}: ${r.summary.fatal.line}${hint}`, tail, load);
+      throw loadFailure(
+        FailureType.serverFatal,
+        `vllm failed (${r.summary.fatal.kind}) at ${where}: ${r.summary.fatal.line}${hint}`,
+        tail,
+        load,
+      );
     }
     if (!r.processAlive || !r.containerRunning) {
-      const what = !r.containerRunning ? `container ${spec.ray.container} is not running` : `vllm (pid ${pid}) exited`;
+      const what = !r.containerRunning
+        ? `container ${spec.ray.container} is not running`
+        : `vllm (pid ${pid}) exited`;
       throw loadFailure(FailureType.serverExited, `${what} at ${where}`, tail, load);
     }
     if (r.health === 'ok' && r.modelListed) {
@@ -335,7 +437,12 @@ async function waitHealthy(spec: DeploySpec, head: NamedHost, pid: number, progr
       );
     }
     if (now >= deadline) {
-      throw loadFailure(FailureType.loadTimeout, `vllm was not healthy within serve.loadTimeout ${spec.serve.loadTimeout}; last ${where}`, tail, load);
+      throw loadFailure(
+        FailureType.loadTimeout,
+        `vllm was not healthy within serve.loadTimeout ${spec.serve.loadTimeout}; last ${where}`,
+        tail,
+        load,
+      );
     }
     await sleep(Math.min(pollMs, deadline - now));
   }
@@ -403,13 +510,16 @@ class StepTracker {
     this.progress.status = 'failed';
     upsertSearchAttributes([{ key: searchAttributes.outcome, value: 'failed' }]);
     publishDetails(this.progress);
-    const step = this.progress.steps.find((s) => s.status === 'failed')?.name ?? this.progress.currentStep ?? 'validate';
+    const step =
+      this.progress.steps.find((s) => s.status === 'failed')?.name ?? this.progress.currentStep ?? 'validate';
     const cause = rootApplicationFailure(err);
     return ApplicationFailure.create({
       type: cause?.type ?? 'DeployFailed',
       message: `${step} failed: ${messageOf(err)}`,
       nonRetryable: true,
-      details: [{ step, progress: this.progress, causeDetails: cause?.details ?? [], diagnostics: diagnostics ?? [] }],
+      details: [
+        { step, progress: this.progress, causeDetails: cause?.details ?? [], diagnostics: diagnostics ?? [] },
+      ],
     });
   }
 }
@@ -418,11 +528,15 @@ function publishDetails(p: DeployProgress): void {
   const lines = [`**${p.cluster}** — ${p.status}${p.currentStep ? `, step ${p.currentStep}` : ''}`];
   for (const s of p.steps) {
     if (s.status === 'pending') continue;
-    lines.push(`- ${s.status === 'done' ? '✓' : s.status === 'failed' ? '✗' : s.status === 'skipped' ? '–' : '…'} ${s.title}${s.durationMs !== undefined ? ` (${formatDuration(s.durationMs)})` : ''}`);
+    lines.push(
+      `- ${s.status === 'done' ? '✓' : s.status === 'failed' ? '✗' : s.status === 'skipped' ? '–' : '…'} ${s.title}${s.durationMs !== undefined ? ` (${formatDuration(s.durationMs)})` : ''}`,
+    );
   }
   if (p.load && p.currentStep === 'waitHealthy') {
     const l = p.load;
-    lines.push(`load: ${l.phase}${l.shardsTotal ? ` shard ${l.shardsDone}/${l.shardsTotal}` : ''}${l.etaS !== undefined ? `, ETA ${formatDuration(l.etaS * 1000)}` : ''}`);
+    lines.push(
+      `load: ${l.phase}${l.shardsTotal ? ` shard ${l.shardsDone}/${l.shardsTotal}` : ''}${l.etaS !== undefined ? `, ETA ${formatDuration(l.etaS * 1000)}` : ''}`,
+    );
   }
   setCurrentDetails(lines.join('\n'));
 }

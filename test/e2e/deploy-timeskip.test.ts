@@ -22,19 +22,31 @@ const shards = 39;
 /** A scripted load: shard progress follows the (skipped) clock; ready at `readyAfterMs`, or never. */
 function scriptedCluster(readyAfterMs: number | undefined) {
   let polls = 0;
-  const ok = <T>(v: T) => () => Promise.resolve(v);
+  const ok =
+    <T>(v: T) =>
+    () =>
+      Promise.resolve(v);
   const impl: Partial<typeof activities> = {
     preflightHost: (i) => Promise.resolve({ host: i.host.target.name, ok: true, checks: [] }),
-    stopServices: (i) => Promise.resolve({ host: i.host.target.name, stopped: i.units, disabled: [], notLoaded: [] }),
+    stopServices: (i) =>
+      Promise.resolve({ host: i.host.target.name, stopped: i.units, disabled: [], notLoaded: [] }),
     removeContainers: (i) => Promise.resolve({ host: i.host.target.name, removed: [] }),
     verifyGpusClear: (i) =>
-      Promise.resolve({ host: i.host.target.name, gpus: [], processes: [], unifiedMemory: true, memAvailableMiB: 100_000 }),
+      Promise.resolve({
+        host: i.host.target.name,
+        gpus: [],
+        processes: [],
+        unifiedMemory: true,
+        memAvailableMiB: 100_000,
+      }),
     startRayHead: (i) => Promise.resolve({ host: i.host.target.name, containerId: 'c1', reused: false }),
     startRayWorker: (i) => Promise.resolve({ host: i.host.target.name, containerId: 'c2', reused: false }),
     verifyRayCluster: ok({ nodes: 2, gpusTotal: 2, gpusUsed: 0 }),
-    launchServe: (i) => Promise.resolve({ pid: 4242, logPath: i.logPath, launchedAtMs: Date.now(), reused: false }),
+    launchServe: (i) =>
+      Promise.resolve({ pid: 4242, logPath: i.logPath, launchedAtMs: Date.now(), reused: false }),
     smokeTest: ok({ text: 'ready', completionTokens: 2, seconds: 0.1, tokensPerSecond: 20 }),
-    collectDiagnostics: (i) => Promise.resolve(i.hosts.map((h) => ({ host: h.name, reachable: true, errors: [] }))),
+    collectDiagnostics: (i) =>
+      Promise.resolve(i.hosts.map((h) => ({ host: h.name, reachable: true, errors: [] }))),
     checkServeHealth: (input: CheckServeInput): Promise<CheckServeResult> => {
       // The env's clock is the skipped one; count polls to advance the script deterministically.
       polls += 1;
@@ -49,7 +61,10 @@ function scriptedCluster(readyAfterMs: number | undefined) {
         logGrew: true,
         summary: ready
           ? { phase: 'ready' }
-          : { phase: 'loading_weights', shard: { done: stuckAt, total: shards, percent: Math.round((stuckAt / shards) * 100) } },
+          : {
+              phase: 'loading_weights',
+              shard: { done: stuckAt, total: shards, percent: Math.round((stuckAt / shards) * 100) },
+            },
         tail: [`Loading safetensors checkpoint shards: ${stuckAt}/${shards}`],
         health: ready ? 'ok' : 'refused',
         modelListed: ready,
@@ -91,7 +106,10 @@ describe('deploy load deadline (time-skipping server)', () => {
     const { result, error, polls } = await runWith(14 * 60_000, 'timeskip-ok');
     assert.equal(error, undefined, String(error));
     assert.ok(result);
-    assert.ok(result.loadSeconds >= 14 * 60 && result.loadSeconds < 15 * 60, `load took ${result.loadSeconds}s of workflow time`);
+    assert.ok(
+      result.loadSeconds >= 14 * 60 && result.loadSeconds < 15 * 60,
+      `load took ${result.loadSeconds}s of workflow time`,
+    );
     assert.equal(polls, 14 * 6 + 1, 'one poll per 10 s poll interval');
     process.stdout.write(`# 14-minute load: ${result.loadSeconds}s workflow time, ${polls} polls\n`);
   });

@@ -40,7 +40,10 @@ describe('deploy on a simulated 2-host cluster', () => {
       }),
       createDevServerEnv(),
     ]);
-    worker = await createLiftoffWorker({ connection: env.nativeConnection, namespace: env.namespace ?? 'default' });
+    worker = await createLiftoffWorker({
+      connection: env.nativeConnection,
+      namespace: env.namespace ?? 'default',
+    });
     running = worker.run();
     const spec = simDeploySpec(sim, { cluster: 'e2e-deploy' });
     const handle = await env.client.workflow.start(deploy, {
@@ -82,9 +85,16 @@ describe('deploy on a simulated 2-host cluster', () => {
     for (const h of sim.hosts) {
       const inspect = await sshRun(sim, h.name, 'docker inspect --format "{{json .State}}" vllm_qwen35');
       const state = JSON.parse(inspect) as { StartedAt: string };
-      assert.ok(Date.parse(state.StartedAt) >= verifiedAt - 1000, `${h.name}: Ray container started after GPUs were verified clear`);
+      assert.ok(
+        Date.parse(state.StartedAt) >= verifiedAt - 1000,
+        `${h.name}: Ray container started after GPUs were verified clear`,
+      );
       // Only the new server's memory is held now: no seeded python3 hog survived.
-      const apps = await sshRun(sim, h.name, 'nvidia-smi --query-compute-apps=pid,process_name,used_gpu_memory --format=csv,noheader');
+      const apps = await sshRun(
+        sim,
+        h.name,
+        'nvidia-smi --query-compute-apps=pid,process_name,used_gpu_memory --format=csv,noheader',
+      );
       assert.ok(!/python3/.test(apps), `${h.name}: no old GPU process left: ${apps}`);
     }
   });
@@ -104,15 +114,33 @@ describe('deploy on a simulated 2-host cluster', () => {
 
   it('serves the model and answered the smoke test', async () => {
     const head = sim.hosts[0]!;
-    const models = (await (await fetch(`http://${head.address}:30000/v1/models`)).json()) as { data: { id: string }[] };
+    const models = (await (await fetch(`http://${head.address}:30000/v1/models`)).json()) as {
+      data: { id: string }[];
+    };
     assert.ok(models.data.some((m) => m.id === 'Qwen/Qwen3.5-122B-A10B-FP8'));
     assert.equal(result.endpoint, `http://${head.address}:30000/v1`);
     assert.ok(result.smoke.text.length > 0);
     assert.ok(result.smoke.tokensPerSecond > 0);
     assert.ok(result.loadSeconds > 3, 'the load took the simulated shard time');
-    for (const step of ['preflight', 'stopServices', 'removeContainers', 'verifyGpusClear', 'startRayHead', 'startRayWorkers', 'verifyRayCluster', 'launchServe', 'waitHealthy', 'smokeTest']) {
-      assert.ok((result.stepDurationsMs as Record<string, number>)[step] !== undefined, `duration of ${step}`);
+    for (const step of [
+      'preflight',
+      'stopServices',
+      'removeContainers',
+      'verifyGpusClear',
+      'startRayHead',
+      'startRayWorkers',
+      'verifyRayCluster',
+      'launchServe',
+      'waitHealthy',
+      'smokeTest',
+    ]) {
+      assert.ok(
+        (result.stepDurationsMs as Record<string, number>)[step] !== undefined,
+        `duration of ${step}`,
+      );
     }
-    process.stdout.write(`# deploy took ${result.totalSeconds.toFixed(1)} s, load ${result.loadSeconds.toFixed(1)} s\n`);
+    process.stdout.write(
+      `# deploy took ${result.totalSeconds.toFixed(1)} s, load ${result.loadSeconds.toFixed(1)} s\n`,
+    );
   });
 });

@@ -6,6 +6,8 @@ import type { SimCluster } from '../../sim/cluster.js';
 const run = promisify(execFile);
 
 export async function sshRun(sim: SimCluster, host: string, command: string): Promise<string> {
-  const { stdout } = await run('ssh', ['-F', sim.sshConfigPath, '-o', 'BatchMode=yes', host, command], { timeout: 30_000 });
+  const { stdout } = await run('ssh', ['-F', sim.sshConfigPath, '-o', 'BatchMode=yes', host, command], {
+    timeout: 30_000,
+  });
   return stdout;
 }
