@@ -25,7 +25,7 @@ describe('probe workflow over the simulated cluster (namespace mode)', () => {
   before(async () => {
     await downCluster(stateDir);
     [sim, env] = await Promise.all([
-      upCluster({ hosts: 2, mode: 'netns', stateDir, clusterOnly: ['spark2'] }),
+      upCluster({ hosts: 2, mode: 'netns', stateDir, netIndex: 6, clusterOnly: ['spark2'] }),
       createDevServerEnv(),
     ]);
     worker = await createLiftoffWorker({

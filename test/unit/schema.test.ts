@@ -1,0 +1,94 @@
+// The spec schema: the reference example validates as it stands; errors name the field path and the fix.
+import { describe, it } from 'node:test';
+/* eslint-disable @typescript-eslint/no-explicit-any, @typescript-eslint/no-unsafe-member-access -- the cases mutate untyped YAML on purpose, including keys the schema must refuse. */
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { parse } from 'yaml';
+import { deploySpecSchema } from '../../src/config/schema.js';
+import { formatIssues } from '../../src/config/errors.js';
+import { modelPathFor } from '../../src/config/derive.js';
+
+const example = parse(readFileSync('examples/spark-qwen35.yaml', 'utf8')) as Record<string, unknown>;
+
+function errorsFor(mutate: (spec: Record<string, any>) => void): string {
+  const spec = structuredClone(example) as Record<string, any>;
+  mutate(spec);
+  const r = deploySpecSchema.safeParse(spec);
+  assert.equal(r.success, false, 'the spec should be refused');
+  return r.success ? '' : formatIssues(r.error);
+}
+
+describe('deploy spec schema', () => {
+  it('accepts the reference example and applies defaults', () => {
+    const spec = deploySpecSchema.parse(example);
+    assert.equal(spec.ssh.port, 22);
+    assert.equal(spec.hosts[1]?.jumpHost, 'spark1');
+    assert.equal(spec.serve.stallTimeout, '5m');
+    assert.equal(spec.onFailure, 'leave');
+    assert.equal(
+      modelPathFor(spec),
+      '/home/aurora/.cache/huggingface/hub/models--Qwen--Qwen3.5-122B-A10B-FP8',
+    );
+  });
+
+  const cases: [string, (s: Record<string, any>) => void, RegExp][] = [
+    [
+      'a short IP',
+      (s) => (s.hosts[1].clusterIp = '192.168.200'),
+      /hosts\[1\]\.clusterIp: "192\.168\.200" is not an IPv4 address/,
+    ],
+    [
+      'two heads',
+      (s) => (s.hosts[1].role = 'head'),
+      /hosts: expected exactly one host with role: head, found 2/,
+    ],
+    ['no head', (s) => (s.hosts[0].role = 'worker'), /found 0/],
+    [
+      'a duplicate name',
+      (s) => (s.hosts[1].name = 'spark1'),
+      /hosts\[1\]\.name: "spark1" is already used by hosts\[0\]/,
+    ],
+    [
+      'an unknown jump host',
+      (s) => (s.hosts[1].jumpHost = 'spark9'),
+      /hosts\[1\]\.jumpHost: "spark9" is not another host/,
+    ],
+    [
+      'a jump loop',
+      (s) => (s.hosts[0].jumpHost = 'spark2'),
+      /jump hosts form a loop: spark\d -> spark\d -> spark\d/,
+    ],
+    [
+      'tp beyond the GPUs',
+      (s) => (s.serve.tensorParallelSize = 4),
+      /serve\.tensorParallelSize: 4 needs more GPUs than the cluster has \(2 hosts/,
+    ],
+    [
+      'a bad duration',
+      (s) => (s.serve.loadTimeout = '25 minutes'),
+      /serve\.loadTimeout: "25 minutes" is not a duration/,
+    ],
+    ['a port out of range', (s) => (s.serve.port = 70000), /serve\.port: expected a port from 1 to 65535/],
+    [
+      'a bad container name',
+      (s) => (s.ray.container = 'vllm qwen'),
+      /ray\.container: expected a docker container name/,
+    ],
+    [
+      'a bad unit name',
+      (s) => (s.cleanup.services = ['vllm;rm -rf /']),
+      /cleanup\.services\[0\]: expected a systemd unit name/,
+    ],
+    [
+      'an unknown field',
+      (s) => (s.serve.tensorParalelSize = 2),
+      /serve: Unrecognized key: "tensorParalelSize"/,
+    ],
+    ['no model path', (s) => (s.ray.volumes = []), /serve\.modelPath: not set/],
+  ];
+  for (const [name, mutate, expected] of cases) {
+    it(`refuses ${name}, naming the field`, () => {
+      assert.match(errorsFor(mutate), expected);
+    });
+  }
+});
