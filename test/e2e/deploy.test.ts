@@ -16,6 +16,11 @@ import { parseRayStatus } from '../../src/parsers/ray-status.js';
 import { upCluster, downCluster, clusterStatus, type SimCluster } from '../../sim/cluster.js';
 import { simDeploySpec } from '../../sim/spec.js';
 import { sshRun } from '../helpers/ssh.js';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import type { StatusReport } from '../../src/commands/status.js';
+
+const execFileAsync = promisify(execFile);
 
 const stateDir = '/tmp/liftoff-test-deploy';
 
@@ -142,5 +147,26 @@ describe('deploy on a simulated 2-host cluster', () => {
     process.stdout.write(
       `# deploy took ${result.totalSeconds.toFixed(1)} s, load ${result.loadSeconds.toFixed(1)} s\n`,
     );
+  });
+
+  it('`liftoff status` shows the finished deploy with every step, as JSON', async () => {
+    const { stdout } = await execFileAsync(
+      process.execPath,
+      ['--import', 'tsx', 'src/client.ts', 'status', 'e2e-deploy', '--json'],
+      {
+        env: {
+          ...process.env,
+          TEMPORAL_ADDRESS: env.address,
+          TEMPORAL_NAMESPACE: env.namespace ?? 'default',
+        },
+        timeout: 60_000,
+      },
+    );
+    const report = JSON.parse(stdout) as StatusReport;
+    assert.equal(report.status, 'COMPLETED');
+    assert.equal(report.result?.endpoint, result.endpoint);
+    assert.equal(report.progress?.status, 'succeeded');
+    assert.ok(report.progress?.steps.every((s) => s.status === 'done' || s.status === 'skipped'));
+    assert.equal(report.progress?.load?.phase, 'ready');
   });
 });
