@@ -55,3 +55,16 @@ export async function createLiftoffWorker(opts: LiftoffWorkerOptions): Promise<W
     ...(opts.identity ? { identity: opts.identity } : {}),
   });
 }
+
+/** Runs the worker until Ctrl-C or SIGTERM, then lets it finish its current tasks (graceful shutdown). */
+export async function runUntilSignalled(worker: Worker): Promise<void> {
+  const stop = () => worker.shutdown();
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+  try {
+    await worker.run();
+  } finally {
+    process.off('SIGINT', stop);
+    process.off('SIGTERM', stop);
+  }
+}

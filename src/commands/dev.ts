@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { Command } from 'commander';
 import { startDevServer } from '../temporal/dev-server.js';
 import { connectWorkerConnection } from '../temporal/connection.js';
-import { createLiftoffWorker } from '../worker.js';
+import { createLiftoffWorker, runUntilSignalled } from '../worker.js';
 import { TASK_QUEUE } from '../shared/constants.js';
 import { stateDir } from '../cli/state-dir.js';
 import { emit, colors } from '../cli/render.js';
@@ -51,11 +51,8 @@ export const devCommand = new Command('dev')
           'Press Ctrl-C to stop.',
         ].join('\n'),
       );
-      const stop = () => worker.shutdown();
-      process.once('SIGINT', stop);
-      process.once('SIGTERM', stop);
       try {
-        await worker.run();
+        await runUntilSignalled(worker);
       } finally {
         await connection.close();
         await server.stop();

@@ -1,7 +1,7 @@
 // `liftoff worker`: a worker against the Temporal that the environment names (TEMPORAL_ADDRESS, profiles…).
 import { Command } from 'commander';
 import { connectWorkerConnection, loadTemporalSettings } from '../temporal/connection.js';
-import { createLiftoffWorker } from '../worker.js';
+import { createLiftoffWorker, runUntilSignalled } from '../worker.js';
 import { TASK_QUEUE } from '../shared/constants.js';
 import { emit } from '../cli/render.js';
 import { runCommand } from '../cli/run-command.js';
@@ -24,11 +24,8 @@ export const workerCommand = new Command('worker')
         { address: settings.address, namespace: settings.namespace, taskQueue: opts.taskQueue },
         (i) => `worker polling ${i.taskQueue} on ${i.address} (namespace ${i.namespace}); Ctrl-C to stop`,
       );
-      const stop = () => worker.shutdown();
-      process.once('SIGINT', stop);
-      process.once('SIGTERM', stop);
       try {
-        await worker.run();
+        await runUntilSignalled(worker);
       } finally {
         await connection.close();
       }
