@@ -296,8 +296,28 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
           { host: '(all)', reachable: false, errors: [messageOf(e)] },
         ]),
     );
-    throw tracker.fail(err, diagnostics);
+    const teardown =
+      spec.onFailure === 'teardown'
+        ? await CancellationScope.nonCancellable(() => tearDown(spec, hosts))
+        : 'left for inspection (onFailure: leave)';
+    throw tracker.fail(err, diagnostics, teardown);
   }
+}
+
+/** onFailure: teardown — removes this launch's containers (Ray and the server inside them) on every host. */
+async function tearDown(spec: DeploySpec, hosts: NamedHost[]): Promise<string> {
+  const results = await Promise.allSettled(
+    hosts.map((h) =>
+      hostStep.removeContainers({ host: h.ref, names: [spec.ray.container], cluster: spec.cluster }),
+    ),
+  );
+  return results
+    .map((r, i) =>
+      r.status === 'fulfilled'
+        ? `${r.value.host}: removed ${r.value.removed.join(', ') || 'nothing'}`
+        : `${hosts[i]?.name ?? '?'}: teardown failed: ${messageOf(r.reason)}`,
+    )
+    .join('; ');
 }
 
 // ------------------------------------------------------------------------------------------------ steps
@@ -506,7 +526,7 @@ class StepTracker {
   }
 
   /** The workflow's failure: the step, the cause's type and message, and diagnostics when there are any. */
-  fail(err: unknown, diagnostics: HostDiagnostics[] | undefined): ApplicationFailure {
+  fail(err: unknown, diagnostics: HostDiagnostics[] | undefined, teardown?: string): ApplicationFailure {
     this.progress.status = 'failed';
     upsertSearchAttributes([{ key: searchAttributes.outcome, value: 'failed' }]);
     publishDetails(this.progress);
@@ -515,10 +535,16 @@ class StepTracker {
     const cause = rootApplicationFailure(err);
     return ApplicationFailure.create({
       type: cause?.type ?? 'DeployFailed',
-      message: `${step} failed: ${messageOf(err)}`,
+      message: `${step} failed: ${messageOf(err)}${teardown ? `\ncontainers: ${teardown}` : ''}`,
       nonRetryable: true,
       details: [
-        { step, progress: this.progress, causeDetails: cause?.details ?? [], diagnostics: diagnostics ?? [] },
+        {
+          step,
+          progress: this.progress,
+          causeDetails: cause?.details ?? [],
+          diagnostics: diagnostics ?? [],
+          teardown,
+        },
       ],
     });
   }

@@ -13,7 +13,10 @@ import { TASK_QUEUE } from '../../src/shared/constants.js';
 import { deploy, progressQuery } from '../../src/workflows/index.js';
 import type { DeployResult } from '../../src/workflows/steps.js';
 import { parseRayStatus } from '../../src/parsers/ray-status.js';
-import { upCluster, downCluster, clusterStatus, type SimCluster } from '../../sim/cluster.js';
+import { upCluster, downCluster, clusterStatus, setFaults, type SimCluster } from '../../sim/cluster.js';
+import { WorkflowFailedError } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
+import type { HostDiagnostics } from '../../src/activities/types.js';
 import { simDeploySpec } from '../../sim/spec.js';
 import { sshRun } from '../helpers/ssh.js';
 import { execFile } from 'node:child_process';
@@ -168,5 +171,39 @@ describe('deploy on a simulated 2-host cluster', () => {
     assert.equal(report.progress?.status, 'succeeded');
     assert.ok(report.progress?.steps.every((s) => s.status === 'done' || s.status === 'skipped'));
     assert.equal(report.progress?.load?.phase, 'ready');
+  });
+
+  it('a server crash fails within a poll, with diagnostics from every host, and onFailure: teardown removes the containers', async () => {
+    setFaults(stateDir, 'spark1', { crashAtShard: 5 });
+    const spec = { ...simDeploySpec(sim, { cluster: 'e2e-deploy' }), onFailure: 'teardown' };
+    const handle = await env.client.workflow.start(deploy, {
+      taskQueue: TASK_QUEUE,
+      workflowId: 'liftoff-e2e-deploy',
+      args: [spec, { trigger: 'cli' }],
+    });
+    const error = await handle.result().then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    setFaults(stateDir, 'spark1', {});
+    assert.ok(error instanceof WorkflowFailedError);
+    const cause = error.cause;
+    assert.ok(cause instanceof ApplicationFailure);
+    assert.ok(cause.type === 'ServerFatal' || cause.type === 'ServerExited', `type ${cause.type}`);
+    assert.match(cause.message, /^waitHealthy failed: .*shard 5\/39/);
+    const details = cause.details?.[0] as { diagnostics: HostDiagnostics[]; teardown: string };
+    assert.deepEqual(details.diagnostics.map((d) => d.host).sort(), ['spark1', 'spark2']);
+    const headDiag = details.diagnostics.find((d) => d.host === 'spark1');
+    assert.match(headDiag?.serveLogTail ?? '', /Loading safetensors checkpoint shards/);
+    assert.match(headDiag?.rayStatus ?? '', /Active:/);
+    assert.ok(headDiag?.nvidiaSmi && headDiag.containerLogTail !== undefined);
+    assert.match(details.teardown, /spark1: removed vllm_qwen35; spark2: removed vllm_qwen35/);
+    for (const host of await clusterStatus(stateDir)) {
+      assert.deepEqual(
+        host.containers.filter((c) => c.running),
+        [],
+        `${host.name}: nothing left running`,
+      );
+    }
   });
 });
