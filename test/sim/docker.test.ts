@@ -1,52 +1,24 @@
 // The simulated docker: a container is a process group (plus tagged escapees), and the CLI answers like docker.
-import { execFile } from 'node:child_process';
-import {
-  mkdtempSync,
-  readFileSync,
-  readdirSync,
-  rmSync,
-  writeFileSync,
-  existsSync,
-  mkdirSync,
-} from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, readdirSync, rmSync, existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { buildSimTools } from '../../sim/build-tools.js';
-import type { HostConfig } from '../../sim/host-state.js';
-
-interface Result {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
+import {
+  deadOrZombie,
+  killSimHostProcesses,
+  makeSimHost,
+  makeSimRoot,
+  pidsWithEnv,
+  runSimTool,
+} from '../helpers/sim-host.js';
 
 let root = '';
 let hostDir = '';
 let binDir = '';
 
-function run(tool: string, args: string[], env: Record<string, string> = {}): Promise<Result> {
-  return new Promise((resolve) => {
-    execFile(
-      join(binDir, tool),
-      args,
-      {
-        env: {
-          ...process.env,
-          PATH: `${binDir}:${process.env.PATH ?? ''}`,
-          LIFTOFF_SIM_HOST_DIR: hostDir,
-          ...env,
-        },
-        timeout: 20_000,
-      },
-      (error, stdout, stderr) => {
-        const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
-        resolve({ code, stdout, stderr });
-      },
-    );
-  });
-}
+const run = (tool: string, args: string[], env: Record<string, string> = {}) =>
+  runSimTool(binDir, hostDir, tool, args, { env, timeoutMs: 20_000 });
 
 const docker = (...args: string[]) => run('docker', args);
 
@@ -59,10 +31,6 @@ function procField(pid: number, index: number): string | undefined {
   }
 }
 const pgrpOf = (pid: number) => Number(procField(pid, 2));
-const deadOrZombie = (pid: number) => {
-  const state = procField(pid, 0);
-  return state === undefined || state === 'Z';
-};
 
 function signal0Fails(pid: number): boolean {
   try {
@@ -80,22 +48,6 @@ async function waitKill0Fails(pids: number[], timeoutMs = 6000): Promise<void> {
     assert.ok(Date.now() < deadline, `still alive: ${pids.filter((p) => !signal0Fails(p)).join(' ')}`);
     await new Promise((r) => setTimeout(r, 50));
   }
-}
-
-/** Pids whose environment carries `entry`. */
-function pidsWithEnv(entry: string): number[] {
-  const out: number[] = [];
-  for (const e of readdirSync('/proc')) {
-    const pid = Number(e);
-    if (!Number.isInteger(pid) || pid === process.pid) continue;
-    try {
-      if (readFileSync(`/proc/${pid}/environ`, 'latin1').split('\0').includes(entry) && !deadOrZombie(pid))
-        out.push(pid);
-    } catch {
-      // Gone meanwhile.
-    }
-  }
-  return out;
 }
 
 async function until<T>(probe: () => T | undefined | Promise<T | undefined>, what: string, timeoutMs = 5000) {
@@ -123,35 +75,21 @@ function groupMembers(pgid: number): number[] {
 }
 
 void before(async () => {
-  root = mkdtempSync(join(tmpdir(), 'liftoff-docker-'));
+  ({ root, binDir } = makeSimRoot('liftoff-docker-'));
   hostDir = join(root, 'host');
-  binDir = join(root, 'bin');
   mkdirSync(join(hostDir, 'models'), { recursive: true });
-  const cfg: HostConfig = {
+  makeSimHost(hostDir, {
     name: 'sim-docker-test',
-    address: '127.0.1.1',
-    clusterIp: '127.0.1.1',
-    clusterIface: 'lo',
     flavour: 'h200',
-    gpuCount: 1,
-    gpuMemoryMiB: 143771,
     images: ['vllm/vllm-openai:v0.11.0', 'busybox'],
     modelDirs: [join(hostDir, 'models')],
-    vllm: { shards: 2, shardSeconds: 1, graphCaptureSeconds: 1, memoryMiB: 1000 },
-  };
-  writeFileSync(join(hostDir, 'host.json'), JSON.stringify(cfg));
+  });
   await buildSimTools(binDir);
 });
 
 void after(() => {
   // Every process any tool started inherits the host dir variable: sweep them all, whatever the test left.
-  for (const pid of pidsWithEnv(`LIFTOFF_SIM_HOST_DIR=${hostDir}`)) {
-    try {
-      process.kill(pid, 'SIGKILL');
-    } catch {
-      // Already gone.
-    }
-  }
+  killSimHostProcesses(hostDir);
   rmSync(root, { recursive: true, force: true });
 });
 

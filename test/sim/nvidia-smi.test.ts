@@ -1,71 +1,33 @@
 // The simulated nvidia-smi against the captured outputs in fixtures/nvidia-smi, for both flavours, and the GPU
 // memory a gpu-hog holds: shown while it lives, gone after a kill, kept a while under the held-memory fault.
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { buildSimTools } from '../../sim/build-tools.js';
-import type { GpuFlavour, HostConfig } from '../../sim/host-state.js';
+import type { GpuFlavour } from '../../sim/host-state.js';
+import { killChildren, makeSimHost, makeSimRoot, runSimTool, simToolEnv } from '../helpers/sim-host.js';
 
 const fixtures = '/work/shared/fixtures/nvidia-smi';
 const fixture = (name: string) => readFileSync(join(fixtures, name), 'utf8');
-
-interface Result {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
 
 let root = '';
 let binDir = '';
 const hogs: ChildProcess[] = [];
 
 function makeHost(name: string, flavour: GpuFlavour, gpuCount = 1): string {
-  const dir = join(root, name);
-  mkdirSync(dir, { recursive: true });
-  const cfg: HostConfig = {
-    name,
-    address: '127.0.1.1',
-    clusterIp: '127.0.1.1',
-    clusterIface: 'lo',
-    flavour,
-    gpuCount,
-    gpuMemoryMiB: flavour === 'h200' ? 143771 : 124546,
-    images: [],
-    modelDirs: [],
-    vllm: { shards: 2, shardSeconds: 1, graphCaptureSeconds: 1, memoryMiB: 1000 },
-  };
-  writeFileSync(join(dir, 'host.json'), JSON.stringify(cfg));
-  return dir;
+  return makeSimHost(join(root, name), { name, flavour, gpuCount });
 }
 
-function toolEnv(hostDir: string, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-  return {
-    ...process.env,
-    PATH: `${binDir}:${process.env.PATH ?? ''}`,
-    LIFTOFF_SIM_HOST_DIR: hostDir,
-    ...extra,
-  };
-}
-
-function smi(hostDir: string, args: string[], extraEnv: Record<string, string> = {}): Promise<Result> {
-  return new Promise((resolve) => {
-    execFile(
-      join(binDir, 'nvidia-smi'),
-      args,
-      { env: toolEnv(hostDir, extraEnv), timeout: 10_000 },
-      (error, stdout, stderr) =>
-        resolve({ code: error ? (typeof error.code === 'number' ? error.code : 1) : 0, stdout, stderr }),
-    );
-  });
+function smi(hostDir: string, args: string[], extraEnv: Record<string, string> = {}) {
+  return runSimTool(binDir, hostDir, 'nvidia-smi', args, { env: extraEnv, timeoutMs: 10_000 });
 }
 
 /** Starts a gpu-hog and waits until it has registered its memory. */
 async function startHog(hostDir: string, args: string[]): Promise<ChildProcess> {
   const hog = spawn(join(binDir, 'gpu-hog'), args, {
-    env: toolEnv(hostDir),
+    env: simToolEnv(binDir, hostDir),
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   hogs.push(hog);
@@ -86,13 +48,12 @@ const dateLine =
   /^(Mon|Tue|Wed|Thu|Fri|Sat|Sun) (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ 1-3]\d \d\d:\d\d:\d\d \d{4} {7}$/;
 
 void before(async () => {
-  root = mkdtempSync(join(tmpdir(), 'liftoff-smi-'));
-  binDir = join(root, 'bin');
+  ({ root, binDir } = makeSimRoot('liftoff-smi-'));
   await buildSimTools(binDir);
 });
 
 void after(() => {
-  for (const hog of hogs) hog.kill('SIGKILL');
+  killChildren(hogs);
   rmSync(root, { recursive: true, force: true });
 });
 

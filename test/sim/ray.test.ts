@@ -2,112 +2,29 @@
 // fixture format, the GCS connection failure, the rayCannotReachHead fault, daemon mode and `ray stop`.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { buildSimTools } from '../../sim/build-tools.js';
-import { isAlive, readJson, safeReaddir, writeFaults, type HostConfig } from '../../sim/host-state.js';
+import { isAlive, readJson, writeFaults } from '../../sim/host-state.js';
+import {
+  RAY_CLIENT_ENV,
+  eventually,
+  killRayProcs,
+  makeRayHost,
+  makeSimRoot,
+  simTools,
+} from '../helpers/sim-host.js';
 
 const fixture = readFileSync('/work/shared/fixtures/ray-status/two-nodes.txt', 'utf8');
 const NO_RAY =
   'ConnectionError: Could not find any running Ray instance. Please specify the one to connect to by setting --address flag or RAY_ADDRESS environment variable.';
 
-const tmp = mkdtempSync(join(tmpdir(), 'liftoff-ray-test-'));
-const bin = join(tmp, 'bin');
+const { root: tmp, binDir: bin } = makeSimRoot('liftoff-ray-test-');
 const port = 16379 + Math.floor(Math.random() * 1000);
-const children: ChildProcess[] = [];
+const { run, background, killChildren } = simTools(bin, { unsetEnv: RAY_CLIENT_ENV });
 
-function makeHost(name: string, ip: string, gpuCount = 1): string {
-  const dir = join(tmp, name);
-  mkdirSync(dir, { recursive: true });
-  const cfg: HostConfig = {
-    name,
-    address: ip,
-    clusterIp: ip,
-    clusterIface: 'lo',
-    flavour: 'gb10',
-    gpuCount,
-    gpuMemoryMiB: 121690,
-    images: [],
-    modelDirs: [],
-    vllm: { shards: 4, shardSeconds: 0.1, graphCaptureSeconds: 0.2, memoryMiB: 2048 },
-  };
-  writeFileSync(join(dir, 'host.json'), JSON.stringify(cfg));
-  return dir;
-}
-
-function envFor(dir: string, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...process.env, PATH: `${bin}:${process.env.PATH ?? ''}` };
-  delete env.RAY_ADDRESS;
-  delete env.RAY_memory_monitor_refresh_ms;
-  return { ...env, LIFTOFF_SIM_HOST_DIR: dir, ...extra };
-}
-
-interface RunResult {
-  code: number;
-  stdout: string;
-  stderr: string;
-  seconds: number;
-}
-
-function run(
-  dir: string,
-  tool: string,
-  args: string[],
-  extra: Record<string, string> = {},
-): Promise<RunResult> {
-  const started = Date.now();
-  return new Promise((resolve) => {
-    execFile(join(bin, tool), args, { env: envFor(dir, extra), timeout: 20_000 }, (error, stdout, stderr) => {
-      const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
-      resolve({ code, stdout, stderr, seconds: (Date.now() - started) / 1000 });
-    });
-  });
-}
-
-interface Background {
-  child: ChildProcess;
-  output: () => string;
-  waitFor: (pattern: RegExp, timeoutMs?: number) => Promise<void>;
-  exited: Promise<number>;
-}
-
-function background(
-  dir: string,
-  tool: string,
-  args: string[],
-  extra: Record<string, string> = {},
-): Background {
-  const child = spawn(join(bin, tool), args, { env: envFor(dir, extra), stdio: ['ignore', 'pipe', 'pipe'] });
-  children.push(child);
-  let text = '';
-  child.stdout?.on('data', (c: Buffer) => (text += c.toString()));
-  child.stderr?.on('data', (c: Buffer) => (text += c.toString()));
-  const exited = new Promise<number>((resolve) => child.on('exit', (code) => resolve(code ?? 1)));
-  return {
-    child,
-    output: () => text,
-    exited,
-    waitFor: async (pattern, timeoutMs = 8000) => {
-      const deadline = Date.now() + timeoutMs;
-      while (!pattern.test(text)) {
-        if (Date.now() > deadline) throw new Error(`timed out waiting for ${pattern}; output:\n${text}`);
-        if (child.exitCode !== null)
-          throw new Error(`exited (${child.exitCode}) before ${pattern}; output:\n${text}`);
-        await new Promise((r) => setTimeout(r, 25));
-      }
-    },
-  };
-}
-
-async function eventually(check: () => Promise<boolean> | boolean, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+const vllmPace = { shards: 4, shardSeconds: 0.1, graphCaptureSeconds: 0.2, memoryMiB: 2048 };
+const makeHost = (name: string, ip: string) => makeRayHost(tmp, name, ip, vllmPace);
 
 /** Makes variable parts (ids, numbers, timestamps) comparable, keeping the text around them. */
 function shape(text: string): string[] {
@@ -131,15 +48,9 @@ describe('simulated ray', () => {
   });
 
   after(() => {
-    for (const child of children)
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    killChildren();
     // Daemonized heads are not our children: find them through the records they left.
-    for (const dir of [head, worker, spare]) {
-      for (const f of safeReaddir(join(dir, 'ray', 'procs'))) {
-        const pid = readJson<{ pid: number }>(join(dir, 'ray', 'procs', f))?.pid;
-        if (pid && isAlive(pid)) process.kill(pid, 'SIGKILL');
-      }
-    }
+    killRayProcs([head, worker, spare]);
     rmSync(tmp, { recursive: true, force: true });
   });
 

@@ -1,46 +1,24 @@
 // The simulated systemctl: a started unit is a process group (plus processes that left it, found by the
 // unit's invocation id); stop ends them all; verbs print and exit like systemd 255.
-import { execFile } from 'node:child_process';
-import {
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readFileSync,
-  readdirSync,
-  rmSync,
-  writeFileSync,
-} from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { buildSimTools } from '../../sim/build-tools.js';
-import type { HostConfig } from '../../sim/host-state.js';
-
-interface Result {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
+import {
+  deadOrZombie,
+  killSimHostProcesses,
+  makeSimHost,
+  makeSimRoot,
+  pidsWithEnvPrefix,
+  runSimTool,
+} from '../helpers/sim-host.js';
 
 let root = '';
 let hostDir = '';
 let binDir = '';
 
-function run(tool: string, args: string[]): Promise<Result> {
-  return new Promise((resolve) => {
-    execFile(
-      join(binDir, tool),
-      args,
-      {
-        env: { ...process.env, PATH: `${binDir}:${process.env.PATH ?? ''}`, LIFTOFF_SIM_HOST_DIR: hostDir },
-        timeout: 15_000,
-      },
-      (error, stdout, stderr) =>
-        resolve({ code: error ? (typeof error.code === 'number' ? error.code : 1) : 0, stdout, stderr }),
-    );
-  });
-}
+const run = (tool: string, args: string[]) => runSimTool(binDir, hostDir, tool, args, { timeoutMs: 15_000 });
 const systemctl = (...args: string[]) => run('systemctl', args);
 
 function writeUnit(file: string, state: Record<string, unknown>): void {
@@ -54,33 +32,9 @@ function readUnit(file: string): { active: boolean; enabled: boolean; pgid?: num
   };
 }
 
-function deadOrZombie(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.charAt(stat.lastIndexOf(')') + 2) === 'Z';
-  } catch {
-    return true;
-  }
-}
-
-function pidsWithEnv(prefix: string): number[] {
-  const out: number[] = [];
-  for (const e of readdirSync('/proc')) {
-    const pid = Number(e);
-    if (!Number.isInteger(pid) || pid === process.pid) continue;
-    try {
-      const env = readFileSync(`/proc/${pid}/environ`, 'latin1').split('\0');
-      if (env.some((kv) => kv.startsWith(prefix)) && !deadOrZombie(pid)) out.push(pid);
-    } catch {
-      // Gone meanwhile.
-    }
-  }
-  return out;
-}
-
 /** Living processes started for this host whose command line mentions `marker`. */
 function processesWith(marker: string): number[] {
-  return pidsWithEnv(`LIFTOFF_SIM_HOST_DIR=${hostDir}`).filter((pid) => {
+  return pidsWithEnvPrefix(`LIFTOFF_SIM_HOST_DIR=${hostDir}`).filter((pid) => {
     try {
       return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(marker);
     } catch {
@@ -100,34 +54,15 @@ async function until<T>(probe: () => T | undefined, what: string, timeoutMs = 50
 }
 
 void before(async () => {
-  root = mkdtempSync(join(tmpdir(), 'liftoff-systemctl-'));
+  ({ root, binDir } = makeSimRoot('liftoff-systemctl-'));
   hostDir = join(root, 'host');
-  binDir = join(root, 'bin');
   mkdirSync(join(hostDir, 'units'), { recursive: true });
-  const cfg: HostConfig = {
-    name: 'sim-systemctl-test',
-    address: '127.0.1.1',
-    clusterIp: '127.0.1.1',
-    clusterIface: 'lo',
-    flavour: 'gb10',
-    gpuCount: 1,
-    gpuMemoryMiB: 124546,
-    images: [],
-    modelDirs: [],
-    vllm: { shards: 2, shardSeconds: 1, graphCaptureSeconds: 1, memoryMiB: 1000 },
-  };
-  writeFileSync(join(hostDir, 'host.json'), JSON.stringify(cfg));
+  makeSimHost(hostDir, { name: 'sim-systemctl-test' });
   await buildSimTools(binDir);
 });
 
 void after(() => {
-  for (const pid of pidsWithEnv(`LIFTOFF_SIM_HOST_DIR=${hostDir}`)) {
-    try {
-      process.kill(pid, 'SIGKILL');
-    } catch {
-      // Already gone.
-    }
-  }
+  killSimHostProcesses(hostDir);
   rmSync(root, { recursive: true, force: true });
 });
 
