@@ -263,7 +263,11 @@ describe('ray, serve, health, smoke and diagnostics activities (simulated cluste
   });
 
   it('reports refused with shard progress while loading, then ok with the model listed', async () => {
-    const seen = await pollUntil(servePid, (r) => r.health === 'ok' && r.modelListed);
+    // The API can answer a moment before its "startup complete" line reaches the log file: wait for both.
+    const seen = await pollUntil(
+      servePid,
+      (r) => r.health === 'ok' && r.modelListed && r.tail.some((l) => /Application startup complete/.test(l)),
+    );
     const loading = seen.find((r) => r.health === 'refused' && r.summary?.shard !== undefined);
     assert.ok(loading, `a poll saw the port refused during shard loading: ${JSON.stringify(seen)}`);
     assert.equal(loading.summary?.shard?.total, 6);
