@@ -1,0 +1,174 @@
+// Failure scenarios of the deploy on a real simulated cluster (part of issue 4): a deploy that cannot succeed must
+// not tear down the running one, and a failure must name the host and the cause.
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { WorkflowFailedError } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import type { Worker } from '@temporalio/worker';
+import { createDevServerEnv } from '../helpers/temporal.js';
+import { createLiftoffWorker } from '../../src/worker.js';
+import { TASK_QUEUE } from '../../src/shared/constants.js';
+import { deploy } from '../../src/workflows/index.js';
+import {
+  upCluster,
+  downCluster,
+  clusterStatus,
+  setFaults,
+  setHostDown,
+  setHostUp,
+  type SimCluster,
+} from '../../sim/cluster.js';
+import { simDeploySpec } from '../../sim/spec.js';
+
+const stateDir = '/tmp/liftoff-test-failures';
+type Spec = ReturnType<typeof simDeploySpec>;
+
+describe('deploy failures on a simulated cluster', () => {
+  let env: TestWorkflowEnvironment;
+  let worker: Worker;
+  let running: Promise<void>;
+  let sim: SimCluster;
+  let run = 0;
+
+  before(async () => {
+    await downCluster(stateDir);
+    [sim, env] = await Promise.all([
+      upCluster({
+        hosts: 2,
+        mode: 'netns',
+        stateDir,
+        netIndex: 7,
+        vllm: { shards: 6, shardSeconds: 0.2, graphCaptureSeconds: 0.2 },
+      }),
+      createDevServerEnv(),
+    ]);
+    worker = await createLiftoffWorker({
+      connection: env.nativeConnection,
+      namespace: env.namespace ?? 'default',
+    });
+    running = worker.run();
+  });
+
+  after(async () => {
+    worker?.shutdown();
+    await running;
+    await env?.teardown();
+    await downCluster(stateDir);
+  });
+
+  async function deployExpectingFailure(spec: Spec): Promise<ApplicationFailure> {
+    run += 1;
+    const error = await env.client.workflow
+      .execute(deploy, {
+        taskQueue: TASK_QUEUE,
+        workflowId: `failures-${run}`,
+        args: [spec, { trigger: 'cli' }],
+      })
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+    assert.ok(error instanceof WorkflowFailedError, `the deploy failed: ${String(error)}`);
+    assert.ok(error.cause instanceof ApplicationFailure);
+    return error.cause;
+  }
+
+  /** The reference state: the old deployment still runs (units active, old containers up and holding GPUs). */
+  async function assertOldDeploymentUntouched(): Promise<void> {
+    for (const host of await clusterStatus(stateDir)) {
+      assert.deepEqual(
+        host.units.filter((u) => !u.active).map((u) => u.name),
+        [],
+        `${host.name}: every old unit still active`,
+      );
+      assert.deepEqual(
+        host.containers
+          .filter((c) => c.running)
+          .map((c) => c.name)
+          .sort(),
+        ['reranker', 'vllm_embeddings', 'vllm_node'],
+        `${host.name}: the old containers still run`,
+      );
+      assert.ok(host.gpuProcesses.length >= 3, `${host.name}: GPU memory still held by the old deployment`);
+    }
+  }
+
+  const base = () => simDeploySpec(sim, { cluster: 'failures' });
+
+  for (const [name, mutate, expected] of [
+    [
+      'the image is missing',
+      (s: Spec) => (s.ray.image = 'example/not-pulled:1.0'),
+      /spark1: image: .*example\/not-pulled:1\.0/,
+    ],
+    [
+      'the model weights are missing',
+      (s: Spec) => (s.serve.model = 'Org/Absent-Model'),
+      /spark1: model: .*models--Org--Absent-Model/,
+    ],
+    [
+      'the interconnect interface is missing',
+      (s: Spec) => (s.ray.env.NCCL_SOCKET_IFNAME = 'enp9s0'),
+      /spark2: interface: .*enp9s0/,
+    ],
+  ] as const) {
+    it(`preflight fails when ${name}; nothing on any host is stopped or removed`, async () => {
+      const spec = base();
+      mutate(spec);
+      const failure = await deployExpectingFailure(spec);
+      assert.equal(failure.type, 'PreflightFailed');
+      assert.match(failure.message, expected);
+      assert.match(failure.message, /nothing was stopped or removed/);
+      await assertOldDeploymentUntouched();
+    });
+  }
+
+  it('preflight fails when a host is unreachable, naming it; the other host is untouched', async () => {
+    await setHostDown(stateDir, 'spark2', 'sshd');
+    try {
+      const failure = await deployExpectingFailure(base());
+      assert.equal(failure.type, 'PreflightFailed');
+      assert.match(failure.message, /spark2: ssh: /);
+    } finally {
+      await setHostUp(stateDir, 'spark2');
+    }
+    await assertOldDeploymentUntouched();
+  });
+
+  it('GPU memory still held past gpu.clearTimeout fails naming host, PID, process and MiB', async () => {
+    setFaults(stateDir, 'spark2', { gpuHeldAfterKillSeconds: 600 });
+    try {
+      const spec = base();
+      spec.gpu.clearTimeout = '8s';
+      const failure = await deployExpectingFailure(spec);
+      assert.equal(failure.type, 'GpuNotClear');
+      assert.match(failure.message, /^verifyGpusClear failed: .*spark2/s);
+      assert.match(failure.message, /\b\d+\b.*python3.*\d+ MiB/s);
+      assert.doesNotMatch(failure.message, /spark1/, 'spark1 freed its memory');
+    } finally {
+      setFaults(stateDir, 'spark2', {});
+    }
+  });
+
+  it('a Ray worker that cannot reach the head fails the Ray gate within its window, naming the host and quoting its log', async () => {
+    setFaults(stateDir, 'spark2', { rayCannotReachHead: true });
+    try {
+      const spec = base();
+      spec.ray.verifyTimeout = '25s';
+      const started = Date.now();
+      const failure = await deployExpectingFailure(spec);
+      const seconds = (Date.now() - started) / 1000;
+      assert.equal(failure.type, 'RayClusterIncomplete');
+      assert.match(failure.message, /spark2/);
+      assert.match(failure.message, /Failed to connect to GCS at address/);
+      assert.ok(
+        seconds < 90,
+        `failed after ${seconds.toFixed(1)} s, within the verify window plus the earlier steps`,
+      );
+      process.stdout.write(`# ray gate failed after ${seconds.toFixed(1)} s of deploy\n`);
+    } finally {
+      setFaults(stateDir, 'spark2', {});
+    }
+  });
+});
