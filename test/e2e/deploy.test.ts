@@ -6,14 +6,12 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import type { Worker } from '@temporalio/worker';
-import { createDevServerEnv } from '../helpers/temporal.js';
-import { createLiftoffWorker } from '../../src/worker.js';
+import { startE2eCluster, type E2eCluster } from '../helpers/e2e-cluster.js';
 import { TASK_QUEUE } from '../../src/shared/constants.js';
 import { deploy, progressQuery } from '../../src/workflows/index.js';
 import type { DeployResult } from '../../src/workflows/steps.js';
 import { parseRayStatus } from '../../src/parsers/ray-status.js';
-import { upCluster, downCluster, clusterStatus, setFaults, type SimCluster } from '../../sim/cluster.js';
+import { clusterStatus, setFaults, type SimCluster } from '../../sim/cluster.js';
 import { WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import type { HostDiagnostics } from '../../src/activities/types.js';
@@ -28,31 +26,22 @@ const execFileAsync = promisify(execFile);
 const stateDir = '/tmp/liftoff-test-deploy';
 
 describe('deploy on a simulated 2-host cluster', () => {
+  let cluster: E2eCluster | undefined;
   let env: TestWorkflowEnvironment;
-  let worker: Worker;
-  let running: Promise<void>;
   let sim: SimCluster;
   let result: DeployResult;
   let stepTimes: Record<string, { startedAtMs?: number; endedAtMs?: number }> = {};
 
   before(async () => {
-    await downCluster(stateDir);
-    [sim, env] = await Promise.all([
-      upCluster({
-        hosts: 2,
-        mode: 'netns',
-        stateDir,
-        netIndex: 5,
-        clusterOnly: ['spark2'],
-        vllm: { shards: 39, shardSeconds: 0.08, graphCaptureSeconds: 0.5 },
-      }),
-      createDevServerEnv(),
-    ]);
-    worker = await createLiftoffWorker({
-      connection: env.nativeConnection,
-      namespace: env.namespace ?? 'default',
+    cluster = await startE2eCluster({
+      hosts: 2,
+      mode: 'netns',
+      stateDir,
+      netIndex: 5,
+      clusterOnly: ['spark2'],
+      vllm: { shards: 39, shardSeconds: 0.08, graphCaptureSeconds: 0.5 },
     });
-    running = worker.run();
+    ({ sim, env } = cluster);
     const spec = simDeploySpec(sim, { cluster: 'e2e-deploy' });
     const handle = await env.client.workflow.start(deploy, {
       taskQueue: TASK_QUEUE,
@@ -65,10 +54,7 @@ describe('deploy on a simulated 2-host cluster', () => {
   });
 
   after(async () => {
-    worker?.shutdown();
-    await running;
-    await env?.teardown();
-    await downCluster(stateDir);
+    await cluster?.stop();
   });
 
   it('stops and disables the old units on every host', async () => {

@@ -5,56 +5,34 @@ import assert from 'node:assert/strict';
 import { WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import type { Worker } from '@temporalio/worker';
-import { createDevServerEnv } from '../helpers/temporal.js';
-import { createLiftoffWorker } from '../../src/worker.js';
+import { startE2eCluster, type E2eCluster } from '../helpers/e2e-cluster.js';
 import { TASK_QUEUE } from '../../src/shared/constants.js';
 import { deploy } from '../../src/workflows/index.js';
-import {
-  upCluster,
-  downCluster,
-  clusterStatus,
-  setFaults,
-  setHostDown,
-  setHostUp,
-  type SimCluster,
-} from '../../sim/cluster.js';
+import { clusterStatus, setFaults, setHostDown, setHostUp, type SimCluster } from '../../sim/cluster.js';
 import { simDeploySpec } from '../../sim/spec.js';
 
 const stateDir = '/tmp/liftoff-test-failures';
 type Spec = ReturnType<typeof simDeploySpec>;
 
 describe('deploy failures on a simulated cluster', () => {
+  let cluster: E2eCluster | undefined;
   let env: TestWorkflowEnvironment;
-  let worker: Worker;
-  let running: Promise<void>;
   let sim: SimCluster;
   let run = 0;
 
   before(async () => {
-    await downCluster(stateDir);
-    [sim, env] = await Promise.all([
-      upCluster({
-        hosts: 2,
-        mode: 'netns',
-        stateDir,
-        netIndex: 7,
-        vllm: { shards: 6, shardSeconds: 0.2, graphCaptureSeconds: 0.2 },
-      }),
-      createDevServerEnv(),
-    ]);
-    worker = await createLiftoffWorker({
-      connection: env.nativeConnection,
-      namespace: env.namespace ?? 'default',
+    cluster = await startE2eCluster({
+      hosts: 2,
+      mode: 'netns',
+      stateDir,
+      netIndex: 7,
+      vllm: { shards: 6, shardSeconds: 0.2, graphCaptureSeconds: 0.2 },
     });
-    running = worker.run();
+    ({ sim, env } = cluster);
   });
 
   after(async () => {
-    worker?.shutdown();
-    await running;
-    await env?.teardown();
-    await downCluster(stateDir);
+    await cluster?.stop();
   });
 
   async function deployExpectingFailure(spec: Spec): Promise<ApplicationFailure> {

@@ -6,40 +6,32 @@ import { writeFileSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { WorkflowFailedError } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import type { Worker } from '@temporalio/worker';
-import { createDevServerEnv } from '../helpers/temporal.js';
-import { createLiftoffWorker } from '../../src/worker.js';
+import { startE2eCluster, type E2eCluster } from '../helpers/e2e-cluster.js';
 import { TASK_QUEUE } from '../../src/shared/constants.js';
-import { upCluster, downCluster, type SimCluster } from '../../sim/cluster.js';
+import { type SimCluster } from '../../sim/cluster.js';
 import { simClusterSpec } from '../../sim/spec.js';
 import { probeCluster } from '../../src/workflows/index.js';
 
 const stateDir = '/tmp/liftoff-test-probe';
 
 describe('probe workflow over the simulated cluster (namespace mode)', () => {
+  let cluster: E2eCluster | undefined;
   let env: TestWorkflowEnvironment;
-  let worker: Worker;
-  let running: Promise<void>;
   let sim: SimCluster;
 
   before(async () => {
-    await downCluster(stateDir);
-    [sim, env] = await Promise.all([
-      upCluster({ hosts: 2, mode: 'netns', stateDir, netIndex: 6, clusterOnly: ['spark2'] }),
-      createDevServerEnv(),
-    ]);
-    worker = await createLiftoffWorker({
-      connection: env.nativeConnection,
-      namespace: env.namespace ?? 'default',
+    cluster = await startE2eCluster({
+      hosts: 2,
+      mode: 'netns',
+      stateDir,
+      netIndex: 6,
+      clusterOnly: ['spark2'],
     });
-    running = worker.run();
+    ({ sim, env } = cluster);
   });
 
   after(async () => {
-    worker?.shutdown();
-    await running;
-    await env?.teardown();
-    await downCluster(stateDir);
+    await cluster?.stop();
   });
 
   it('reads every host GPU state, the second host through the head as jump host', async () => {
