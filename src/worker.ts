@@ -52,6 +52,8 @@ export async function createLiftoffWorker(opts: LiftoffWorkerOptions): Promise<W
     taskQueue: opts.taskQueue ?? TASK_QUEUE,
     workflowBundle: await workflowBundle(),
     activities,
+    // After a worker dies, its workflows' next task goes back to the shared queue after this long.
+    stickyQueueScheduleToStartTimeout: '5s',
     ...(opts.identity ? { identity: opts.identity } : {}),
   });
 }

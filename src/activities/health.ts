@@ -8,7 +8,12 @@ import { secretEnvValues } from '../shared/redact.js';
 import { inspectContainer, redactText } from './ray.js';
 import { pidAlive } from './serve.js';
 import { onHost } from './ssh-context.js';
-import type { CheckServeInput, CheckServeResult } from './types.js';
+import type {
+  CheckRayWorkerInput,
+  CheckRayWorkerResult,
+  CheckServeInput,
+  CheckServeResult,
+} from './types.js';
 
 /** At most this much new log is read per poll; a bigger backlog is read over the next polls. */
 export const maxLogChunkBytes = 256 * 1024;
@@ -123,6 +128,21 @@ export async function checkServeHealth(input: CheckServeInput): Promise<CheckSer
       tail,
       health,
       modelListed: listed,
+    };
+  });
+}
+
+/**
+ * During the load: is this worker host reachable, and does its Ray container still run? An unreachable host
+ * fails this activity (the workflow counts how long it stays unreachable); a stopped container does not.
+ */
+export async function checkRayWorker(input: CheckRayWorkerInput): Promise<CheckRayWorkerResult> {
+  return onHost(input.host, async (session) => {
+    const container = await inspectContainer(session, input.container);
+    return {
+      host: input.host.target.name,
+      containerRunning: container.running,
+      ...(container.status ? { containerStatus: container.status } : {}),
     };
   });
 }

@@ -5,6 +5,6 @@ export { stopServices } from './services.js';
 export { removeContainers } from './containers.js';
 export { startRayHead, startRayWorker, verifyRayCluster } from './ray.js';
 export { launchServe } from './serve.js';
-export { checkServeHealth } from './health.js';
+export { checkServeHealth, checkRayWorker } from './health.js';
 export { smokeTest } from './smoke.js';
 export { collectDiagnostics } from './diagnostics.js';

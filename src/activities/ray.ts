@@ -9,6 +9,7 @@ import type { SshSession } from '../ssh/executor.js';
 import { sh, type RemoteCommand } from '../ssh/quote.js';
 import { isSecretEnvName, redact, redactedMarker, secretEnvValues } from '../shared/redact.js';
 import { onHost } from './ssh-context.js';
+import { heartbeat } from './heartbeat.js';
 import type {
   NamedHost,
   RayClusterState,
@@ -25,15 +26,6 @@ const verifyIntervalMs = 1_000;
 const logTailLines = 50;
 
 // ------------------------------------------------------------------------------------------ helpers
-
-/** Heartbeats when running as an activity; a no-op when called directly (CLI, plain tests). */
-export function heartbeat(details?: unknown): void {
-  try {
-    Context.current().heartbeat(details);
-  } catch {
-    // not inside an activity
-  }
-}
 
 /** Sleeps, ending early with a CancelledFailure when the activity is cancelled. */
 export async function pause(ms: number): Promise<void> {

@@ -8,7 +8,8 @@ import { parseRayStatus, RayNotRunningError, RayStatusParseError } from '../pars
 import { tail } from '../ssh/errors.js';
 import type { SshSession } from '../ssh/executor.js';
 import { raw, sh } from '../ssh/quote.js';
-import { envTransport, heartbeat, redactText } from './ray.js';
+import { envTransport, redactText } from './ray.js';
+import { heartbeat } from './heartbeat.js';
 import { onHost } from './ssh-context.js';
 import type { LaunchServeInput, LaunchServeResult } from './types.js';
 

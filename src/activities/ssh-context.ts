@@ -3,6 +3,7 @@
 import { Context } from '@temporalio/activity';
 import { SshPool, type SshAuth, type SshSession } from '../ssh/executor.js';
 import type { SshTargetData } from '../config/targets.js';
+import { keepHeartbeating } from './heartbeat.js';
 
 export interface SshAuthRef {
   privateKeyPath?: string;
@@ -21,7 +22,8 @@ export function toSshAuth(ref: SshAuthRef): SshAuth {
 
 /**
  * Runs `fn` with one SSH session to the host, reused for every command of this activity and closed after,
- * so an activity costs one handshake per host.
+ * so an activity costs one handshake per host. The activity heartbeats meanwhile, so a dead worker is noticed
+ * within the heartbeat timeout and a cancellation reaches it.
  */
 export async function onHost<T>(ref: HostRef, fn: (session: SshSession) => Promise<T>): Promise<T> {
   const pool = new SshPool(toSshAuth(ref.auth));
@@ -29,7 +31,7 @@ export async function onHost<T>(ref: HostRef, fn: (session: SshSession) => Promi
   const abort = () => void pool.closeAll();
   signal?.addEventListener('abort', abort);
   try {
-    return await fn(await pool.session(ref.target));
+    return await keepHeartbeating(async () => fn(await pool.session(ref.target)));
   } finally {
     signal?.removeEventListener('abort', abort);
     await pool.closeAll();

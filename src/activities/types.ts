@@ -147,6 +147,16 @@ export interface CheckServeResult {
   modelListed: boolean;
 }
 
+export interface CheckRayWorkerInput {
+  host: HostRef;
+  container: string;
+}
+export interface CheckRayWorkerResult {
+  host: string;
+  containerRunning: boolean;
+  containerStatus?: string;
+}
+
 export interface SmokeTestInput {
   head: HostRef;
   clusterIp: string;

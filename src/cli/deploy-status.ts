@@ -2,9 +2,7 @@
 import type { WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure, type TemporalFailure } from '@temporalio/common';
 
-export function deployWorkflowId(cluster: string): string {
-  return `liftoff-${cluster}`;
-}
+export { deployWorkflowId } from '../shared/constants.js';
 
 export interface FailureSummary {
   type: string;

@@ -61,6 +61,7 @@ export async function followPlain(
       else if (s.status === 'skipped') write(`– ${s.title}: skipped (${s.detail ?? ''})`);
       else if (s.status === 'failed')
         write(`✖ ${s.title} (${formatDuration(s.durationMs ?? 0)}): ${s.error ?? ''}`);
+      else if (s.status === 'cancelled') write(`✖ ${s.title}: cancelled`);
     }
     if (p.load && p.currentStep === 'waitHealthy') {
       const line = `  load: ${loadLine(p.load)}`;
@@ -81,11 +82,9 @@ export async function followTty(handle: WorkflowHandle, done: Promise<unknown>):
     new Promise<'done' | 'skipped' | 'failed'>((resolve) => {
       const t = setInterval(() => {
         const s = latest?.steps.find((x) => x.name === name);
-        const closed = s && (s.status === 'done' || s.status === 'skipped' || s.status === 'failed');
-        if (closed) {
-          clearInterval(t);
-          resolve(s.status as 'done' | 'skipped' | 'failed');
-        }
+        if (!s || s.status === 'pending' || s.status === 'running') return;
+        clearInterval(t);
+        resolve(s.status === 'cancelled' ? 'failed' : s.status);
       }, 200);
       void done
         .catch(() => undefined)

@@ -132,6 +132,8 @@ export const deploySpecSchema = z
       pollInterval: duration.default('10s'),
       /** A log that does not move for this long, with the process alive, is a hang. */
       stallTimeout: duration.default('5m'),
+      /** A worker host that cannot be reached (or its Ray container is gone) for this long fails the load. */
+      hostUnreachableTimeout: duration.default('2m'),
     }),
     smoke: z
       .strictObject({

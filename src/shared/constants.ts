@@ -2,6 +2,14 @@ import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/commo
 
 export const TASK_QUEUE = 'liftoff';
 
+/**
+ * The one workflow id a cluster's deploy runs under. Temporal allows one running workflow per id, which is what
+ * makes "one deploy per cluster" hold for every trigger (CLI, UI, schedule).
+ */
+export function deployWorkflowId(cluster: string): string {
+  return `liftoff-${cluster}`;
+}
+
 /** Search attributes liftoff sets on its workflows; the dev server registers them at start. */
 export const searchAttributes = {
   cluster: defineSearchAttributeKey('LiftoffCluster', SearchAttributeType.KEYWORD),

@@ -4,14 +4,20 @@ import {
   ActivityFailure,
   ApplicationFailure,
   CancellationScope,
+  CancelledFailure,
+  ChildWorkflowFailure,
   defineQuery,
+  isCancellation,
   proxyActivities,
   setCurrentDetails,
   setHandler,
   sleep,
+  startChild,
+  upsertMemo,
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
+import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import type * as activities from '../activities/index.js';
 import type { CheckServeResult, HostDiagnostics, NamedHost, PreflightReport } from '../activities/types.js';
 import { deploySpecSchema, type DeploySpec } from '../config/schema.js';
@@ -20,7 +26,7 @@ import { parseDuration, formatDuration } from '../config/duration.js';
 import { dirnameOf, modelPathFor } from '../config/derive.js';
 import { resolveSshTarget } from '../config/targets.js';
 import { FailureType } from '../shared/failures.js';
-import { searchAttributes } from '../shared/constants.js';
+import { deployWorkflowId, searchAttributes } from '../shared/constants.js';
 import { attemptsWithin } from './retry-budget.js';
 import {
   deploySteps,
@@ -41,9 +47,14 @@ export interface DeployOptions {
 
 const hostKeyFailures = [FailureType.hostKeyUnknown, FailureType.hostKeyMismatch];
 
+// Every activity heartbeats while it works (see activities/heartbeat.ts): a worker that dies mid-activity is
+// noticed within this window and the activity is retried on another worker.
+const heartbeatTimeout = '15s';
+
 /** Short host commands: a few retries ride out an sshd restart or a dropped connection. */
 const hostStep = proxyActivities<typeof activities>({
   startToCloseTimeout: '2 minutes',
+  heartbeatTimeout,
   retry: {
     initialInterval: '2s',
     backoffCoefficient: 2,
@@ -53,14 +64,16 @@ const hostStep = proxyActivities<typeof activities>({
   },
 });
 
-/** One poll of the loading server: short, retried a few times, never longer than a poll. */
+/**
+ * One poll of the loading server: short and retried once. A host that stays unreachable is counted against
+ * serve.hostUnreachableTimeout by the workflow, not by retries.
+ */
 const pollStep = proxyActivities<typeof activities>({
   startToCloseTimeout: '45s',
+  heartbeatTimeout,
   retry: {
     initialInterval: '1s',
-    backoffCoefficient: 2,
-    maximumInterval: '5s',
-    maximumAttempts: 3,
+    maximumAttempts: 2,
     nonRetryableErrorTypes: hostKeyFailures,
   },
 });
@@ -87,6 +100,11 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
   const spec = await tracker.run('validate', () => Promise.resolve(validate(input)));
   progress.cluster = spec.cluster;
   upsertSearchAttributes([{ key: searchAttributes.cluster, value: spec.cluster }]);
+
+  const clusterWorkflowId = deployWorkflowId(spec.cluster);
+  if (info.workflowId !== clusterWorkflowId) {
+    return runUnderClusterId(input, trigger, clusterWorkflowId, progress);
+  }
 
   const auth = {
     privateKeyPath: spec.ssh.privateKeyPath,
@@ -139,6 +157,7 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
       const budgetMs = parseDuration(spec.gpu.clearTimeout) ?? 120_000;
       const gpuCheck = proxyActivities<typeof activities>({
         startToCloseTimeout: '30s',
+        heartbeatTimeout,
         retry: {
           initialInterval: '2s',
           backoffCoefficient: 1.5,
@@ -163,6 +182,9 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
       );
     });
   } catch (err) {
+    if (isCancellation(err)) {
+      throw tracker.cancelled(err, ['nothing to tear down: no container of this launch had started']);
+    }
     throw tracker.fail(err, undefined);
   }
 
@@ -221,6 +243,7 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
     const launch = await tracker.run('launchServe', () =>
       proxyActivities<typeof activities>({
         startToCloseTimeout: '2 minutes',
+        heartbeatTimeout,
         retry: {
           initialInterval: '2s',
           maximumAttempts: 4,
@@ -246,7 +269,7 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
       }),
     );
     const loadStartedAtMs = Date.now();
-    await tracker.run('waitHealthy', () => waitHealthy(spec, head, launch.pid, progress));
+    await tracker.run('waitHealthy', () => waitHealthy(spec, head, workers, launch.pid, progress));
     const loadSeconds = (Date.now() - loadStartedAtMs) / 1000;
     const modelId = spec.serve.servedModelName ?? spec.serve.model;
     const smoke = await tracker.run('smokeTest', () =>
@@ -284,6 +307,11 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
       return Promise.resolve(result);
     });
   } catch (err) {
+    if (isCancellation(err)) {
+      // A cancel asks for the cluster to be left clean, whatever onFailure says.
+      const teardown = await CancellationScope.nonCancellable(() => tearDown(spec, hosts));
+      throw tracker.cancelled(err, teardown);
+    }
     const diagnostics = await CancellationScope.nonCancellable(() =>
       hostStep
         .collectDiagnostics({
@@ -299,25 +327,84 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
     const teardown =
       spec.onFailure === 'teardown'
         ? await CancellationScope.nonCancellable(() => tearDown(spec, hosts))
-        : 'left for inspection (onFailure: leave)';
+        : ['left for inspection (onFailure: leave)'];
     throw tracker.fail(err, diagnostics, teardown);
   }
 }
 
-/** onFailure: teardown — removes this launch's containers (Ray and the server inside them) on every host. */
-async function tearDown(spec: DeploySpec, hosts: NamedHost[]): Promise<string> {
+/**
+ * Removes this launch's Ray container on every host. The server runs inside the head's container, so this
+ * stops the server, Ray and every container the deploy started. One line per host says what happened.
+ */
+async function tearDown(spec: DeploySpec, hosts: NamedHost[]): Promise<string[]> {
   const results = await Promise.allSettled(
     hosts.map((h) =>
       hostStep.removeContainers({ host: h.ref, names: [spec.ray.container], cluster: spec.cluster }),
     ),
   );
-  return results
-    .map((r, i) =>
-      r.status === 'fulfilled'
-        ? `${r.value.host}: removed ${r.value.removed.join(', ') || 'nothing'}`
-        : `${hosts[i]?.name ?? '?'}: teardown failed: ${messageOf(r.reason)}`,
-    )
-    .join('; ');
+  return results.map((r, i) =>
+    r.status === 'fulfilled'
+      ? `${r.value.host}: ${r.value.removed.length > 0 ? `removed ${r.value.removed.join(', ')} (Ray${i === 0 ? ' and the server' : ''} stopped)` : 'nothing to remove'}`
+      : `${hosts[i]?.name ?? '?'}: teardown failed: ${messageOf(r.reason)}`,
+  );
+}
+
+/**
+ * A run started under another id (the Temporal UI, a schedule) holds only the trigger: the deploy itself runs
+ * as a child under the cluster's id, so Temporal refuses it while another deploy of the cluster runs.
+ */
+async function runUnderClusterId(
+  input: unknown,
+  trigger: DeployTrigger,
+  workflowId: string,
+  progress: DeployProgress,
+): Promise<DeployResult> {
+  progress.deployWorkflowId = workflowId;
+  publishDetails(progress);
+  let child;
+  try {
+    child = await startChild(deploy, {
+      workflowId,
+      args: [input, { trigger }],
+      parentClosePolicy: 'REQUEST_CANCEL',
+      workflowIdReusePolicy: 'ALLOW_DUPLICATE',
+      typedSearchAttributes: [
+        { key: searchAttributes.cluster, value: progress.cluster },
+        { key: searchAttributes.trigger, value: trigger },
+      ],
+    });
+  } catch (err) {
+    if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+    progress.status = 'refused';
+    upsertSearchAttributes([{ key: searchAttributes.outcome, value: 'refused' }]);
+    publishDetails(progress);
+    throw ApplicationFailure.create({
+      type: FailureType.deployAlreadyRunning,
+      message: `a deploy of ${progress.cluster} is already running (workflow ${workflowId}); this ${trigger} run started nothing. Follow it with \`liftoff status ${progress.cluster}\` or cancel it first.`,
+      nonRetryable: true,
+    });
+  }
+  try {
+    const result = await child.result();
+    progress.status = 'succeeded';
+    upsertSearchAttributes([{ key: searchAttributes.outcome, value: 'succeeded' }]);
+    return result;
+  } catch (err) {
+    const cancelled = err instanceof ChildWorkflowFailure && isCancellation(err.cause);
+    progress.status = cancelled ? 'cancelled' : 'failed';
+    upsertSearchAttributes([{ key: searchAttributes.outcome, value: progress.status }]);
+    publishDetails(progress);
+    // This run was cancelled (from the UI), and the child with it: end as cancelled too.
+    if (CancellationScope.current().consideredCancelled)
+      throw new CancelledFailure(`${workflowId} was cancelled`);
+    const cause = rootApplicationFailure(err);
+    throw ApplicationFailure.create({
+      type: cancelled ? FailureType.deployCancelled : (cause?.type ?? 'DeployFailed'),
+      message: `${workflowId} ${cancelled ? 'was cancelled' : `failed: ${messageOf(err)}`}`,
+      nonRetryable: true,
+      details: cause?.details ?? [],
+    });
+  }
 }
 
 // ------------------------------------------------------------------------------------------------ steps
@@ -376,15 +463,39 @@ async function preflight(
   }
 }
 
+/** Watches the other hosts during the load: one try per poll; the workflow keeps the unreachable clock. */
+const workerPoll = proxyActivities<typeof activities>({
+  startToCloseTimeout: '30s',
+  heartbeatTimeout,
+  retry: { maximumAttempts: 1 },
+});
+
+type HostPoll<T> =
+  { ok: true; value: T } | { ok: false; error: string; nonRetryable: boolean; cause: unknown };
+
+function settle<T>(p: Promise<T>): Promise<HostPoll<T>> {
+  return p.then(
+    (value) => ({ ok: true as const, value }),
+    (err: unknown) => ({
+      ok: false as const,
+      error: messageOf(err),
+      cause: err,
+      nonRetryable: hostKeyFailures.some((t) => t === rootApplicationFailure(err)?.type),
+    }),
+  );
+}
+
 async function waitHealthy(
   spec: DeploySpec,
   head: NamedHost,
+  workers: NamedHost[],
   pid: number,
   progress: DeployProgress,
 ): Promise<void> {
   const loadTimeoutMs = parseDuration(spec.serve.loadTimeout) ?? 25 * 60_000;
   const pollMs = parseDuration(spec.serve.pollInterval) ?? 10_000;
   const stallMs = parseDuration(spec.serve.stallTimeout) ?? 5 * 60_000;
+  const unreachableMs = parseDuration(spec.serve.hostUnreachableTimeout) ?? 120_000;
   // The deadline is fixed here, once: retries of the poll cannot stretch it.
   const startedAt = Date.now();
   const deadline = startedAt + loadTimeoutMs;
@@ -392,18 +503,74 @@ async function waitHealthy(
   progress.load = load;
   let offset = 0;
   let tail: string[] = [];
+  const unreachableSince: Record<string, number> = {};
   for (;;) {
-    const r: CheckServeResult = await pollStep.checkServeHealth({
-      head: head.ref,
-      clusterIp: head.clusterIp,
-      container: spec.ray.container,
-      pid,
-      logPath: spec.serve.logPath,
-      logOffset: offset,
-      port: spec.serve.port,
-      model: spec.serve.servedModelName ?? spec.serve.model,
-    });
+    const [headPoll, workerPolls] = await Promise.all([
+      settle(
+        pollStep.checkServeHealth({
+          head: head.ref,
+          clusterIp: head.clusterIp,
+          container: spec.ray.container,
+          pid,
+          logPath: spec.serve.logPath,
+          logOffset: offset,
+          port: spec.serve.port,
+          model: spec.serve.servedModelName ?? spec.serve.model,
+        }),
+      ),
+      Promise.all(
+        workers.map((w) => settle(workerPoll.checkRayWorker({ host: w.ref, container: spec.ray.container }))),
+      ),
+    ]);
     const now = Date.now();
+    const where = () =>
+      `phase ${load.phase}${load.shardsTotal ? `, shard ${load.shardsDone}/${load.shardsTotal}` : ''}`;
+
+    // Reachability first: a host that does not answer is given serve.hostUnreachableTimeout to come back.
+    const polls: [NamedHost, HostPoll<unknown>][] = [
+      [head, headPoll],
+      ...workers.map((w, i): [NamedHost, HostPoll<unknown>] => [w, workerPolls[i] ?? headPoll]),
+    ];
+    for (const [host, poll] of polls) {
+      if (poll.ok) {
+        delete unreachableSince[host.name];
+        continue;
+      }
+      if (poll.nonRetryable) throw poll.cause;
+      unreachableSince[host.name] ??= now;
+      const downMs = now - (unreachableSince[host.name] ?? now);
+      if (downMs >= unreachableMs) {
+        throw loadFailure(
+          FailureType.hostUnreachable,
+          `${host.name} has not answered for ${formatDuration(downMs)} (serve.hostUnreachableTimeout ${spec.serve.hostUnreachableTimeout}) at ${where()}: ${poll.error}`,
+          tail,
+          load,
+        );
+      }
+    }
+    load.unreachableSinceMs = { ...unreachableSince };
+    for (const poll of workerPolls) {
+      if (poll.ok && !poll.value.containerRunning) {
+        throw loadFailure(
+          FailureType.rayWorkerLost,
+          `the Ray container ${spec.ray.container} on ${poll.value.host} is ${poll.value.containerStatus ?? 'gone'} at ${where()}: the server lost that node`,
+          tail,
+          load,
+        );
+      }
+    }
+    if (!headPoll.ok) {
+      publishDetails(progress);
+      await sleep(Math.max(0, Math.min(pollMs, deadline - now)));
+      if (Date.now() < deadline) continue;
+      throw loadFailure(
+        FailureType.loadTimeout,
+        `vllm was not healthy within serve.loadTimeout ${spec.serve.loadTimeout}; ${head.name} did not answer the last poll (${headPoll.error}); last ${where()}`,
+        tail,
+        load,
+      );
+    }
+    const r: CheckServeResult = headPoll.value;
     offset = r.logOffset;
     tail = r.tail;
     Object.assign(load, {
@@ -425,7 +592,6 @@ async function waitHealthy(
     }
     publishDetails(progress);
 
-    const where = `phase ${load.phase}${load.shardsTotal ? `, shard ${load.shardsDone}/${load.shardsTotal}` : ''}`;
     if (r.summary?.fatal) {
       const hint =
         r.summary.fatal.kind === 'ray_oom' && spec.ray.env.RAY_memory_monitor_refresh_ms !== '0'
@@ -433,7 +599,7 @@ async function waitHealthy(
           : '';
       throw loadFailure(
         FailureType.serverFatal,
-        `vllm failed (${r.summary.fatal.kind}) at ${where}: ${r.summary.fatal.line}${hint}`,
+        `vllm failed (${r.summary.fatal.kind}) at ${where()}: ${r.summary.fatal.line}${hint}`,
         tail,
         load,
       );
@@ -442,7 +608,7 @@ async function waitHealthy(
       const what = !r.containerRunning
         ? `container ${spec.ray.container} is not running`
         : `vllm (pid ${pid}) exited`;
-      throw loadFailure(FailureType.serverExited, `${what} at ${where}`, tail, load);
+      throw loadFailure(FailureType.serverExited, `${what} at ${where()}`, tail, load);
     }
     if (r.health === 'ok' && r.modelListed) {
       load.phase = 'ready';
@@ -451,7 +617,7 @@ async function waitHealthy(
     if (now - load.lastLogAtMs >= stallMs) {
       throw loadFailure(
         FailureType.serverHung,
-        `vllm looks hung at ${where}: its log has not moved for ${formatDuration(now - load.lastLogAtMs)} (serve.stallTimeout ${spec.serve.stallTimeout}) while the process is alive`,
+        `vllm looks hung at ${where()}: its log has not moved for ${formatDuration(now - load.lastLogAtMs)} (serve.stallTimeout ${spec.serve.stallTimeout}) while the process is alive`,
         tail,
         load,
       );
@@ -459,7 +625,7 @@ async function waitHealthy(
     if (now >= deadline) {
       throw loadFailure(
         FailureType.loadTimeout,
-        `vllm was not healthy within serve.loadTimeout ${spec.serve.loadTimeout}; last ${where}`,
+        `vllm was not healthy within serve.loadTimeout ${spec.serve.loadTimeout}; last ${where()}`,
         tail,
         load,
       );
@@ -499,7 +665,7 @@ class StepTracker {
       if (s.status === 'running') s.status = 'done';
       return value;
     } catch (err) {
-      s.status = 'failed';
+      s.status = isCancellation(err) ? 'cancelled' : 'failed';
       s.error = messageOf(err);
       throw err;
     } finally {
@@ -525,9 +691,27 @@ class StepTracker {
     return out;
   }
 
+  /**
+   * A cancelled deploy ends as cancelled. What teardown did goes into the progress, the memo (visible in the UI
+   * and to `liftoff cancel` without a worker) and the history.
+   */
+  cancelled(err: unknown, teardown: string[]): CancelledFailure {
+    const step =
+      this.progress.steps.find((s) => s.status === 'cancelled')?.name ??
+      this.progress.currentStep ??
+      'validate';
+    this.progress.status = 'cancelled';
+    this.progress.teardown = teardown;
+    upsertSearchAttributes([{ key: searchAttributes.outcome, value: 'cancelled' }]);
+    upsertMemo({ cancelled: { step, teardown } });
+    publishDetails(this.progress);
+    return err instanceof CancelledFailure ? err : new CancelledFailure(`deploy cancelled during ${step}`);
+  }
+
   /** The workflow's failure: the step, the cause's type and message, and diagnostics when there are any. */
-  fail(err: unknown, diagnostics: HostDiagnostics[] | undefined, teardown?: string): ApplicationFailure {
+  fail(err: unknown, diagnostics: HostDiagnostics[] | undefined, teardown?: string[]): ApplicationFailure {
     this.progress.status = 'failed';
+    if (teardown) this.progress.teardown = teardown;
     upsertSearchAttributes([{ key: searchAttributes.outcome, value: 'failed' }]);
     publishDetails(this.progress);
     const step =
@@ -535,7 +719,7 @@ class StepTracker {
     const cause = rootApplicationFailure(err);
     return ApplicationFailure.create({
       type: cause?.type ?? 'DeployFailed',
-      message: `${step} failed: ${messageOf(err)}${teardown ? `\ncontainers: ${teardown}` : ''}`,
+      message: `${step} failed: ${messageOf(err)}${teardown ? `\ncontainers: ${teardown.join('; ')}` : ''}`,
       nonRetryable: true,
       details: [
         {
@@ -569,14 +753,15 @@ function publishDetails(p: DeployProgress): void {
 
 function rootApplicationFailure(err: unknown): ApplicationFailure | undefined {
   let e: unknown = err;
-  while (e instanceof ActivityFailure) e = e.cause;
+  while (e instanceof ActivityFailure || e instanceof ChildWorkflowFailure) e = e.cause;
   return e instanceof ApplicationFailure ? e : undefined;
 }
 
 function messageOf(err: unknown): string {
   const app = rootApplicationFailure(err);
   if (app) return app.message;
-  if (err instanceof ActivityFailure && err.cause) return err.cause.message;
+  if ((err instanceof ActivityFailure || err instanceof ChildWorkflowFailure) && err.cause)
+    return err.cause.message;
   return err instanceof Error ? err.message : String(err);
 }
 

@@ -17,7 +17,7 @@ export const deploySteps = [
 
 export type StepName = (typeof deploySteps)[number]['name'];
 
-export type StepStatus = 'pending' | 'running' | 'done' | 'failed' | 'skipped';
+export type StepStatus = 'pending' | 'running' | 'done' | 'failed' | 'skipped' | 'cancelled';
 
 export interface StepState {
   name: StepName;
@@ -40,18 +40,24 @@ export interface LoadProgress {
   health: 'refused' | 'ok' | 'error' | 'unknown';
   lastLogAtMs: number;
   lastLine?: string;
+  /** Hosts that did not answer the last poll, with when they stopped answering. */
+  unreachableSinceMs?: Record<string, number>;
 }
 
 export interface DeployProgress {
   cluster: string;
   launchId: string;
   trigger: string;
-  status: 'running' | 'succeeded' | 'failed';
+  status: 'running' | 'succeeded' | 'failed' | 'cancelled' | 'refused';
   startedAtMs: number;
   currentStep?: StepName;
   steps: StepState[];
   load?: LoadProgress;
   endpoint?: string;
+  /** Set when this run only holds the trigger (UI, schedule) and the deploy runs as a child under this id. */
+  deployWorkflowId?: string;
+  /** What teardown did, after a cancel or a failure with onFailure: teardown. */
+  teardown?: string[];
 }
 
 export interface DeployResult {

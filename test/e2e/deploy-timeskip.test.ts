@@ -15,6 +15,7 @@ import type * as activities from '../../src/activities/index.js';
 import type { CheckServeInput, CheckServeResult } from '../../src/activities/types.js';
 import { loadSpecFile } from '../../src/config/load.js';
 import { deploySpecSchema } from '../../src/config/schema.js';
+import { deployWorkflowId } from '../../src/shared/constants.js';
 
 const spec = loadSpecFile(deploySpecSchema, 'examples/spark-qwen35.yaml');
 const shards = 39;
@@ -42,6 +43,7 @@ function scriptedCluster(readyAfterMs: number | undefined) {
     startRayHead: (i) => Promise.resolve({ host: i.host.target.name, containerId: 'c1', reused: false }),
     startRayWorker: (i) => Promise.resolve({ host: i.host.target.name, containerId: 'c2', reused: false }),
     verifyRayCluster: ok({ nodes: 2, gpusTotal: 2, gpusUsed: 0 }),
+    checkRayWorker: (i) => Promise.resolve({ host: i.host.target.name, containerRunning: true }),
     launchServe: (i) =>
       Promise.resolve({ pid: 4242, logPath: i.logPath, launchedAtMs: Date.now(), reused: false }),
     smokeTest: ok({ text: 'ready', completionTokens: 2, seconds: 0.1, tokensPerSecond: 20 }),
@@ -93,7 +95,11 @@ describe('deploy load deadline (time-skipping server)', () => {
     });
     const outcome = await worker.runUntil(
       env.client.workflow
-        .execute(deploy, { taskQueue: workflowId, workflowId, args: [spec, { trigger: 'cli' }] })
+        .execute(deploy, {
+          taskQueue: workflowId,
+          workflowId: deployWorkflowId(spec.cluster),
+          args: [spec, { trigger: 'cli' }],
+        })
         .then(
           (result) => ({ result, error: undefined }),
           (error: unknown) => ({ result: undefined, error }),

@@ -177,13 +177,16 @@ describe('deploy on a simulated 2-host cluster', () => {
     assert.ok(cause instanceof ApplicationFailure);
     assert.ok(cause.type === 'ServerFatal' || cause.type === 'ServerExited', `type ${cause.type}`);
     assert.match(cause.message, /^waitHealthy failed: .*shard 5\/39/);
-    const details = cause.details?.[0] as { diagnostics: HostDiagnostics[]; teardown: string };
+    const details = cause.details?.[0] as { diagnostics: HostDiagnostics[]; teardown: string[] };
     assert.deepEqual(details.diagnostics.map((d) => d.host).sort(), ['spark1', 'spark2']);
     const headDiag = details.diagnostics.find((d) => d.host === 'spark1');
     assert.match(headDiag?.serveLogTail ?? '', /Loading safetensors checkpoint shards/);
     assert.match(headDiag?.rayStatus ?? '', /Active:/);
     assert.ok(headDiag?.nvidiaSmi && headDiag.containerLogTail !== undefined);
-    assert.match(details.teardown, /spark1: removed vllm_qwen35; spark2: removed vllm_qwen35/);
+    assert.deepEqual(details.teardown, [
+      'spark1: removed vllm_qwen35 (Ray and the server stopped)',
+      'spark2: removed vllm_qwen35 (Ray stopped)',
+    ]);
     for (const host of await clusterStatus(stateDir)) {
       assert.deepEqual(
         host.containers.filter((c) => c.running),

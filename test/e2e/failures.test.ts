@@ -6,7 +6,7 @@ import { WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { startE2eCluster, type E2eCluster } from '../helpers/e2e-cluster.js';
-import { TASK_QUEUE } from '../../src/shared/constants.js';
+import { TASK_QUEUE, deployWorkflowId } from '../../src/shared/constants.js';
 import { deploy } from '../../src/workflows/index.js';
 import { clusterStatus, setFaults, setHostDown, setHostUp, type SimCluster } from '../../sim/cluster.js';
 import { simDeploySpec } from '../../sim/spec.js';
@@ -40,7 +40,7 @@ describe('deploy failures on a simulated cluster', () => {
     const error = await env.client.workflow
       .execute(deploy, {
         taskQueue: TASK_QUEUE,
-        workflowId: `failures-${run}`,
+        workflowId: deployWorkflowId('failures'),
         args: [spec, { trigger: 'cli' }],
       })
       .then(

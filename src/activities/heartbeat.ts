@@ -1,0 +1,36 @@
+// Heartbeats let Temporal notice a dead worker within the activity's heartbeatTimeout instead of its
+// startToCloseTimeout, and carry cancellation to a running activity. Every activity heartbeats while it
+// waits on a host (`keepHeartbeating`); the last details an activity reported are repeated, not erased.
+import { Context } from '@temporalio/activity';
+
+const keepAliveMs = 2_000;
+const lastDetails = new WeakMap<Context, unknown>();
+
+function currentContext(): Context | undefined {
+  try {
+    return Context.current();
+  } catch {
+    return undefined; // called outside an activity (CLI, plain tests)
+  }
+}
+
+/** Heartbeats when running as an activity; a no-op when called directly (CLI, plain tests). */
+export function heartbeat(details?: unknown): void {
+  const ctx = currentContext();
+  if (!ctx) return;
+  if (details !== undefined) lastDetails.set(ctx, details);
+  ctx.heartbeat(lastDetails.get(ctx));
+}
+
+/** Runs `fn`, heartbeating every 2 s until it settles. */
+export async function keepHeartbeating<T>(fn: () => Promise<T>): Promise<T> {
+  const ctx = currentContext();
+  if (!ctx) return fn();
+  heartbeat();
+  const timer = setInterval(() => heartbeat(), keepAliveMs);
+  try {
+    return await fn();
+  } finally {
+    clearInterval(timer);
+  }
+}

@@ -1,0 +1,245 @@
+// One deploy per cluster, whoever starts it (CLI, the Temporal UI under another workflow id, a schedule), and
+// `liftoff cancel`: teardown stops the server, Ray and the containers, and the command says what it did.
+// Real dev server, real worker, real sshd on two namespace hosts; the CLI runs as a separate process.
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { stringify } from 'yaml';
+import { WorkflowFailedError, type Client } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
+import { startE2eCluster, type E2eCluster } from '../helpers/e2e-cluster.js';
+import { TASK_QUEUE, deployWorkflowId, searchAttributes } from '../../src/shared/constants.js';
+import { deploy, progressQuery } from '../../src/workflows/index.js';
+import type { DeployProgress } from '../../src/workflows/steps.js';
+import type { CancelReport } from '../../src/commands/cancel.js';
+import { clusterStatus, type SimCluster } from '../../sim/cluster.js';
+import { simDeploySpec } from '../../sim/spec.js';
+
+const execFileAsync = promisify(execFile);
+const stateDir = '/tmp/liftoff-test-one-deploy';
+const clusterName = 'one-deploy';
+const workflowId = deployWorkflowId(clusterName);
+
+interface CliRun {
+  code: number;
+  stdout: string;
+  stderr: string;
+  ms: number;
+}
+
+describe('one deploy per cluster, and cancel', () => {
+  let cluster: E2eCluster | undefined;
+  let sim: SimCluster;
+  let client: Client;
+  let specFile: string;
+  let cliEnv: NodeJS.ProcessEnv;
+
+  before(async () => {
+    cluster = await startE2eCluster({
+      hosts: 2,
+      mode: 'netns',
+      stateDir,
+      netIndex: 11,
+      clusterOnly: ['spark2'],
+      vllm: { shards: 39, shardSeconds: 0.25, graphCaptureSeconds: 0.5 },
+    });
+    sim = cluster.sim;
+    client = cluster.env.client;
+    specFile = join(mkdtempSync(join(tmpdir(), 'liftoff-one-deploy-')), 'cluster.yaml');
+    writeFileSync(specFile, stringify(simDeploySpec(sim, { cluster: clusterName })));
+    cliEnv = {
+      ...process.env,
+      TEMPORAL_ADDRESS: cluster.env.address,
+      TEMPORAL_NAMESPACE: cluster.env.namespace ?? 'default',
+    };
+  });
+
+  after(async () => {
+    await cluster?.stop();
+  });
+
+  async function liftoff(args: string[]): Promise<CliRun> {
+    const started = Date.now();
+    try {
+      const { stdout, stderr } = await execFileAsync(process.execPath, ['bin/liftoff.js', ...args], {
+        env: cliEnv,
+        timeout: 120_000,
+      });
+      return { code: 0, stdout, stderr, ms: Date.now() - started };
+    } catch (err) {
+      const e = err as { code?: number; stdout?: string; stderr?: string };
+      return { code: e.code ?? -1, stdout: e.stdout ?? '', stderr: e.stderr ?? '', ms: Date.now() - started };
+    }
+  }
+
+  function launches(): number {
+    const head = sim.hosts[0];
+    assert.ok(head);
+    try {
+      return readFileSync(join(head.hostDir, 'launches.log'), 'utf8').trim().split('\n').filter(Boolean)
+        .length;
+    } catch {
+      return 0;
+    }
+  }
+
+  async function progressOf(): Promise<DeployProgress> {
+    return client.workflow.getHandle(workflowId).query(progressQuery);
+  }
+
+  async function waitUntil(what: string, check: () => Promise<boolean>, timeoutMs = 90_000): Promise<void> {
+    const until = Date.now() + timeoutMs;
+    while (Date.now() < until) {
+      if (await check().catch(() => false)) return;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    throw new Error(`timed out waiting for ${what}`);
+  }
+
+  async function expectRefused(run: Promise<unknown>): Promise<ApplicationFailure> {
+    const error = await run.then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    assert.ok(error instanceof WorkflowFailedError, `the run was refused: ${String(error)}`);
+    assert.ok(error.cause instanceof ApplicationFailure, String(error.cause));
+    return error.cause;
+  }
+
+  it('refuses a second deploy from the CLI, the UI and a schedule while one runs, naming it', async () => {
+    const first = await liftoff(['deploy', '-c', specFile, '--json']);
+    assert.equal(first.code, 0, first.stderr + first.stdout);
+    await waitUntil(
+      'the first deploy to reach the load',
+      async () => (await progressOf()).load !== undefined,
+    );
+
+    const second = await liftoff(['deploy', '-c', specFile]);
+    assert.equal(second.code, 1, second.stdout);
+    assert.match(second.stderr, new RegExp(`already running \\(workflow ${workflowId}\\)`));
+    console.log(
+      `FIGURE: CLI second deploy refused in ${second.ms} ms (whole CLI process), naming ${workflowId}`,
+    );
+
+    // The Temporal UI starts the workflow type with a generated id and the spec as input.
+    const uiStartedAt = Date.now();
+    const ui = await expectRefused(
+      client.workflow.execute(deploy, {
+        taskQueue: TASK_QUEUE,
+        workflowId: `ui-${Date.now()}`,
+        args: [simDeploySpec(sim, { cluster: clusterName })],
+      }),
+    );
+    assert.equal(ui.type, 'DeployAlreadyRunning');
+    assert.match(
+      ui.message,
+      new RegExp(`already running \\(workflow ${workflowId}\\); this ui run started nothing`),
+    );
+    console.log(`FIGURE: UI-started run (other workflow id) refused in ${Date.now() - uiStartedAt} ms`);
+
+    const scheduleId = `${clusterName}-nightly`;
+    const schedule = await client.schedule.create({
+      scheduleId,
+      spec: { intervals: [{ every: '365 days' }] },
+      action: {
+        type: 'startWorkflow',
+        workflowType: deploy,
+        workflowId: `${workflowId}-scheduled`,
+        taskQueue: TASK_QUEUE,
+        args: [simDeploySpec(sim, { cluster: clusterName })],
+      },
+      state: { paused: true },
+    });
+    try {
+      await schedule.trigger();
+      let scheduledId: string | undefined;
+      await waitUntil('the scheduled run to start', async () => {
+        scheduledId = (await schedule.describe()).info.recentActions[0]?.action.workflow.workflowId;
+        return scheduledId !== undefined;
+      });
+      assert.ok(scheduledId);
+      const scheduled = await expectRefused(client.workflow.getHandle(scheduledId).result());
+      assert.equal(scheduled.type, 'DeployAlreadyRunning');
+      assert.match(scheduled.message, /this schedule run started nothing/);
+      const described = await client.workflow.getHandle(scheduledId).describe();
+      assert.equal(described.typedSearchAttributes.get(searchAttributes.trigger), 'schedule');
+      assert.equal(described.typedSearchAttributes.get(searchAttributes.outcome), 'refused');
+      console.log(`FIGURE: scheduled run ${scheduledId} refused; trigger=schedule, outcome=refused`);
+    } finally {
+      await schedule.delete();
+    }
+
+    // The refused runs touched nothing: the first deploy goes on and finishes with its one launch.
+    const result = await client.workflow.getHandle<typeof deploy>(workflowId).result();
+    assert.equal(result.cluster, clusterName);
+    assert.equal(launches(), 1, 'one launch: the refused runs launched nothing');
+  });
+
+  it('runs a UI-started deploy under the cluster id when none is running', async () => {
+    const uiId = `ui-run-${Date.now()}`;
+    const result = await client.workflow.execute(deploy, {
+      taskQueue: TASK_QUEUE,
+      workflowId: uiId,
+      args: [simDeploySpec(sim, { cluster: clusterName })],
+    });
+    assert.equal(result.cluster, clusterName);
+    const child = await client.workflow.getHandle(workflowId).describe();
+    assert.equal(child.status.name, 'COMPLETED');
+    assert.equal(child.parentExecution?.workflowId, uiId);
+    assert.equal(child.typedSearchAttributes.get(searchAttributes.trigger), 'ui');
+    assert.equal(launches(), 2);
+  });
+
+  it('`liftoff cancel` stops a loading deploy; teardown stops the server and Ray and says so', async () => {
+    const started = await liftoff(['deploy', '-c', specFile, '--json']);
+    assert.equal(started.code, 0, started.stderr + started.stdout);
+    await waitUntil(
+      'the load to be under way',
+      async () => ((await progressOf()).load?.shardsDone ?? 0) >= 5,
+    );
+    const cancel = await liftoff(['cancel', clusterName, '--json']);
+    assert.equal(cancel.code, 0, cancel.stderr + cancel.stdout);
+    const report = JSON.parse(cancel.stdout) as CancelReport;
+    assert.equal(report.outcome, 'CANCELLED');
+    assert.equal(report.step, 'waitHealthy');
+    assert.deepEqual(report.teardown, [
+      'spark1: removed vllm_qwen35 (Ray and the server stopped)',
+      'spark2: removed vllm_qwen35 (Ray stopped)',
+    ]);
+    console.log(
+      `FIGURE: cancel mid-load (shard ≥5/39) → CANCELLED with teardown in ${cancel.ms} ms (whole CLI process)`,
+    );
+
+    // The hosts agree: no container, no GPU memory held, the port closed, and the workflow ended cancelled.
+    for (const host of await clusterStatus(stateDir)) {
+      assert.deepEqual(
+        host.containers.filter((c) => c.running).map((c) => c.name),
+        [],
+        `${host.name} containers`,
+      );
+      assert.deepEqual(
+        host.gpuProcesses.map((p) => p.pid),
+        [],
+        `${host.name} GPU processes`,
+      );
+    }
+    const head = sim.hosts[0];
+    assert.ok(head);
+    await assert.rejects(fetch(`http://${head.address}:30000/health`), 'the server port is closed');
+    const described = await client.workflow.getHandle(workflowId).describe();
+    assert.equal(described.status.name, 'CANCELLED');
+    assert.equal(described.typedSearchAttributes.get(searchAttributes.outcome), 'cancelled');
+    assert.equal(launches(), 3, 'the cancelled deploy launched once and nothing relaunched');
+
+    const again = await liftoff(['cancel', clusterName, '--json']);
+    assert.equal(again.code, 2);
+    assert.match(
+      again.stdout,
+      /is not running \(workflow liftoff-one-deploy is CANCELLED\); nothing to cancel/,
+    );
+  });
+});
