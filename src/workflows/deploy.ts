@@ -290,6 +290,16 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
         { key: searchAttributes.outcome, value: 'succeeded' },
         { key: searchAttributes.loadSeconds, value: loadSeconds },
       ]);
+      // Listing deploys (`liftoff history`) reads these without fetching each result.
+      upsertMemo({
+        summary: {
+          endpoint,
+          model: modelId,
+          loadSeconds,
+          totalSeconds: (Date.now() - progress.startedAtMs) / 1000,
+          tokensPerSecond: smoke.tokensPerSecond,
+        },
+      });
       const result: DeployResult = {
         cluster: spec.cluster,
         launchId,
@@ -360,6 +370,8 @@ async function runUnderClusterId(
   progress: DeployProgress,
 ): Promise<DeployResult> {
   progress.deployWorkflowId = workflowId;
+  // Lets `liftoff history` show the deploy once (the child), not once more for the run that only started it.
+  upsertMemo({ deployWorkflowId: workflowId });
   publishDetails(progress);
   let child;
   try {
