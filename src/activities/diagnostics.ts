@@ -1,11 +1,12 @@
 // What a postmortem needs from every host after a failed deploy, gathered so nobody has to SSH in: the
-// Ray container's log, `ray status` and the serve log (head), nvidia-smi. Never throws: a host that cannot
+// Ray container's log, `ray status`, nvidia-smi, and the serve log (head). Never throws: a host that cannot
 // be reached is reported as such.
 import { secretEnvValues } from '../shared/redact.js';
 import { tail } from '../ssh/errors.js';
 import { sh, type RemoteCommand } from '../ssh/quote.js';
 import { inspectContainer, redactText } from './ray.js';
 import { onHost } from './ssh-context.js';
+import { secretValues } from './secrets.js';
 import type { DiagnosticsInput, HostDiagnostics, NamedHost } from './types.js';
 
 const partBytes = 8 * 1024;
@@ -26,9 +27,12 @@ async function collectHost(input: DiagnosticsInput, host: NamedHost): Promise<Ho
   try {
     return await onHost(host.ref, async (session) => {
       // The container's env is the env liftoff gave it: its secret-looking values are what to hide.
-      let secrets: string[] = [];
+      let secrets: string[] = await secretValues(...(input.secretEnv ?? []));
       try {
-        secrets = secretEnvValues(envRecord((await inspectContainer(session, input.container)).env));
+        secrets = [
+          ...secrets,
+          ...secretEnvValues(envRecord((await inspectContainer(session, input.container)).env)),
+        ];
       } catch (err) {
         errors.push(`docker inspect ${input.container}: ${firstLine(err)}`);
       }
@@ -45,7 +49,7 @@ async function collectHost(input: DiagnosticsInput, host: NamedHost): Promise<Ho
       };
       const [containerLogTail, rayStatus, nvidiaSmi, serveLogTail] = await Promise.all([
         part('docker logs', sh`docker logs --tail ${tailLines} -- ${input.container}`),
-        isHead ? part('ray status', sh`docker exec ${input.container} ray status`) : undefined,
+        part('ray status', sh`docker exec ${input.container} ray status`),
         part('nvidia-smi', sh`nvidia-smi`),
         isHead ? part('serve log', sh`tail -n ${tailLines} -- ${input.logPath}`) : undefined,
       ]);

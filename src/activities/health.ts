@@ -8,6 +8,7 @@ import { secretEnvValues } from '../shared/redact.js';
 import { inspectContainer, redactText } from './ray.js';
 import { pidAlive } from './serve.js';
 import { onHost } from './ssh-context.js';
+import { secretValues } from './secrets.js';
 import type {
   CheckRayWorkerInput,
   CheckRayWorkerResult,
@@ -97,14 +98,17 @@ export async function checkServeHealth(input: CheckServeInput): Promise<CheckSer
   return onHost(input.head, async (session) => {
     const processAlive = await pidAlive(session, input.pid);
     const container = await inspectContainer(session, input.container);
-    const secrets = secretEnvValues(
-      Object.fromEntries(
-        container.env.map((kv) => {
-          const eq = kv.indexOf('=');
-          return [eq < 0 ? kv : kv.slice(0, eq), eq < 0 ? '' : kv.slice(eq + 1)];
-        }),
+    const secrets = [
+      ...(await secretValues(...(input.secretEnv ?? []))),
+      ...secretEnvValues(
+        Object.fromEntries(
+          container.env.map((kv) => {
+            const eq = kv.indexOf('=');
+            return [eq < 0 ? kv : kv.slice(0, eq), eq < 0 ? '' : kv.slice(eq + 1)];
+          }),
+        ),
       ),
-    );
+    ];
     const chunk = await readLogFrom(session, input.logPath, input.logOffset);
     const tailRes = await session.exec(sh`tail -n ${tailLines} -- ${input.logPath}`, {
       timeoutMs: 15_000,

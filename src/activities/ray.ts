@@ -10,6 +10,7 @@ import { sh, type RemoteCommand } from '../ssh/quote.js';
 import { isSecretEnvName, redact, redactedMarker, secretEnvValues } from '../shared/redact.js';
 import { onHost } from './ssh-context.js';
 import { heartbeat } from './heartbeat.js';
+import { resolveEnv } from './secrets.js';
 import type {
   NamedHost,
   RayClusterState,
@@ -141,7 +142,10 @@ export interface EnvTransport {
 
 const envName = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
-export function envTransport(env: Record<string, string>): EnvTransport {
+export function envTransport(
+  env: Record<string, string>,
+  secretNames: ReadonlySet<string> = new Set(),
+): EnvTransport {
   const flags: string[] = [];
   const stdinLines: string[] = [];
   for (const [name, value] of Object.entries(env)) {
@@ -152,7 +156,7 @@ export function envTransport(env: Record<string, string>): EnvTransport {
         nonRetryable: true,
       });
     }
-    if (isSecretEnvName(name)) {
+    if (isSecretEnvName(name) || secretNames.has(name)) {
       if (/[\n\r\0]/.test(value)) {
         throw ApplicationFailure.create({
           type: FailureType.invalidSpec,
@@ -235,9 +239,10 @@ async function startRayContainer(
   role: 'head' | 'worker',
 ): Promise<RayContainerResult> {
   const host = input.host.target.name;
-  const env: Record<string, string> = { ...input.env, VLLM_HOST_IP: input.clusterIp };
-  const transport = envTransport(env);
-  const secrets = secretEnvValues(env);
+  const resolved = await resolveEnv(input.env);
+  const env: Record<string, string> = { ...resolved.values, VLLM_HOST_IP: input.clusterIp };
+  const transport = envTransport(env, resolved.secretNames);
+  const secrets = [...resolved.secretNames].map((n) => env[n] ?? '').filter((v) => v !== '');
   return onHost(input.host, async (session) => {
     const existing = await inspectContainer(session, input.container);
     if (existing.exists) {

@@ -10,6 +10,7 @@ import type { SshSession } from '../ssh/executor.js';
 import { raw, sh } from '../ssh/quote.js';
 import { envTransport, redactText } from './ray.js';
 import { heartbeat } from './heartbeat.js';
+import { resolveEnv } from './secrets.js';
 import { onHost } from './ssh-context.js';
 import type { LaunchServeInput, LaunchServeResult } from './types.js';
 
@@ -114,7 +115,11 @@ async function recheckRay(session: SshSession, input: LaunchServeInput): Promise
 export async function launchServe(input: LaunchServeInput): Promise<LaunchServeResult> {
   const host = input.head.target.name;
   const markerPath = markerPathFor(input.logPath);
-  const secrets = [...secretEnvValues(input.env), ...apiKeys(input.args)];
+  const env = await resolveEnv(input.env);
+  const secrets = [
+    ...[...env.secretNames].map((n) => env.values[n] ?? '').filter((v) => v !== ''),
+    ...apiKeys(input.args),
+  ];
   return onHost(input.head, async (session) => {
     const marker = await readMarker(session, markerPath);
     if (marker?.launchId === input.launchId) {
@@ -142,7 +147,7 @@ export async function launchServe(input: LaunchServeInput): Promise<LaunchServeR
     heartbeat({ host, phase: 'launching' });
 
     const startedAt = Date.now();
-    const transport = envTransport(input.env);
+    const transport = envTransport(env.values, env.secretNames);
     const markerFormat = '{"launchId":%s,"pid":%s,"startedAt":%s}\n';
     // One command starts the server and writes the marker, so no retry can fall between the two.
     const launch = sh`${transport.prelude} : > ${input.logPath} || exit 3; setsid nohup docker exec ${transport.flags} ${input.container} ${serveArgv(input)} > ${input.logPath} 2>&1 < /dev/null & pid=$!; printf ${markerFormat} ${JSON.stringify(input.launchId)} ${raw('"$pid"')} ${startedAt} > ${markerPath} && echo "$pid"`;

@@ -1,5 +1,6 @@
 // Inputs and results of the deploy's activities: plain data that crosses the workflow/activity boundary.
 // Credentials appear only as references (paths); activities resolve them.
+import type { EnvSpec } from '../config/schema.js';
 import type { HostRef } from './ssh-context.js';
 import type { VllmLogSummary } from '../parsers/vllm-log.js';
 
@@ -74,7 +75,7 @@ export interface RayContainerInput {
   container: string;
   port: number;
   clusterIp: string;
-  env: Record<string, string>;
+  env: EnvSpec;
   volumes: string[];
   shmSize: string;
   gpus: number;
@@ -111,7 +112,7 @@ export interface LaunchServeInput {
   port: number;
   tensorParallelSize: number;
   args: string[];
-  env: Record<string, string>;
+  env: EnvSpec;
   logPath: string;
   rayPort: number;
 }
@@ -133,6 +134,8 @@ export interface CheckServeInput {
   logOffset: number;
   port: number;
   model: string;
+  /** The spec's ray.env and serve.env: the secrets among them are redacted from the log tail. */
+  secretEnv?: EnvSpec[];
 }
 export interface CheckServeResult {
   processAlive: boolean;
@@ -177,6 +180,8 @@ export interface DiagnosticsInput {
   container: string;
   logPath: string;
   headName: string;
+  /** The spec's ray.env and serve.env: the secrets among them are redacted from what is collected. */
+  secretEnv?: EnvSpec[];
 }
 export interface HostDiagnostics {
   host: string;

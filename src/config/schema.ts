@@ -3,6 +3,7 @@
 import { z } from 'zod';
 import { parseDuration } from './duration.js';
 import { modelPathFor } from './derive.js';
+import { isSecretEnvName } from '../shared/redact.js';
 
 const hostName = z
   .string()
@@ -41,9 +42,40 @@ const unitName = z
   );
 
 const envName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'expected an environment variable name');
-const envMap = z.record(envName, z.string()).default({});
 
 const absolutePath = z.string().regex(/^(\/|~\/)/, 'expected an absolute path (starting with / or ~/)');
+
+/**
+ * A secret is named, never written: the spec travels through Temporal's history, so the worker resolves the
+ * reference (its own environment variable, or a file on its host) inside the activity that needs the value.
+ */
+export const secretRefSchema = z.union([
+  z.strictObject({ fromEnv: envName }),
+  z.strictObject({ fromFile: absolutePath }),
+]);
+export type SecretRef = z.infer<typeof secretRefSchema>;
+
+const envMap = z
+  .record(envName, z.union([z.string(), secretRefSchema]))
+  .default({})
+  .superRefine((env, ctx) => {
+    for (const [name, value] of Object.entries(env)) {
+      if (typeof value === 'string' && value !== '' && isSecretEnvName(name)) {
+        ctx.addIssue({
+          code: 'custom',
+          path: [name],
+          message: `looks like a secret; a value written in the spec would be stored in Temporal's history. Reference it instead: ${name}: { fromEnv: ${name} } (read from the worker's environment) or ${name}: { fromFile: /path/on/the/worker/host }`,
+        });
+      }
+    }
+  });
+export type EnvSpec = z.infer<typeof envMap>;
+
+/** `--api-key`, `--hf-token`…: flags whose value is a credential. */
+function isSecretFlag(arg: string): boolean {
+  const name = /^--([A-Za-z0-9-]+)/.exec(arg)?.[1];
+  return name !== undefined && name.split('-').some((w) => /^(key|token|secret|password|passwd)$/i.test(w));
+}
 
 const imageRef = z
   .string()
@@ -123,7 +155,20 @@ export const deploySpecSchema = z
       servedModelName: z.string().min(1).optional(),
       port: port.default(8000),
       tensorParallelSize: z.number().int().min(1),
-      args: z.array(z.string()).default([]),
+      args: z
+        .array(z.string())
+        .default([])
+        .superRefine((args, ctx) => {
+          args.forEach((arg, i) => {
+            if (isSecretFlag(arg)) {
+              ctx.addIssue({
+                code: 'custom',
+                path: [i],
+                message: `${arg.split('=')[0] ?? arg} would put a credential into Temporal's history; pass it as an environment variable instead, e.g. serve.env.VLLM_API_KEY: { fromEnv: VLLM_API_KEY } (vLLM reads VLLM_API_KEY)`,
+              });
+            }
+          });
+        }),
       env: envMap,
       logPath: absolutePath,
       /** Where the weights live on each host; default: the Hugging Face cache of a mounted volume. */

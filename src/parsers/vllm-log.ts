@@ -60,6 +60,8 @@ export interface VllmLogLine {
 
 export interface VllmLogSummary {
   phase: VllmPhase;
+  /** When `phase` is `failed`: the furthest phase these lines showed before the failure. */
+  reached?: VllmPhase;
   shard?: ShardProgress;
   graphs?: { done: number; total: number };
   elapsedS?: number;
@@ -189,7 +191,14 @@ export function parseVllmLogLine(rawLine: string, opts: VllmLogOptions = {}): Vl
   return result;
 }
 
-const genericFatal = new Set<VllmFatalKind>(['traceback', 'other']);
+// How much a fatal line tells: a named cause beats an exception line, which beats vLLM's "Engine core
+// initialization failed. See root cause above." and a bare Traceback header.
+function fatalRank(kind: VllmFatalKind): number {
+  if (kind === 'traceback') return 0;
+  if (kind === 'engine_init') return 1;
+  if (kind === 'other') return 2;
+  return 3;
+}
 
 /**
  * Folds a log into where the load stands. The phase only moves forward (worker lines may lag the head);
@@ -203,8 +212,9 @@ export function summarizeVllmLog(lines: readonly string[], opts: VllmLogOptions 
   for (const line of lines.flatMap((l) => l.split('\n'))) {
     const parsed = parseVllmLogLine(line, opts);
     if (parsed.fatal) {
+      if (phaseIndex !== failedIndex) summary = { ...summary, reached: vllmPhases[phaseIndex] ?? 'starting' };
       phaseIndex = failedIndex;
-      if (!summary.fatal || (genericFatal.has(summary.fatal.kind) && !genericFatal.has(parsed.fatal.kind))) {
+      if (!summary.fatal || fatalRank(parsed.fatal.kind) > fatalRank(summary.fatal.kind)) {
         summary = { ...summary, fatal: parsed.fatal };
       }
     } else if (parsed.phase && phaseIndex !== failedIndex) {

@@ -28,6 +28,7 @@ import { resolveSshTarget } from '../config/targets.js';
 import { FailureType } from '../shared/failures.js';
 import { deployWorkflowId, searchAttributes } from '../shared/constants.js';
 import { attemptsWithin } from './retry-budget.js';
+import { vllmPhases, type VllmPhase } from '../parsers/vllm-log.js';
 import {
   deploySteps,
   type DeployProgress,
@@ -329,6 +330,7 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
           container: spec.ray.container,
           logPath: spec.serve.logPath,
           headName: head.name,
+          secretEnv: [spec.ray.env, spec.serve.env],
         })
         .catch((e: unknown): HostDiagnostics[] => [
           { host: '(all)', reachable: false, errors: [messageOf(e)] },
@@ -444,7 +446,7 @@ async function preflight(
       hostStep.preflightHost({
         host: h.ref,
         clusterIp: h.clusterIp,
-        iface: spec.ray.env.NCCL_SOCKET_IFNAME,
+        iface: plainEnv(spec.ray.env, 'NCCL_SOCKET_IFNAME'),
         image: spec.ray.image,
         modelPath,
         volumes: spec.ray.volumes,
@@ -528,6 +530,7 @@ async function waitHealthy(
           logOffset: offset,
           port: spec.serve.port,
           model: spec.serve.servedModelName ?? spec.serve.model,
+          secretEnv: [spec.ray.env, spec.serve.env],
         }),
       ),
       Promise.all(
@@ -592,7 +595,10 @@ async function waitHealthy(
     });
     if (r.logGrew) load.lastLogAtMs = now;
     if (r.summary) {
-      load.phase = r.summary.phase;
+      // Each poll summarises only the new lines: the phase only moves forward, and a failure keeps the
+      // phase the load had reached (the failure itself is r.summary.fatal).
+      const seen = r.summary.phase === 'failed' ? r.summary.reached : r.summary.phase;
+      if (seen && vllmPhases.indexOf(seen) > vllmPhases.indexOf(load.phase as VllmPhase)) load.phase = seen;
       if (r.summary.shard) {
         Object.assign(load, {
           shardsDone: r.summary.shard.done,
@@ -775,6 +781,12 @@ function messageOf(err: unknown): string {
   if ((err instanceof ActivityFailure || err instanceof ChildWorkflowFailure) && err.cause)
     return err.cause.message;
   return err instanceof Error ? err.message : String(err);
+}
+
+/** A plain (non-secret) env value of the spec; a secret reference is not something the workflow may read. */
+function plainEnv(env: DeploySpec['ray']['env'], name: string): string | undefined {
+  const value = env[name];
+  return typeof value === 'string' ? value : undefined;
 }
 
 function isRecord(v: unknown): v is Record<string, unknown> {

@@ -144,7 +144,17 @@ describe('deploy failures on a simulated cluster', () => {
         seconds < 90,
         `failed after ${seconds.toFixed(1)} s, within the verify window plus the earlier steps`,
       );
-      process.stdout.write(`# ray gate failed after ${seconds.toFixed(1)} s of deploy\n`);
+      console.log(
+        `FIGURE: Ray gate failed ${seconds.toFixed(1)} s into the deploy, naming spark2 and quoting its GCS line`,
+      );
+      // onFailure defaults to leave: the containers stay up for inspection, and the failure says so.
+      const details = failure.details?.[0] as { teardown?: string[] };
+      assert.deepEqual(details.teardown, ['left for inspection (onFailure: leave)']);
+      const head = (await clusterStatus(stateDir)).find((h) => h.name === 'spark1');
+      assert.ok(
+        head?.containers.some((c) => c.name === 'vllm_qwen35' && c.running),
+        'the Ray head container was left running',
+      );
     } finally {
       setFaults(stateDir, 'spark2', {});
     }

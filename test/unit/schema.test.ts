@@ -85,7 +85,32 @@ describe('deploy spec schema', () => {
       /serve: Unrecognized key: "tensorParalelSize"/,
     ],
     ['no model path', (s) => (s.ray.volumes = []), /serve\.modelPath: not set/],
+    [
+      'a secret written into the spec',
+      (s) => (s.serve.env = { HF_TOKEN: 'hf_abc123' }),
+      /serve\.env\.HF_TOKEN: looks like a secret; .*HF_TOKEN: \{ fromEnv: HF_TOKEN \}/,
+    ],
+    [
+      'an --api-key in the serve args',
+      (s) => (s.serve.args = ['--max-model-len', '32768', '--api-key', 'sk-1']),
+      /serve\.args\[2\]: --api-key would put a credential into Temporal's history; .*VLLM_API_KEY/,
+    ],
+    [
+      'a secret reference that is neither fromEnv nor fromFile',
+      (s) => (s.ray.env.HF_TOKEN = { fromVault: 'x' }),
+      /ray\.env\.HF_TOKEN/,
+    ],
   ];
+  it('accepts secrets as references, and flags that only look like secret ones', () => {
+    const spec = structuredClone(example) as Record<string, any>;
+    spec.serve.env = {
+      HF_TOKEN: { fromEnv: 'HF_TOKEN' },
+      VLLM_API_KEY: { fromFile: '/etc/liftoff/api-key' },
+    };
+    spec.serve.args = ['--tokenizer', 'Qwen/Qwen3.5-122B-A10B-FP8', '--ssl-keyfile', '/etc/ssl/k.pem'];
+    const parsed = deploySpecSchema.parse(spec);
+    assert.deepEqual(parsed.serve.env.HF_TOKEN, { fromEnv: 'HF_TOKEN' });
+  });
   for (const [name, mutate, expected] of cases) {
     it(`refuses ${name}, naming the field`, () => {
       assert.match(errorsFor(mutate), expected);

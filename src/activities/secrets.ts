@@ -1,0 +1,66 @@
+// Secret references in the spec ({ fromEnv } / { fromFile }) are resolved here, on the worker, inside the
+// activity that needs the value: values never travel through Temporal (inputs, results, heartbeats, failures).
+import { readFile } from 'node:fs/promises';
+import { ApplicationFailure } from '@temporalio/common';
+import type { EnvSpec, SecretRef } from '../config/schema.js';
+import { FailureType } from '../shared/failures.js';
+import { isSecretEnvName } from '../shared/redact.js';
+
+export interface ResolvedEnv {
+  values: Record<string, string>;
+  /** Names whose values must stay hidden: every referenced value, and literals under secret-looking names. */
+  secretNames: Set<string>;
+}
+
+async function resolveRef(name: string, ref: SecretRef): Promise<string> {
+  if ('fromEnv' in ref) {
+    const value = process.env[ref.fromEnv];
+    if (value === undefined || value === '') {
+      throw ApplicationFailure.create({
+        type: FailureType.invalidSpec,
+        message: `${name} refers to the environment variable ${ref.fromEnv}, which is not set where the liftoff worker runs. Set it in the worker's environment and deploy again.`,
+        nonRetryable: true,
+      });
+    }
+    return value;
+  }
+  try {
+    return (await readFile(ref.fromFile, 'utf8')).replace(/\r?\n$/, '');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? 'error';
+    throw ApplicationFailure.create({
+      type: FailureType.invalidSpec,
+      message: `${name} refers to the file ${ref.fromFile}, which the liftoff worker cannot read (${code}). Put the secret there on the worker's host and deploy again.`,
+      nonRetryable: true,
+    });
+  }
+}
+
+export async function resolveEnv(env: EnvSpec): Promise<ResolvedEnv> {
+  const values: Record<string, string> = {};
+  const secretNames = new Set<string>();
+  for (const [name, value] of Object.entries(env)) {
+    if (typeof value === 'string') {
+      values[name] = value;
+      if (isSecretEnvName(name)) secretNames.add(name);
+    } else {
+      values[name] = await resolveRef(name, value);
+      secretNames.add(name);
+    }
+  }
+  return { values, secretNames };
+}
+
+/** The secret values among `env`s, for redacting text before it leaves the activity. */
+export async function secretValues(...envs: EnvSpec[]): Promise<string[]> {
+  const out: string[] = [];
+  for (const env of envs) {
+    const resolved = await resolveEnv(env).catch(() => undefined);
+    if (!resolved) continue;
+    for (const name of resolved.secretNames) {
+      const v = resolved.values[name];
+      if (v) out.push(v);
+    }
+  }
+  return out;
+}
