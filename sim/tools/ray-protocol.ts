@@ -61,10 +61,13 @@ export type Message = ClientMessage | ServerMessage;
 
 const HEARTBEAT_INTERVAL_MS = 1000;
 
-/** Peers that miss heartbeats this long are treated as gone (a downed link sends no FIN). */
+/**
+ * Peers that miss heartbeats this long are treated as gone (a downed link sends no FIN). Real Ray's GCS marks
+ * a node dead after 5 failed health checks 3 s apart, each allowed 10 s: a silent node survives about 30 s.
+ */
 export function heartbeatTimeoutMs(): number {
-  const s = Number(process.env.SIM_RAY_HEARTBEAT_TIMEOUT_S ?? '10');
-  return Number.isFinite(s) && s > 0 ? s * 1000 : 10_000;
+  const s = Number(process.env.SIM_RAY_HEARTBEAT_TIMEOUT_S ?? '30');
+  return Number.isFinite(s) && s > 0 ? s * 1000 : 30_000;
 }
 
 /** One side of a connection: frames messages as JSON lines and reports the peer's loss exactly once. */

@@ -7,7 +7,7 @@ import { parseRayStatus, RayNotRunningError, type RayStatus } from '../parsers/r
 import { tail } from '../ssh/errors.js';
 import type { SshSession } from '../ssh/executor.js';
 import { sh, type RemoteCommand } from '../ssh/quote.js';
-import { isSecretEnvName, redact, redactedMarker, secretEnvValues } from '../shared/redact.js';
+import { isSecretEnvName, redact, redactedMarker } from '../shared/redact.js';
 import { onHost } from './ssh-context.js';
 import { heartbeat } from './heartbeat.js';
 import { resolveEnv } from './secrets.js';

@@ -3,7 +3,6 @@
 // it already started instead of starting a second one.
 import { ApplicationFailure } from '@temporalio/common';
 import { FailureType } from '../shared/failures.js';
-import { secretEnvValues } from '../shared/redact.js';
 import { parseRayStatus, RayNotRunningError, RayStatusParseError } from '../parsers/ray-status.js';
 import { tail } from '../ssh/errors.js';
 import type { SshSession } from '../ssh/executor.js';

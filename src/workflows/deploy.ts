@@ -50,7 +50,7 @@ const hostKeyFailures = [FailureType.hostKeyUnknown, FailureType.hostKeyMismatch
 
 // Every activity heartbeats while it works (see activities/heartbeat.ts): a worker that dies mid-activity is
 // noticed within this window and the activity is retried on another worker.
-const heartbeatTimeout = '15s';
+const heartbeatTimeout = '10s';
 
 /** Short host commands: a few retries ride out an sshd restart or a dropped connection. */
 const hostStep = proxyActivities<typeof activities>({
@@ -519,6 +519,8 @@ async function waitHealthy(
   let tail: string[] = [];
   const unreachableSince: Record<string, number> = {};
   for (;;) {
+    // A host that does not answer has been silent since this poll began, not since it gave up.
+    const pollStartedAt = Date.now();
     const [headPoll, workerPolls] = await Promise.all([
       settle(
         pollStep.checkServeHealth({
@@ -552,7 +554,7 @@ async function waitHealthy(
         continue;
       }
       if (poll.nonRetryable) throw poll.cause;
-      unreachableSince[host.name] ??= now;
+      unreachableSince[host.name] ??= pollStartedAt;
       const downMs = now - (unreachableSince[host.name] ?? now);
       if (downMs >= unreachableMs) {
         throw loadFailure(
@@ -628,7 +630,8 @@ async function waitHealthy(
         : `vllm (pid ${pid}) exited`;
       throw loadFailure(FailureType.serverExited, `${what} at ${where()}`, tail, load);
     }
-    if (r.health === 'ok' && r.modelListed) {
+    // Ready means every host answers: a server that looks healthy while a worker is cut off is not done.
+    if (r.health === 'ok' && r.modelListed && Object.keys(unreachableSince).length === 0) {
       load.phase = 'ready';
       return;
     }
