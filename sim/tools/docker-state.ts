@@ -1,7 +1,7 @@
 // Containers of one simulated host: containers/<name>.json (the record), <name>.log (stdout and stderr of
 // every process the container ran), <name>.exec/ (requests for `docker exec -d`, served by the shim).
 import { createHash } from 'node:crypto';
-import { existsSync, linkSync, mkdirSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, linkSync, mkdirSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { isAlive, paths, readJson, safeReaddir, writeJson, type HostConfig } from '../host-state.js';
 import { containerTagVar, killAll, membersOf, signalPids, unitTagVar } from './docker-procs.js';
@@ -94,6 +94,22 @@ export function createContainer(dir: string, rec: ContainerRecord): boolean {
   } finally {
     unlinkSync(tmp);
   }
+}
+
+/** One line of `<hostDir>/containers.log`: every container `docker run` ever created on the host. */
+export interface ContainerCreation {
+  time: string;
+  name: string;
+  id: string;
+  labels: Record<string, string>;
+}
+
+/** Append-only, never pruned by `docker rm`: tests read it to prove a container was created only once. */
+export const containersLogPath = (dir: string): string => join(dir, 'containers.log');
+
+export function recordContainerCreated(dir: string, rec: ContainerRecord): void {
+  const line: ContainerCreation = { time: rec.created, name: rec.name, id: rec.id, labels: rec.labels };
+  appendFileSync(containersLogPath(dir), `${JSON.stringify(line)}\n`);
 }
 
 /** Read-modify-write; a removed container stays removed. */

@@ -41,6 +41,7 @@ import {
   notFoundError,
   observedContainer,
   readContainer,
+  recordContainerCreated,
   removeContainerState,
   updateContainer,
   zeroTime,
@@ -320,6 +321,7 @@ async function cmdRun(args: string[]): Promise<number> {
       125,
     );
   }
+  recordContainerCreated(dir, rec);
 
   // An attached run reads the output through its own descriptor: with --rm the file is unlinked at exit.
   const attachFd = f.has('detach') ? undefined : openSync(containerPaths.log(dir, name), 'a+');
