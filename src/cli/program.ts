@@ -7,6 +7,9 @@ import { validateCommand } from '../commands/validate.js';
 import { deployCommand } from '../commands/deploy.js';
 import { statusCommand } from '../commands/status.js';
 import { cancelCommand } from '../commands/cancel.js';
+import { historyCommand } from '../commands/history.js';
+import { postmortemCommand } from '../commands/postmortem.js';
+import { scheduleCommand } from '../commands/schedule/index.js';
 
 export function buildProgram(): Command {
   const program = new Command('liftoff')
@@ -18,10 +21,20 @@ export function buildProgram(): Command {
     deployCommand,
     statusCommand,
     cancelCommand,
+    historyCommand,
+    postmortemCommand,
+    scheduleCommand,
     devCommand,
     workerCommand,
     probeCommand,
   ])
     program.addCommand(cmd);
+  // exitOverride does not reach commands added with addCommand: without it commander exits 1 on a usage
+  // error itself, where liftoff promises exit code 2.
+  const override = (cmd: Command): void => {
+    cmd.exitOverride();
+    cmd.commands.forEach(override);
+  };
+  override(program);
   return program;
 }

@@ -98,7 +98,16 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
 
   const tracker = new StepTracker(progress);
 
-  const spec = await tracker.run('validate', () => Promise.resolve(validate(input)));
+  let spec: DeploySpec;
+  try {
+    spec = await tracker.run('validate', () => Promise.resolve(validate(input)));
+  } catch (err) {
+    // A refused spec still belongs in the cluster's history, when it names a cluster at all.
+    if (clusterGuess !== '(unknown)') {
+      upsertSearchAttributes([{ key: searchAttributes.cluster, value: clusterGuess }]);
+    }
+    throw tracker.fail(err, undefined);
+  }
   progress.cluster = spec.cluster;
   upsertSearchAttributes([{ key: searchAttributes.cluster, value: spec.cluster }]);
 
@@ -470,7 +479,7 @@ async function preflight(
   if (problems.length > 0) {
     throw ApplicationFailure.create({
       type: FailureType.preflightFailed,
-      message: `preflight failed; nothing was stopped or removed:\n  ${problems.join('\n  ')}`,
+      message: `nothing was stopped or removed:\n  ${problems.join('\n  ')}`,
       nonRetryable: true,
       details: [byHost],
     });
@@ -756,7 +765,9 @@ class StepTracker {
 }
 
 function publishDetails(p: DeployProgress): void {
-  const lines = [`**${p.cluster}** — ${p.status}${p.currentStep ? `, step ${p.currentStep}` : ''}`];
+  // Markdown as the Temporal UI renders it: blank lines around the list, and "n of N" (the UI typesets n/N
+  // as a fraction).
+  const lines = [`**${p.cluster}** — ${p.status}${p.currentStep ? `, step ${p.currentStep}` : ''}`, ''];
   for (const s of p.steps) {
     if (s.status === 'pending') continue;
     lines.push(
@@ -766,7 +777,8 @@ function publishDetails(p: DeployProgress): void {
   if (p.load && p.currentStep === 'waitHealthy') {
     const l = p.load;
     lines.push(
-      `load: ${l.phase}${l.shardsTotal ? ` shard ${l.shardsDone}/${l.shardsTotal}` : ''}${l.etaS !== undefined ? `, ETA ${formatDuration(l.etaS * 1000)}` : ''}`,
+      '',
+      `load: ${l.phase}${l.shardsTotal ? `, shard ${l.shardsDone} of ${l.shardsTotal}` : ''}${l.etaS !== undefined ? `, ETA ${formatDuration(l.etaS * 1000)}` : ''}`,
     );
   }
   setCurrentDetails(lines.join('\n'));

@@ -1,0 +1,98 @@
+// `liftoff history CLUSTER`: the cluster's past deploys, found by the LiftoffCluster search attribute: start
+// time, trigger, outcome, total and load time, smoke-test tokens/s. Newest first.
+import { Command, InvalidArgumentError } from 'commander';
+import type { Client, WorkflowExecutionInfo } from '@temporalio/client';
+import { connectClient } from '../temporal/connection.js';
+import { searchAttributes } from '../shared/constants.js';
+import { emit, table } from '../cli/render.js';
+import { runCommand } from '../cli/run-command.js';
+import { historyEntries, type HistoryEntry, type ListedRun } from '../report/history-list.js';
+import { formatDuration, formatTime } from '../report/format.js';
+
+export interface HistoryReport {
+  cluster: string;
+  entries: HistoryEntry[];
+}
+
+// Enough to find the newest runs among those listed; visibility does not sort by start time everywhere.
+const listCap = 1000;
+
+/** A visibility query on one cluster; the name is quoted as a string literal. */
+export function clusterQuery(cluster: string, extra = ''): string {
+  return `${searchAttributes.cluster.name} = '${cluster.replaceAll("'", "\\'")}'${extra ? ` AND ${extra}` : ''}`;
+}
+
+export function listedRun(info: WorkflowExecutionInfo): ListedRun {
+  const sa = info.typedSearchAttributes;
+  return {
+    workflowId: info.workflowId,
+    runId: info.runId,
+    status: info.status.name,
+    startTime: info.startTime,
+    closeTime: info.closeTime,
+    trigger: sa.get(searchAttributes.trigger),
+    outcome: sa.get(searchAttributes.outcome),
+    loadSeconds: sa.get(searchAttributes.loadSeconds),
+    memo: info.memo,
+  };
+}
+
+/** Every run of the cluster's workflows that visibility lists (up to a cap), reduced to ListedRun. */
+export async function listClusterRuns(
+  client: Client,
+  cluster: string,
+  extraQuery = '',
+): Promise<ListedRun[]> {
+  const runs: ListedRun[] = [];
+  for await (const info of client.workflow.list({ query: clusterQuery(cluster, extraQuery) })) {
+    runs.push(listedRun(info));
+    if (runs.length >= listCap) break;
+  }
+  return runs;
+}
+
+export function renderHistory(r: HistoryReport): string {
+  if (r.entries.length === 0) return `no deploys of cluster ${r.cluster} found`;
+  const seconds = (s: number | undefined) => (s === undefined ? '-' : formatDuration(s * 1000));
+  return table([
+    ['STARTED', 'TRIGGER', 'OUTCOME', 'TOTAL', 'LOAD', 'TOKENS/S', 'WORKFLOW', 'RUN'],
+    ...r.entries.map((e) => [
+      formatTime(Date.parse(e.startedAt)),
+      e.trigger,
+      e.outcome,
+      seconds(e.totalSeconds),
+      seconds(e.loadSeconds),
+      e.tokensPerSecond === undefined ? '-' : e.tokensPerSecond.toFixed(1),
+      e.workflowId,
+      e.runId,
+    ]),
+  ]);
+}
+
+function positiveInt(text: string): number {
+  const n = Number(text);
+  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError('expected a whole number of at least 1');
+  return n;
+}
+
+export const historyCommand = new Command('history')
+  .description(
+    "list a cluster's past deploys, newest first: start, trigger, outcome, total and load time, tokens/s",
+  )
+  .argument('<cluster>', 'cluster name from the spec')
+  .option('--limit <n>', 'show at most this many deploys', positiveInt, 20)
+  .option('--json', 'print the list as JSON')
+  .action((cluster: string, opts: { limit: number; json?: boolean }) =>
+    runCommand(opts, async () => {
+      const client = await connectClient();
+      try {
+        const report: HistoryReport = {
+          cluster,
+          entries: historyEntries(await listClusterRuns(client, cluster), opts.limit),
+        };
+        emit(opts, report, renderHistory);
+      } finally {
+        await client.connection.close();
+      }
+    }),
+  );

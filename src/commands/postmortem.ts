@@ -1,0 +1,156 @@
+// `liftoff postmortem CLUSTER|WORKFLOW_ID`: a deploy run's postmortem, built from its event history alone
+// (src/report). Online it fetches the history from Temporal and compares the load time with the cluster's
+// earlier successful runs; with --history FILE it reads an export and needs no Temporal at all.
+import { readFile, writeFile } from 'node:fs/promises';
+import { Command, InvalidArgumentError } from 'commander';
+import { WorkflowNotFoundError, type Client } from '@temporalio/client';
+import { connectClient } from '../temporal/connection.js';
+import { deployWorkflowId } from '../shared/constants.js';
+import { runCommand, UsageError } from '../cli/run-command.js';
+import {
+  buildPostmortem,
+  HistoryFormatError,
+  renderPostmortem,
+  reportFormats,
+  type BaselineReport,
+  type Postmortem,
+  type ReportFormat,
+} from '../report/index.js';
+import { median } from '../report/history-list.js';
+import { listClusterRuns } from './history.js';
+
+export interface PostmortemOptions {
+  run?: string;
+  format: ReportFormat;
+  output?: string;
+  history?: string;
+  json?: boolean;
+}
+
+function reportFormat(text: string): ReportFormat {
+  const format = reportFormats.find((f) => f === text);
+  if (!format) throw new InvalidArgumentError(`expected one of ${reportFormats.join(', ')}`);
+  return format;
+}
+
+/** Offline: a history file as `temporal workflow show --output json` (or the UI's download) writes it. */
+export async function postmortemFromFile(
+  file: string,
+  target: string | undefined,
+  runId: string | undefined,
+): Promise<Postmortem> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (err) {
+    throw new UsageError(`cannot read ${file}: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  let pm: Postmortem;
+  try {
+    pm = buildPostmortem(JSON.parse(text));
+  } catch (err) {
+    if (err instanceof SyntaxError || err instanceof HistoryFormatError)
+      throw new UsageError(`${file} is not a workflow history export: ${err.message}`);
+    throw err;
+  }
+  if (target !== undefined && target !== pm.workflowId && target !== pm.cluster) {
+    throw new UsageError(
+      `${file} holds workflow ${pm.workflowId} (cluster ${pm.cluster ?? 'unknown'}), not ${target}`,
+    );
+  }
+  if (runId !== undefined && pm.runId !== undefined && runId !== pm.runId) {
+    throw new UsageError(`${file} holds run ${pm.runId}, not ${runId}`);
+  }
+  return pm;
+}
+
+/**
+ * Online: TARGET is a workflow id or a cluster (whose deploys run as `liftoff-<cluster>`); the latest run
+ * unless --run names one. A UI or schedule run that only started the deploy as a child is followed to it.
+ */
+export async function postmortemOnline(client: Client, target: string, runId?: string): Promise<Postmortem> {
+  const candidates = [...new Set([target, deployWorkflowId(target)])];
+  for (const workflowId of candidates) {
+    const handle = client.workflow.getHandle(workflowId, runId);
+    const described = await handle.describe().catch((err: unknown) => {
+      if (err instanceof WorkflowNotFoundError) return undefined;
+      throw err;
+    });
+    if (!described) continue;
+    let history = await client.workflow.getHandle(workflowId, described.runId).fetchHistory();
+    let pm = buildPostmortem(history, { workflowId, runId: described.runId });
+    const child = pm.trigger.child;
+    if (child?.runId) {
+      history = await client.workflow.getHandle(child.workflowId, child.runId).fetchHistory();
+      pm = buildPostmortem(history, { workflowId: child.workflowId, runId: child.runId });
+    }
+    const baseline = await loadBaseline(client, pm);
+    return buildPostmortem(history, { workflowId: pm.workflowId, runId: pm.runId, baseline });
+  }
+  throw new UsageError(
+    `no workflow ${target}${runId ? ` run ${runId}` : ''} and no deploy of a cluster ${target} (workflow ${deployWorkflowId(target)}) found`,
+  );
+}
+
+/** The median load time of the cluster's successful runs that started before this one. */
+export async function loadBaseline(client: Client, pm: Postmortem): Promise<BaselineReport> {
+  if (!pm.cluster) return { available: false, reason: 'the run names no cluster' };
+  const before = new Date(pm.startedAtMs).toISOString();
+  const runs = await listClusterRuns(
+    client,
+    pm.cluster,
+    `LiftoffOutcome = 'succeeded' AND StartTime < '${before}'`,
+  );
+  const loads = runs
+    .filter((r) => r.runId !== pm.runId && r.startTime.getTime() < pm.startedAtMs)
+    .map((r) => r.loadSeconds)
+    .filter((s): s is number => s !== undefined);
+  const value = median(loads);
+  if (value === undefined) {
+    return { available: false, reason: `no earlier successful deploy of ${pm.cluster} recorded a load time` };
+  }
+  return { available: true, medianSeconds: value, runs: loads.length };
+}
+
+export const postmortemCommand = new Command('postmortem')
+  .description(
+    "a deploy run's postmortem from its event history: step timeline with retries, errors, load progress, failure and diagnostics, spec (secrets redacted), trigger, load time vs earlier runs",
+  )
+  .argument('[target]', 'cluster name or workflow id (optional with --history)')
+  .option('--run <runId>', 'a specific run (default: the latest)')
+  .option(
+    '--format <format>',
+    `output format: ${reportFormats.join(', ')}`,
+    reportFormat,
+    'md' as ReportFormat,
+  )
+  .option('-o, --output <file>', 'write the report to FILE instead of stdout')
+  .option('--history <file>', 'offline: read a history exported with `temporal workflow show --output json`')
+  .option('--json', 'same as --format json')
+  .action((target: string | undefined, opts: PostmortemOptions) =>
+    runCommand(opts, async () => {
+      const format: ReportFormat = opts.json ? 'json' : opts.format;
+      let pm: Postmortem;
+      if (opts.history !== undefined) {
+        pm = await postmortemFromFile(opts.history, target, opts.run);
+      } else {
+        if (target === undefined)
+          throw new UsageError('name a cluster or workflow id, or give --history FILE');
+        const client = await connectClient();
+        try {
+          pm = await postmortemOnline(client, target, opts.run);
+        } finally {
+          await client.connection.close();
+        }
+      }
+      const text = renderPostmortem(pm, format);
+      if (opts.output === undefined) {
+        process.stdout.write(text.endsWith('\n') ? text : `${text}\n`);
+        return;
+      }
+      await writeFile(opts.output, text);
+      process.stdout.write(
+        `wrote ${format} postmortem of ${pm.workflowId}${pm.runId ? ` run ${pm.runId}` : ''} (${pm.outcome}) to ${opts.output}\n`,
+      );
+    }),
+  );

@@ -1,0 +1,247 @@
+// What the `liftoff schedule` commands share: the ids a schedule and its runs get, finding a schedule by id or
+// cluster, reading a scheduled run's outcome back from its workflow, and showing a stored spec without secrets.
+import {
+  ScheduleNotFoundError,
+  WorkflowFailedError,
+  WorkflowNotFoundError,
+  type Client,
+  type ScheduleDescription,
+  type ScheduleExecutionResult,
+  type ScheduleHandle,
+} from '@temporalio/client';
+import { connectClient } from '../../temporal/connection.js';
+import { deployWorkflowId, searchAttributes } from '../../shared/constants.js';
+import { isSecretEnvName, redact } from '../../shared/redact.js';
+import { apiKeys } from '../../activities/serve.js';
+import type { DeploySpec } from '../../config/schema.js';
+import { UsageError } from '../../cli/run-command.js';
+import { describeFailure } from '../../cli/deploy-status.js';
+
+/** The default schedule id of a cluster. */
+export function scheduleIdFor(cluster: string): string {
+  return deployWorkflowId(cluster);
+}
+
+/** The workflow id prefix of scheduled runs; Temporal appends the scheduled time to it. */
+export function scheduledWorkflowIdFor(cluster: string): string {
+  return `${deployWorkflowId(cluster)}-scheduled`;
+}
+
+/**
+ * Kept on the schedule because Temporal stores a cron string as calendars and never gives the text back; the
+ * memo also marks a schedule as liftoff's.
+ */
+export interface ScheduleMemo {
+  cluster: string;
+  cron: string;
+  timezone: string;
+}
+
+export function memoOf(description: { memo?: Record<string, unknown> }): ScheduleMemo | undefined {
+  const memo = description.memo;
+  if (!memo || typeof memo.cluster !== 'string') return undefined;
+  return {
+    cluster: memo.cluster,
+    cron: typeof memo.cron === 'string' ? memo.cron : '',
+    timezone: typeof memo.timezone === 'string' && memo.timezone !== '' ? memo.timezone : 'UTC',
+  };
+}
+
+export async function withClient<T>(body: (client: Client) => Promise<T>): Promise<T> {
+  const client = await connectClient();
+  try {
+    return await body(client);
+  } finally {
+    await client.connection.close();
+  }
+}
+
+export interface FoundSchedule {
+  handle: ScheduleHandle;
+  description: ScheduleDescription;
+  memo: ScheduleMemo;
+}
+
+async function describeIfExists(client: Client, scheduleId: string): Promise<FoundSchedule | undefined> {
+  const handle = client.schedule.getHandle(scheduleId);
+  try {
+    const description = await handle.describe();
+    const memo = memoOf(description);
+    if (!memo) {
+      throw new UsageError(`schedule ${scheduleId} was not created by liftoff (no cluster in its memo)`);
+    }
+    return { handle, description, memo };
+  } catch (err) {
+    if (err instanceof ScheduleNotFoundError) return undefined;
+    throw err;
+  }
+}
+
+/** A schedule named by its id, or by its cluster (the default id, else the one schedule of that cluster). */
+export async function findSchedule(client: Client, ref: string): Promise<FoundSchedule> {
+  const byId = (await describeIfExists(client, ref)) ?? (await describeIfExists(client, scheduleIdFor(ref)));
+  if (byId) return byId;
+  const ids: string[] = [];
+  for await (const summary of client.schedule.list()) {
+    if (memoOf(summary)?.cluster === ref) ids.push(summary.scheduleId);
+  }
+  if (ids.length > 1) {
+    throw new UsageError(
+      `cluster ${ref} has ${ids.length} schedules (${ids.join(', ')}); name one by its id`,
+    );
+  }
+  const found = ids[0] !== undefined ? await describeIfExists(client, ids[0]) : undefined;
+  if (found) return found;
+  throw new UsageError(
+    `no liftoff schedule ${ref} (looked for schedule ids ${ref} and ${scheduleIdFor(ref)}, and schedules of cluster ${ref}); see \`liftoff schedule list\``,
+  );
+}
+
+export type RunOutcome =
+  'succeeded' | 'failed' | 'refused' | 'cancelled' | 'running' | 'terminated' | 'timed out' | 'unknown';
+
+/** One run a schedule started, and how it ended, read from its workflow. */
+export interface ScheduledRun {
+  workflowId: string;
+  runId: string;
+  /** The time the run was due (ISO). */
+  scheduledAt: string;
+  /** When the schedule started it (ISO). */
+  startedAt: string;
+  outcome: RunOutcome;
+  /** Why it failed or was refused (first line of the workflow's failure). */
+  message?: string;
+  /** The deploy it ran as a child, under the cluster's id. */
+  deployWorkflowId?: string;
+}
+
+const outcomeByStatus: Record<string, RunOutcome> = {
+  RUNNING: 'running',
+  COMPLETED: 'succeeded',
+  FAILED: 'failed',
+  CANCELLED: 'cancelled',
+  TERMINATED: 'terminated',
+  TIMED_OUT: 'timed out',
+};
+
+export async function scheduledRun(client: Client, action: ScheduleExecutionResult): Promise<ScheduledRun> {
+  const { workflowId, firstExecutionRunId: runId } = action.action.workflow;
+  const run: ScheduledRun = {
+    workflowId,
+    runId,
+    scheduledAt: action.scheduledAt.toISOString(),
+    startedAt: action.takenAt.toISOString(),
+    outcome: 'unknown',
+  };
+  const handle = client.workflow.getHandle(workflowId, runId, { followRuns: false });
+  let status: string;
+  try {
+    const described = await handle.describe();
+    status = described.status.name;
+    const memo = described.memo ?? {};
+    if (typeof memo.deployWorkflowId === 'string') run.deployWorkflowId = memo.deployWorkflowId;
+    // The workflow's own verdict first: a refused run is FAILED to Temporal but not a failed deploy.
+    const recorded = described.typedSearchAttributes.get(searchAttributes.outcome);
+    run.outcome =
+      status === 'RUNNING'
+        ? 'running'
+        : ((recorded as RunOutcome | undefined) ?? outcomeByStatus[status] ?? 'unknown');
+  } catch (err) {
+    if (!(err instanceof WorkflowNotFoundError)) throw err;
+    run.message = 'the workflow is no longer kept by Temporal (past the namespace retention)';
+    return run;
+  }
+  if (status === 'FAILED') {
+    const failure = await handle.result().then(
+      () => undefined,
+      (err: unknown) => (err instanceof WorkflowFailedError ? describeFailure(err) : undefined),
+    );
+    if (failure) run.message = headline(failure.message);
+  }
+  return run;
+}
+
+/** The first line of a failure message, and the one after it when the first only introduces it ("…:"). */
+function headline(message: string): string {
+  const [first = '', second] = message.split('\n');
+  return first.endsWith(':') && second ? `${first} ${second.trim()}` : first;
+}
+
+/** The schedule's recent runs, newest first. */
+export async function recentRuns(client: Client, description: ScheduleDescription): Promise<ScheduledRun[]> {
+  const actions = [...description.info.recentActions].reverse();
+  return Promise.all(actions.map((a) => scheduledRun(client, a)));
+}
+
+/** The spec a schedule stores (its action's first argument). */
+export function storedSpec(description: ScheduleDescription): DeploySpec | undefined {
+  const spec: unknown = description.action.args?.[0];
+  return typeof spec === 'object' && spec !== null ? (spec as DeploySpec) : undefined;
+}
+
+type EnvMap = DeploySpec['serve']['env'];
+
+/**
+ * Literal secret values a stored spec may hold. The spec schema now only accepts references ({ fromEnv } /
+ * { fromFile }) for secret-looking names and refuses credential flags, but a schedule keeps the spec it was
+ * created with, possibly by an older liftoff: what it stores is shown as if it might hold one.
+ */
+function literalSecrets(spec: DeploySpec): string[] {
+  const fromEnv = (env: EnvMap | undefined) =>
+    Object.entries(env ?? {}).flatMap(([name, value]) =>
+      typeof value === 'string' && value !== '' && isSecretEnvName(name) ? [value] : [],
+    );
+  return [...fromEnv(spec.ray?.env), ...fromEnv(spec.serve?.env), ...apiKeys(spec.serve?.args ?? [])];
+}
+
+/** The spec with any literal secret value replaced, for showing; references are kept (they hold no secret). */
+export function redactSpec(spec: DeploySpec): DeploySpec {
+  return JSON.parse(redact(JSON.stringify(spec), literalSecrets(spec))) as DeploySpec;
+}
+
+function envValue(value: EnvMap[string]): string {
+  if (typeof value === 'string') return value;
+  return 'fromEnv' in value ? `(worker env ${value.fromEnv})` : `(worker file ${value.fromFile})`;
+}
+
+/** A few lines saying what a scheduled run deploys; env var names are shown, secret values never. */
+export function specSummary(spec: DeploySpec): string[] {
+  const shown = redactSpec(spec);
+  const hosts = shown.hosts
+    .map((h) => `${h.name} (${h.role}, ${h.address}${h.jumpHost ? ` via ${h.jumpHost}` : ''})`)
+    .join(', ');
+  const env = (label: string, vars: EnvMap | undefined) => {
+    const entries = Object.entries(vars ?? {});
+    return entries.length === 0
+      ? []
+      : [`${label} ${entries.map(([k, v]) => `${k}=${envValue(v)}`).join(' ')}`];
+  };
+  return [
+    `cluster ${shown.cluster}: ${hosts}`,
+    `model ${shown.serve.model}, tensor parallel ${shown.serve.tensorParallelSize}, port ${shown.serve.port}`,
+    `ray image ${shown.ray.image}, container ${shown.ray.container}`,
+    ...env('ray.env', shown.ray.env),
+    ...env('serve.env', shown.serve.env),
+    ...(shown.serve.args.length > 0 ? [`serve.args ${shown.serve.args.join(' ')}`] : []),
+  ];
+}
+
+/** "2026-12-04 04:00 Europe/Paris": a time as the schedule's own zone reads it. */
+export function formatInZone(iso: string, zone: string): string {
+  const parts = Object.fromEntries(
+    new Intl.DateTimeFormat('en-CA', {
+      timeZone: zone,
+      year: 'numeric',
+      month: '2-digit',
+      day: '2-digit',
+      hour: '2-digit',
+      minute: '2-digit',
+      second: '2-digit',
+      hourCycle: 'h23',
+    })
+      .formatToParts(new Date(iso))
+      .map((p) => [p.type, p.value]),
+  );
+  const seconds = parts.second && parts.second !== '00' ? `:${parts.second}` : '';
+  return `${parts.year}-${parts.month}-${parts.day} ${parts.hour}:${parts.minute}${seconds} ${zone}`;
+}

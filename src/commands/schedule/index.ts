@@ -1,0 +1,27 @@
+// `liftoff schedule …`: deploys on a timetable, built on Temporal Schedules.
+import { Command } from 'commander';
+import { scheduleCreateCommand } from './create.js';
+import { scheduleListCommand } from './list.js';
+import { scheduleDescribeCommand } from './describe.js';
+import { schedulePauseCommand } from './pause.js';
+import { scheduleUnpauseCommand } from './unpause.js';
+import { scheduleTriggerCommand } from './trigger.js';
+import { scheduleDeleteCommand } from './delete.js';
+
+export const scheduleCommand = new Command('schedule').description(
+  'deploy a cluster on a timetable (Temporal Schedules; overlap SKIP, one deploy per cluster)',
+);
+
+// Commander does not pass exitOverride down to commands added with addCommand: without it a usage error in a
+// subcommand exits 1 from inside commander instead of reaching src/client.ts, which maps it to exit 2.
+for (const sub of [
+  scheduleCreateCommand,
+  scheduleListCommand,
+  scheduleDescribeCommand,
+  schedulePauseCommand,
+  scheduleUnpauseCommand,
+  scheduleTriggerCommand,
+  scheduleDeleteCommand,
+])
+  scheduleCommand.addCommand(sub.exitOverride().showHelpAfterError());
+scheduleCommand.exitOverride().showHelpAfterError();

@@ -1,0 +1,60 @@
+// `liftoff schedule pause ID|CLUSTER [--note TEXT]`: no scheduled run starts until it is unpaused; a run already
+// going is not touched (`liftoff cancel CLUSTER` stops a deploy).
+import { Command } from 'commander';
+import type { Client } from '@temporalio/client';
+import { emit } from '../../cli/render.js';
+import { runCommand } from '../../cli/run-command.js';
+import { findSchedule, formatInZone, withClient } from './common.js';
+
+export interface SchedulePauseReport {
+  scheduleId: string;
+  cluster: string;
+  paused: boolean;
+  note?: string;
+  /** ISO time of the next run once unpaused. */
+  nextRun?: string;
+  timezone: string;
+}
+
+export function renderPause(r: SchedulePauseReport): string {
+  const head = `schedule ${r.scheduleId} (cluster ${r.cluster}) is ${r.paused ? 'paused' : 'active'}${r.note ? `: ${r.note}` : ''}`;
+  if (r.paused) return `${head}\nno run starts until \`liftoff schedule unpause ${r.scheduleId}\``;
+  return `${head}\nnext run: ${r.nextRun ? formatInZone(r.nextRun, r.timezone) : 'none (the cron matches no future time)'}`;
+}
+
+/** Pauses or unpauses, then reads the schedule back so the report shows what Temporal now holds. */
+export async function setPaused(
+  client: Client,
+  ref: string,
+  paused: boolean,
+  note: string,
+): Promise<SchedulePauseReport> {
+  const { handle, memo } = await findSchedule(client, ref);
+  if (paused) await handle.pause(note);
+  else await handle.unpause(note);
+  const now = await handle.describe();
+  return {
+    scheduleId: handle.scheduleId,
+    cluster: memo.cluster,
+    paused: now.state.paused,
+    note: now.state.note || undefined,
+    nextRun: now.info.nextActionTimes[0]?.toISOString(),
+    timezone: memo.timezone,
+  };
+}
+
+export const schedulePauseCommand = new Command('pause')
+  .description('pause a schedule: no scheduled run starts until it is unpaused')
+  .argument('<schedule>', 'schedule id, or cluster name')
+  .option(
+    '--note <text>',
+    'why (shown by describe and in the Temporal UI)',
+    'paused with liftoff schedule pause',
+  )
+  .option('--json', 'print the new state as JSON')
+  .action((ref: string, opts: { note: string; json?: boolean }) =>
+    runCommand(opts, async () => {
+      const report = await withClient((client) => setPaused(client, ref, true, opts.note));
+      emit(opts, report, renderPause);
+    }),
+  );

@@ -1,0 +1,80 @@
+// Small text forms shared by the markdown and HTML renderers, so both say the same thing the same way.
+import { formatDuration } from '../config/duration.js';
+import type { BaselineReport, LoadReport, LoadSample, Postmortem, StepTimeline } from './model.js';
+
+export { formatDuration };
+
+/** "2026-12-02 20:17:38Z": UTC, to the second, the same wherever the report is read. */
+export function formatTime(ms: number): string {
+  return `${new Date(ms).toISOString().slice(0, 19).replace('T', ' ')}Z`;
+}
+
+/** "+3.9s" after the run started. */
+export function offset(ms: number | undefined, t0: number): string {
+  return ms === undefined ? '' : `+${((ms - t0) / 1000).toFixed(1)}s`;
+}
+
+export function stepDuration(s: StepTimeline): string {
+  return s.durationMs === undefined ? '' : formatDuration(s.durationMs);
+}
+
+export function attemptsText(s: StepTimeline): string {
+  if (s.attempts === 0) return '';
+  return s.retries > 0
+    ? `${s.attempts} (${s.retries} ${s.retries === 1 ? 'retry' : 'retries'})`
+    : `${s.attempts}`;
+}
+
+export function progressText(sample: LoadSample | undefined): string {
+  if (!sample) return 'no health poll answered';
+  const shard =
+    sample.shardsTotal !== undefined
+      ? `, shard ${sample.shardsDone ?? 0}/${sample.shardsTotal}${sample.percent !== undefined ? ` (${sample.percent}%)` : ''}`
+      : '';
+  return `phase ${sample.phase}${shard}, ${sample.atS.toFixed(1)} s into the load`;
+}
+
+export function loadLine(load: LoadReport | undefined): string {
+  if (!load) return 'the load did not start';
+  const time =
+    load.loadSeconds !== undefined ? `load time ${load.loadSeconds.toFixed(1)} s` : 'load time unknown';
+  return `${time} over ${load.polls} health ${load.polls === 1 ? 'poll' : 'polls'}; last progress: ${progressText(load.last)}`;
+}
+
+export function baselineLine(loadSeconds: number | undefined, b: BaselineReport): string {
+  if (!b.available) return `baseline unavailable: ${b.reason}`;
+  const median = `median ${b.medianSeconds.toFixed(1)} s over ${b.runs} earlier successful ${b.runs === 1 ? 'run' : 'runs'}`;
+  if (loadSeconds === undefined || b.deltaSeconds === undefined)
+    return `${median}; this run has no load time`;
+  const pct =
+    b.ratio !== undefined ? ` (${b.ratio >= 1 ? '+' : '−'}${Math.abs((b.ratio - 1) * 100).toFixed(0)}%)` : '';
+  const direction = b.deltaSeconds >= 0 ? 'slower' : 'faster';
+  return `${loadSeconds.toFixed(1)} s vs ${median}: ${Math.abs(b.deltaSeconds).toFixed(1)} s ${direction}${pct}`;
+}
+
+export function triggerLine(pm: Postmortem): string {
+  const t = pm.trigger;
+  const parts = [t.kind];
+  if (t.scheduleId) parts.push(`schedule ${t.scheduleId}`);
+  if (t.parent)
+    parts.push(
+      `started as a child of ${t.parent.workflowId}${t.parent.runId ? ` (run ${t.parent.runId})` : ''}`,
+    );
+  if (t.startedBy) parts.push(`started by ${t.startedBy}`);
+  return parts.join(', ');
+}
+
+export function headline(pm: Postmortem): string {
+  return `Postmortem: deploy of ${pm.cluster ?? pm.workflowId} — ${pm.outcome}`;
+}
+
+/** At most `max` samples, evenly spread, always keeping the first and the last. */
+export function thinSamples(samples: LoadSample[], max: number): LoadSample[] {
+  if (samples.length <= max) return samples;
+  const out: LoadSample[] = [];
+  for (let i = 0; i < max; i++) {
+    const s = samples[Math.round((i * (samples.length - 1)) / (max - 1))];
+    if (s && out.at(-1) !== s) out.push(s);
+  }
+  return out;
+}

@@ -1,0 +1,92 @@
+// `liftoff history` rows from what Temporal's visibility store lists: search attributes and memo, never the
+// events. Pure, so the rules (newest first; delegating runs only when refused) are tested without a server.
+
+/** One listed workflow execution, as the client's list() gives it, reduced to what history needs. */
+export interface ListedRun {
+  workflowId: string;
+  runId: string;
+  /** Temporal's status name: RUNNING, COMPLETED, FAILED, CANCELLED, TERMINATED, TIMED_OUT, CONTINUED_AS_NEW. */
+  status: string;
+  startTime: Date;
+  closeTime?: Date;
+  trigger?: string;
+  outcome?: string;
+  loadSeconds?: number;
+  memo?: Record<string, unknown>;
+}
+
+export interface HistoryEntry {
+  workflowId: string;
+  runId: string;
+  startedAt: string;
+  closedAt?: string;
+  trigger: string;
+  outcome: string;
+  totalSeconds?: number;
+  loadSeconds?: number;
+  tokensPerSecond?: number;
+}
+
+const outcomeOfStatus: Record<string, string> = {
+  RUNNING: 'running',
+  COMPLETED: 'succeeded',
+  FAILED: 'failed',
+  CANCELLED: 'cancelled',
+  TERMINATED: 'terminated',
+  TIMED_OUT: 'timed out',
+  CONTINUED_AS_NEW: 'continued as new',
+};
+
+/**
+ * Newest first, at most `limit`. A UI or schedule run that started the deploy as a child (memo
+ * `deployWorkflowId`) would list the same deploy twice, so it is left out, except when it was refused: then
+ * it is the only record that the trigger fired and started nothing.
+ */
+export function historyEntries(runs: readonly ListedRun[], limit: number): HistoryEntry[] {
+  return runs
+    .filter((r) => r.memo?.deployWorkflowId === undefined || outcomeOf(r) === 'refused')
+    .sort((a, b) => b.startTime.getTime() - a.startTime.getTime())
+    .slice(0, Math.max(0, limit))
+    .map((r): HistoryEntry => {
+      const summary = isRecord(r.memo?.summary) ? r.memo.summary : {};
+      const entry: HistoryEntry = {
+        workflowId: r.workflowId,
+        runId: r.runId,
+        startedAt: r.startTime.toISOString(),
+        trigger: r.trigger ?? 'unknown',
+        outcome: outcomeOf(r),
+      };
+      if (r.closeTime) entry.closedAt = r.closeTime.toISOString();
+      const total =
+        numberOr(summary.totalSeconds) ??
+        (r.closeTime ? (r.closeTime.getTime() - r.startTime.getTime()) / 1000 : undefined);
+      if (total !== undefined) entry.totalSeconds = total;
+      const load = r.loadSeconds ?? numberOr(summary.loadSeconds);
+      if (load !== undefined) entry.loadSeconds = load;
+      const tps = numberOr(summary.tokensPerSecond);
+      if (tps !== undefined) entry.tokensPerSecond = tps;
+      return entry;
+    });
+}
+
+function outcomeOf(r: ListedRun): string {
+  // A run still going has no outcome yet, whatever a previous run of the same id recorded.
+  if (r.status === 'RUNNING') return 'running';
+  return r.outcome ?? outcomeOfStatus[r.status] ?? r.status.toLowerCase();
+}
+
+/** The median of the values (the mean of the middle two for an even count); undefined when empty. */
+export function median(values: readonly number[]): number | undefined {
+  if (values.length === 0) return undefined;
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[mid] : ((sorted[mid - 1] ?? 0) + (sorted[mid] ?? 0)) / 2;
+}
+
+function numberOr(v: unknown): number | undefined {
+  return typeof v === 'number' && Number.isFinite(v) ? v : undefined;
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}

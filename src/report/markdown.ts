@@ -1,0 +1,163 @@
+// The postmortem as Markdown: readable in a terminal, pasteable into an issue or a chat.
+import type { HostDiagnostics } from '../activities/types.js';
+import type { Postmortem, StepTimeline } from './model.js';
+import {
+  attemptsText,
+  baselineLine,
+  formatDuration,
+  formatTime,
+  headline,
+  loadLine,
+  offset,
+  stepDuration,
+  thinSamples,
+  triggerLine,
+} from './format.js';
+
+export function renderMarkdown(pm: Postmortem): string {
+  const t0 = pm.startedAtMs;
+  const out: string[] = [`# ${headline(pm)}`, ''];
+  out.push(
+    `- Workflow: \`${pm.workflowId}\`${pm.runId ? ` run \`${pm.runId}\`` : ''}`,
+    `- Started: ${formatTime(pm.startedAtMs)}${pm.endedAtMs !== undefined ? `; ended ${formatTime(pm.endedAtMs)}` : '; still running'}${pm.durationMs !== undefined ? `; total ${formatDuration(pm.durationMs)}` : ''}`,
+    `- Trigger: ${triggerLine(pm)}`,
+    `- Load: ${loadLine(pm.load)}`,
+    `- Load vs earlier runs: ${baselineLine(pm.loadVsBaseline.loadSeconds, pm.loadVsBaseline.baseline)}`,
+  );
+  if (pm.result?.endpoint) {
+    out.push(
+      `- Result: ${pm.result.model ?? ''} at ${pm.result.endpoint}${pm.result.tokensPerSecond !== undefined ? `, smoke test ${pm.result.tokensPerSecond.toFixed(1)} tokens/s` : ''}`,
+    );
+  }
+  out.push('');
+
+  if (pm.failure) {
+    const f = pm.failure;
+    out.push('## Failure', '');
+    out.push(
+      `**${f.type}**${f.step ? ` in step \`${f.step}\`` : ''}${f.nonRetryable ? ' (not retryable)' : ''}`,
+      '',
+    );
+    out.push(fence(f.message, 'text'), '');
+    if (f.causes.length > 0) out.push('Caused by:', ...f.causes.map((c) => `- ${oneLine(c)}`), '');
+    if (f.teardown) out.push('Teardown:', ...f.teardown.map((l) => `- ${l}`), '');
+  }
+  if (pm.cancelled) {
+    out.push('## Cancelled', '', `Cancelled during \`${pm.cancelled.step ?? '?'}\`. Teardown:`);
+    out.push(...pm.cancelled.teardown.map((l) => `- ${l}`), '');
+  }
+
+  out.push('## Timeline', '');
+  out.push(
+    '| # | step | status | start | end | duration | attempts | |',
+    '|---|---|---|---|---|---|---|---|',
+  );
+  const span = Math.max(1, (pm.endedAtMs ?? lastTime(pm)) - t0);
+  pm.steps.forEach((s, i) => {
+    out.push(
+      `| ${s.aftermath ? '↳' : i + 1} | ${cell(s.title)} (\`${s.name}\`) | ${s.outcome} | ${offset(s.startedAtMs, t0)} | ${offset(s.endedAtMs, t0)} | ${stepDuration(s)} | ${attemptsText(s)} | ${bar(s, t0, span)} |`,
+    );
+  });
+  out.push('');
+
+  out.push('## Retries and errors', '');
+  if (pm.attemptErrors.length === 0) {
+    out.push('No activity attempt failed.', '');
+  } else {
+    out.push('| at | step | activity | host | attempt | error |', '|---|---|---|---|---|---|');
+    for (const e of pm.attemptErrors) {
+      out.push(
+        `| ${offset(e.atMs, t0)} | ${e.step} | ${e.activityType} | ${e.host ?? ''} | ${e.attempt}${e.final ? ' (last)' : ''} | ${cell(oneLine(e.error))} |`,
+      );
+    }
+    out.push('');
+  }
+
+  if (pm.load) {
+    out.push('## Load progress', '');
+    out.push(`${loadLine(pm.load)}.`, '');
+    const samples = thinSamples(pm.load.samples, 20);
+    if (samples.length > 0) {
+      out.push('| t | phase | shards | health |', '|---|---|---|---|');
+      for (const s of samples) {
+        out.push(
+          `| ${s.atS.toFixed(1)}s | ${s.phase} | ${s.shardsTotal !== undefined ? `${s.shardsDone ?? 0}/${s.shardsTotal}` : ''} | ${s.health ?? ''} |`,
+        );
+      }
+      out.push('');
+    }
+  }
+
+  if (pm.failure && pm.failure.diagnostics.length > 0) {
+    out.push('## Diagnostics', '');
+    for (const d of pm.failure.diagnostics) out.push(...diagnosticsSection(d));
+  }
+
+  if (pm.workflowTaskProblems.length > 0 || pm.workers.length > 1) {
+    out.push('## Workers', '');
+    for (const w of pm.workers) {
+      out.push(
+        `- \`${w.identity}\`: ${w.tasks} tasks, ${offset(w.firstSeenMs, t0)} to ${offset(w.lastSeenMs, t0)}`,
+      );
+    }
+    for (const p of pm.workflowTaskProblems)
+      out.push(`- ${offset(p.atMs, t0)} workflow task ${p.kind}: ${oneLine(p.detail)}`);
+    out.push('');
+  }
+
+  if (pm.result?.smokeText !== undefined) {
+    out.push('## Smoke test', '', `> ${oneLine(pm.result.smokeText)}`, '');
+  }
+
+  if (pm.spec) {
+    out.push('## Effective spec (secrets redacted)', '');
+    if (pm.spec.redactedFields.length > 0)
+      out.push(`Redacted: ${pm.spec.redactedFields.map((f) => `\`${f}\``).join(', ')}`, '');
+    out.push(fence(JSON.stringify(pm.spec.effective, null, 2), 'json'), '');
+  }
+  if (pm.notes.length > 0) out.push('## Notes', '', ...pm.notes.map((n) => `- ${n}`), '');
+  return out.join('\n');
+}
+
+function diagnosticsSection(d: HostDiagnostics): string[] {
+  const out = [`### ${d.host}${d.reachable ? '' : ' (unreachable)'}`, ''];
+  if (d.errors.length > 0) out.push(...d.errors.map((e) => `- error: ${oneLine(e)}`), '');
+  const parts: [string, string | undefined][] = [
+    ['serve log tail', d.serveLogTail],
+    ['ray status', d.rayStatus],
+    ['nvidia-smi', d.nvidiaSmi],
+    ['container log tail', d.containerLogTail],
+  ];
+  for (const [title, text] of parts) {
+    if (text === undefined || text.trim() === '') continue;
+    out.push(`${title}:`, '', fence(text, 'text'), '');
+  }
+  return out;
+}
+
+// A bar of up to 24 cells placed on the run's time axis: the text form of the HTML Gantt chart.
+function bar(s: StepTimeline, t0: number, span: number): string {
+  if (s.startedAtMs === undefined) return '';
+  const width = 24;
+  const from = Math.floor(((s.startedAtMs - t0) / span) * width);
+  const to = Math.max(from + 1, Math.ceil((((s.endedAtMs ?? s.startedAtMs) - t0) / span) * width));
+  return `\`${' '.repeat(from)}${(s.outcome === 'failed' ? 'x' : '█').repeat(Math.min(width, to) - from)}${' '.repeat(Math.max(0, width - to))}\``;
+}
+
+function lastTime(pm: Postmortem): number {
+  return Math.max(pm.startedAtMs, ...pm.steps.map((s) => s.endedAtMs ?? s.startedAtMs ?? 0));
+}
+
+function fence(text: string, lang: string): string {
+  const longest = Math.max(2, ...[...text.matchAll(/`+/g)].map((m) => m[0].length));
+  const ticks = '`'.repeat(longest + 1);
+  return `${ticks}${lang}\n${text}\n${ticks}`;
+}
+
+function oneLine(text: string): string {
+  return text.split('\n')[0] ?? '';
+}
+
+function cell(text: string): string {
+  return text.replaceAll('|', '\\|');
+}

@@ -1,0 +1,176 @@
+// The postmortem of one deploy run, built from its event history alone. Every renderer (md, html, json) reads
+// this and nothing else; `--format json` prints it as it is.
+import type { HostDiagnostics } from '../activities/types.js';
+
+export type Outcome =
+  | 'succeeded'
+  | 'failed'
+  | 'cancelled'
+  | 'refused'
+  | 'terminated'
+  | 'timed out'
+  | 'continued as new'
+  | 'running';
+
+export type StepOutcome = 'done' | 'failed' | 'cancelled' | 'skipped' | 'running' | 'not reached';
+
+export type ActivityOutcome = 'completed' | 'failed' | 'timed out' | 'cancelled' | 'running' | 'scheduled';
+
+/** One activity the workflow scheduled, with the retries Temporal made of it. */
+export interface ActivityRun {
+  activityId: string;
+  activityType: string;
+  host?: string;
+  scheduledAtMs: number;
+  /** When the last attempt started. */
+  startedAtMs?: number;
+  endedAtMs?: number;
+  /** The attempt that ended it (1 = no retry). */
+  attempt: number;
+  outcome: ActivityOutcome;
+  /** The worker (identity) that ran the last attempt. */
+  worker?: string;
+  /** The last attempt's error, when it failed or timed out. */
+  error?: string;
+  /** The error of the attempt before the last one, which the history keeps with the last start. */
+  previousAttemptError?: string;
+}
+
+/** A deploy step (or the aftermath of a failure: diagnostics, teardown) on the run's timeline. */
+export interface StepTimeline {
+  name: string;
+  title: string;
+  outcome: StepOutcome;
+  /** Milliseconds since the epoch. */
+  startedAtMs?: number;
+  endedAtMs?: number;
+  durationMs?: number;
+  /** Most attempts any one of its activities needed (1 = no retry; inline steps count 1). */
+  attempts: number;
+  /** Failed attempts across its activities (attempts beyond the first). */
+  retries: number;
+  activities: ActivityRun[];
+  /** True for what the deploy did after a failure or a cancel (diagnostics, teardown). */
+  aftermath: boolean;
+  detail?: string;
+  error?: string;
+}
+
+/** An error one attempt of an activity ended with. */
+export interface AttemptError {
+  step: string;
+  activityType: string;
+  host?: string;
+  attempt: number;
+  /** Attempt number known exactly, or "before N" when only the last two attempts' errors are in the history. */
+  error: string;
+  atMs?: number;
+  final: boolean;
+}
+
+export interface LoadSample {
+  /** Seconds since the load started (the first health poll). */
+  atS: number;
+  phase: string;
+  shardsDone?: number;
+  shardsTotal?: number;
+  percent?: number;
+  health?: string;
+}
+
+export interface LoadReport {
+  startedAtMs: number;
+  endedAtMs?: number;
+  /** From the workflow's own record when it finished the load, else the span of the polls. */
+  loadSeconds?: number;
+  polls: number;
+  samples: LoadSample[];
+  last?: LoadSample;
+}
+
+export interface FailureReport {
+  type: string;
+  message: string;
+  /** The step the workflow said failed. */
+  step?: string;
+  nonRetryable?: boolean;
+  /** Messages of the failure's causes, outermost first. */
+  causes: string[];
+  diagnostics: HostDiagnostics[];
+  teardown?: string[];
+  /** The failure's own details when they are not the deploy's usual `{ step, progress, … }`. */
+  details?: unknown;
+}
+
+export interface TriggerReport {
+  /** cli / ui / schedule, as the workflow recorded it. */
+  kind: string;
+  /** The identity of whoever started the run (a CLI is `pid@host`). */
+  startedBy?: string;
+  scheduleId?: string;
+  /** The UI or schedule run that started this deploy as its child. */
+  parent?: { workflowId: string; runId?: string };
+  /** This run only held the trigger: the deploy ran as this child. */
+  child?: { workflowId: string; runId?: string };
+}
+
+export type BaselineReport =
+  | { available: false; reason: string }
+  | {
+      available: true;
+      medianSeconds: number;
+      runs: number;
+      /** This run's load time minus the median (positive = slower). */
+      deltaSeconds?: number;
+      ratio?: number;
+    };
+
+export interface SpecReport {
+  /** The spec with the schema's defaults applied, secrets replaced by the redaction marker. */
+  effective: unknown;
+  valid: boolean;
+  /** Dotted paths of the fields that were redacted. */
+  redactedFields: string[];
+}
+
+export interface ResultReport {
+  endpoint?: string;
+  model?: string;
+  loadSeconds?: number;
+  totalSeconds?: number;
+  tokensPerSecond?: number;
+  smokeText?: string;
+}
+
+export interface WorkerReport {
+  identity: string;
+  /** Workflow tasks and activity attempts this worker ran. */
+  tasks: number;
+  firstSeenMs: number;
+  lastSeenMs: number;
+}
+
+export interface Postmortem {
+  format: 'liftoff-postmortem/1';
+  workflowId: string;
+  runId?: string;
+  workflowType: string;
+  cluster?: string;
+  outcome: Outcome;
+  startedAtMs: number;
+  endedAtMs?: number;
+  durationMs?: number;
+  trigger: TriggerReport;
+  steps: StepTimeline[];
+  attemptErrors: AttemptError[];
+  load?: LoadReport;
+  failure?: FailureReport;
+  cancelled?: { step?: string; teardown: string[] };
+  spec?: SpecReport;
+  result?: ResultReport;
+  loadVsBaseline: { loadSeconds?: number; baseline: BaselineReport };
+  workers: WorkerReport[];
+  /** Workflow tasks that failed or timed out (a worker died or crashed mid-task). */
+  workflowTaskProblems: { atMs: number; kind: 'failed' | 'timed out'; detail: string }[];
+  notes: string[];
+}
