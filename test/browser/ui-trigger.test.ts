@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { Client, Connection, WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { NativeConnection, type Worker } from '@temporalio/worker';
-import type { Browser, Page } from 'playwright-core';
+import type { Browser, Locator, Page } from 'playwright-core';
 import { startDevServer, type DevServer } from '../../src/temporal/dev-server.js';
 import { createLiftoffWorker } from '../../src/worker.js';
 import { TASK_QUEUE, deployWorkflowId, searchAttributes } from '../../src/shared/constants.js';
@@ -171,11 +171,39 @@ describe('the Temporal UI: live progress of a deploy, and the Start Workflow for
     }
   }
 
+  /**
+   * Opens a UI page and waits for `ready`. On a loaded machine the UI sometimes answers its own API call with
+   * its "Uh oh. There's an error" page (a 500 from the UI server); a user would reload, and so does this, up to
+   * twice, logging what it saw.
+   */
+  async function gotoUi(path: string, ready: Locator): Promise<void> {
+    await page.goto(ui(path));
+    for (let reloads = 0; ; reloads++) {
+      try {
+        await ready.waitFor({ timeout: 15_000 });
+        return;
+      } catch (err) {
+        if (reloads >= 2) throw err;
+        const text = (
+          await page
+            .locator('body')
+            .innerText()
+            .catch(() => '')
+        )
+          .slice(0, 200)
+          .replace(/\s+/g, ' ');
+        console.log(`UI page ${path} not ready within 15 s (${text}); reloading`);
+        await page.reload();
+      }
+    }
+  }
+
   /** Opens a run's page, waits until it shows every expected text, and keeps a screenshot. */
   async function openRun(workflowId: string, expected: (string | RegExp)[], shot: string): Promise<void> {
     await withEvidence(`run-${workflowId}`, async () => {
-      await page.goto(ui(`/workflows/${workflowId}`));
-      for (const text of expected) await page.getByText(text).first().waitFor({ timeout: 15_000 });
+      const [first, ...rest] = expected;
+      await gotoUi(`/workflows/${workflowId}`, page.getByText(first ?? workflowId).first());
+      for (const text of rest) await page.getByText(text).first().waitFor({ timeout: 15_000 });
     });
     await page.screenshot({ path: screenshot(shot), fullPage: true });
   }
@@ -289,7 +317,7 @@ describe('the Temporal UI: live progress of a deploy, and the Start Workflow for
     const details = page.frameLocator('#user-metadata-current-details').locator('body');
     const loadLine = /load: loading_weights, shard (\d+) of 240/;
     const shown = await withEvidence('current-details', async () => {
-      await page.goto(ui(`/workflows/${clusterWorkflowId}`));
+      await gotoUi(`/workflows/${clusterWorkflowId}`, page.getByTestId('user-metadata-tab'));
       await page.getByTestId('user-metadata-tab').click();
       await details.getByText(loadLine).waitFor({ timeout: 15_000 });
       return details.innerText();

@@ -41,7 +41,14 @@ describe('liftoff history and postmortem', () => {
   let dir: string;
   let spec: () => ReturnType<typeof simDeploySpec>;
   const results: DeployResult[] = [];
-  const runIds: { first?: string; ui?: string; uiParent?: string; refused?: string; failed?: string } = {};
+  const runIds: {
+    first?: string;
+    ui?: string;
+    uiParent?: string;
+    refused?: string;
+    failed?: string;
+    leaky?: string;
+  } = {};
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'liftoff-history-'));
@@ -72,13 +79,13 @@ describe('liftoff history and postmortem', () => {
         env: { ...spec().serve.env, HF_TOKEN: secrets[0] },
       },
     };
-    await assert.rejects(
-      client.workflow.execute(deploy, {
-        taskQueue: TASK_QUEUE,
-        workflowId: 'history-leaky-run',
-        args: [leaky],
-      }),
-    );
+    const leakyRun = await client.workflow.start(deploy, {
+      taskQueue: TASK_QUEUE,
+      workflowId: 'history-leaky-run',
+      args: [leaky],
+    });
+    await assert.rejects(leakyRun.result());
+    runIds.leaky = leakyRun.firstExecutionRunId;
 
     // 1. A CLI deploy that succeeds.
     const first = await client.workflow.start(deploy, {
@@ -153,7 +160,7 @@ describe('liftoff history and postmortem', () => {
       const run = await liftoff(['history', clusterName, '--json']);
       assert.equal(run.code, 0, run.stderr);
       report = JSON.parse(run.stdout) as HistoryReport;
-      if (report.entries.length === 4 && report.entries.every((e) => e.outcome !== 'running')) break;
+      if (report.entries.length === 5 && report.entries.every((e) => e.outcome !== 'running')) break;
       await new Promise((r) => setTimeout(r, 500));
     }
     assert.ok(report);
@@ -164,6 +171,8 @@ describe('liftoff history and postmortem', () => {
       [runIds.failed, workflowId, 'cli', 'failed'],
       [runIds.ui, workflowId, 'ui', 'succeeded'],
       [runIds.first, workflowId, 'cli', 'succeeded'],
+      // A refused spec that names its cluster is on the record too.
+      [runIds.leaky, 'history-leaky-run', 'ui', 'failed'],
     ]);
     const [, , ui, first] = report.entries;
     for (const [entry, result] of [
@@ -178,7 +187,7 @@ describe('liftoff history and postmortem', () => {
     assert.equal(text.code, 0);
     const lines = text.stdout.trim().split('\n');
     assert.match(lines[0] ?? '', /^STARTED\s+TRIGGER\s+OUTCOME\s+TOTAL\s+LOAD\s+TOKENS\/S\s+WORKFLOW\s+RUN$/);
-    assert.equal(lines.length, 5);
+    assert.equal(lines.length, 6, 'a header and the five runs');
     assert.match(lines[1] ?? '', /schedule\s+refused/);
     console.log(`README history:\n${text.stdout}`);
     const limited = JSON.parse(
