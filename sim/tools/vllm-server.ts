@@ -10,6 +10,8 @@ export interface ApiOptions {
   maxModelLen: number;
   /** Access log, uvicorn style. */
   log: (line: string) => void;
+  /** Like vLLM's --api-key / VLLM_API_KEY: every /v1 route then needs `Authorization: Bearer <key>`. */
+  apiKey?: string;
 }
 
 interface ChatMessage {
@@ -117,6 +119,14 @@ export class VllmApi {
   private async route(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = (req.url ?? '/').split('?')[0] ?? '/';
     const method = req.method ?? 'GET';
+    if (
+      this.opts.apiKey &&
+      path.startsWith('/v1') &&
+      req.headers.authorization !== `Bearer ${this.opts.apiKey}`
+    ) {
+      sendJson(res, 401, { error: 'Unauthorized' });
+      return;
+    }
     if (path === '/health' && method === 'GET') {
       res.writeHead(200, { 'content-length': 0 });
       res.end();

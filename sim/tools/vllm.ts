@@ -481,6 +481,7 @@ class VllmServe {
       servedNames: this.servedNames,
       maxModelLen: numberOption(this.parsed, 'max-model-len') ?? 262_144,
       log: print,
+      apiKey: this.parsed.values.get('api-key') ?? process.env.VLLM_API_KEY,
     });
     const host = this.bindAddress();
     try {

@@ -8,7 +8,7 @@ import { secretEnvValues } from '../shared/redact.js';
 import { inspectContainer, redactText } from './ray.js';
 import { pidAlive } from './serve.js';
 import { onHost } from './ssh-context.js';
-import { secretValues } from './secrets.js';
+import { resolveValue, secretValues } from './secrets.js';
 import type {
   CheckRayWorkerInput,
   CheckRayWorkerResult,
@@ -80,10 +80,21 @@ interface ModelList {
   data?: Array<{ id?: unknown; root?: unknown }>;
 }
 
-async function modelListed(session: SshSession, url: string, model: string): Promise<boolean> {
-  const res = await session.exec(sh`curl -sS --max-time 5 ${`${url}/v1/models`}`, {
+/** curl reads this header line from stdin (`-H @-`): the key never appears on a command line. */
+export function authorizationHeader(apiKey: string | undefined): string {
+  return apiKey ? `Authorization: Bearer ${apiKey}\n` : '';
+}
+
+async function modelListed(
+  session: SshSession,
+  url: string,
+  model: string,
+  apiKey: string | undefined,
+): Promise<boolean> {
+  const res = await session.exec(sh`curl -sS --max-time 5 -H @- ${`${url}/v1/models`}`, {
     timeoutMs: 15_000,
     check: false,
+    stdin: authorizationHeader(apiKey),
   });
   if (res.exitCode !== 0) return false;
   try {
@@ -120,7 +131,8 @@ export async function checkServeHealth(input: CheckServeInput): Promise<CheckSer
       .filter((l) => l !== '');
     const url = baseUrl(input.clusterIp, input.port);
     const health = await probeHealth(session, url);
-    const listed = health === 'ok' ? await modelListed(session, url, input.model) : false;
+    const apiKey = await resolveValue('serve.env.VLLM_API_KEY', input.apiKey);
+    const listed = health === 'ok' ? await modelListed(session, url, input.model, apiKey) : false;
     const summary = chunk.lines.length > 0 ? summarizeVllmLog(chunk.lines) : undefined;
     if (summary?.fatal) summary.fatal = { ...summary.fatal, line: redactText(summary.fatal.line, secrets) };
     return {

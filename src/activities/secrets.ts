@@ -2,7 +2,7 @@
 // activity that needs the value: values never travel through Temporal (inputs, results, heartbeats, failures).
 import { readFile } from 'node:fs/promises';
 import { ApplicationFailure } from '@temporalio/common';
-import type { EnvSpec, SecretRef } from '../config/schema.js';
+import type { EnvSpec, EnvValue, SecretRef } from '../config/schema.js';
 import { FailureType } from '../shared/failures.js';
 import { isSecretEnvName } from '../shared/redact.js';
 
@@ -63,4 +63,11 @@ export async function secretValues(...envs: EnvSpec[]): Promise<string[]> {
     }
   }
   return out;
+}
+
+/** One value that may be a reference (e.g. serve.env.VLLM_API_KEY); undefined or empty when not set. */
+export async function resolveValue(name: string, value: EnvValue | undefined): Promise<string | undefined> {
+  if (value === undefined) return undefined;
+  const resolved = typeof value === 'string' ? value : await resolveRef(name, value);
+  return resolved === '' ? undefined : resolved;
 }

@@ -4,7 +4,8 @@ import { ApplicationFailure } from '@temporalio/common';
 import { FailureType } from '../shared/failures.js';
 import { tail } from '../ssh/errors.js';
 import { sh } from '../ssh/quote.js';
-import { baseUrl } from './health.js';
+import { authorizationHeader, baseUrl } from './health.js';
+import { resolveValue } from './secrets.js';
 import { redactText } from './ray.js';
 import { onHost } from './ssh-context.js';
 import type { SmokeTestInput, SmokeTestResult } from './types.js';
@@ -37,11 +38,18 @@ export async function smokeTest(input: SmokeTestInput): Promise<SmokeTestResult>
       details: [{ host, url, ...details }],
     });
 
+  const apiKey = await resolveValue('serve.env.VLLM_API_KEY', input.apiKey);
   return onHost(input.head, async (session) => {
-    // The body goes on stdin: the prompt never becomes part of a command line.
+    // The body goes on stdin, after one header line (empty without a key) that the shell's `read` and `printf`
+    // builtins put in a private temp file: neither the prompt nor the key becomes part of a command line.
+    const curl = sh`curl -sS --max-time ${requestTimeoutS} -H ${'Content-Type: application/json'} -H @"$hdr" --data-binary @- -w ${`${timingMarker}%{time_total}\\n%{http_code}`} ${url}`;
     const res = await session.exec(
-      sh`curl -sS --max-time ${requestTimeoutS} -H ${'Content-Type: application/json'} --data-binary @- -w ${`${timingMarker}%{time_total}\\n%{http_code}`} ${url}`,
-      { timeoutMs: (requestTimeoutS + 15) * 1000, check: false, stdin: body },
+      sh`IFS= read -r auth; hdr=$(mktemp) || exit 90; printf '%s\n' "$auth" > "$hdr"; ${curl}; rc=$?; rm -f -- "$hdr"; exit $rc`,
+      {
+        timeoutMs: (requestTimeoutS + 15) * 1000,
+        check: false,
+        stdin: `${authorizationHeader(apiKey).trimEnd()}\n${body}`,
+      },
     );
     if (res.exitCode !== 0) {
       throw fail(`curl failed (exit ${res.exitCode}): ${tail(res.stderr.trim(), 1024)}`, {

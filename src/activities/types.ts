@@ -1,6 +1,6 @@
 // Inputs and results of the deploy's activities: plain data that crosses the workflow/activity boundary.
 // Credentials appear only as references (paths); activities resolve them.
-import type { EnvSpec } from '../config/schema.js';
+import type { EnvSpec, EnvValue } from '../config/schema.js';
 import type { HostRef } from './ssh-context.js';
 import type { VllmLogSummary } from '../parsers/vllm-log.js';
 
@@ -136,6 +136,8 @@ export interface CheckServeInput {
   model: string;
   /** The spec's ray.env and serve.env: the secrets among them are redacted from the log tail. */
   secretEnv?: EnvSpec[];
+  /** serve.env.VLLM_API_KEY: the server then wants it on /v1 routes. */
+  apiKey?: EnvValue;
 }
 export interface CheckServeResult {
   processAlive: boolean;
@@ -167,6 +169,8 @@ export interface SmokeTestInput {
   model: string;
   prompt: string;
   maxTokens: number;
+  /** serve.env.VLLM_API_KEY: the server then wants it on /v1 routes. */
+  apiKey?: EnvValue;
 }
 export interface SmokeTestResult {
   text: string;

@@ -28,10 +28,15 @@ const duration = z.string().refine((s) => parseDuration(s) !== undefined, {
   error: (issue) => `${JSON.stringify(issue.input)} is not a duration (expected e.g. "30s", "10m", "1h30m")`,
 });
 
-/** What docker accepts as a container name. */
+/** What docker accepts as a container name: its pattern needs at least two characters. */
 const containerName = z
   .string()
-  .regex(/^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/, 'expected a docker container name ([a-zA-Z0-9][a-zA-Z0-9_.-]*)');
+  .regex(/^[a-zA-Z0-9][a-zA-Z0-9_.-]+$/, 'expected a docker container name ([a-zA-Z0-9][a-zA-Z0-9_.-]+)');
+
+// No argv string can carry NUL: the quoting function refuses it at run time, on a host, after Ray started.
+const argText = z.string().refine((s) => !s.includes('\0'), {
+  error: 'contains a NUL byte, which no command-line argument can carry',
+});
 
 /** What systemd accepts as a unit name. */
 const unitName = z
@@ -43,7 +48,7 @@ const unitName = z
 
 const envName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'expected an environment variable name');
 
-const absolutePath = z.string().regex(/^(\/|~\/)/, 'expected an absolute path (starting with / or ~/)');
+const absolutePath = argText.regex(/^(\/|~\/)/, 'expected an absolute path (starting with / or ~/)');
 
 /**
  * A secret is named, never written: the spec travels through Temporal's history, so the worker resolves the
@@ -54,12 +59,22 @@ export const secretRefSchema = z.union([
   z.strictObject({ fromFile: absolutePath }),
 ]);
 export type SecretRef = z.infer<typeof secretRefSchema>;
+/** An env value in the spec: plain text, or a reference to a secret. */
+export type EnvValue = string | SecretRef;
 
 const envMap = z
-  .record(envName, z.union([z.string(), secretRefSchema]))
+  .record(z.string(), z.union([argText, secretRefSchema]))
   .default({})
   .superRefine((env, ctx) => {
     for (const [name, value] of Object.entries(env)) {
+      // Checked here rather than as the record's key schema, whose failure zod reports without the name.
+      if (!envName.safeParse(name).success) {
+        ctx.addIssue({
+          code: 'custom',
+          path: [name],
+          message: `${JSON.stringify(name)} is not an environment variable name (letters, digits and "_", not starting with a digit)`,
+        });
+      }
       if (typeof value === 'string' && value !== '' && isSecretEnvName(name)) {
         ctx.addIssue({
           code: 'custom',
@@ -141,7 +156,7 @@ export const deploySpecSchema = z
       port: port.default(6379),
       env: envMap,
       volumes: z
-        .array(z.string().regex(/^\/[^:]*:\/[^:]*(:(ro|rw))?$/, 'expected HOST_PATH:CONTAINER_PATH[:ro|rw]'))
+        .array(argText.regex(/^\/[^:]*:\/[^:]*(:(ro|rw))?$/, 'expected HOST_PATH:CONTAINER_PATH[:ro|rw]'))
         .default([]),
       shmSize: z
         .string()
@@ -152,11 +167,14 @@ export const deploySpecSchema = z
     }),
     serve: z.strictObject({
       model: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._/-]*$/, 'expected a model id such as Org/Model-Name'),
-      servedModelName: z.string().min(1).optional(),
+      // vllm reads a value starting with "-" as its next option, and the launch fails only after Ray started.
+      servedModelName: argText
+        .regex(/^[^-]/, 'expected a non-empty name not starting with "-" (vllm would read that as an option)')
+        .optional(),
       port: port.default(8000),
       tensorParallelSize: z.number().int().min(1),
       args: z
-        .array(z.string())
+        .array(argText)
         .default([])
         .superRefine((args, ctx) => {
           args.forEach((arg, i) => {

@@ -290,6 +290,7 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
         model: modelId,
         prompt: spec.smoke.prompt,
         maxTokens: spec.smoke.maxTokens,
+        apiKey: spec.serve.env.VLLM_API_KEY,
       }),
     );
     const endpoint = `http://${head.address}:${spec.serve.port}/v1`;
@@ -542,6 +543,7 @@ async function waitHealthy(
           port: spec.serve.port,
           model: spec.serve.servedModelName ?? spec.serve.model,
           secretEnv: [spec.ray.env, spec.serve.env],
+          apiKey: spec.serve.env.VLLM_API_KEY,
         }),
       ),
       Promise.all(

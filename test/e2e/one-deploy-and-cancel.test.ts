@@ -179,13 +179,42 @@ describe('one deploy per cluster, and cancel', () => {
     assert.equal(launches(), 1, 'one launch: the refused runs launched nothing');
   });
 
-  it('runs a UI-started deploy under the cluster id when none is running', async () => {
+  it('runs a UI-started deploy under the cluster id when none is running (server with an API key)', async () => {
     const uiId = `ui-run-${Date.now()}`;
+    // The key is a reference the worker (this process) resolves: the health check and the smoke test must send it.
+    const apiKey = `sk-test-${Date.now().toString(36)}`;
+    process.env.LIFTOFF_TEST_VLLM_API_KEY = apiKey;
+    const base = simDeploySpec(sim, { cluster: clusterName });
+    const spec = {
+      ...base,
+      serve: {
+        ...base.serve,
+        env: { ...base.serve.env, VLLM_API_KEY: { fromEnv: 'LIFTOFF_TEST_VLLM_API_KEY' } },
+      },
+    };
     const result = await client.workflow.execute(deploy, {
       taskQueue: TASK_QUEUE,
       workflowId: uiId,
-      args: [simDeploySpec(sim, { cluster: clusterName })],
+      args: [spec],
     });
+    const head = sim.hosts[0];
+    assert.ok(head);
+    const models = `http://${head.address}:30000/v1/models`;
+    assert.equal((await fetch(models)).status, 401, 'the server wants the key');
+    assert.equal((await fetch(models, { headers: { authorization: `Bearer ${apiKey}` } })).status, 200);
+    assert.ok(result.smoke.text.length > 0, 'the smoke test got an answer with the key');
+    // Every string and every payload's bytes as text, so a key inside any payload would show.
+    const texts: string[] = [];
+    const walk = (v: unknown): void => {
+      if (typeof v === 'string') texts.push(v);
+      else if (v instanceof Uint8Array) texts.push(Buffer.from(v).toString('utf8'));
+      else if (Array.isArray(v)) v.forEach(walk);
+      else if (v && typeof v === 'object') Object.values(v).forEach(walk);
+    };
+    walk((await client.workflow.getHandle(workflowId).fetchHistory()).events);
+    const history = texts.join('\n');
+    assert.ok(history.includes('VLLM_API_KEY'), 'the scan sees payload text');
+    assert.ok(!history.includes(apiKey), 'the key is not in the history');
     assert.equal(result.cluster, clusterName);
     const child = await client.workflow.getHandle(workflowId).describe();
     assert.equal(child.status.name, 'COMPLETED');
