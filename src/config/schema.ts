@@ -15,13 +15,16 @@ const port = z
   .min(1, 'expected a port from 1 to 65535')
   .max(65535, 'expected a port from 1 to 65535');
 
-const ipv4 = z
-  .string()
-  .refine(
-    (s) =>
-      /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.test(s) && s.split('.').every((o) => Number(o) <= 255),
-    { error: (issue) => `${JSON.stringify(issue.input)} is not an IPv4 address` },
-  );
+const ipv4 = z.string().refine(
+  (s) =>
+    // No leading zeros: some tools read 010.1.2.3 as octal.
+    /^(0|[1-9]\d{0,2})\.(0|[1-9]\d{0,2})\.(0|[1-9]\d{0,2})\.(0|[1-9]\d{0,2})$/.test(s) &&
+    s.split('.').every((o) => Number(o) <= 255),
+  {
+    error: (issue) =>
+      `${JSON.stringify(issue.input)} is not an IPv4 address (four numbers 0-255, no leading zeros)`,
+  },
+);
 
 /** A duration such as "25m", "10s" or "1h30m"; kept as text in the spec, parsed where used. */
 const duration = z.string().refine((s) => parseDuration(s) !== undefined, {
@@ -265,6 +268,13 @@ export const deploySpecSchema = z
         code: 'custom',
         path: ['serve', 'modelPath'],
         message: `not set, and no ray.volumes entry mounts ${'/root/.cache/huggingface'}: set serve.modelPath to the weights folder on the hosts`,
+      });
+    }
+    if (spec.serve.port === spec.ray.port) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['serve', 'port'],
+        message: `${spec.serve.port} is also ray.port: the server and the Ray head would both listen on it on the head; pick another port`,
       });
     }
     const gpus = spec.hosts.length * spec.gpu.perHost;

@@ -86,6 +86,12 @@ describe('deploy spec schema', () => {
     ],
     ['no model path', (s) => (s.ray.volumes = []), /serve\.modelPath: not set/],
     [
+      'an IPv4 address with leading zeros',
+      (s) => (s.hosts[0].clusterIp = '010.1.2.3'),
+      /hosts\[0\]\.clusterIp: "010\.1\.2\.3" is not an IPv4 address/,
+    ],
+    ['the server on the Ray port', (s) => (s.serve.port = 6379), /serve\.port: 6379 is also ray\.port/],
+    [
       'a secret written into the spec',
       (s) => (s.serve.env = { HF_TOKEN: 'hf_abc123' }),
       /serve\.env\.HF_TOKEN: looks like a secret; .*HF_TOKEN: \{ fromEnv: HF_TOKEN \}/,
@@ -94,6 +100,36 @@ describe('deploy spec schema', () => {
       'an --api-key in the serve args',
       (s) => (s.serve.args = ['--max-model-len', '32768', '--api-key', 'sk-1']),
       /serve\.args\[2\]: --api-key would put a credential into Temporal's history; .*VLLM_API_KEY/,
+    ],
+    [
+      'a one-character container name (docker needs two)',
+      (s) => (s.ray.container = 'v'),
+      /ray\.container: expected a docker container name/,
+    ],
+    [
+      'a NUL byte in a serve arg',
+      (s) => (s.serve.args = ['--max-model-len', '32768\u0000']),
+      /serve\.args\[1\]: contains a NUL byte/,
+    ],
+    [
+      'a NUL byte in an env value',
+      (s) => (s.ray.env.NCCL_DEBUG = 'INFO\u0000'),
+      /ray\.env\.NCCL_DEBUG: contains a NUL byte/,
+    ],
+    [
+      'a NUL byte in a path',
+      (s) => (s.serve.logPath = '/home/aurora/x\u0000.log'),
+      /serve\.logPath: contains a NUL byte/,
+    ],
+    [
+      'a served model name vllm would read as an option',
+      (s) => (s.serve.servedModelName = '--trust-remote-code'),
+      /serve\.servedModelName: expected a non-empty name not starting with "-"/,
+    ],
+    [
+      'an env name that is not one, naming it',
+      (s) => (s.serve.env = { 'BAD-NAME': '1' }),
+      /serve\.env\.BAD-NAME: "BAD-NAME" is not an environment variable name/,
     ],
     [
       'a secret reference that is neither fromEnv nor fromFile',
