@@ -6,7 +6,9 @@ import {
   type NativeConnection,
   type WorkflowBundleWithSourceMap,
 } from '@temporalio/worker';
+import type { DataConverter } from '@temporalio/common';
 import * as activities from './activities/index.js';
+import { liftoffDataConverter } from './temporal/codec.js';
 import { TASK_QUEUE } from './shared/constants.js';
 
 export const workflowsPath = fileURLToPath(new URL('./workflows/index.ts', import.meta.url));
@@ -43,6 +45,8 @@ export interface LiftoffWorkerOptions {
   namespace: string;
   taskQueue?: string;
   identity?: string;
+  /** Default: the payload codec that LIFTOFF_PAYLOAD_KEY in this process's environment configures. */
+  dataConverter?: DataConverter;
 }
 
 export async function createLiftoffWorker(opts: LiftoffWorkerOptions): Promise<Worker> {
@@ -52,6 +56,7 @@ export async function createLiftoffWorker(opts: LiftoffWorkerOptions): Promise<W
     taskQueue: opts.taskQueue ?? TASK_QUEUE,
     workflowBundle: await workflowBundle(),
     activities,
+    dataConverter: opts.dataConverter ?? liftoffDataConverter(),
     // After a worker dies, its workflows' next task goes back to the shared queue after this long.
     stickyQueueScheduleToStartTimeout: '5s',
     ...(opts.identity ? { identity: opts.identity } : {}),

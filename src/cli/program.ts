@@ -10,6 +10,7 @@ import { cancelCommand } from '../commands/cancel.js';
 import { historyCommand } from '../commands/history.js';
 import { postmortemCommand } from '../commands/postmortem.js';
 import { scheduleCommand } from '../commands/schedule/index.js';
+import { trustCommand } from '../commands/trust.js';
 
 export function buildProgram(): Command {
   const program = new Command('liftoff')
@@ -27,6 +28,7 @@ export function buildProgram(): Command {
     devCommand,
     workerCommand,
     probeCommand,
+    trustCommand,
   ])
     program.addCommand(cmd);
   // exitOverride does not reach commands added with addCommand: without it commander exits 1 on a usage

@@ -1,6 +1,7 @@
 // Maps errors to exit codes in one place, so every command reports failures the same way.
 import { SpecError } from '../config/load.js';
 import { TemporalUnreachableError } from '../temporal/connection.js';
+import { PayloadKeyError } from '../temporal/codec.js';
 import { ExitCode } from './exit-codes.js';
 import { emitError, type OutputOptions } from './render.js';
 
@@ -9,7 +10,8 @@ export class UsageError extends Error {
 }
 
 export function exitCodeFor(err: unknown): number {
-  if (err instanceof SpecError || err instanceof UsageError) return ExitCode.invalidInput;
+  if (err instanceof SpecError || err instanceof UsageError || err instanceof PayloadKeyError)
+    return ExitCode.invalidInput;
   if (err instanceof TemporalUnreachableError) return ExitCode.temporalUnreachable;
   return ExitCode.deployFailed;
 }

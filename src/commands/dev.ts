@@ -4,6 +4,7 @@ import { Command } from 'commander';
 import { startDevServer } from '../temporal/dev-server.js';
 import { connectWorkerConnection } from '../temporal/connection.js';
 import { createLiftoffWorker, runUntilSignalled } from '../worker.js';
+import { liftoffDataConverter } from '../temporal/codec.js';
 import { TASK_QUEUE } from '../shared/constants.js';
 import { stateDir } from '../cli/state-dir.js';
 import { emit, colors } from '../cli/render.js';
@@ -24,6 +25,8 @@ export const devCommand = new Command('dev')
   .option('--json', 'print the addresses as JSON')
   .action((opts: DevOptions) =>
     runCommand(opts, async () => {
+      // A malformed LIFTOFF_PAYLOAD_KEY fails here, before a server is started.
+      const dataConverter = liftoffDataConverter();
       const server = await startDevServer({
         stateDir: join(stateDir(), 'temporal'),
         port: Number(opts.port),
@@ -35,7 +38,7 @@ export const devCommand = new Command('dev')
         namespace: server.namespace,
         connectionOptions: { address: server.address },
       });
-      const worker = await createLiftoffWorker({ connection, namespace: server.namespace });
+      const worker = await createLiftoffWorker({ connection, namespace: server.namespace, dataConverter });
       const info = {
         address: server.address,
         namespace: server.namespace,

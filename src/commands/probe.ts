@@ -1,5 +1,7 @@
 // `liftoff probe -c FILE`: SSH to every host of a spec through Temporal and show its GPU state.
 import { Command } from 'commander';
+import { WorkflowFailedError } from '@temporalio/client';
+import { describeFailure } from '../cli/deploy-status.js';
 import { loadSpecFile } from '../config/load.js';
 import { probeSpecSchema } from '../config/schema.js';
 import { connectClient } from '../temporal/connection.js';
@@ -33,12 +35,21 @@ export const probeCommand = new Command('probe')
       const spec = loadSpecFile(probeSpecSchema, opts.config);
       const client = await connectClient();
       try {
-        const result = await client.workflow.execute(probeCluster, {
-          taskQueue: TASK_QUEUE,
-          workflowId: `liftoff-probe-${spec.cluster}`,
-          args: [spec],
-          typedSearchAttributes: [{ key: searchAttributes.cluster, value: spec.cluster }],
-        });
+        const result = await client.workflow
+          .execute(probeCluster, {
+            taskQueue: TASK_QUEUE,
+            workflowId: `liftoff-probe-${spec.cluster}`,
+            args: [spec],
+            typedSearchAttributes: [{ key: searchAttributes.cluster, value: spec.cluster }],
+          })
+          .catch((err: unknown) => {
+            // The cause (e.g. an unknown host key with its fingerprint and the fix) is what the user needs.
+            if (err instanceof WorkflowFailedError) {
+              const f = describeFailure(err);
+              throw new Error(`${f.type}: ${f.message}`);
+            }
+            throw err;
+          });
         emit(opts, result, renderProbe);
       } finally {
         await client.connection.close();

@@ -2,6 +2,15 @@
 // --output json` (and the UI's download) writes, or the protobuf messages `handle.fetchHistory()` returns.
 // Everything after this file sees only HistoryEventView.
 import proto from '@temporalio/proto';
+import type { Payload } from '@temporalio/common';
+import {
+  decryptPayload,
+  ENCRYPTED_ENCODING,
+  PAYLOAD_KEY_ENV,
+  PayloadDecryptError,
+  payloadKeyFromEnv,
+  type PayloadKey,
+} from '../temporal/codec.js';
 
 /** One history event: its id, time, and the `…EventAttributes` object that says what happened. */
 export interface HistoryEventView {
@@ -25,11 +34,19 @@ export class HistoryFormatError extends Error {
 // toObject with these options gives the same shape as proto JSON, except timestamps ({seconds, nanos}).
 const protoJsonLike = { longs: String, enums: String, bytes: String } as const;
 
+export interface ReadHistoryOptions {
+  /** Decrypts payloads that the codec (src/temporal/codec.ts) encrypted. Default: LIFTOFF_PAYLOAD_KEY. */
+  payloadKey?: PayloadKey;
+}
+
 /**
  * Reads a history: an object with `events` (proto JSON, or protobuf messages from the client). The JSON
- * export's enum spelling does not matter: events are told apart by their attributes' key.
+ * export's enum spelling does not matter: events are told apart by their attributes' key. Encrypted payloads
+ * come back decrypted; without the key they raise PayloadDecryptError naming LIFTOFF_PAYLOAD_KEY.
  */
-export function readHistoryEvents(history: unknown): HistoryEventView[] {
+export function readHistoryEvents(history: unknown, opts: ReadHistoryOptions = {}): HistoryEventView[] {
+  let key: PayloadKey | undefined | null = opts.payloadKey ?? null;
+  const keyWhenNeeded = () => (key === null ? (key = payloadKeyFromEnv()) : key);
   if (!isRecord(history) || !Array.isArray(history.events)) {
     throw new HistoryFormatError(
       'not a workflow history: expected an object with "events" (from `temporal workflow show --output json`)',
@@ -46,9 +63,76 @@ export function readHistoryEvents(history: unknown): HistoryEventView[] {
       eventId: Number(event.eventId ?? index + 1),
       timeMs,
       kind: key.slice(0, -'EventAttributes'.length),
-      attrs: event[key] as Record<string, unknown>,
+      attrs: decryptPayloadsIn(event[key], keyWhenNeeded, index + 1) as Record<string, unknown>,
     };
   });
+}
+
+// Payloads hide at many depths (input, result, memo fields, failure details and causes, lastFailure…), so
+// every object shaped like an encrypted payload is swapped for the payload it holds.
+function decryptPayloadsIn(value: unknown, key: () => PayloadKey | undefined, eventNumber: number): unknown {
+  if (Array.isArray(value)) return value.map((v) => decryptPayloadsIn(v, key, eventNumber));
+  if (!isRecord(value)) return value;
+  if (isRecord(value.metadata) && metadataText(value.metadata.encoding) === ENCRYPTED_ENCODING) {
+    return decryptJsonPayload(value, key(), eventNumber);
+  }
+  const out = Object.fromEntries(
+    Object.entries(value).map(([k, v]) => [k, decryptPayloadsIn(v, key, eventNumber)]),
+  );
+  return isRecord(out.encodedAttributes) ? withEncodedAttributes(out, out.encodedAttributes) : out;
+}
+
+function decryptJsonPayload(
+  payload: Record<string, unknown>,
+  key: PayloadKey | undefined,
+  eventNumber: number,
+): JsonPayload {
+  const metadata = isRecord(payload.metadata) ? payload.metadata : {};
+  const binary = {
+    metadata: Object.fromEntries(
+      Object.entries(metadata)
+        .filter((entry): entry is [string, string] => typeof entry[1] === 'string')
+        .map(([k, v]) => [k, new Uint8Array(Buffer.from(v, 'base64'))]),
+    ),
+    data: new Uint8Array(Buffer.from(typeof payload.data === 'string' ? payload.data : '', 'base64')),
+  };
+  let plain: Payload;
+  try {
+    plain = decryptPayload(binary, key);
+  } catch (err) {
+    if (err instanceof PayloadDecryptError) {
+      throw new PayloadDecryptError(
+        `history event #${eventNumber}: ${err.message}` +
+          (key ? '' : ` (this history was written with payload encryption on; ${PAYLOAD_KEY_ENV} reads it)`),
+      );
+    }
+    throw err;
+  }
+  return {
+    metadata: Object.fromEntries(
+      Object.entries(plain.metadata ?? {}).map(([k, v]) => [k, Buffer.from(v).toString('base64')]),
+    ),
+    data: Buffer.from(plain.data ?? new Uint8Array()).toString('base64'),
+  };
+}
+
+// A failure converter that encodes common attributes leaves "Encoded failure" as the message and puts the
+// real message and stack trace in a payload; put them back so reports read the same either way.
+function withEncodedAttributes(
+  failure: Record<string, unknown>,
+  encoded: Record<string, unknown>,
+): Record<string, unknown> {
+  const attrs = payloadValue(encoded);
+  if (!isRecord(attrs) || typeof attrs.message !== 'string') return failure;
+  return {
+    ...failure,
+    message: attrs.message,
+    ...(typeof attrs.stack_trace === 'string' ? { stackTrace: attrs.stack_trace } : {}),
+  };
+}
+
+function metadataText(value: unknown): string | undefined {
+  return typeof value === 'string' ? fromBase64(value) : undefined;
 }
 
 function toPlain(message: Record<string, unknown>): Record<string, unknown> {

@@ -107,7 +107,7 @@ export class HostKeyUnknownError extends SshError {
       endpoint,
       `Host key of ${describe(endpoint)} is not in ${knownHostsPath}: it offered ${keyType} ${fingerprint}. ` +
         `Check that fingerprint on the host itself (ssh-keygen -lf /etc/ssh/ssh_host_${shortKeyType(keyType)}_key.pub), then add it: ` +
-        `${howToAdd} (or run: liftoff trust ${endpoint.host}).`,
+        `${howToAdd} (or run: liftoff trust ${endpoint.host} -c <your spec>).`,
     );
     this.keyType = keyType;
     this.fingerprint = fingerprint;

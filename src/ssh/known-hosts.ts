@@ -2,7 +2,8 @@
 // hashed |1|salt|hash) and the verdict on a key a server offers. The format is sshd(8) "SSH_KNOWN_HOSTS
 // FILE FORMAT": [@marker] hostpatterns keytype base64-key [comment].
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
+import { appendFile, mkdir, readFile } from 'node:fs/promises';
+import { dirname } from 'node:path';
 
 export type KnownHostMarker = 'revoked' | 'cert-authority';
 
@@ -184,4 +185,27 @@ export function formatKnownHostsLine(host: string, port: number, blob: Buffer): 
   const keyType = blobKeyType(blob);
   if (!keyType) throw new Error('formatKnownHostsLine: not an SSH public key blob');
   return `${knownHostsName(host, port)} ${keyType} ${blob.toString('base64')}`;
+}
+
+/**
+ * Appends the pinned line for `host`:`port` (creating the file, and its folder as ~/.ssh would be, when
+ * missing) and returns it. A file whose last line has no newline gets one first, so the two lines stay apart.
+ */
+export async function appendKnownHostsLine(
+  path: string,
+  host: string,
+  port: number,
+  blob: Buffer,
+): Promise<string> {
+  const line = formatKnownHostsLine(host, port, blob);
+  let current = '';
+  try {
+    current = await readFile(path, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    await mkdir(dirname(path), { recursive: true, mode: 0o700 });
+  }
+  const separator = current === '' || current.endsWith('\n') ? '' : '\n';
+  await appendFile(path, `${separator}${line}\n`, { mode: 0o644 });
+  return line;
 }

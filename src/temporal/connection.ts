@@ -4,6 +4,8 @@
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
 import { loadClientConnectConfig } from '@temporalio/envconfig';
+import type { DataConverter } from '@temporalio/common';
+import { liftoffDataConverter } from './codec.js';
 
 export const EMBEDDED_ADDRESS = '127.0.0.1:7233';
 export const DEFAULT_NAMESPACE = 'default';
@@ -12,6 +14,8 @@ export interface TemporalSettings {
   address: string;
   namespace: string;
   connectionOptions: ReturnType<typeof loadClientConnectConfig>['connectionOptions'];
+  /** Payload encryption (src/temporal/codec.ts); read from the same environment. */
+  dataConverter?: DataConverter;
 }
 
 export function loadTemporalSettings(env: NodeJS.ProcessEnv = process.env): TemporalSettings {
@@ -24,6 +28,8 @@ export function loadTemporalSettings(env: NodeJS.ProcessEnv = process.env): Temp
     address,
     namespace: config.namespace ?? DEFAULT_NAMESPACE,
     connectionOptions: { ...config.connectionOptions, address },
+    // Here, so a malformed LIFTOFF_PAYLOAD_KEY stops a command before it contacts Temporal.
+    dataConverter: liftoffDataConverter(env),
   };
 }
 
@@ -42,10 +48,11 @@ export class TemporalUnreachableError extends Error {
 }
 
 export async function connectClient(settings = loadTemporalSettings()): Promise<Client> {
+  const dataConverter = settings.dataConverter ?? liftoffDataConverter();
   try {
     const connection = await Connection.connect({ ...settings.connectionOptions, connectTimeout: 5000 });
     await connection.workflowService.getSystemInfo({});
-    return new Client({ connection, namespace: settings.namespace });
+    return new Client({ connection, namespace: settings.namespace, dataConverter });
   } catch (err) {
     throw new TemporalUnreachableError(settings.address, err);
   }
