@@ -18,7 +18,6 @@ describe('deploy failures on a simulated cluster', () => {
   let cluster: E2eCluster | undefined;
   let env: TestWorkflowEnvironment;
   let sim: SimCluster;
-  let run = 0;
 
   before(async () => {
     cluster = await startE2eCluster({
@@ -36,7 +35,6 @@ describe('deploy failures on a simulated cluster', () => {
   });
 
   async function deployExpectingFailure(spec: Spec): Promise<ApplicationFailure> {
-    run += 1;
     const error = await env.client.workflow
       .execute(deploy, {
         taskQueue: TASK_QUEUE,
