@@ -110,6 +110,8 @@ describe('ray, serve, health, smoke and diagnostics activities (simulated cluste
     logOffset,
     port: servePort,
     model: servedName,
+    // The server was started with --api-key: the /v1 routes want it.
+    apiKey,
   });
 
   const launches = () =>
@@ -294,6 +296,7 @@ describe('ray, serve, health, smoke and diagnostics activities (simulated cluste
       model: servedName,
       prompt: 'Reply with one word: ready?',
       maxTokens: 16,
+      apiKey,
     });
     assert.ok(r.text.trim().length > 0);
     assert.ok(r.completionTokens > 0 && r.completionTokens <= 16);

@@ -26,9 +26,13 @@ interface CliRun {
   stderr: string;
 }
 
+// NO_COLOR: picocolors colours output when CI is set, and the assertions read plain text.
 function runCli(args: string[], env: Record<string, string> = {}): Promise<CliRun> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, args, { cwd: repo, env: { ...process.env, ...env } });
+    const child = spawn(process.execPath, args, {
+      cwd: repo,
+      env: { ...process.env, NO_COLOR: '1', ...env },
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
