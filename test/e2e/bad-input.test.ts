@@ -552,8 +552,10 @@ describe('invalid specs are refused before anything starts (CLI and UI paths)', 
           .map((o) => `${o.op} ${o.path.join('.')}${'value' in o ? ` = ${JSON.stringify(o.value)}` : ''}`)
           .join('; ');
         for (const o of ops) {
-          // An earlier op may have removed the parent of a later one's path; that op then does nothing.
-          if (o.path.length > 0 && at(spec, o.path.slice(0, -1)) === undefined) continue;
+          // An earlier op may have removed or replaced (e.g. with null) the parent of a later one's path; that op
+          // then does nothing.
+          const parent = o.path.length > 0 ? at(spec, o.path.slice(0, -1)) : spec;
+          if (parent === null || typeof parent !== 'object') continue;
           if (o.op === 'delete') deleteAt(spec, o.path);
           else if (o.op === 'set') setAt(spec, o.path, clone(o.value));
           else {
