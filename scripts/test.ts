@@ -1,4 +1,4 @@
-// Runs the whole suite with node's built-in test runner (through tsx), three files at a time: each file that
+// Runs the whole suite with node's built-in test runner (through tsx), two files at a time: each file that
 // brings up a simulated cluster has its own netIndex (namespaces, subnets) and state folder, and its own ports,
 // and most of a deploy test is waiting on simulated loads. LIFTOFF_TEST_CONCURRENCY=1 runs them one by one.
 import { spawnSync } from 'node:child_process';
@@ -26,7 +26,7 @@ const result = spawnSync(
     '--import',
     'tsx',
     '--test',
-    `--test-concurrency=${process.env.LIFTOFF_TEST_CONCURRENCY ?? '3'}`,
+    `--test-concurrency=${process.env.LIFTOFF_TEST_CONCURRENCY ?? '2'}`,
     `--test-reporter=${reporter}`,
     ...files.map((f) => relative('.', f)),
   ],

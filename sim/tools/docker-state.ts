@@ -126,10 +126,11 @@ export function updateContainer(
   return rec;
 }
 
+/** The record goes last: a container without its record is gone, so nothing of it may remain by then. */
 export function removeContainerState(dir: string, name: string): void {
-  rmSync(containerPaths.record(dir, name), { force: true });
   rmSync(containerPaths.log(dir, name), { force: true });
   rmSync(containerPaths.exec(dir, name), { force: true, recursive: true });
+  rmSync(containerPaths.record(dir, name), { force: true });
 }
 
 /**
