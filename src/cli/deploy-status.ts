@@ -1,8 +1,31 @@
-// Reading a deploy back: its workflow id, and a failure flattened for people and for --json.
+// Reading a deploy back: its workflow id, its latest run, and a failure flattened for people and for --json.
+import {
+  WorkflowNotFoundError,
+  type Client,
+  type WorkflowExecutionDescription,
+  type WorkflowHandle,
+} from '@temporalio/client';
 import type { WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure, type TemporalFailure } from '@temporalio/common';
+import { deployWorkflowId } from '../shared/constants.js';
+import { UsageError } from './run-command.js';
 
-export { deployWorkflowId } from '../shared/constants.js';
+export { deployWorkflowId };
+
+/** The cluster's latest deploy run; a cluster never deployed is a usage error (exit 2) naming the workflow. */
+export async function describeClusterDeploy(
+  client: Client,
+  cluster: string,
+): Promise<{ workflowId: string; handle: WorkflowHandle; described: WorkflowExecutionDescription }> {
+  const workflowId = deployWorkflowId(cluster);
+  const handle = client.workflow.getHandle(workflowId);
+  const described = await handle.describe().catch((err: unknown) => {
+    if (err instanceof WorkflowNotFoundError)
+      throw new UsageError(`no deploy of cluster ${cluster} found (workflow ${workflowId})`);
+    throw err;
+  });
+  return { workflowId, handle, described };
+}
 
 export interface FailureSummary {
   type: string;

@@ -2,14 +2,13 @@
 // this launch's containers) in a scope that cannot be cancelled, and records what it did; this command waits
 // for that and prints it.
 import { Command } from 'commander';
-import { WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
+import { WorkflowFailedError } from '@temporalio/client';
 import { CancelledFailure } from '@temporalio/common';
 import { connectClient } from '../temporal/connection.js';
-import { deployWorkflowId } from '../shared/constants.js';
 import { emit } from '../cli/render.js';
 import { runCommand, UsageError } from '../cli/run-command.js';
 import { ExitCode } from '../cli/exit-codes.js';
-import { describeFailure } from '../cli/deploy-status.js';
+import { describeClusterDeploy, describeFailure } from '../cli/deploy-status.js';
 
 export interface CancelReport {
   cluster: string;
@@ -51,13 +50,7 @@ export const cancelCommand = new Command('cancel')
     runCommand(opts, async () => {
       const client = await connectClient();
       try {
-        const workflowId = deployWorkflowId(cluster);
-        const handle = client.workflow.getHandle(workflowId);
-        const described = await handle.describe().catch((err: unknown) => {
-          if (err instanceof WorkflowNotFoundError)
-            throw new UsageError(`no deploy of cluster ${cluster} found (workflow ${workflowId})`);
-          throw err;
-        });
+        const { workflowId, described } = await describeClusterDeploy(client, cluster);
         if (described.status.name !== 'RUNNING') {
           throw new UsageError(
             `the deploy of ${cluster} is not running (workflow ${workflowId} is ${described.status.name}); nothing to cancel`,

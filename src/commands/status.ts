@@ -1,13 +1,12 @@
 // `liftoff status CLUSTER`: the latest deploy of a cluster: state, steps with timings, load progress, result.
 import { Command } from 'commander';
-import { WorkflowNotFoundError } from '@temporalio/client';
 import { connectClient } from '../temporal/connection.js';
 import { progressQuery } from '../workflows/deploy.js';
 import type { DeployProgress, DeployResult } from '../workflows/steps.js';
 import { formatDuration } from '../config/duration.js';
 import { emit, table } from '../cli/render.js';
-import { runCommand, UsageError } from '../cli/run-command.js';
-import { deployWorkflowId } from '../cli/deploy-status.js';
+import { runCommand } from '../cli/run-command.js';
+import { describeClusterDeploy } from '../cli/deploy-status.js';
 import { loadLine } from '../cli/follow.js';
 
 export interface StatusReport {
@@ -56,13 +55,7 @@ export const statusCommand = new Command('status')
     runCommand(opts, async () => {
       const client = await connectClient();
       try {
-        const workflowId = deployWorkflowId(cluster);
-        const handle = client.workflow.getHandle(workflowId);
-        const described = await handle.describe().catch((err: unknown) => {
-          if (err instanceof WorkflowNotFoundError)
-            throw new UsageError(`no deploy of cluster ${cluster} found (workflow ${workflowId})`);
-          throw err;
-        });
+        const { workflowId, handle, described } = await describeClusterDeploy(client, cluster);
         const progress = await handle.query(progressQuery).catch(() => undefined);
         const result =
           described.status.name === 'COMPLETED' ? ((await handle.result()) as DeployResult) : undefined;
