@@ -500,12 +500,16 @@ type HostPoll<T> =
 function settle<T>(p: Promise<T>): Promise<HostPoll<T>> {
   return p.then(
     (value) => ({ ok: true as const, value }),
-    (err: unknown) => ({
-      ok: false as const,
-      error: messageOf(err),
-      cause: err,
-      nonRetryable: hostKeyFailures.some((t) => t === rootApplicationFailure(err)?.type),
-    }),
+    (err: unknown) => {
+      // A cancelled deploy stops here, not after one more poll.
+      if (isCancellation(err)) throw err;
+      return {
+        ok: false as const,
+        error: messageOf(err),
+        cause: err,
+        nonRetryable: hostKeyFailures.some((t) => t === rootApplicationFailure(err)?.type),
+      };
+    },
   );
 }
 
