@@ -1,6 +1,8 @@
 // Secret references in the spec ({ fromEnv } / { fromFile }) are resolved here, on the worker, inside the
 // activity that needs the value: values never travel through Temporal (inputs, results, heartbeats, failures).
 import { readFile } from 'node:fs/promises';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
 import type { EnvSpec, EnvValue, SecretRef } from '../config/schema.js';
 import { FailureType } from '../shared/failures.js';
@@ -24,8 +26,10 @@ async function resolveRef(name: string, ref: SecretRef): Promise<string> {
     }
     return value;
   }
+  // The schema allows ~/ paths; they mean the worker's home.
+  const path = ref.fromFile.startsWith('~/') ? join(homedir(), ref.fromFile.slice(2)) : ref.fromFile;
   try {
-    return (await readFile(ref.fromFile, 'utf8')).replace(/\r?\n$/, '');
+    return (await readFile(path, 'utf8')).replace(/\r?\n$/, '');
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code ?? 'error';
     throw ApplicationFailure.create({
