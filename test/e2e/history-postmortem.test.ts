@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { Client } from '@temporalio/client';
+import { runLiftoff, type CliRun } from '../helpers/cli.js';
 import { startE2eCluster, type E2eCluster } from '../helpers/e2e-cluster.js';
 import { TASK_QUEUE, deployWorkflowId } from '../../src/shared/constants.js';
 import { deploy } from '../../src/workflows/index.js';
@@ -27,12 +28,6 @@ const stateDir = '/tmp/liftoff-test-history';
 const clusterName = 'history';
 const workflowId = deployWorkflowId(clusterName);
 const secrets = ['hf_historySecretToken', 'sk-history-api-key'];
-
-interface CliRun {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
 
 describe('liftoff history and postmortem', () => {
   let cluster: E2eCluster | undefined;
@@ -135,19 +130,7 @@ describe('liftoff history and postmortem', () => {
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  async function liftoff(args: string[]): Promise<CliRun> {
-    try {
-      const { stdout, stderr } = await execFileAsync(process.execPath, ['bin/liftoff.js', ...args], {
-        env: cliEnv,
-        timeout: 60_000,
-        maxBuffer: 16 * 1024 * 1024,
-      });
-      return { code: 0, stdout, stderr };
-    } catch (err) {
-      const e = err as { code?: number; stdout?: string; stderr?: string };
-      return { code: e.code ?? -1, stdout: e.stdout ?? '', stderr: e.stderr ?? '' };
-    }
-  }
+  const liftoff = (args: string[]): Promise<CliRun> => runLiftoff(args, cliEnv, 60_000);
 
   function assertNoSecret(text: string): void {
     for (const s of secrets) assert.ok(!text.includes(s), 'no secret in the output');

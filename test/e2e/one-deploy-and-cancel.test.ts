@@ -3,14 +3,13 @@
 // Real dev server, real worker, real sshd on two namespace hosts; the CLI runs as a separate process.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { stringify } from 'yaml';
 import { WorkflowFailedError, type Client } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
+import { runLiftoff, type CliRun } from '../helpers/cli.js';
 import { startE2eCluster, type E2eCluster } from '../helpers/e2e-cluster.js';
 import { TASK_QUEUE, deployWorkflowId, searchAttributes } from '../../src/shared/constants.js';
 import { deploy, progressQuery } from '../../src/workflows/index.js';
@@ -19,17 +18,9 @@ import type { CancelReport } from '../../src/commands/cancel.js';
 import { clusterStatus, type SimCluster } from '../../sim/cluster.js';
 import { simDeploySpec } from '../../sim/spec.js';
 
-const execFileAsync = promisify(execFile);
 const stateDir = '/tmp/liftoff-test-one-deploy';
 const clusterName = 'one-deploy';
 const workflowId = deployWorkflowId(clusterName);
-
-interface CliRun {
-  code: number;
-  stdout: string;
-  stderr: string;
-  ms: number;
-}
 
 describe('one deploy per cluster, and cancel', () => {
   let cluster: E2eCluster | undefined;
@@ -62,19 +53,7 @@ describe('one deploy per cluster, and cancel', () => {
     await cluster?.stop();
   });
 
-  async function liftoff(args: string[]): Promise<CliRun> {
-    const started = Date.now();
-    try {
-      const { stdout, stderr } = await execFileAsync(process.execPath, ['bin/liftoff.js', ...args], {
-        env: cliEnv,
-        timeout: 120_000,
-      });
-      return { code: 0, stdout, stderr, ms: Date.now() - started };
-    } catch (err) {
-      const e = err as { code?: number; stdout?: string; stderr?: string };
-      return { code: e.code ?? -1, stdout: e.stdout ?? '', stderr: e.stderr ?? '', ms: Date.now() - started };
-    }
-  }
+  const liftoff = (args: string[]): Promise<CliRun> => runLiftoff(args, cliEnv);
 
   function launches(): number {
     const head = sim.hosts[0];

@@ -4,14 +4,13 @@
 // a CLI deploy runs is refused), pause/unpause, delete.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { stringify } from 'yaml';
 import { ScheduleNotFoundError, type Client } from '@temporalio/client';
 import { TypedSearchAttributes } from '@temporalio/common';
+import { runLiftoff, type CliRun } from '../helpers/cli.js';
 import { startE2eCluster, type E2eCluster } from '../helpers/e2e-cluster.js';
 import { deployWorkflowId, searchAttributes } from '../../src/shared/constants.js';
 import type { DeployResult } from '../../src/workflows/steps.js';
@@ -24,7 +23,6 @@ import type { ScheduleDeleteReport } from '../../src/commands/schedule/delete.js
 import type { SimCluster } from '../../sim/cluster.js';
 import { simDeploySpec } from '../../sim/spec.js';
 
-const execFileAsync = promisify(execFile);
 const stateDir = '/tmp/liftoff-test-schedule';
 const clusterName = 'sched';
 const scheduleId = `liftoff-${clusterName}`;
@@ -32,13 +30,6 @@ const secret = 'hf_sched_e2e_secret_value';
 // The spec names the secret; only the worker (this process) has its value.
 const secretVar = 'LIFTOFF_SCHEDULE_TEST_HF_TOKEN';
 const secretRef = { fromEnv: secretVar };
-
-interface CliRun {
-  code: number;
-  stdout: string;
-  stderr: string;
-  ms: number;
-}
 
 /** The hour a time has in a zone. */
 function hourIn(iso: string, timeZone: string): number {
@@ -93,19 +84,7 @@ describe('liftoff schedule (real dev server, CLI as a separate process)', () => 
     );
   }
 
-  async function liftoff(args: string[]): Promise<CliRun> {
-    const started = Date.now();
-    try {
-      const { stdout, stderr } = await execFileAsync(process.execPath, ['bin/liftoff.js', ...args], {
-        env: cliEnv,
-        timeout: 120_000,
-      });
-      return { code: 0, stdout, stderr, ms: Date.now() - started };
-    } catch (err) {
-      const e = err as { code?: number; stdout?: string; stderr?: string };
-      return { code: e.code ?? -1, stdout: e.stdout ?? '', stderr: e.stderr ?? '', ms: Date.now() - started };
-    }
-  }
+  const liftoff = (args: string[]): Promise<CliRun> => runLiftoff(args, cliEnv);
 
   async function liftoffJson<T>(args: string[], expectedCode = 0): Promise<T> {
     const run = await liftoff([...args, '--json']);
