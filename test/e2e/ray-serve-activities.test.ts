@@ -244,11 +244,15 @@ describe('ray, serve, health, smoke and diagnostics activities (simulated cluste
     const first = await run(launchServe, serveInput('serve-1'));
     assert.equal(first.reused, false);
     assert.ok(first.pid > 0);
+    servePid = first.pid;
     const second = await run(launchServe, serveInput('serve-1'));
     assert.equal(second.reused, true);
     assert.equal(second.pid, first.pid);
+    // launchServe returns once the server is backgrounded; the simulated vllm records its launch when its
+    // process has started, which on a loaded machine can come a few hundred ms later.
+    const deadline = Date.now() + 15_000;
+    while (launches().length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
     assert.equal(launches().length, 1, 'launches.log on the head has one entry');
-    servePid = first.pid;
 
     const marker = await onRemote(head, sh`cat ${`${logPath}.liftoff.json`}`);
     assert.deepEqual(
