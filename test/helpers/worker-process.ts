@@ -5,9 +5,12 @@ import { hostname } from 'node:os';
 import { projectRoot } from '../../src/temporal/cli-path.js';
 
 export interface WorkerProcessOptions {
-  /** Temporal frontend, host:port. */
-  address: string;
-  namespace: string;
+  /** Temporal frontend, host:port (TEMPORAL_ADDRESS). */
+  address?: string;
+  /** TEMPORAL_NAMESPACE. */
+  namespace?: string;
+  /** The process's environment (default: this process's); address and namespace, when given, are set on top. */
+  env?: NodeJS.ProcessEnv;
   taskQueue?: string;
   /** How long to wait for the `worker polling …` line. */
   readyTimeoutMs?: number;
@@ -41,7 +44,11 @@ export async function startWorkerProcess(opts: WorkerProcessOptions): Promise<Wo
   const args = ['bin/liftoff.js', 'worker', ...(opts.taskQueue ? ['--task-queue', opts.taskQueue] : [])];
   const child = spawn(process.execPath, args, {
     cwd: projectRoot,
-    env: { ...process.env, TEMPORAL_ADDRESS: opts.address, TEMPORAL_NAMESPACE: opts.namespace },
+    env: {
+      ...(opts.env ?? process.env),
+      ...(opts.address === undefined ? {} : { TEMPORAL_ADDRESS: opts.address }),
+      ...(opts.namespace === undefined ? {} : { TEMPORAL_NAMESPACE: opts.namespace }),
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const pid = child.pid;

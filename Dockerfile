@@ -1,0 +1,32 @@
+# The liftoff worker (`liftoff worker`) as an image; docker-compose.yml builds it as the liftoff-worker service.
+# It runs the TypeScript sources through tsx, like `npm run liftoff`, and bundles the workflow code when it starts,
+# so there is no build stage: what runs is what the tests ran. Bookworm (glibc) because the Temporal SDK's native
+# core ships prebuilt for glibc on x64 and arm64 (a control host may be arm64, like a DGX Spark).
+FROM node:20.20.2-bookworm-slim
+
+ENV NODE_ENV=production
+WORKDIR /app
+
+# Dependencies first, so a source change does not reinstall them. Development tools are left out; the optional
+# native SSH crypto binding may fail to build here (no compiler), and ssh2 then uses its JavaScript crypto.
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+
+COPY tsconfig.json ./
+COPY bin ./bin
+COPY src ./src
+COPY scripts/worker-healthcheck.ts ./scripts/
+
+# Not root: the worker only needs to read its SSH key and known_hosts, which docker-compose.yml mounts read-only
+# under /home/node/.ssh, where a spec's default `~/.ssh/...` paths point. 1000 is the image's `node` user, numeric
+# so a runtime can check it is not root. HOME is fixed so those paths hold even when the container runs as another
+# uid (LIFTOFF_WORKER_USER in docker-compose.yml) to match the key's owner.
+USER 1000:1000
+ENV HOME=/home/node
+
+# Healthy only while the Temporal server lists this container's worker among the task queue's pollers.
+HEALTHCHECK --interval=30s --timeout=20s --start-period=60s --retries=3 \
+  CMD ["node", "--import", "tsx", "scripts/worker-healthcheck.ts"]
+
+# `docker stop` sends SIGTERM, on which the worker finishes its current workflow tasks before it exits.
+CMD ["node", "bin/liftoff.js", "worker"]
