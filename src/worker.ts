@@ -1,44 +1,12 @@
 // The liftoff worker: runs the deploy workflows and the activities that act on hosts over SSH.
-import { fileURLToPath } from 'node:url';
-import {
-  bundleWorkflowCode,
-  Worker,
-  type NativeConnection,
-  type WorkflowBundleWithSourceMap,
-} from '@temporalio/worker';
+import { Worker, type NativeConnection } from '@temporalio/worker';
 import type { DataConverter } from '@temporalio/common';
 import * as activities from './activities/index.js';
 import { liftoffDataConverter } from './temporal/codec.js';
 import { TASK_QUEUE } from './shared/constants.js';
+import { workflowBundle } from './temporal/workflow-bundle.js';
 
-export const workflowsPath = fileURLToPath(new URL('./workflows/index.ts', import.meta.url));
-
-// Sources use NodeNext-style `.js` specifiers that point at `.ts` files.
-const bundlerOptions = {
-  webpackConfigHook: (
-    config: Parameters<NonNullable<Parameters<typeof bundleWorkflowCode>[0]['webpackConfigHook']>>[0],
-  ) => {
-    config.resolve = { ...config.resolve, extensionAlias: { '.js': ['.ts', '.js'] } };
-    return config;
-  },
-};
-
-let bundlePromise: Promise<WorkflowBundleWithSourceMap> | undefined;
-
-/** Bundles the workflow code once per process; every worker of the process reuses it. */
-export function workflowBundle(): Promise<WorkflowBundleWithSourceMap> {
-  bundlePromise ??= bundleWorkflowCode({ workflowsPath, ...bundlerOptions, logger: quietBundlerLogger });
-  return bundlePromise;
-}
-
-const quietBundlerLogger = {
-  log: () => undefined,
-  trace: () => undefined,
-  debug: () => undefined,
-  info: () => undefined,
-  warn: (message: string) => console.warn(message),
-  error: (message: string) => console.error(message),
-};
+export { workflowBundle, workflowsPath } from './temporal/workflow-bundle.js';
 
 export interface LiftoffWorkerOptions {
   connection: NativeConnection;

@@ -21,6 +21,9 @@ import type {
 
 /** How long a started container must stay up before we call it started: a bad flag kills it within a second. */
 const confirmWindowMs = 3_000;
+const confirmPollMs = 250;
+/** What `ray start` prints once the node runs (a worker: once it registered with the head). */
+const rayStarted = /^Ray runtime started\./m;
 /** verifyRayCluster polls this long per attempt; the workflow's retry policy bounds the whole wait. */
 const verifyWindowMs = 10_000;
 const verifyIntervalMs = 1_000;
@@ -276,11 +279,12 @@ async function startRayContainer(
     }
     const containerId = started.stdout.trim().split('\n').pop() ?? '';
 
-    // A container whose `ray start` rejects its arguments exits within a second or two: wait that long.
+    // A container whose `ray start` rejects its arguments exits within a second or two: wait that long, or
+    // until `ray start` reports success (it prints its banner once the node is up, and for a worker, joined).
     const deadline = Date.now() + confirmWindowMs;
     for (;;) {
       heartbeat({ host, phase: 'confirming', container: input.container });
-      await pause(500);
+      await pause(confirmPollMs);
       const state = await inspectContainer(session, input.container);
       if (!state.running) {
         const log = await containerLogTail(session, input.container, logTailLines, secrets);
@@ -298,6 +302,7 @@ async function startRayContainer(
         );
       }
       if (Date.now() >= deadline) break;
+      if (rayStarted.test(await containerLogTail(session, input.container, logTailLines))) break;
     }
     return { host, containerId, reused: false };
   });
@@ -384,7 +389,7 @@ async function inspectWorker(worker: NamedHost, container: string): Promise<Work
         };
       }
       // `ray start` prints its banner only once the node registered with the head.
-      const joined = /Ray runtime started/.test(log);
+      const joined = rayStarted.test(log);
       return {
         host: worker.name,
         settled: false,

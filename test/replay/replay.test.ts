@@ -11,6 +11,7 @@ import {
   DefaultLogger,
   Runtime,
   Worker,
+  type WorkflowBundlePath,
   type WorkflowBundleWithSourceMap,
 } from '@temporalio/worker';
 import { historyFromJSON, type History } from '@temporalio/common/lib/proto-utils.js';
@@ -61,7 +62,10 @@ function entryFor(file: string): ManifestEntry {
 
 // The deploy reads its workflow id (a run under another id only starts the real deploy as a child), and a
 // history does not carry it: replay under the id the history was recorded with.
-function replay(bundle: WorkflowBundleWithSourceMap, entry: ManifestEntry): Promise<void> {
+function replay(
+  bundle: WorkflowBundlePath | WorkflowBundleWithSourceMap,
+  entry: ManifestEntry,
+): Promise<void> {
   return Worker.runReplayHistory(
     { workflowBundle: bundle, replayName: `replay ${entry.file}` },
     readHistory(entry),
@@ -83,7 +87,7 @@ export async function deploy(input, options) {
 `;
 
 describe('replay of recorded deploy histories', () => {
-  let current: WorkflowBundleWithSourceMap;
+  let current: WorkflowBundlePath;
   let changed: WorkflowBundleWithSourceMap;
   let changedDir: string | undefined;
 

@@ -1,0 +1,85 @@
+// The workflow code as one file for the worker's sandbox, bundled once per version of the sources.
+// Bundling (webpack) runs in a child process: in the worker it would leave ~150 MB of memory behind for the
+// worker's whole life, more than the rest of the worker together.
+import { createHash } from 'node:crypto';
+import { execFile } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { fileURLToPath } from 'node:url';
+import { bundleWorkflowCode, type WorkflowBundlePath } from '@temporalio/worker';
+import { projectRoot } from './cli-path.js';
+
+export const workflowsPath = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
+const srcDir = join(projectRoot, 'src');
+const bundlerEntry = fileURLToPath(new URL('./bundle-workflows.ts', import.meta.url));
+const execFileAsync = promisify(execFile);
+
+/** Bundles in this process (the child's side). */
+export async function bundleWorkflowsTo(file: string): Promise<void> {
+  const { code } = await bundleWorkflowCode({
+    workflowsPath,
+    // Sources use NodeNext-style `.js` specifiers that point at `.ts` files.
+    webpackConfigHook: (config) => {
+      config.resolve = { ...config.resolve, extensionAlias: { '.js': ['.ts', '.js'] } };
+      return config;
+    },
+    logger: {
+      log: () => undefined,
+      trace: () => undefined,
+      debug: () => undefined,
+      info: () => undefined,
+      warn: (message: string) => console.warn(message),
+      error: (message: string) => console.error(message),
+    },
+  });
+  // Renamed into place, so a worker starting at the same time never reads half a file.
+  const partial = `${file}.${process.pid}.partial`;
+  writeFileSync(partial, code);
+  renameSync(partial, file);
+}
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true })
+    .flatMap((e) => (e.isDirectory() ? sourceFiles(join(dir, e.name)) : [join(dir, e.name)]))
+    .filter((f) => f.endsWith('.ts'))
+    .sort();
+}
+
+/** Names the bundle by everything that can change it: the sources and the locked package versions. */
+function sourcesHash(): string {
+  const hash = createHash('sha256');
+  for (const file of [...sourceFiles(srcDir), join(projectRoot, 'package-lock.json')]) {
+    hash.update(file).update('\0').update(readFileSync(file)).update('\0');
+  }
+  return hash.digest('hex').slice(0, 16);
+}
+
+let bundlePromise: Promise<WorkflowBundlePath> | undefined;
+
+/** The bundle file for the current sources, built on first use; every worker of the process shares it. */
+export function workflowBundle(): Promise<WorkflowBundlePath> {
+  bundlePromise ??= buildBundleFile().catch((err: unknown) => {
+    // A failed build is not kept: the next worker tries again.
+    bundlePromise = undefined;
+    throw err;
+  });
+  return bundlePromise;
+}
+
+async function buildBundleFile(): Promise<WorkflowBundlePath> {
+  const dir = join(tmpdir(), 'liftoff-workflow-bundles');
+  mkdirSync(dir, { recursive: true });
+  const codePath = join(dir, `workflows-${sourcesHash()}.js`);
+  if (!existsSync(codePath)) {
+    await execFileAsync(process.execPath, ['--import', 'tsx', bundlerEntry, codePath], {
+      cwd: projectRoot,
+      maxBuffer: 16 * 1024 * 1024,
+    }).catch((err: unknown) => {
+      const e = err as { stderr?: string; message?: string };
+      throw new Error(`bundling the workflow code failed: ${e.stderr?.trim() || e.message}`);
+    });
+  }
+  return { codePath };
+}
