@@ -50,6 +50,7 @@ import {
 } from './seed.js';
 import {
   countAcceptedPublickey,
+  countSessions,
   countListens,
   generateKeyPair,
   publicKeyBody,
@@ -392,12 +393,22 @@ async function bringUp(opts: SimClusterOptions, cluster: SimCluster, hosts: Plan
   writeFileSync(cluster.sshConfigPath, sshClientConfig(cluster));
 
   await mapLimit(cluster.hosts, 16, (h) => startHostSshd(h));
-  if (opts.seedReferenceState ?? true) {
-    await mapLimit(cluster.hosts, 4, (h) => {
-      const config = readJson<HostConfig>(paths.config(h.hostDir)) as HostConfig;
-      return seedReferenceState(h.hostDir, config, hostRunner(cluster, h));
-    });
-  }
+  if (opts.seedReferenceState ?? true) await seedEveryHost(cluster);
+}
+
+function seedEveryHost(cluster: SimCluster): Promise<unknown> {
+  return mapLimit(cluster.hosts, 4, (h) => {
+    const config = readJson<HostConfig>(paths.config(h.hostDir)) as HostConfig;
+    return seedReferenceState(h.hostDir, config, hostRunner(cluster, h));
+  });
+}
+
+/**
+ * Puts every host of a running cluster back in the reference state after a reboot (old units active, old
+ * containers holding GPU memory), leaving whatever a deploy started: the next deploy has to clear it, as for real.
+ */
+export async function reseedCluster(stateDir: string = defaultStateDir()): Promise<void> {
+  await seedEveryHost(requireCluster(resolve(stateDir)));
 }
 
 /** Namespaces and links of this layout left by a run whose state dir is gone. */
@@ -567,6 +578,12 @@ export async function restartSshd(stateDir: string, host: string): Promise<void>
 export function setFaults(stateDir: string, host: string, faults: HostFaults): void {
   const h = requireHost(requireCluster(resolve(stateDir)), host);
   writeFaults(h.hostDir, faults);
+}
+
+/** Remote commands (SSH sessions) run on the host since the cluster came up. */
+export function countRemoteCommands(stateDir: string, host: string): number {
+  const h = requireHost(requireCluster(resolve(stateDir)), host);
+  return countSessions(h.hostDir);
 }
 
 /** Successful SSH logins (Accepted publickey) on the host since the cluster came up. */

@@ -192,6 +192,11 @@ export function countAcceptedPublickey(hostDir: string): number {
   return countOccurrences(logText(hostDir), 'Accepted publickey');
 }
 
+/** Sessions (one per remote command) in the host's sshd log. */
+export function countSessions(hostDir: string): number {
+  return countOccurrences(logText(hostDir), 'Starting session:');
+}
+
 /** Stops the listening sshd only; like `systemctl stop ssh`, open sessions are left alone. */
 export async function stopSshd(hostDir: string): Promise<void> {
   const pid = readSshdPid(hostDir);
