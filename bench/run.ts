@@ -24,6 +24,7 @@ import { temporalCliPath } from '../src/temporal/cli-path.js';
 import { deployWorkflowId } from '../src/shared/constants.js';
 import { shellQuote as quote } from '../src/ssh/quote.js';
 import type { DeployProgress } from '../src/workflows/steps.js';
+import { table } from '../src/cli/render.js';
 import { startWorkerProcess, type WorkerProcess } from '../test/helpers/worker-process.js';
 import {
   activityRuns,
@@ -467,15 +468,6 @@ function versions(): Record<string, string> {
   };
 }
 
-function pad(s: string, n: number): string {
-  return s.length >= n ? s : s + ' '.repeat(n - s.length);
-}
-
-function table(rows: string[][]): string {
-  const widths = rows[0]?.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length))) ?? [];
-  return rows.map((r) => r.map((c, i) => pad(c, widths[i] ?? 0)).join('  ')).join('\n');
-}
-
 async function main(): Promise<void> {
   const startedAt = Date.now();
   rmSync(workDir, { recursive: true, force: true });
@@ -605,12 +597,17 @@ function printReport(r: Results): void {
         target === undefined ? '' : mark(o.ratio <= target),
       ];
     }),
-    [
-      `scale, ${r.scale.toHosts} / ${r.scale.fromHosts} hosts`,
-      `${r.scale.ratio.toFixed(2)}×`,
-      '≤ 2×',
-      mark(r.scale.ratio <= 2),
-    ],
+    // One size has nothing to compare.
+    ...(r.scale.toHosts !== r.scale.fromHosts
+      ? [
+          [
+            `scale, ${r.scale.toHosts} / ${r.scale.fromHosts} hosts`,
+            `${r.scale.ratio.toFixed(2)}×`,
+            '≤ 2×',
+            mark(r.scale.ratio <= 2),
+          ],
+        ]
+      : []),
     [
       'crash detection',
       `${r.crash.detectedAfterS.toFixed(1)} s after a crash ${r.crash.crashIntoLoadS.toFixed(1)} s into the load (poll ${r.crash.pollIntervalS} s; blind wait ${r.crash.blindWaitS / 60} min)`,
