@@ -4,7 +4,7 @@
 import { createHash } from 'node:crypto';
 import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
@@ -69,8 +69,9 @@ export function workflowBundle(): Promise<WorkflowBundlePath> {
 }
 
 async function buildBundleFile(): Promise<WorkflowBundlePath> {
-  const dir = join(tmpdir(), 'liftoff-workflow-bundles');
-  mkdirSync(dir, { recursive: true });
+  // The user's own cache, not a shared /tmp: another local user must not be able to plant the code a worker runs.
+  const dir = join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'liftoff', 'workflow-bundles');
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
   const codePath = join(dir, `workflows-${sourcesHash()}.js`);
   if (!existsSync(codePath)) {
     await execFileAsync(process.execPath, ['--import', 'tsx', bundlerEntry, codePath], {
