@@ -285,6 +285,8 @@ async function startRayContainer(
     for (;;) {
       heartbeat({ host, phase: 'confirming', container: input.container });
       await pause(confirmPollMs);
+      // The banner settles it in one read; only without it does the container's state need asking.
+      if (rayStarted.test(await containerLogTail(session, input.container, logTailLines))) break;
       const state = await inspectContainer(session, input.container);
       if (!state.running) {
         const log = await containerLogTail(session, input.container, logTailLines, secrets);
@@ -302,7 +304,6 @@ async function startRayContainer(
         );
       }
       if (Date.now() >= deadline) break;
-      if (rayStarted.test(await containerLogTail(session, input.container, logTailLines))) break;
     }
     return { host, containerId, reused: false };
   });

@@ -3,7 +3,6 @@ import { join } from 'node:path';
 import { Command } from 'commander';
 import { startDevServer } from '../temporal/dev-server.js';
 import { connectWorkerConnection } from '../temporal/connection.js';
-import { createLiftoffWorker, runUntilSignalled } from '../worker.js';
 import { liftoffDataConverter } from '../temporal/codec.js';
 import { TASK_QUEUE } from '../shared/constants.js';
 import { stateDir } from '../cli/state-dir.js';
@@ -38,6 +37,8 @@ export const devCommand = new Command('dev')
         namespace: server.namespace,
         connectionOptions: { address: server.address },
       });
+      // The worker and its activities load only for the commands that run one, not for every CLI command.
+      const { createLiftoffWorker, runUntilSignalled } = await import('../worker.js');
       const worker = await createLiftoffWorker({ connection, namespace: server.namespace, dataConverter });
       const info = {
         address: server.address,

@@ -1,7 +1,6 @@
 // `liftoff worker`: a worker against the Temporal that the environment names (TEMPORAL_ADDRESS, profiles…).
 import { Command } from 'commander';
 import { connectWorkerConnection, loadTemporalSettings } from '../temporal/connection.js';
-import { createLiftoffWorker, runUntilSignalled } from '../worker.js';
 import { TASK_QUEUE } from '../shared/constants.js';
 import { emit } from '../cli/render.js';
 import { runCommand } from '../cli/run-command.js';
@@ -14,6 +13,8 @@ export const workerCommand = new Command('worker')
     runCommand(opts, async () => {
       const settings = loadTemporalSettings();
       const connection = await connectWorkerConnection(settings);
+      // The worker and its activities load only for the commands that run one, not for every CLI command.
+      const { createLiftoffWorker, runUntilSignalled } = await import('../worker.js');
       const worker = await createLiftoffWorker({
         connection,
         namespace: settings.namespace,

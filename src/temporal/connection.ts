@@ -2,7 +2,7 @@
 // TEMPORAL_NAMESPACE, TEMPORAL_PROFILE, TLS and API key settings, or a temporal.toml profile),
 // defaulting to the embedded dev server.
 import { Client, Connection } from '@temporalio/client';
-import { NativeConnection } from '@temporalio/worker';
+import type { NativeConnection } from '@temporalio/worker';
 import { loadClientConnectConfig } from '@temporalio/envconfig';
 import type { DataConverter } from '@temporalio/common';
 import { liftoffDataConverter } from './codec.js';
@@ -59,6 +59,8 @@ export async function connectClient(settings = loadTemporalSettings()): Promise<
 }
 
 export async function connectWorkerConnection(settings = loadTemporalSettings()): Promise<NativeConnection> {
+  // Loaded here, not at the top: the worker SDK (native core, bundler) adds a third to every CLI command's start.
+  const { NativeConnection } = await import('@temporalio/worker');
   try {
     return await NativeConnection.connect(settings.connectionOptions);
   } catch (err) {
