@@ -1,6 +1,19 @@
 // State of one simulated host, kept in a folder that the host's sshd exports as LIFTOFF_SIM_HOST_DIR.
 // Every simulated tool (systemctl, docker, nvidia-smi, ray, vllm) reads and writes it through this module.
-import { mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync, existsSync, renameSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  fstatSync,
+  ftruncateSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  readdirSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
 import { join } from 'node:path';
 
 export type GpuFlavour = 'h200' | 'gb10';
@@ -186,9 +199,21 @@ export function refreshMeminfo(dir: string): void {
     `Cached:          2400000 kB`,
     '',
   ].join('\n');
-  // Write in place (not rename): the file is bind-mounted over /proc/meminfo, and a rename would detach it.
-  writeFileSync(paths.meminfo(dir), text);
+  // Written in place (a rename would detach the bind mount over /proc/meminfo), and never truncated: every
+  // version has the same size and goes out in one write, so a concurrent `cat`, or a writer killed half way
+  // (`docker rm -f` of a process releasing its memory), can never leave the file empty.
+  const body = `${text}${' '.repeat(Math.max(0, meminfoBytes - 1 - text.length))}\n`;
+  const file = paths.meminfo(dir);
+  const fd = openSync(file, existsSync(file) ? 'r+' : 'w');
+  try {
+    writeSync(fd, body, 0);
+    if (fstatSync(fd).size !== body.length) ftruncateSync(fd, body.length);
+  } finally {
+    closeSync(fd);
+  }
 }
+
+const meminfoBytes = 512;
 
 export function safeReaddir(dir: string): string[] {
   return existsSync(dir) ? readdirSync(dir) : [];
