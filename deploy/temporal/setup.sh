@@ -12,15 +12,22 @@ retention=${LIFTOFF_RETENTION:-30d}
 # src/shared/constants.ts.
 : "${LIFTOFF_SEARCH_ATTRIBUTES:?list the search attributes as NAME=Type pairs}"
 
-attempts=0
-until temporal operator cluster health >/dev/null 2>&1; do
-  attempts=$((attempts + 1))
-  if [ "$attempts" -ge 60 ]; then
-    echo "Temporal at ${TEMPORAL_ADDRESS:-127.0.0.1:7233} is not serving after 60 s" >&2
-    exit 1
-  fi
-  sleep 1
-done
+# wait_until MESSAGE COMMAND...: runs COMMAND once a second until it succeeds; after 60 s, fails with MESSAGE.
+wait_until() {
+  message=$1
+  shift
+  attempts=0
+  until "$@" >/dev/null 2>&1; do
+    attempts=$((attempts + 1))
+    if [ "$attempts" -ge 60 ]; then
+      echo "$message after 60 s" >&2
+      exit 1
+    fi
+    sleep 1
+  done
+}
+
+wait_until "Temporal at ${TEMPORAL_ADDRESS:-127.0.0.1:7233} is not serving" temporal operator cluster health
 
 if temporal operator namespace describe --namespace "$namespace" >/dev/null 2>&1; then
   existed=yes
@@ -30,15 +37,8 @@ else
 fi
 # `describe` reads the database, but most calls go through the frontend's namespace cache, which learns of a new
 # namespace only when it refreshes (about 10 s): wait for a call that uses it.
-attempts=0
-until temporal operator search-attribute list --namespace "$namespace" >/dev/null 2>&1; do
-  attempts=$((attempts + 1))
-  if [ "$attempts" -ge 60 ]; then
-    echo "namespace $namespace exists but is not served after 60 s" >&2
-    exit 1
-  fi
-  sleep 1
-done
+wait_until "namespace $namespace exists but is not served" \
+  temporal operator search-attribute list --namespace "$namespace"
 if [ "$existed" = yes ]; then
   temporal operator namespace update --namespace "$namespace" --retention "$retention"
 fi
