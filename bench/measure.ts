@@ -1,7 +1,7 @@
 // What the benchmark reads off processes, histories and hosts. No liftoff logic here: only measuring.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { spawn } from 'node:child_process';
-import type { temporal } from '@temporalio/proto';
+import { isRecord, payloadValues, readHistoryEvents } from '../src/report/events.js';
 
 export function median(values: readonly number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
@@ -90,45 +90,33 @@ export function resetPeakRss(pid: number): void {
   writeFileSync(`/proc/${pid}/clear_refs`, '5');
 }
 
-type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
-
-export const eventMs = (e: HistoryEvent | undefined): number => {
-  const t = e?.eventTime;
-  if (!t) return Number.NaN;
-  return Number(t.seconds ?? 0) * 1000 + Math.floor((t.nanos ?? 0) / 1e6);
-};
-
 export interface ActivityRun {
   type: string;
   /** The host the activity works on (its input's `host` or `head`). */
   host: string | undefined;
   attempts: number;
+  /** When it completed; undefined when it failed or never ended. */
+  completedAtMs: number | undefined;
 }
 
-/**
- * Every activity of a history with its attempt count and main host. Inputs are decoded as plain JSON, so this
- * reads unencrypted histories only (the bench runs without LIFTOFF_PAYLOAD_KEY).
- */
-export function activityRuns(events: readonly HistoryEvent[]): ActivityRun[] {
-  const scheduled = new Map<string, ActivityRun>();
-  for (const e of events) {
-    const attrs = e.activityTaskScheduledEventAttributes;
-    if (attrs) {
-      const payload = attrs.input?.payloads?.[0];
-      const input = payload?.data
-        ? (JSON.parse(Buffer.from(payload.data).toString('utf8')) as unknown)
-        : undefined;
-      scheduled.set(String(e.eventId), {
-        type: attrs.activityType?.name ?? '?',
-        host: hostOf(input),
+/** Every activity of a history (as the client or a JSON export gives it), with its main host and attempts. */
+export function activityRuns(history: unknown): ActivityRun[] {
+  const scheduled = new Map<number, ActivityRun>();
+  for (const e of readHistoryEvents(history)) {
+    if (e.kind === 'activityTaskScheduled') {
+      const activityType = isRecord(e.attrs.activityType) ? e.attrs.activityType.name : undefined;
+      scheduled.set(e.eventId, {
+        type: typeof activityType === 'string' ? activityType : '?',
+        host: hostOf(payloadValues(e.attrs.input)[0]),
         attempts: 1,
+        completedAtMs: undefined,
       });
+      continue;
     }
-    const started = e.activityTaskStartedEventAttributes;
-    if (started) {
-      const run = scheduled.get(String(started.scheduledEventId));
-      if (run) run.attempts = started.attempt ?? 1;
-    }
+    const run = scheduled.get(Number(e.attrs.scheduledEventId));
+    if (!run) continue;
+    if (e.kind === 'activityTaskStarted') run.attempts = Number(e.attrs.attempt ?? 1);
+    if (e.kind === 'activityTaskCompleted') run.completedAtMs = e.timeMs;
   }
   return [...scheduled.values()];
 }

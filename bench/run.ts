@@ -29,7 +29,6 @@ import { startWorkerProcess, type WorkerProcess } from '../test/helpers/worker-p
 import {
   activityRuns,
   cpuSecondsBetween,
-  eventMs,
   machineCpu,
   median,
   processUsage,
@@ -261,7 +260,7 @@ async function sshCost(
 ): Promise<SshCost> {
   const history = await env.client.workflow.getHandle(deployWorkflowId(cluster)).fetchHistory();
   const attempts: Record<string, number> = Object.fromEntries(sim.hosts.map((h) => [h.name, 0]));
-  for (const run of activityRuns(history.events ?? [])) {
+  for (const run of activityRuns(history)) {
     if (run.host && run.host in attempts) attempts[run.host] = (attempts[run.host] ?? 0) + run.attempts;
   }
   const ratios = sim.hosts.map((h) => (handshakesPerHost[h.name] ?? 0) / Math.max(1, attempts[h.name] ?? 0));
@@ -297,7 +296,8 @@ async function measureCrash(env: Env): Promise<CrashResult> {
   try {
     const cluster = 'bench-crash';
     const loadTimeout = '25m';
-    const specFile = writeSpec(deploySpec(sim, cluster, { loadTimeout }), cluster);
+    const spec = deploySpec(sim, cluster, { loadTimeout });
+    const specFile = writeSpec(spec, cluster);
     setFaults(simDir, sim.hosts[0]?.name ?? '', { crashAtShard });
     const run = await timeProcess(
       process.execPath,
@@ -314,16 +314,15 @@ async function measureCrash(env: Env): Promise<CrashResult> {
     const closedAtMs = described.closeTime?.getTime() ?? Number.NaN;
     const head = sim.hosts[0];
     // The simulated server's last words are its traceback: the log's mtime is the moment of the crash.
-    const logFile = join(paths.home(head?.hostDir ?? ''), relative('/home', logPathOf(sim)));
+    const logFile = join(paths.home(head?.hostDir ?? ''), relative('/home', spec.serve.logPath));
     const crashedAtMs = statSync(logFile).mtimeMs;
-    const history = (await handle.fetchHistory()).events ?? [];
-    const launched = history.find(
-      (e) => e.activityTaskCompletedEventAttributes && activityTypeOf(history, e) === 'launchServe',
-    );
+    const launchedAtMs =
+      activityRuns(await handle.fetchHistory()).find((r) => r.type === 'launchServe')?.completedAtMs ??
+      Number.NaN;
     const failure = /"type"\s*:\s*"(\w+)"/.exec(run.stdout)?.[1] ?? 'unknown';
     return {
       crashAtShard,
-      crashIntoLoadS: round((crashedAtMs - eventMs(launched)) / 1000, 1),
+      crashIntoLoadS: round((crashedAtMs - launchedAtMs) / 1000, 1),
       detectedAfterS: round((closedAtMs - crashedAtMs) / 1000, 2),
       pollIntervalS: pollSeconds,
       blindWaitS: 25 * 60,
@@ -332,21 +331,6 @@ async function measureCrash(env: Env): Promise<CrashResult> {
   } finally {
     await downCluster(simDir);
   }
-}
-
-const logPathOf = (sim: SimCluster): string => deploySpec(sim, 'x').serve.logPath;
-
-type HistoryEvents = Awaited<
-  ReturnType<ReturnType<Client['workflow']['getHandle']>['fetchHistory']>
->['events'];
-
-function activityTypeOf(
-  history: NonNullable<HistoryEvents>,
-  completed: NonNullable<HistoryEvents>[number],
-): string {
-  const scheduledId = String(completed.activityTaskCompletedEventAttributes?.scheduledEventId);
-  const scheduled = history.find((e) => String(e.eventId) === scheduledId);
-  return scheduled?.activityTaskScheduledEventAttributes?.activityType?.name ?? '?';
 }
 
 // ------------------------------------------------------------------------------------------- resume
@@ -375,18 +359,20 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function measureResume(env: Env): Promise<ResumeResult> {
   log('resume: SIGKILL the worker mid-load, start another');
+  const shards = 40;
   const sim = await upCluster({
     hosts: 2,
     mode: 'netns',
     stateDir: simDir,
     netIndex,
-    vllm: { shards: 40, shardSeconds: 0.5, graphCaptureSeconds: 1, memoryMiB: 1024 },
+    vllm: { shards, shardSeconds: 0.5, graphCaptureSeconds: 1, memoryMiB: 1024 },
   });
   try {
     const cluster = 'bench-resume';
     const specFile = writeSpec(deploySpec(sim, cluster), cluster);
     const launchesFile = paths.launches(sim.hosts[0]?.hostDir ?? '');
-    const launchesBefore = readFileSync(launchesFile, 'utf8').split('\n').filter(Boolean).length;
+    const launches = () => readFileSync(launchesFile, 'utf8').split('\n').filter(Boolean).length;
+    const launchesBefore = launches();
     const start = await timeProcess(
       process.execPath,
       [liftoffBin, 'deploy', '-c', specFile, '--json'],
@@ -413,13 +399,12 @@ async function measureResume(env: Env): Promise<ResumeResult> {
       () => true,
       () => false,
     );
-    const launches = readFileSync(launchesFile, 'utf8').split('\n').filter(Boolean).length - launchesBefore;
     return {
       killedAtShard: atKill,
-      shardsTotal: 40,
+      shardsTotal: shards,
       progressMovedAfterS: round((movedAtMs - killedAtMs) / 1000, 1),
       heartbeatTimeoutS: heartbeatTimeoutSeconds,
-      launches,
+      launches: launches() - launchesBefore,
       deploySucceeded: succeeded,
     };
   } finally {
