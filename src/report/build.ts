@@ -2,7 +2,7 @@
 // scheduled and how each ended, the health polls' results (the load curve), search attributes and memo upserts
 // (trigger, outcome, load time), and the close event (result or failure with its diagnostics).
 import type { HostDiagnostics } from '../activities/types.js';
-import { deploySteps } from '../workflows/steps.js';
+import { aftermathSteps, deploySteps, stepOfActivity } from '../workflows/steps.js';
 import {
   isRecord,
   memoValues,
@@ -36,26 +36,7 @@ export interface BuildOptions {
   runId?: string;
 }
 
-/** Which deploy step an activity belongs to. Activities not listed keep their own name. */
-const stepOfActivity: Record<string, string> = {
-  preflightHost: 'preflight',
-  stopServices: 'stopServices',
-  removeContainers: 'removeContainers',
-  verifyGpusClear: 'verifyGpusClear',
-  startRayHead: 'startRayHead',
-  startRayWorker: 'startRayWorkers',
-  verifyRayCluster: 'verifyRayCluster',
-  launchServe: 'launchServe',
-  checkServeHealth: 'waitHealthy',
-  checkRayWorker: 'waitHealthy',
-  smokeTest: 'smokeTest',
-  collectDiagnostics: 'diagnostics',
-};
-
-const aftermathTitles: Record<string, string> = {
-  diagnostics: 'Collect diagnostics from every host',
-  teardown: 'Tear down (remove this launch’s containers)',
-};
+const aftermathTitles = new Map<string, string>(aftermathSteps.map((s) => [s.name, s.title]));
 
 const stepIndex = new Map<string, number>(deploySteps.map((s, i) => [s.name, i]));
 
@@ -101,7 +82,7 @@ export function buildPostmortem(history: unknown, opts: BuildOptions = {}): Post
     switch (event.kind) {
       case 'activityTaskScheduled': {
         const type = nameOf(a.activityType) ?? '(activity)';
-        let step = stepOfActivity[type] ?? type;
+        let step = stepOfActivity(type);
         // The same activity removes old containers before the launch and this launch's after a failure.
         if (step === 'removeContainers' && reached > (stepIndex.get('removeContainers') ?? 0))
           step = 'teardown';
@@ -407,9 +388,9 @@ function deploySteps_(order: ActivityTrack[], ctx: StepContext): StepTimeline[] 
 
   for (const [name, runs] of byStep) {
     if (stepIndex.has(name)) continue;
-    const aftermath = name in aftermathTitles;
+    const aftermath = aftermathTitles.has(name);
     steps.push(
-      activityStep({ name, title: aftermathTitles[name] ?? name, activities: runs, aftermath }, runs, {
+      activityStep({ name, title: aftermathTitles.get(name) ?? name, activities: runs, aftermath }, runs, {
         outcome: runs.some((r) => r.endedAtMs === undefined)
           ? running
             ? 'running'
