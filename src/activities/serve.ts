@@ -154,9 +154,11 @@ export async function launchServe(input: LaunchServeInput): Promise<LaunchServeR
     try {
       res = await session.exec(launch, { timeoutMs: 30_000, check: false, stdin: transport.stdin });
     } catch (err) {
-      // The executor's errors quote the command; keep secrets out of the failure.
+      // The executor's errors quote the command; keep secrets out of the failure. Final, as the launch profile
+      // always treated it: a launch whose command may have half-run is for a person to look at.
       throw ApplicationFailure.create({
         type: FailureType.serveLaunchFailed,
+        nonRetryable: true,
         message: redactText(
           `Launching vllm serve on ${host} failed: ${err instanceof Error ? err.message : String(err)}`,
           secrets,

@@ -1,7 +1,9 @@
 // How activities reach hosts: the workflow passes a target (plain data) and references to credentials
 // (paths, never key material); the key is read here, inside the activity.
 import { Context } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
 import { SshPool, type SshAuth, type SshSession } from '../ssh/executor.js';
+import { SshError, toFailureDetails } from '../ssh/errors.js';
 import type { SshTargetData } from '../config/targets.js';
 import { keepHeartbeating } from './heartbeat.js';
 
@@ -24,6 +26,10 @@ export function toSshAuth(ref: SshAuthRef): SshAuth {
  * Runs `fn` with one SSH session to the host, reused for every command of this activity and closed after,
  * so an activity costs one handshake per host. The activity heartbeats meanwhile, so a dead worker is noticed
  * within the heartbeat timeout and a cancellation reaches it.
+ *
+ * This is where the SSH layer's errors meet Temporal: each becomes an ApplicationFailure of its class name,
+ * final exactly when the error says retrying cannot help (a host key, a refused login), so no workflow keeps
+ * a list of error names.
  */
 export async function onHost<T>(ref: HostRef, fn: (session: SshSession) => Promise<T>): Promise<T> {
   const pool = new SshPool(toSshAuth(ref.auth));
@@ -32,6 +38,8 @@ export async function onHost<T>(ref: HostRef, fn: (session: SshSession) => Promi
   signal?.addEventListener('abort', abort);
   try {
     return await keepHeartbeating(async () => fn(await pool.session(ref.target)));
+  } catch (err) {
+    throw err instanceof SshError ? sshFailure(err) : err;
   } finally {
     signal?.removeEventListener('abort', abort);
     await pool.closeAll();
@@ -44,4 +52,14 @@ function activitySignal(): AbortSignal | undefined {
   } catch {
     return undefined; // called outside an activity (tests, CLI)
   }
+}
+
+export function sshFailure(err: SshError): ApplicationFailure {
+  const details = toFailureDetails(err);
+  return ApplicationFailure.create({
+    type: details.type,
+    message: details.message,
+    nonRetryable: !details.retryable,
+    details: [{ host: details.host ?? null, endpoint: details.endpoint ?? null, ...details.data }],
+  });
 }

@@ -2,6 +2,7 @@
 import { Command } from 'commander';
 import { WorkflowFailedError } from '@temporalio/client';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
+import { deployAlreadyRunningMessage } from '../shared/failures.js';
 import { loadSpecFile } from '../config/load.js';
 import { deploySpecSchema } from '../config/schema.js';
 import { connectClient } from '../temporal/connection.js';
@@ -58,9 +59,7 @@ export const deployCommand = new Command('deploy')
           })
           .catch((err: unknown) => {
             if (err instanceof WorkflowExecutionAlreadyStartedError) {
-              throw new DeployRefusedError(
-                `a deploy of ${spec.cluster} is already running (workflow ${workflowId}); follow it with \`liftoff status ${spec.cluster}\` or cancel it first`,
-              );
+              throw new DeployRefusedError(deployAlreadyRunningMessage(spec.cluster, workflowId, 'cli'));
             }
             throw err;
           });

@@ -1,4 +1,5 @@
-// Failure types that activities raise and workflows react to. Plain strings: workflows import this file.
+// Every failure type liftoff raises, from activities, workflows and the SSH layer, and the one message for a
+// refused second deploy. Plain strings: workflows import this file.
 export const FailureType = {
   invalidSpec: 'InvalidSpec',
   preflightFailed: 'PreflightFailed',
@@ -19,8 +20,26 @@ export const FailureType = {
   loadTimeout: 'LoadTimeout',
   smokeTestFailed: 'SmokeTestFailed',
   deployAlreadyRunning: 'DeployAlreadyRunning',
+  /** A deploy failed with no typed cause (the workflow's own fallback). */
+  deployFailed: 'DeployFailed',
+  // The SSH layer's errors keep their class names as types (src/ssh/errors.ts).
   hostKeyUnknown: 'HostKeyUnknownError',
   hostKeyMismatch: 'HostKeyMismatchError',
+  sshConnect: 'SshConnectError',
+  remoteCommand: 'RemoteCommandError',
+  remoteTimeout: 'RemoteTimeoutError',
 } as const;
 
 export type FailureTypeName = (typeof FailureType)[keyof typeof FailureType];
+
+/** Who started the deploy that was refused: the CLI, the Temporal UI's form or a schedule. */
+export type DeployTriggerName = 'cli' | 'ui' | 'schedule';
+
+/** The one message for a deploy refused because another deploy of the cluster runs. */
+export function deployAlreadyRunningMessage(
+  cluster: string,
+  workflowId: string,
+  trigger: DeployTriggerName,
+): string {
+  return `a deploy of ${cluster} is already running (workflow ${workflowId}); this ${trigger} run started nothing. Follow it with \`liftoff status ${cluster}\` or cancel it first.`;
+}

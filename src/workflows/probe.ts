@@ -6,13 +6,13 @@ import type { GpuState } from '../activities/gpu.js';
 import { probeSpecSchema } from '../config/schema.js';
 import { resolveSshTarget } from '../config/targets.js';
 import { formatIssues } from '../config/errors.js';
+import { FailureType } from '../shared/failures.js';
 
 const { readGpuState } = proxyActivities<typeof activities>({
   startToCloseTimeout: '1 minute',
   retry: {
     maximumAttempts: 3,
     initialInterval: '1 second',
-    nonRetryableErrorTypes: ['HostKeyUnknownError', 'HostKeyMismatchError'],
   },
 });
 
@@ -24,7 +24,10 @@ export interface ProbeClusterResult {
 export async function probeCluster(input: unknown): Promise<ProbeClusterResult> {
   const parsed = probeSpecSchema.safeParse(input);
   if (!parsed.success) {
-    throw ApplicationFailure.nonRetryable(`invalid spec:\n${formatIssues(parsed.error)}`, 'InvalidSpec');
+    throw ApplicationFailure.nonRetryable(
+      `invalid spec:\n${formatIssues(parsed.error)}`,
+      FailureType.invalidSpec,
+    );
   }
   const spec = parsed.data;
   const auth = {

@@ -1,63 +1,57 @@
-// The one map of the deploy: each step's name, title, the activities it runs and the retry profile they run
-// under (see activity-options.ts). Pure: the workflow, `--follow`, `status` and the postmortem all read it.
-export type RetryProfileName = 'none' | 'hostStep' | 'gpuClear' | 'rayCheck' | 'launch' | 'poll';
+// The one map of the deploy: each step's name, title, and the activities it runs, each with the retry profile
+// it runs under (activity-options.ts holds the profiles' numbers). Pure: the workflow, `--follow`, `status` and
+// the postmortem all read it.
+
+/**
+ * hostStep: short host commands, a few retries ride out an sshd restart. gpuClear and rayCheck: attempts fitted
+ * to a budget of the spec (gpu.clearTimeout, ray.verifyTimeout). launch: idempotent start of the server.
+ * poll / workerPoll: one poll of the load; a silent host is counted by the workflow, not by retries.
+ */
+export type RetryProfileName = 'hostStep' | 'gpuClear' | 'rayCheck' | 'launch' | 'poll' | 'workerPoll';
+
+export interface StepActivity {
+  /** The activity type, as exported by src/activities/index.ts. */
+  type: string;
+  retry: RetryProfileName;
+}
 
 export interface StepDef {
   name: string;
   title: string;
-  /** Activity types this step schedules (none for the workflow's own steps). */
-  activities: readonly string[];
-  retry: RetryProfileName;
+  /** What this step schedules; none for the workflow's own steps (validate, record). */
+  activities: readonly StepActivity[];
 }
 
+const host = (type: string): StepActivity => ({ type, retry: 'hostStep' });
+
 export const deploySteps = [
-  { name: 'validate', title: 'Validate the spec', activities: [], retry: 'none' },
-  {
-    name: 'preflight',
-    title: 'Preflight every host (read only)',
-    activities: ['preflightHost'],
-    retry: 'hostStep',
-  },
-  { name: 'stopServices', title: 'Stop old services', activities: ['stopServices'], retry: 'hostStep' },
-  {
-    name: 'removeContainers',
-    title: 'Remove old containers',
-    activities: ['removeContainers'],
-    retry: 'hostStep',
-  },
+  { name: 'validate', title: 'Validate the spec', activities: [] },
+  { name: 'preflight', title: 'Preflight every host (read only)', activities: [host('preflightHost')] },
+  { name: 'stopServices', title: 'Stop old services', activities: [host('stopServices')] },
+  { name: 'removeContainers', title: 'Remove old containers', activities: [host('removeContainers')] },
   {
     name: 'verifyGpusClear',
     title: 'Verify GPUs are clear',
-    activities: ['verifyGpusClear'],
-    retry: 'gpuClear',
+    activities: [{ type: 'verifyGpusClear', retry: 'gpuClear' }],
   },
-  { name: 'startRayHead', title: 'Start the Ray head', activities: ['startRayHead'], retry: 'hostStep' },
-  {
-    name: 'startRayWorkers',
-    title: 'Start the Ray workers',
-    activities: ['startRayWorker'],
-    retry: 'hostStep',
-  },
+  { name: 'startRayHead', title: 'Start the Ray head', activities: [host('startRayHead')] },
+  { name: 'startRayWorkers', title: 'Start the Ray workers', activities: [host('startRayWorker')] },
   {
     name: 'verifyRayCluster',
     title: 'Verify the Ray cluster',
-    activities: ['verifyRayCluster'],
-    retry: 'rayCheck',
+    activities: [{ type: 'verifyRayCluster', retry: 'rayCheck' }],
   },
-  { name: 'launchServe', title: 'Launch vllm serve', activities: ['launchServe'], retry: 'launch' },
+  { name: 'launchServe', title: 'Launch vllm serve', activities: [{ type: 'launchServe', retry: 'launch' }] },
   {
     name: 'waitHealthy',
     title: 'Wait until the server is healthy',
-    activities: ['checkServeHealth', 'checkRayWorker'],
-    retry: 'poll',
+    activities: [
+      { type: 'checkServeHealth', retry: 'poll' },
+      { type: 'checkRayWorker', retry: 'workerPoll' },
+    ],
   },
-  {
-    name: 'smokeTest',
-    title: 'Smoke test: one chat completion',
-    activities: ['smokeTest'],
-    retry: 'hostStep',
-  },
-  { name: 'record', title: 'Record the result', activities: [], retry: 'none' },
+  { name: 'smokeTest', title: 'Smoke test: one chat completion', activities: [host('smokeTest')] },
+  { name: 'record', title: 'Record the result', activities: [] },
 ] as const satisfies readonly StepDef[];
 
 /** What runs after a failed or cancelled deploy: not steps of the sequence, but shown beside them. */
@@ -65,29 +59,33 @@ export const aftermathSteps = [
   {
     name: 'diagnostics',
     title: 'Collect diagnostics from every host',
-    activities: ['collectDiagnostics'],
-    retry: 'hostStep',
+    activities: [host('collectDiagnostics')],
   },
   {
     name: 'teardown',
     title: 'Tear down (remove this launch’s containers)',
-    activities: ['removeContainers'],
-    retry: 'hostStep',
+    activities: [host('removeContainers')],
   },
 ] as const satisfies readonly StepDef[];
 
-const stepByActivity = new Map<string, string>(
-  [...deploySteps, ...aftermathSteps.slice(0, 1)].flatMap((s) =>
-    s.activities.map((a): [string, string] => [a, s.name]),
-  ),
-);
+const allSteps: readonly StepDef[] = [...deploySteps, ...aftermathSteps];
 
-/**
- * The deploy step an activity type belongs to; activities of no step keep their own name. A
- * removeContainers after the load is teardown, which the caller tells apart by when it ran.
- */
+// removeContainers is both a step and teardown: the step wins here, and the postmortem tells teardown apart by
+// when it ran.
+const stepByActivity = new Map<string, string>();
+for (const step of allSteps)
+  for (const a of step.activities) if (!stepByActivity.has(a.type)) stepByActivity.set(a.type, step.name);
+
+/** The deploy step an activity type belongs to; activities of no step keep their own name. */
 export function stepOfActivity(activityType: string): string {
   return stepByActivity.get(activityType) ?? activityType;
+}
+
+/** The retry profile a step runs an activity under. */
+export function retryProfileOf(step: string, activityType: string): RetryProfileName {
+  const def = allSteps.find((s) => s.name === step)?.activities.find((a) => a.type === activityType);
+  if (!def) throw new Error(`step ${step} does not run ${activityType}`);
+  return def.retry;
 }
 
 export type StepName = (typeof deploySteps)[number]['name'];

@@ -1,0 +1,118 @@
+// The numbers behind each retry profile of steps.ts, and the one helper that fits attempts to a budget of the
+// spec. Which failures are final is not listed here: activities raise ApplicationFailures that carry their own
+// nonRetryable flag (src/activities/ssh-context.ts converts the SSH layer's errors), so a refused login or an
+// unknown host key is never retried whatever the profile.
+import { proxyActivities, type ActivityOptions } from '@temporalio/workflow';
+import type * as activities from '../activities/index.js';
+import type { DeploySpec } from '../config/schema.js';
+import { parseDuration } from '../config/duration.js';
+import { attemptsWithin } from './retry-budget.js';
+import {
+  aftermathSteps,
+  deploySteps,
+  retryProfileOf,
+  type RetryProfileName,
+  type StepName,
+} from './steps.js';
+
+export type Activities = typeof activities;
+export type ActivityName = keyof Activities;
+export type AftermathName = (typeof aftermathSteps)[number]['name'];
+
+// Every activity heartbeats while it works (see activities/heartbeat.ts): a worker that dies mid-activity is
+// noticed within this window and the activity is retried on another worker.
+export const heartbeatTimeout = '10s';
+
+export interface BudgetShape {
+  /** First retry interval, e.g. '1s'. */
+  initial: string;
+  factor: number;
+  /** Longest retry interval. */
+  max: string;
+  /** How long one attempt is expected to take, for fitting the attempts. */
+  attempt: string;
+  /** startToCloseTimeout of one attempt. */
+  timeout: string;
+  heartbeat?: string;
+}
+
+/**
+ * Activity options whose attempts fit in `budget` (a duration of the spec, already validated) under the
+ * backoff of `shape`: e.g. "wait for GPU memory to free" is bounded by gpu.clearTimeout.
+ */
+export function budgeted(budget: string, shape: BudgetShape): ActivityOptions {
+  const ms = (d: string): number => parseDuration(d) ?? 0;
+  return {
+    startToCloseTimeout: shape.timeout,
+    heartbeatTimeout: shape.heartbeat ?? heartbeatTimeout,
+    retry: {
+      initialInterval: shape.initial,
+      backoffCoefficient: shape.factor,
+      maximumInterval: shape.max,
+      maximumAttempts: attemptsWithin(ms(budget), {
+        initialIntervalMs: ms(shape.initial),
+        backoffCoefficient: shape.factor,
+        maximumIntervalMs: ms(shape.max),
+        attemptMs: ms(shape.attempt),
+      }),
+    },
+  };
+}
+
+/** Each retry profile's options for this spec. */
+export function retryProfiles(spec: DeploySpec): Record<RetryProfileName, ActivityOptions> {
+  return {
+    // Short host commands: a few retries ride out an sshd restart or a dropped connection.
+    hostStep: {
+      startToCloseTimeout: '2 minutes',
+      heartbeatTimeout,
+      retry: { initialInterval: '2s', backoffCoefficient: 2, maximumInterval: '20s', maximumAttempts: 4 },
+    },
+    gpuClear: budgeted(spec.gpu.clearTimeout, {
+      initial: '2s',
+      factor: 1.5,
+      max: '10s',
+      attempt: '1s',
+      timeout: '30s',
+    }),
+    rayCheck: budgeted(spec.ray.verifyTimeout, {
+      initial: '1s',
+      factor: 1.5,
+      max: '5s',
+      attempt: '10s',
+      timeout: '40s',
+      heartbeat: '20s',
+    }),
+    // Idempotent (the marker on the head), so a retry never starts a second server.
+    launch: {
+      startToCloseTimeout: '2 minutes',
+      heartbeatTimeout,
+      retry: { initialInterval: '2s', maximumAttempts: 4 },
+    },
+    // One poll of the loading server: short and retried once. A host that stays unreachable is counted against
+    // serve.hostUnreachableTimeout by the workflow, not by retries.
+    poll: {
+      startToCloseTimeout: '45s',
+      heartbeatTimeout,
+      retry: { initialInterval: '1s', maximumAttempts: 2 },
+    },
+    // The other hosts during the load: one try per poll; the workflow keeps the unreachable clock.
+    workerPoll: { startToCloseTimeout: '30s', heartbeatTimeout, retry: { maximumAttempts: 1 } },
+  };
+}
+
+/**
+ * The activities of a step, under the retry profile steps.ts gives them: `acts('verifyGpusClear').verifyGpusClear(…)`.
+ * A step that runs more than one activity names the one wanted.
+ */
+export type StepActivities = (step: StepName | AftermathName, activity?: ActivityName) => Activities;
+
+export function stepActivities(spec: DeploySpec): StepActivities {
+  const profiles = retryProfiles(spec);
+  return (step, activity) => {
+    const def = [...deploySteps, ...aftermathSteps].find((s) => s.name === step);
+    const type = activity ?? def?.activities[0]?.type;
+    if (!type) throw new Error(`step ${step} runs no activity`);
+    return proxyActivities<Activities>(profiles[retryProfileOf(step, type)]);
+  };
+}

@@ -1,0 +1,125 @@
+// The deploy's progress, step by step: each step's state and timings, kept in the workflow, served by the
+// `progress` query and published as the workflow's current details for the Temporal UI.
+import {
+  ApplicationFailure,
+  CancelledFailure,
+  isCancellation,
+  setCurrentDetails,
+  upsertMemo,
+  upsertSearchAttributes,
+} from '@temporalio/workflow';
+import type { HostDiagnostics } from '../activities/types.js';
+import { formatDuration } from '../config/duration.js';
+import { searchAttributes } from '../shared/constants.js';
+import { FailureType } from '../shared/failures.js';
+import { messageOf, rootApplicationFailure } from './failures.js';
+import type { DeployProgress, StepName, StepState } from './steps.js';
+
+export class StepTracker {
+  constructor(private readonly progress: DeployProgress) {}
+
+  private state(name: StepName): StepState {
+    const s = this.progress.steps.find((x) => x.name === name);
+    if (!s) throw new Error(`unknown step ${name}`);
+    return s;
+  }
+
+  async run<T>(name: StepName, body: () => Promise<T>): Promise<T> {
+    const s = this.state(name);
+    s.status = 'running';
+    s.startedAtMs = Date.now();
+    this.progress.currentStep = name;
+    publishDetails(this.progress);
+    try {
+      const value = await body();
+      if (s.status === 'running') s.status = 'done';
+      return value;
+    } catch (err) {
+      s.status = isCancellation(err) ? 'cancelled' : 'failed';
+      s.error = messageOf(err);
+      throw err;
+    } finally {
+      s.endedAtMs = Date.now();
+      s.durationMs = s.endedAtMs - s.startedAtMs;
+      publishDetails(this.progress);
+    }
+  }
+
+  skip(name: StepName, why: string): void {
+    const s = this.state(name);
+    s.status = 'skipped';
+    s.detail = why;
+  }
+
+  detail(name: StepName, text: string): void {
+    this.state(name).detail = text;
+  }
+
+  durations(): Partial<Record<StepName, number>> {
+    const out: Partial<Record<StepName, number>> = {};
+    for (const s of this.progress.steps) if (s.durationMs !== undefined) out[s.name] = s.durationMs;
+    return out;
+  }
+
+  /**
+   * A cancelled deploy ends as cancelled. What teardown did goes into the progress, the memo (visible in the UI
+   * and to `liftoff cancel` without a worker) and the history.
+   */
+  cancelled(err: unknown, teardown: string[]): CancelledFailure {
+    const step =
+      this.progress.steps.find((s) => s.status === 'cancelled')?.name ??
+      this.progress.currentStep ??
+      'validate';
+    this.progress.status = 'cancelled';
+    this.progress.teardown = teardown;
+    upsertSearchAttributes([{ key: searchAttributes.outcome, value: 'cancelled' }]);
+    upsertMemo({ cancelled: { step, teardown } });
+    publishDetails(this.progress);
+    return err instanceof CancelledFailure ? err : new CancelledFailure(`deploy cancelled during ${step}`);
+  }
+
+  /** The workflow's failure: the step, the cause's type and message, and diagnostics when there are any. */
+  fail(err: unknown, diagnostics: HostDiagnostics[] | undefined, teardown?: string[]): ApplicationFailure {
+    this.progress.status = 'failed';
+    if (teardown) this.progress.teardown = teardown;
+    upsertSearchAttributes([{ key: searchAttributes.outcome, value: 'failed' }]);
+    publishDetails(this.progress);
+    const step =
+      this.progress.steps.find((s) => s.status === 'failed')?.name ?? this.progress.currentStep ?? 'validate';
+    const cause = rootApplicationFailure(err);
+    return ApplicationFailure.create({
+      type: cause?.type ?? FailureType.deployFailed,
+      message: `${step} failed: ${messageOf(err)}${teardown ? `\ncontainers: ${teardown.join('; ')}` : ''}`,
+      nonRetryable: true,
+      details: [
+        {
+          step,
+          progress: this.progress,
+          causeDetails: cause?.details ?? [],
+          diagnostics: diagnostics ?? [],
+          teardown,
+        },
+      ],
+    });
+  }
+}
+
+export function publishDetails(p: DeployProgress): void {
+  // Markdown as the Temporal UI renders it: blank lines around the list, and "n of N" (the UI typesets n/N
+  // as a fraction).
+  const lines = [`**${p.cluster}** — ${p.status}${p.currentStep ? `, step ${p.currentStep}` : ''}`, ''];
+  for (const s of p.steps) {
+    if (s.status === 'pending') continue;
+    lines.push(
+      `- ${s.status === 'done' ? '✓' : s.status === 'failed' ? '✗' : s.status === 'skipped' ? '–' : '…'} ${s.title}${s.durationMs !== undefined ? ` (${formatDuration(s.durationMs)})` : ''}`,
+    );
+  }
+  if (p.load && p.currentStep === 'waitHealthy') {
+    const l = p.load;
+    lines.push(
+      '',
+      `load: ${l.phase}${l.shardsTotal ? `, shard ${l.shardsDone} of ${l.shardsTotal}` : ''}${l.etaS !== undefined ? `, ETA ${formatDuration(l.etaS * 1000)}` : ''}`,
+    );
+  }
+  setCurrentDetails(lines.join('\n'));
+}

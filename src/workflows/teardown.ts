@@ -1,0 +1,44 @@
+// What a failed or cancelled deploy leaves behind: diagnostics from every host, and the removal of this
+// launch's containers.
+import type { HostDiagnostics, NamedHost } from '../activities/types.js';
+import type { DeploySpec } from '../config/schema.js';
+import type { StepActivities } from './activity-options.js';
+import { messageOf } from './failures.js';
+
+/**
+ * Removes this launch's Ray container on every host. The server runs inside the head's container, so this
+ * stops the server, Ray and every container the deploy started. One line per host says what happened.
+ */
+export async function tearDown(
+  spec: DeploySpec,
+  hosts: NamedHost[],
+  acts: StepActivities,
+): Promise<string[]> {
+  const { removeContainers } = acts('teardown');
+  const results = await Promise.allSettled(
+    hosts.map((h) => removeContainers({ host: h.ref, names: [spec.ray.container], cluster: spec.cluster })),
+  );
+  return results.map((r, i) =>
+    r.status === 'fulfilled'
+      ? `${r.value.host}: ${r.value.removed.length > 0 ? `removed ${r.value.removed.join(', ')} (Ray${i === 0 ? ' and the server' : ''} stopped)` : 'nothing to remove'}`
+      : `${hosts[i]?.name ?? '?'}: teardown failed: ${messageOf(r.reason)}`,
+  );
+}
+
+/** Container logs, `ray status`, nvidia-smi and the serve log from every host; never fails the caller. */
+export function collectDiagnostics(
+  spec: DeploySpec,
+  hosts: NamedHost[],
+  head: NamedHost,
+  acts: StepActivities,
+): Promise<HostDiagnostics[]> {
+  return acts('diagnostics')
+    .collectDiagnostics({
+      hosts,
+      container: spec.ray.container,
+      logPath: spec.serve.logPath,
+      headName: head.name,
+      secretEnv: [spec.ray.env, spec.serve.env],
+    })
+    .catch((e: unknown): HostDiagnostics[] => [{ host: '(all)', reachable: false, errors: [messageOf(e)] }]);
+}

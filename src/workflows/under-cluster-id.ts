@@ -1,0 +1,82 @@
+// One deploy per cluster, whatever started it: a run started under another id (the Temporal UI's form, a
+// schedule) holds only the trigger, and the deploy itself runs as a child under `liftoff-<cluster>`, so Temporal
+// refuses it while another deploy of the cluster runs.
+import {
+  ApplicationFailure,
+  CancellationScope,
+  CancelledFailure,
+  ChildWorkflowFailure,
+  isCancellation,
+  startChild,
+  upsertMemo,
+  upsertSearchAttributes,
+} from '@temporalio/workflow';
+import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
+import { searchAttributes } from '../shared/constants.js';
+import { deployAlreadyRunningMessage, FailureType, type DeployTriggerName } from '../shared/failures.js';
+import { messageOf, rootApplicationFailure } from './failures.js';
+import { publishDetails } from './step-tracker.js';
+import type { DeployProgress, DeployResult } from './steps.js';
+
+/** The deploy workflow itself, passed in so this module does not import deploy.ts (which imports it). */
+export type DeployWorkflow = (
+  input: unknown,
+  options?: { trigger?: DeployTriggerName },
+) => Promise<DeployResult>;
+
+export async function runUnderClusterId(
+  deploy: DeployWorkflow,
+  input: unknown,
+  trigger: DeployTriggerName,
+  workflowId: string,
+  progress: DeployProgress,
+): Promise<DeployResult> {
+  progress.deployWorkflowId = workflowId;
+  // Lets `liftoff history` show the deploy once (the child), not once more for the run that only started it.
+  upsertMemo({ deployWorkflowId: workflowId });
+  publishDetails(progress);
+  let child;
+  try {
+    child = await startChild(deploy, {
+      workflowId,
+      args: [input, { trigger }],
+      parentClosePolicy: 'REQUEST_CANCEL',
+      workflowIdReusePolicy: 'ALLOW_DUPLICATE',
+      typedSearchAttributes: [
+        { key: searchAttributes.cluster, value: progress.cluster },
+        { key: searchAttributes.trigger, value: trigger },
+      ],
+    });
+  } catch (err) {
+    if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+    progress.status = 'refused';
+    upsertSearchAttributes([{ key: searchAttributes.outcome, value: 'refused' }]);
+    publishDetails(progress);
+    throw ApplicationFailure.create({
+      type: FailureType.deployAlreadyRunning,
+      message: deployAlreadyRunningMessage(progress.cluster, workflowId, trigger),
+      nonRetryable: true,
+    });
+  }
+  try {
+    const result = await child.result();
+    progress.status = 'succeeded';
+    upsertSearchAttributes([{ key: searchAttributes.outcome, value: 'succeeded' }]);
+    return result;
+  } catch (err) {
+    const cancelled = err instanceof ChildWorkflowFailure && isCancellation(err.cause);
+    progress.status = cancelled ? 'cancelled' : 'failed';
+    upsertSearchAttributes([{ key: searchAttributes.outcome, value: progress.status }]);
+    publishDetails(progress);
+    // This run was cancelled (from the UI), and the child with it: end as cancelled too.
+    if (CancellationScope.current().consideredCancelled)
+      throw new CancelledFailure(`${workflowId} was cancelled`);
+    const cause = rootApplicationFailure(err);
+    throw ApplicationFailure.create({
+      type: cancelled ? FailureType.deployCancelled : (cause?.type ?? FailureType.deployFailed),
+      message: `${workflowId} ${cancelled ? 'was cancelled' : `failed: ${messageOf(err)}`}`,
+      nonRetryable: true,
+      details: cause?.details ?? [],
+    });
+  }
+}

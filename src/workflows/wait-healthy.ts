@@ -1,0 +1,224 @@
+// Step 9, wait healthy: one poll of the head (log chunk, process, container, /health) and of every worker's Ray
+// container per serve.pollInterval, until the server answers or something says it never will. The deadline is
+// fixed here, once, from serve.loadTimeout, so retries of a poll cannot stretch it.
+import { isCancellation, sleep } from '@temporalio/workflow';
+import type { CheckServeResult, NamedHost } from '../activities/types.js';
+import type { DeploySpec } from '../config/schema.js';
+import { formatDuration, parseDuration } from '../config/duration.js';
+import { vllmPhases, type VllmPhase } from '../parsers/vllm-log.js';
+import { FailureType } from '../shared/failures.js';
+import type { StepActivities } from './activity-options.js';
+import { isFinal, loadFailure, messageOf } from './failures.js';
+import { publishDetails } from './step-tracker.js';
+import type { DeployProgress, LoadProgress } from './steps.js';
+
+type HostPoll<T> = { ok: true; value: T } | { ok: false; error: string; final: boolean; cause: unknown };
+
+function settle<T>(p: Promise<T>): Promise<HostPoll<T>> {
+  return p.then(
+    (value) => ({ ok: true as const, value }),
+    (err: unknown) => {
+      // A cancelled deploy stops here, not after one more poll.
+      if (isCancellation(err)) throw err;
+      return { ok: false as const, error: messageOf(err), cause: err, final: isFinal(err) };
+    },
+  );
+}
+
+interface LoadWatch {
+  spec: DeploySpec;
+  head: NamedHost;
+  load: LoadProgress;
+  startedAt: number;
+  deadline: number;
+  tail: string[];
+  /** When each host stopped answering; a host that answers again is removed. */
+  unreachableSince: Record<string, number>;
+}
+
+export async function waitHealthy(
+  spec: DeploySpec,
+  head: NamedHost,
+  workers: NamedHost[],
+  pid: number,
+  progress: DeployProgress,
+  acts: StepActivities,
+): Promise<void> {
+  const ms = (d: string, fallback: number): number => parseDuration(d) ?? fallback;
+  const pollMs = ms(spec.serve.pollInterval, 10_000);
+  const startedAt = Date.now();
+  const load: LoadProgress = { phase: 'starting', elapsedS: 0, health: 'unknown', lastLogAtMs: startedAt };
+  progress.load = load;
+  const watch: LoadWatch = {
+    spec,
+    head,
+    load,
+    startedAt,
+    deadline: startedAt + ms(spec.serve.loadTimeout, 25 * 60_000),
+    tail: [],
+    unreachableSince: {},
+  };
+  const headPolls = acts('waitHealthy', 'checkServeHealth');
+  const workerPolls = acts('waitHealthy', 'checkRayWorker');
+  let offset = 0;
+  for (;;) {
+    // A host that does not answer has been silent since this poll began, not since it gave up.
+    const pollStartedAt = Date.now();
+    const [headPoll, workerResults] = await Promise.all([
+      settle(
+        headPolls.checkServeHealth({
+          head: head.ref,
+          clusterIp: head.clusterIp,
+          container: spec.ray.container,
+          pid,
+          logPath: spec.serve.logPath,
+          logOffset: offset,
+          port: spec.serve.port,
+          model: spec.serve.servedModelName ?? spec.serve.model,
+          secretEnv: [spec.ray.env, spec.serve.env],
+          apiKey: spec.serve.env.VLLM_API_KEY,
+        }),
+      ),
+      Promise.all(
+        workers.map((w) =>
+          settle(workerPolls.checkRayWorker({ host: w.ref, container: spec.ray.container })),
+        ),
+      ),
+    ]);
+    const now = Date.now();
+    const polls: [NamedHost, HostPoll<unknown>][] = [
+      [head, headPoll],
+      ...workers.map((w, i): [NamedHost, HostPoll<unknown>] => [w, workerResults[i] ?? headPoll]),
+    ];
+    checkReachable(watch, polls, { pollStartedAt, now });
+    for (const poll of workerResults) {
+      if (poll.ok && !poll.value.containerRunning) {
+        throw loadFailure(
+          FailureType.rayWorkerLost,
+          `the Ray container ${spec.ray.container} on ${poll.value.host} is ${poll.value.containerStatus ?? 'gone'} at ${where(load)}: the server lost that node`,
+          watch.tail,
+          load,
+        );
+      }
+    }
+    if (!headPoll.ok) {
+      publishDetails(progress);
+      await sleep(Math.max(0, Math.min(pollMs, watch.deadline - now)));
+      if (Date.now() < watch.deadline) continue;
+      throw loadFailure(
+        FailureType.loadTimeout,
+        `vllm was not healthy within serve.loadTimeout ${spec.serve.loadTimeout}; ${head.name} did not answer the last poll (${headPoll.error}); last ${where(load)}`,
+        watch.tail,
+        load,
+      );
+    }
+    const r = headPoll.value;
+    offset = r.logOffset;
+    watch.tail = r.tail;
+    recordPoll(load, r, now, startedAt);
+    publishDetails(progress);
+    if (judgePoll(watch, r, pid, now)) return;
+    await sleep(Math.min(pollMs, watch.deadline - now));
+  }
+}
+
+function where(load: LoadProgress): string {
+  return `phase ${load.phase}${load.shardsTotal ? `, shard ${load.shardsDone}/${load.shardsTotal}` : ''}`;
+}
+
+/** Reachability first: a host that does not answer is given serve.hostUnreachableTimeout to come back. */
+function checkReachable(
+  watch: LoadWatch,
+  polls: [NamedHost, HostPoll<unknown>][],
+  at: { pollStartedAt: number; now: number },
+): void {
+  const { spec, unreachableSince } = watch;
+  const unreachableMs = parseDuration(spec.serve.hostUnreachableTimeout) ?? 120_000;
+  for (const [host, poll] of polls) {
+    if (poll.ok) {
+      delete unreachableSince[host.name];
+      continue;
+    }
+    if (poll.final) throw poll.cause;
+    unreachableSince[host.name] ??= at.pollStartedAt;
+    const downMs = at.now - (unreachableSince[host.name] ?? at.now);
+    if (downMs >= unreachableMs) {
+      throw loadFailure(
+        FailureType.hostUnreachable,
+        `${host.name} has not answered for ${formatDuration(downMs)} (serve.hostUnreachableTimeout ${spec.serve.hostUnreachableTimeout}) at ${where(watch.load)}: ${poll.error}`,
+        watch.tail,
+        watch.load,
+      );
+    }
+  }
+  watch.load.unreachableSinceMs = { ...unreachableSince };
+}
+
+/** Folds one head poll into the load's progress. */
+function recordPoll(load: LoadProgress, r: CheckServeResult, now: number, startedAt: number): void {
+  Object.assign(load, {
+    elapsedS: Math.round((now - startedAt) / 1000),
+    health: r.health,
+    lastLine: r.tail[r.tail.length - 1],
+  });
+  if (r.logGrew) load.lastLogAtMs = now;
+  if (!r.summary) return;
+  // Each poll summarises only the new lines: the phase only moves forward, and a failure keeps the phase the
+  // load had reached (the failure itself is r.summary.fatal).
+  const seen = r.summary.phase === 'failed' ? r.summary.reached : r.summary.phase;
+  if (seen && vllmPhases.indexOf(seen) > vllmPhases.indexOf(load.phase as VllmPhase)) load.phase = seen;
+  if (r.summary.shard) {
+    Object.assign(load, {
+      shardsDone: r.summary.shard.done,
+      shardsTotal: r.summary.shard.total,
+      percent: r.summary.shard.percent,
+    });
+  }
+  if (r.summary.etaS !== undefined) Object.assign(load, { etaS: r.summary.etaS });
+}
+
+/** True when the server is ready; throws when the load cannot succeed; false to poll again. */
+function judgePoll(watch: LoadWatch, r: CheckServeResult, pid: number, now: number): boolean {
+  const { spec, load, tail } = watch;
+  if (r.summary?.fatal) {
+    const hint =
+      r.summary.fatal.kind === 'ray_oom' && spec.ray.env.RAY_memory_monitor_refresh_ms !== '0'
+        ? '\nRAY_memory_monitor_refresh_ms was not set to "0" at `ray start`: Ray\'s memory monitor killed the worker. Set it in ray.env.'
+        : '';
+    throw loadFailure(
+      FailureType.serverFatal,
+      `vllm failed (${r.summary.fatal.kind}) at ${where(load)}: ${r.summary.fatal.line}${hint}`,
+      tail,
+      load,
+    );
+  }
+  if (!r.processAlive || !r.containerRunning) {
+    const what = !r.containerRunning
+      ? `container ${spec.ray.container} is not running`
+      : `vllm (pid ${pid}) exited`;
+    throw loadFailure(FailureType.serverExited, `${what} at ${where(load)}`, tail, load);
+  }
+  // Ready means every host answers: a server that looks healthy while a worker is cut off is not done.
+  if (r.health === 'ok' && r.modelListed && Object.keys(watch.unreachableSince).length === 0) {
+    load.phase = 'ready';
+    return true;
+  }
+  const stallMs = parseDuration(spec.serve.stallTimeout) ?? 5 * 60_000;
+  if (now - load.lastLogAtMs >= stallMs) {
+    throw loadFailure(
+      FailureType.serverHung,
+      `vllm looks hung at ${where(load)}: its log has not moved for ${formatDuration(now - load.lastLogAtMs)} (serve.stallTimeout ${spec.serve.stallTimeout}) while the process is alive`,
+      tail,
+      load,
+    );
+  }
+  if (now >= watch.deadline) {
+    throw loadFailure(
+      FailureType.loadTimeout,
+      `vllm was not healthy within serve.loadTimeout ${spec.serve.loadTimeout}; last ${where(load)}`,
+      tail,
+      load,
+    );
+  }
+  return false;
+}
