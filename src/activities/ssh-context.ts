@@ -56,10 +56,13 @@ function activitySignal(): AbortSignal | undefined {
 
 export function sshFailure(err: SshError): ApplicationFailure {
   const details = toFailureDetails(err);
-  return ApplicationFailure.create({
+  const failure = ApplicationFailure.create({
     type: details.type,
     message: details.message,
     nonRetryable: !details.retryable,
     details: [{ host: details.host ?? null, endpoint: details.endpoint ?? null, ...details.data }],
   });
+  // Where the SSH layer raised it, not where it was converted.
+  failure.stack = err.stack;
+  return failure;
 }

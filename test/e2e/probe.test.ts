@@ -4,7 +4,9 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFileSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { WorkflowFailedError } from '@temporalio/client';
+import { execFileSync } from 'node:child_process';
+import { ActivityFailure, ApplicationFailure, WorkflowFailedError } from '@temporalio/client';
+import { RetryState } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { startE2eCluster, type E2eCluster } from '../helpers/e2e-cluster.js';
 import { TASK_QUEUE } from '../../src/shared/constants.js';
@@ -90,9 +92,12 @@ describe('probe workflow over the simulated cluster (namespace mode)', () => {
         (e: unknown) => e,
       );
     assert.ok(err instanceof WorkflowFailedError, 'the workflow fails');
-    const text = JSON.stringify(err.cause, Object.getOwnPropertyNames(err.cause ?? {}));
-    assert.match(text, /HostKeyMismatchError/);
-    assert.match(text, /SHA256:/);
+    assert.ok(err.cause instanceof ActivityFailure);
+    assert.equal(err.cause.retryState, RetryState.NON_RETRYABLE_FAILURE);
+    const cause = err.cause.cause;
+    assert.ok(cause instanceof ApplicationFailure);
+    assert.equal(cause.type, 'HostKeyMismatchError');
+    assert.match(cause.message, /SHA256:/);
   });
 
   it('rejects an invalid spec as non-retryable, naming the field', async () => {
@@ -105,5 +110,39 @@ describe('probe workflow over the simulated cluster (namespace mode)', () => {
       );
     assert.ok(err instanceof WorkflowFailedError);
     assert.match(String(err.cause?.message), /hosts\[0\]\.name/);
+  });
+
+  it('fails a refused login at once: the SSH error says retrying cannot help, and no attempt is repeated', async () => {
+    const spec = simClusterSpec(sim, { cluster: 'probe-refused-login' });
+    // A key the hosts were never told about: sshd refuses it, which no retry can change.
+    const strangerKey = join(stateDir, 'id_stranger');
+    execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', strangerKey], { input: 'y\n' });
+    spec.ssh.privateKeyPath = strangerKey;
+    const handle = await env.client.workflow.start(probeCluster, {
+      taskQueue: TASK_QUEUE,
+      workflowId: 'probe-refused-login',
+      args: [spec],
+    });
+    const err = await handle.result().then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    assert.ok(err instanceof WorkflowFailedError, 'the workflow fails');
+    assert.ok(err.cause instanceof ActivityFailure, 'an activity failed');
+    assert.equal(err.cause.retryState, RetryState.NON_RETRYABLE_FAILURE);
+    const cause = err.cause.cause;
+    assert.ok(cause instanceof ApplicationFailure);
+    assert.equal(cause.type, 'SshConnectError');
+    assert.equal(cause.nonRetryable, true);
+    assert.match(cause.message, /failed \(auth\)/);
+    const attempts = ((await handle.fetchHistory()).events ?? [])
+      .map((e) => e.activityTaskStartedEventAttributes?.attempt)
+      .filter((a): a is number => a !== undefined && a !== null);
+    assert.ok(attempts.length > 0);
+    assert.deepEqual(
+      attempts.filter((a) => a > 1),
+      [],
+      'no activity was tried twice',
+    );
   });
 });
