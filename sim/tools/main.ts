@@ -3,10 +3,10 @@ import type { ToolMain } from './tool.js';
 
 const tools: Record<string, () => Promise<{ main: ToolMain }>> = {
   systemctl: () => import('./systemctl.js'),
-  docker: () => import('./docker.js'),
+  docker: () => import('./docker/index.js'),
   'nvidia-smi': () => import('./nvidia-smi.js'),
-  ray: () => import('./ray.js'),
-  vllm: () => import('./vllm.js'),
+  ray: () => import('./ray/index.js'),
+  vllm: () => import('./vllm/index.js'),
   'gpu-hog': () => import('./gpu-hog.js'),
   'container-shim': () => import('./container-shim.js'),
 };

@@ -1,9 +1,9 @@
 // Simulated `vllm serve`: joins the Ray cluster for a GPU placement group, holds GPU memory on every node in
 // it, "loads" shards at the host's pace with real log formats and faults, then serves the OpenAI API.
 import { appendFileSync } from 'node:fs';
-import { readFaults, readHostConfig, paths, type HostConfig, type HostFaults } from '../host-state.js';
-import { numberOption, parseFlags, UsageError } from './ray-args.js';
-import { freeGpuMemoryMiB, holdGpuMemory, releaseGpuMemory } from './ray-gpu.js';
+import { readFaults, readHostConfig, paths, type HostConfig, type HostFaults } from '../../host-state.js';
+import { numberOption, parseFlags, UsageError } from '../ray/args.js';
+import { freeGpuMemoryMiB, holdGpuMemory, releaseGpuMemory } from '../ray/gpu.js';
 import {
   connectWithRetry,
   gcsUnreachableLines,
@@ -13,8 +13,8 @@ import {
   type BundlePlacement,
   type ClientMessage,
   type ServerMessage,
-} from './ray-protocol.js';
-import type { ToolMain } from './tool.js';
+} from '../ray/protocol.js';
+import type { ToolMain } from '../tool.js';
 import {
   ENGINE_INIT_FAILED,
   frames,
@@ -25,8 +25,8 @@ import {
   vllmLine,
   VLLM_VERSION,
   workerPrefix,
-} from './vllm-log.js';
-import { VllmApi } from './vllm-server.js';
+} from './log.js';
+import { VllmApi } from './server.js';
 
 const ENGINE_PROCESS_NAME = 'VLLM::EngineCore';
 const DEFAULT_PACE: HostConfig['vllm'] = {

@@ -15,8 +15,8 @@ import {
 } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import { hostDir, isAlive, readHostConfig, readJson, writeJson, type HostConfig } from '../host-state.js';
-import { FlagError, parseFlags, type FlagSpecs, type ParsedFlags } from './docker-args.js';
+import { hostDir, isAlive, readHostConfig, readJson, writeJson, type HostConfig } from '../../host-state.js';
+import { FlagError, parseFlags, type FlagSpecs, type ParsedFlags } from './args.js';
 import {
   TemplateError,
   goTimeString,
@@ -24,8 +24,8 @@ import {
   humanSize,
   renderList,
   renderTemplate,
-} from './docker-format.js';
-import { resolveExecutable, sleep, spawnDetached, toolCommand } from './docker-procs.js';
+} from './format.js';
+import { resolveExecutable, sleep, spawnDetached, toolCommand } from './procs.js';
 import {
   containerEnv,
   containerPaths,
@@ -49,8 +49,8 @@ import {
   type ExecRequest,
   type ExecResponse,
   type MountRecord,
-} from './docker-state.js';
-import type { ToolMain } from './tool.js';
+} from './state.js';
+import type { ToolMain } from '../tool.js';
 
 const dockerVersion = '28.5.1';
 const apiVersion = '1.51';

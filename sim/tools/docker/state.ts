@@ -3,8 +3,8 @@
 import { createHash } from 'node:crypto';
 import { appendFileSync, existsSync, linkSync, mkdirSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { isAlive, paths, readJson, safeReaddir, writeJson, type HostConfig } from '../host-state.js';
-import { containerTagVar, killAll, membersOf, signalPids, unitTagVar } from './docker-procs.js';
+import { isAlive, paths, readJson, safeReaddir, writeJson, type HostConfig } from '../../host-state.js';
+import { containerTagVar, killAll, membersOf, signalPids, unitTagVar } from './procs.js';
 
 export interface MountRecord {
   type: 'bind' | 'volume';

@@ -15,11 +15,11 @@ import {
   safeReaddir,
   writeJson,
   type HostConfig,
-} from '../host-state.js';
-import { numberOption, parseFlags, UsageError, type ParsedArgs } from './ray-args.js';
-import { formatStatus } from './ray-format.js';
-import { GcsServer } from './ray-head.js';
-import { LocalGpuHolder } from './ray-node.js';
+} from '../../host-state.js';
+import { numberOption, parseFlags, UsageError, type ParsedArgs } from './args.js';
+import { formatStatus } from './format.js';
+import { GcsServer } from './head.js';
+import { LocalGpuHolder } from './node.js';
 import {
   connectWithRetry,
   formatAddress,
@@ -36,8 +36,8 @@ import {
   type HeadRecord,
   type NodeInfo,
   type ServerMessage,
-} from './ray-protocol.js';
-import type { ToolMain } from './tool.js';
+} from './protocol.js';
+import type { ToolMain } from '../tool.js';
 
 const RAY_VERSION = '2.49.1';
 const DEFAULT_GCS_PORT = 6379;

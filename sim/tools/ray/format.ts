@@ -1,5 +1,5 @@
 // Text formats of `ray status`, matching fixtures/ray-status/two-nodes.txt.
-import type { StatusSnapshot } from './ray-protocol.js';
+import type { StatusSnapshot } from './protocol.js';
 
 /** Python's repr of a float: `2.0`, `0.5`, `40.0`. */
 export function pyFloat(n: number): string {
