@@ -185,6 +185,10 @@ export function findImage(cfg: HostConfig, ref: string): string | undefined {
   });
 }
 
+/** Every simulated image was built at the same time and has the same size. */
+export const imageCreated = '2025-10-14T09:12:44.000000000Z';
+export const imageBytes = 19_812_345_678;
+
 export function imageId(image: string): string {
   return `sha256:${createHash('sha256')
     .update(`liftoff-sim-image:${normaliseImage(image)}`)
