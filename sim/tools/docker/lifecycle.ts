@@ -13,39 +13,45 @@ import {
   type ContainerRecord,
 } from './state.js';
 
+/**
+ * Runs `act` on each named container in turn, as rm, stop and kill do: a missing or refused container is
+ * reported and makes the exit code 1 without stopping the rest. `act` returns the refusal, or undefined
+ * once it has done its work, and then the name is echoed.
+ */
+async function eachContainer(
+  dir: string,
+  refs: string[],
+  act: (rec: ContainerRecord, ref: string) => Promise<string | undefined>,
+): Promise<number> {
+  let code = 0;
+  for (const ref of refs) {
+    const found = findContainer(dir, ref);
+    const rec = found && observedContainer(dir, found);
+    const refusal = rec ? await act(rec, ref) : noSuchContainer(ref);
+    if (refusal === undefined) {
+      out(`${ref}\n`);
+    } else {
+      err(refusal);
+      code = 1;
+    }
+  }
+  return code;
+}
+
 export async function cmdRm(args: string[]): Promise<number> {
   const f = parseOrFail('rm', args, { force: { short: 'f' }, volumes: { short: 'v' }, link: { short: 'l' } });
   if (typeof f === 'number') return f;
   const missing = requireArgs('rm', '[OPTIONS] CONTAINER [CONTAINER...]', f.positionals.length, 1);
   if (missing !== undefined) return missing;
   const dir = hostDir();
-  let code = 0;
-  for (const ref of f.positionals) {
-    const found = findContainer(dir, ref);
-    const rec = found && observedContainer(dir, found);
-    if (!rec) {
-      err(noSuchContainer(ref));
-      code = 1;
-      continue;
-    }
-    if (isRunning(rec) && !f.has('force')) {
-      err(
-        `Error response from daemon: cannot remove container "/${rec.name}": container is running: stop the container before removing or force remove`,
-      );
-      code = 1;
-      continue;
-    }
-    if (!(await killContainerProcesses(rec))) {
-      err(
-        `Error response from daemon: cannot remove container "/${rec.name}": could not kill: tried to kill container, but did not receive an exit event`,
-      );
-      code = 1;
-      continue;
-    }
+  return eachContainer(dir, f.positionals, async (rec) => {
+    if (isRunning(rec) && !f.has('force'))
+      return `Error response from daemon: cannot remove container "/${rec.name}": container is running: stop the container before removing or force remove`;
+    if (!(await killContainerProcesses(rec)))
+      return `Error response from daemon: cannot remove container "/${rec.name}": could not kill: tried to kill container, but did not receive an exit event`;
     removeContainerState(dir, rec.name);
-    out(`${ref}\n`);
-  }
-  return code;
+    return undefined;
+  });
 }
 
 async function waitShimGone(rec: ContainerRecord, timeoutMs: number): Promise<boolean> {
@@ -85,15 +91,7 @@ export async function cmdStop(args: string[]): Promise<number> {
     err(`invalid signal: ${f.get('signal') ?? ''}`);
     return 125;
   }
-  let code = 0;
-  for (const ref of f.positionals) {
-    const found = findContainer(dir, ref);
-    const rec = found && observedContainer(dir, found);
-    if (!rec) {
-      err(noSuchContainer(ref));
-      code = 1;
-      continue;
-    }
+  return eachContainer(dir, f.positionals, async (rec) => {
     if (isRunning(rec)) {
       try {
         process.kill(rec.pid, signal);
@@ -105,9 +103,8 @@ export async function cmdStop(args: string[]): Promise<number> {
         recordKilled(dir, rec);
       }
     }
-    out(`${ref}\n`);
-  }
-  return code;
+    return undefined;
+  });
 }
 
 function normaliseSignal(s: string): NodeJS.Signals | undefined {
@@ -136,20 +133,9 @@ export async function cmdKill(args: string[]): Promise<number> {
     return 125;
   }
   const dir = hostDir();
-  let code = 0;
-  for (const ref of f.positionals) {
-    const found = findContainer(dir, ref);
-    const rec = found && observedContainer(dir, found);
-    if (!rec) {
-      err(noSuchContainer(ref));
-      code = 1;
-      continue;
-    }
-    if (!isRunning(rec)) {
-      err(`Error response from daemon: cannot kill container: ${ref}: container ${rec.id} is not running`);
-      code = 1;
-      continue;
-    }
+  return eachContainer(dir, f.positionals, async (rec, ref) => {
+    if (!isRunning(rec))
+      return `Error response from daemon: cannot kill container: ${ref}: container ${rec.id} is not running`;
     if (signal === 'SIGKILL') {
       // Killing a container's PID 1 takes the whole container down at once.
       await killContainerProcesses(rec);
@@ -161,9 +147,8 @@ export async function cmdKill(args: string[]): Promise<number> {
         // Already gone.
       }
     }
-    out(`${ref}\n`);
-  }
-  return code;
+    return undefined;
+  });
 }
 
 export async function cmdWait(args: string[]): Promise<number> {
