@@ -4,8 +4,7 @@ import { build } from 'esbuild';
 import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-
-const toolNames = ['systemctl', 'docker', 'nvidia-smi', 'ray', 'vllm', 'gpu-hog', 'container-shim'];
+import { toolNames } from './tools/names.js';
 
 export async function buildSimTools(binDir: string): Promise<string> {
   mkdirSync(binDir, { recursive: true });

@@ -218,3 +218,11 @@ const meminfoBytes = 512;
 export function safeReaddir(dir: string): string[] {
   return existsSync(dir) ? readdirSync(dir) : [];
 }
+
+/** The `*.json` records of a state folder, sorted by file name; a record that cannot be read is undefined. */
+export function readRecords<T>(dir: string): { file: string; record: T | undefined }[] {
+  return safeReaddir(dir)
+    .filter((f) => f.endsWith('.json'))
+    .sort()
+    .map((file) => ({ file, record: readJson<T>(join(dir, file)) }));
+}

@@ -7,7 +7,7 @@ import { closeSync, mkdirSync, openSync, readFileSync, renameSync } from 'node:f
 import { join } from 'node:path';
 import { constants } from 'node:os';
 import { hostDir, safeReaddir, writeJson } from '../host-state.js';
-import { containerTagVar, killAll, resolveExecutable } from './docker-procs.js';
+import { containerTagVar, killAll, resolveExecutable } from './docker/procs.js';
 import {
   containerEnv,
   containerPaths,
@@ -19,7 +19,7 @@ import {
   type ContainerRecord,
   type ExecRequest,
   type ExecResponse,
-} from './docker-state.js';
+} from './docker/state.js';
 import type { ToolMain } from './tool.js';
 
 const execPollMs = 100;

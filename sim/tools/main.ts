@@ -1,21 +1,20 @@
 // One bundle serves every simulated tool; the shims in the host's bin/ pass the tool name first.
+import type { ToolName } from './names.js';
 import type { ToolMain } from './tool.js';
 
-const tools: Record<string, () => Promise<{ main: ToolMain }>> = {
+const tools: Record<ToolName, () => Promise<{ main: ToolMain }>> = {
   systemctl: () => import('./systemctl.js'),
-  docker: () => import('./docker.js'),
+  docker: () => import('./docker/index.js'),
   'nvidia-smi': () => import('./nvidia-smi.js'),
-  ray: () => import('./ray.js'),
-  vllm: () => import('./vllm.js'),
+  ray: () => import('./ray/index.js'),
+  vllm: () => import('./vllm/index.js'),
   'gpu-hog': () => import('./gpu-hog.js'),
   'container-shim': () => import('./container-shim.js'),
 };
 
-export const toolNames = Object.keys(tools);
-
 async function run(): Promise<void> {
   const [name, ...args] = process.argv.slice(2);
-  const load = name ? tools[name] : undefined;
+  const load = name && Object.hasOwn(tools, name) ? tools[name as ToolName] : undefined;
   if (!load) {
     process.stderr.write(`simtool: unknown tool ${name ?? '(none)'}\n`);
     process.exit(127);

@@ -6,8 +6,8 @@ import { randomBytes } from 'node:crypto';
 import { closeSync, existsSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { hostDir, paths, readJson, writeJson } from '../host-state.js';
-import { FlagError, parseFlags, type ParsedFlags } from './docker-args.js';
-import { groupAlive, killAll, membersOf, signalPids, unitTagVar, waitNoMembers } from './docker-procs.js';
+import { FlagError, parseFlags, type ParsedFlags } from './docker/args.js';
+import { groupAlive, killAll, membersOf, signalPids, unitTagVar, waitNoMembers } from './docker/procs.js';
 import type { ToolMain } from './tool.js';
 
 export interface UnitState {

@@ -17,7 +17,7 @@ import { deploy, progressQuery } from '../../src/workflows/index.js';
 import type { DeployProgress, DeployResult, StepName } from '../../src/workflows/steps.js';
 import { clusterStatus, downCluster, upCluster, type SimCluster } from '../../sim/cluster.js';
 import { paths, readJson, writeJson, type HostConfig } from '../../sim/host-state.js';
-import { containersLogPath, type ContainerCreation } from '../../sim/tools/docker-state.js';
+import { containersLogPath, type ContainerCreation } from '../../sim/tools/docker/state.js';
 import { simDeploySpec } from '../../sim/spec.js';
 import { startWorkerProcess, type WorkerProcess } from '../helpers/worker-process.js';
 import { isProcessAlive } from '../helpers/processes.js';

@@ -35,6 +35,8 @@ const SHARD_LINE =
 const ENGINE_FAILED =
   'RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}';
 const apiPort = 20000 + Math.floor(Math.random() * 5000);
+/** `vllm serve` of a model split over both nodes' GPUs through Ray, as the fault cases run it. */
+const tp2OverRay = ['m', '--port', String(apiPort), '-tp', '2', '--distributed-executor-backend', 'ray'];
 
 function refused(ip: string, p: number): Promise<boolean> {
   return new Promise((resolve) => {
@@ -286,15 +288,7 @@ describe('simulated vllm', () => {
 
   it('crashes after shard k with a traceback and a fatal line, and frees the GPUs', async () => {
     writeFaults(headHost, { crashAtShard: 2 });
-    const result = await serveToExit(headHost, [
-      'm',
-      '--port',
-      String(apiPort),
-      '-tp',
-      '2',
-      '--distributed-executor-backend',
-      'ray',
-    ]);
+    const result = await serveToExit(headHost, tp2OverRay);
     writeFaults(headHost, {});
     assert.equal(result.code, 1);
     assert.deepEqual(shardLines(result.stdout), [0, 1, 2]);
@@ -307,15 +301,7 @@ describe('simulated vllm', () => {
 
   it('hangs after shard k: alive, silent, refusing connections, GPUs held until killed', async () => {
     writeFaults(headHost, { hangAtShard: 1 });
-    const proc = serve(headHost, [
-      'm',
-      '--port',
-      String(apiPort),
-      '-tp',
-      '2',
-      '--distributed-executor-backend',
-      'ray',
-    ]);
+    const proc = serve(headHost, tp2OverRay);
     await proc.waitFor(/\| 1\/4 \[/);
     writeFaults(headHost, {});
     await sleep(150 * 4 + 500);
@@ -336,15 +322,7 @@ describe('simulated vllm', () => {
 
   it('dies of a Ray OOM kill at graph capture when the head runs the memory monitor', async () => {
     writeFaults(headHost, { oomAtGraphCapture: true });
-    const result = await serveToExit(headHost, [
-      'm',
-      '--port',
-      String(apiPort),
-      '-tp',
-      '2',
-      '--distributed-executor-backend',
-      'ray',
-    ]);
+    const result = await serveToExit(headHost, tp2OverRay);
     writeFaults(headHost, {});
     assert.equal(result.code, 1);
     assert.match(result.stdout, /^Capturing CUDA graphs \(mixed prefill-decode, PIECEWISE\): +\d+%\|/m);
@@ -383,15 +361,7 @@ describe('simulated vllm', () => {
       usedMiB: 60000,
       gpuIndex: 0,
     });
-    const result = await serveToExit(headHost, [
-      'm',
-      '--port',
-      String(apiPort),
-      '-tp',
-      '2',
-      '--distributed-executor-backend',
-      'ray',
-    ]);
+    const result = await serveToExit(headHost, tp2OverRay);
     hog.kill('SIGKILL');
     assert.equal(result.code, 1);
     assert.ok(
@@ -420,15 +390,7 @@ describe('simulated vllm', () => {
   });
 
   it('dies when a worker node of its placement group goes away', async () => {
-    const proc = serve(headHost, [
-      'm',
-      '--port',
-      String(apiPort),
-      '-tp',
-      '2',
-      '--distributed-executor-backend',
-      'ray',
-    ]);
+    const proc = serve(headHost, tp2OverRay);
     await proc.waitFor(/Application startup complete\./);
     process.kill(workerRayPid, 'SIGKILL');
     assert.equal(await proc.exited, 1);

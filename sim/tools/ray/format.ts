@@ -1,5 +1,5 @@
-// Text formats of `ray status`, matching fixtures/ray-status/two-nodes.txt.
-import type { StatusSnapshot } from './ray-protocol.js';
+// Text formats of `ray status`, matching fixtures/ray-status/two-nodes.txt, and the banners of `ray start`.
+import type { StatusSnapshot } from './protocol.js';
 
 /** Python's repr of a float: `2.0`, `0.5`, `40.0`. */
 export function pyFloat(n: number): string {
@@ -75,3 +75,54 @@ export function formatPendingDemand(bundles: number, driverIp: string): string {
   if (bundles > 1) parts.push(`{'GPU': 1.0} * ${bundles - 1}`);
   return parts.join(', ');
 }
+
+export function headBanner(nodeIp: string, port: number, dashboardHost: string): string[] {
+  const dashboard = dashboardHost === '0.0.0.0' ? nodeIp : dashboardHost;
+  return [
+    '',
+    '--------------------',
+    'Ray runtime started.',
+    '--------------------',
+    '',
+    'Next steps',
+    '  To add another node to this Ray cluster, run',
+    `    ray start --address='${nodeIp}:${port}'`,
+    '',
+    '  To connect to this Ray cluster:',
+    '    import ray',
+    `    ray.init(_node_ip_address='${nodeIp}')`,
+    '',
+    '  To submit a Ray job using the Ray Jobs CLI:',
+    `    RAY_ADDRESS='http://${dashboard}:8265' ray job submit --working-dir . -- python my_script.py`,
+    '',
+    '  See https://docs.ray.io/en/latest/cluster/running-applications/job-submission/index.html ',
+    '  for more information on submitting Ray jobs to the Ray cluster.',
+    '',
+    '  To terminate the Ray runtime, run',
+    '    ray stop',
+    '',
+    '  To view the status of the cluster, use',
+    '    ray status',
+    '',
+    '  To monitor and debug Ray, view the dashboard at ',
+    `    ${dashboard}:8265`,
+    '',
+    '  If connection to the dashboard fails, check your firewall settings and network configuration.',
+  ];
+}
+
+export const WORKER_BANNER = [
+  '',
+  '--------------------',
+  'Ray runtime started.',
+  '--------------------',
+  '',
+  'To terminate the Ray runtime, run',
+  '  ray stop',
+];
+
+export const BLOCK_TEXT = [
+  '--block',
+  '  This command will now block forever until terminated by a signal.',
+  '  Running subprocesses are monitored and a message will be printed if any of them terminate unexpectedly. Subprocesses exit with SIGTERM will be treated as graceful, thus NOT reported.',
+];

@@ -8,7 +8,7 @@ import {
   refreshMeminfo,
   registerGpuProcess,
   type HostConfig,
-} from '../host-state.js';
+} from '../../host-state.js';
 
 /** The OS and desktop take this much of GB10's unified memory (matches refreshMeminfo). */
 const GB10_SYSTEM_RESERVED_MIB = Math.round(4_000_000 / 1024);

@@ -1,32 +1,24 @@
-// Simulated `vllm serve`: joins the Ray cluster for a GPU placement group, holds GPU memory on every node in
-// it, "loads" shards at the host's pace with real log formats and faults, then serves the OpenAI API.
+// `vllm serve`: joins the Ray cluster for a GPU placement group (placement.ts), holds GPU memory on every node
+// in it, "loads" the model (load.ts), then serves the OpenAI API (server.ts) until it is stopped or a node dies.
 import { appendFileSync } from 'node:fs';
-import { readFaults, readHostConfig, paths, type HostConfig, type HostFaults } from '../host-state.js';
-import { numberOption, parseFlags, UsageError } from './ray-args.js';
-import { freeGpuMemoryMiB, holdGpuMemory, releaseGpuMemory } from './ray-gpu.js';
-import {
-  connectWithRetry,
-  gcsUnreachableLines,
-  JsonLineChannel,
-  NO_RUNNING_RAY_MESSAGE,
-  resolveGcsAddress,
-  type BundlePlacement,
-  type ClientMessage,
-  type ServerMessage,
-} from './ray-protocol.js';
-import type { ToolMain } from './tool.js';
+import { readFaults, readHostConfig, paths, type HostConfig, type HostFaults } from '../../host-state.js';
+import { numberOption, parseFlags, UsageError } from '../ray/args.js';
+import { freeGpuMemoryMiB, holdGpuMemory, releaseGpuMemory } from '../ray/gpu.js';
+import type { BundlePlacement } from '../ray/protocol.js';
+import { captureGraphs, loadWeights, type LoadContext } from './load.js';
 import {
   ENGINE_INIT_FAILED,
+  FatalExit,
   frames,
   gib,
-  graphCaptureLine,
-  shardProgressLine,
+  print,
   traceback,
   vllmLine,
   VLLM_VERSION,
   workerPrefix,
-} from './vllm-log.js';
-import { VllmApi } from './vllm-server.js';
+} from './log.js';
+import { joinPlacementGroup, type RayChannel } from './placement.js';
+import { VllmApi } from './server.js';
 
 const ENGINE_PROCESS_NAME = 'VLLM::EngineCore';
 const DEFAULT_PACE: HostConfig['vllm'] = {
@@ -84,42 +76,7 @@ const serveSpec = {
   allowUnknown: true,
 };
 
-function print(line: string): void {
-  process.stdout.write(`${line}\n`);
-}
-
-const sleep = (seconds: number) => new Promise((r) => setTimeout(r, seconds * 1000));
-
-export const main: ToolMain = async (args) => {
-  const [command, ...rest] = args;
-  if (command === '--version' || command === '-v' || command === 'version') {
-    print(VLLM_VERSION);
-    return 0;
-  }
-  if (command !== 'serve') {
-    process.stderr.write(
-      `usage: vllm [-h] [-v] {chat,complete,serve,bench,collect-env,run-batch} ...\nvllm: error: argument subparser: invalid choice: '${command ?? ''}'\n`,
-    );
-    return 2;
-  }
-  try {
-    return await new VllmServe(rest).run();
-  } catch (e) {
-    if (e instanceof UsageError) {
-      process.stderr.write(`usage: vllm serve [model_tag] [options]\nvllm serve: error: ${e.message}\n`);
-      return 2;
-    }
-    throw e;
-  }
-};
-
-class FatalExit extends Error {
-  constructor(readonly lines: string[]) {
-    super('fatal');
-  }
-}
-
-class VllmServe {
+export class VllmServe {
   private readonly parsed;
   private readonly model: string;
   private readonly dir = process.env.LIFTOFF_SIM_HOST_DIR;
@@ -129,7 +86,7 @@ class VllmServe {
   private readonly tp: number;
   private readonly port: number;
   private readonly driverIp: string;
-  private ray: JsonLineChannel<ServerMessage, ClientMessage> | undefined;
+  private ray: RayChannel | undefined;
   private bundles: BundlePlacement[] = [];
   private headMemoryMonitorDisabled = true;
   private ownGpus: number[] = [];
@@ -191,8 +148,15 @@ class VllmServe {
         holdGpuMemory(this.dir, process.pid, gpu, this.pace.memoryMiB, ENGINE_PROCESS_NAME);
       }
     }
-    await this.loadWeights();
-    await this.captureGraphs();
+    const load: LoadContext = {
+      model: this.model,
+      pace: this.pace,
+      faults: this.faults,
+      printAll: (line) => this.printAll(line),
+      outOfMemory: () => this.outOfMemory(),
+    };
+    await loadWeights(load);
+    await captureGraphs(load);
     await this.serve();
   }
 
@@ -219,57 +183,11 @@ class VllmServe {
   }
 
   // ------------------------------------------------------------------------------------------- ray
-
   private async acquirePlacementGroup(): Promise<void> {
-    const source = resolveGcsAddress(undefined, this.dir);
-    if (source.kind !== 'explicit' && source.kind !== 'local') {
-      throw new FatalExit(traceback([frames.engineCore, frames.initRay], NO_RUNNING_RAY_MESSAGE));
-    }
-    const socket = await connectWithRetry(source.addr);
-    if (!socket) {
-      throw new FatalExit([
-        ...gcsUnreachableLines(source.addr),
-        ...traceback([frames.engineCore, frames.initRay], NO_RUNNING_RAY_MESSAGE),
-      ]);
-    }
-    const ray = new JsonLineChannel<ServerMessage, ClientMessage>(socket);
-    this.ray = ray;
-    ray.startHeartbeat();
-    const windowSeconds = Number(process.env.SIM_VLLM_PG_WAIT_S ?? '5');
-    const ready = await new Promise<Extract<ServerMessage, { type: 'placementGroupReady' }> | FatalExit>(
-      (resolve) => {
-        let timer: NodeJS.Timeout | undefined;
-        ray.onMessage((msg) => {
-          if (msg.type === 'placementGroupReady') {
-            clearTimeout(timer);
-            resolve(msg);
-          } else if (msg.type === 'placementGroupPending' && !timer) {
-            print(
-              vllmLine(
-                'INFO',
-                'ray_utils.py:243',
-                `Waiting for creating a placement group of specs for 60 seconds. specs=${msg.specs}. Check \`ray status\` and \`ray list nodes\` to see if you have enough resources, and make sure the IP addresses used by ray cluster are the same as VLLM_HOST_IP environment variable specified in each node if you are running on a multi-node.`,
-              ),
-            );
-            timer = setTimeout(
-              () => resolve(this.placementGroupTimeout(msg.totalGpus, msg.specs)),
-              windowSeconds * 1000,
-            );
-          }
-        });
-        ray.onClose(() => {
-          clearTimeout(timer);
-          resolve(new FatalExit(traceback([frames.engineCore, frames.initRay], NO_RUNNING_RAY_MESSAGE)));
-        });
-        ray.send({
-          type: 'requestPlacementGroup',
-          bundles: this.tp,
-          driverIp: this.driverIp,
-          memoryMiB: this.pace.memoryMiB,
-        });
-      },
+    const { ray, ready } = await joinPlacementGroup(
+      { dir: this.dir, tp: this.tp, driverIp: this.driverIp, memoryMiB: this.pace.memoryMiB },
+      (channel) => (this.ray = channel),
     );
-    if (ready instanceof FatalExit) throw ready;
     this.bundles = ready.bundles;
     this.headMemoryMonitorDisabled = ready.headMemoryMonitorDisabled;
     this.ownGpus = ready.bundles.filter((b) => b.holderPid === 0).map((b) => b.gpuIndex);
@@ -280,23 +198,6 @@ class VllmServe {
         this.actorDied(`node ${msg.nodeIp} (${msg.nodeId.slice(0, 6)}) died`);
     });
     ray.onClose(() => this.actorDied('the Ray cluster went away'));
-  }
-
-  private placementGroupTimeout(totalGpus: number, specs: string): FatalExit {
-    if (totalGpus < this.tp) {
-      return new FatalExit(
-        traceback(
-          [frames.engineCore, frames.checkGpus],
-          'ValueError: The number of required GPUs exceeds the total number of available GPUs in the placement group.',
-        ),
-      );
-    }
-    return new FatalExit(
-      traceback(
-        [frames.engineCore, frames.waitPg],
-        `ValueError: Cannot provide a placement group of placement_group_specs=${specs} within 1800 seconds. See \`ray status\` and \`ray list nodes\` to make sure the cluster has enough resources.`,
-      ),
-    );
   }
 
   private actorDied(reason: string): void {
@@ -341,86 +242,6 @@ class VllmServe {
       ...(short.prefix ? [message] : []),
       ENGINE_INIT_FAILED,
     ]);
-  }
-
-  // ------------------------------------------------------------------------------------------ load
-
-  private async loadWeights(): Promise<void> {
-    this.printAll(vllmLine('INFO', 'gpu_model_runner.py:2040', `Starting to load model ${this.model}...`));
-    const total = Math.max(1, this.pace.shards);
-    const loadStart = Date.now();
-    for (let done = 0; done <= total; done++) {
-      if (done > 0) await sleep(this.pace.shardSeconds);
-      print(shardProgressLine(done, total, (Date.now() - loadStart) / 1000));
-      if (this.faults.crashAtShard === done) {
-        throw new FatalExit([
-          ...traceback(
-            [frames.engineCore, frames.loadWeights, frames.safetensors],
-            'safetensors_rust.SafetensorError: Error while deserializing header: MetadataIncompleteBuffer',
-          ),
-          ENGINE_INIT_FAILED,
-        ]);
-      }
-      if (this.faults.hangAtShard === done) {
-        // Without a Ray connection nothing else keeps the event loop, and a hung process must stay alive.
-        setInterval(() => undefined, 1 << 30);
-        await new Promise<never>(() => undefined);
-      }
-    }
-    const loadSeconds = (Date.now() - loadStart) / 1000;
-    this.printAll(
-      vllmLine('INFO', 'default_loader.py:268', `Loading weights took ${loadSeconds.toFixed(2)} seconds`),
-    );
-    this.printAll(
-      vllmLine(
-        'INFO',
-        'gpu_model_runner.py:2092',
-        `Model loading took ${gib(this.pace.memoryMiB * 0.6)} GiB memory and ${(loadSeconds + 1.36).toFixed(2)} seconds`,
-      ),
-    );
-    print(
-      vllmLine('INFO', 'backends.py:539', 'torch.compile and initial profiling run took 0.31 s in total'),
-    );
-    this.printAll(
-      vllmLine(
-        'INFO',
-        'gpu_worker.py:276',
-        `Available KV cache memory: ${gib(this.pace.memoryMiB * 0.32)} GiB`,
-      ),
-    );
-    print(vllmLine('INFO', 'kv_cache_utils.py:849', 'GPU KV cache size: 677,888 tokens'));
-  }
-
-  private async captureGraphs(): Promise<void> {
-    const phases: [label: string, graphs: number, share: number][] = [
-      ['mixed prefill-decode, PIECEWISE', 67, 2 / 3],
-      ['decode, FULL', 35, 1 / 3],
-    ];
-    for (const [label, graphs, share] of phases) {
-      const seconds = this.pace.graphCaptureSeconds * share;
-      if (this.faults.oomAtGraphCapture) {
-        await sleep(seconds / 2);
-        print(graphCaptureLine(label, Math.floor(graphs * 0.4), graphs, seconds / 2));
-        throw new FatalExit(this.outOfMemory());
-      }
-      await sleep(seconds);
-      print(graphCaptureLine(label, graphs, graphs, seconds));
-    }
-    const totalSeconds = Math.max(1, Math.round(this.pace.graphCaptureSeconds));
-    print(
-      vllmLine(
-        'INFO',
-        'gpu_model_runner.py:2830',
-        `Graph capturing finished in ${totalSeconds} secs, took 1.12 GiB`,
-      ),
-    );
-    print(
-      vllmLine(
-        'INFO',
-        'core.py:200',
-        `init engine (profile, create kv cache, warmup model) took ${(this.pace.graphCaptureSeconds + 1.2).toFixed(2)} seconds`,
-      ),
-    );
   }
 
   /** Ray's memory monitor kills the task first, unless RAY_memory_monitor_refresh_ms=0 switched it off at `ray start`. */

@@ -3,8 +3,8 @@
 import { createHash } from 'node:crypto';
 import { appendFileSync, existsSync, linkSync, mkdirSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { isAlive, paths, readJson, safeReaddir, writeJson, type HostConfig } from '../host-state.js';
-import { containerTagVar, killAll, membersOf, signalPids, unitTagVar } from './docker-procs.js';
+import { isAlive, paths, readJson, safeReaddir, writeJson, type HostConfig } from '../../host-state.js';
+import { containerTagVar, killAll, membersOf, signalPids, unitTagVar } from './procs.js';
 
 export interface MountRecord {
   type: 'bind' | 'volume';
@@ -184,6 +184,10 @@ export function findImage(cfg: HostConfig, ref: string): string | undefined {
     return have === want || have === bare;
   });
 }
+
+/** Every simulated image was built at the same time and has the same size. */
+export const imageCreated = '2025-10-14T09:12:44.000000000Z';
+export const imageBytes = 19_812_345_678;
 
 export function imageId(image: string): string {
   return `sha256:${createHash('sha256')

@@ -1,7 +1,7 @@
 // The simulated GCS: node membership, `ray status` snapshots and GPU placement groups for vLLM drivers.
 import { createServer, type Server, type Socket } from 'node:net';
 import { randomBytes } from 'node:crypto';
-import { formatBundleSpecs, formatPendingDemand } from './ray-format.js';
+import { formatBundleSpecs, formatPendingDemand } from './format.js';
 import {
   JsonLineChannel,
   type BundlePlacement,
@@ -9,8 +9,8 @@ import {
   type NodeInfo,
   type ServerMessage,
   type StatusSnapshot,
-} from './ray-protocol.js';
-import type { HoldOutcome, LocalGpuHolder } from './ray-node.js';
+} from './protocol.js';
+import type { HoldOutcome, LocalGpuHolder } from './node.js';
 
 type HeadChannel = JsonLineChannel<ClientMessage, ServerMessage>;
 

@@ -2,7 +2,7 @@
 // newline-delimited JSON over plain TCP, so a wrong IP or port fails exactly where a real one would.
 import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
-import { isAlive, paths, readJson } from '../host-state.js';
+import { isAlive, paths, readJson } from '../../host-state.js';
 
 export interface NodeInfo {
   nodeId: string;

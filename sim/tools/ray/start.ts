@@ -1,4 +1,5 @@
-// Simulated `ray` CLI: `start` (head GCS or worker node over real TCP), `status`, `stop`.
+// `ray start`: a head (the GCS, see head.ts) or a worker node that joins its head over TCP at the head's IP.
+// Without --block it runs itself again in the background with --block and reports the banner.
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync } from 'node:fs';
@@ -6,40 +7,35 @@ import { freemem } from 'node:os';
 import { join } from 'node:path';
 import {
   hostDir,
-  isAlive,
   paths,
   readFaults,
   readHostConfig,
   readJson,
   refreshMeminfo,
-  safeReaddir,
   writeJson,
   type HostConfig,
-} from '../host-state.js';
-import { numberOption, parseFlags, UsageError, type ParsedArgs } from './ray-args.js';
-import { formatStatus } from './ray-format.js';
-import { GcsServer } from './ray-head.js';
-import { LocalGpuHolder } from './ray-node.js';
+} from '../../host-state.js';
+import { numberOption, parseFlags, UsageError, type ParsedArgs } from './args.js';
+import { err, out } from './cli.js';
+import { BLOCK_TEXT, headBanner, WORKER_BANNER } from './format.js';
+import { GcsServer } from './head.js';
+import { LocalGpuHolder } from './node.js';
 import {
   connectWithRetry,
   formatAddress,
   gcsConnectTimeoutSeconds,
   gcsUnreachableLines,
   JsonLineChannel,
-  NO_RUNNING_RAY_MESSAGE,
   parseAddress,
   rayFiles,
-  resolveGcsAddress,
   type ClientMessage,
   type CurrentClusterRecord,
   type GcsAddress,
   type HeadRecord,
   type NodeInfo,
   type ServerMessage,
-} from './ray-protocol.js';
-import type { ToolMain } from './tool.js';
+} from './protocol.js';
 
-const RAY_VERSION = '2.49.1';
 const DEFAULT_GCS_PORT = 6379;
 const DAEMON_ENV = 'SIM_RAY_DAEMONIZED';
 
@@ -74,45 +70,6 @@ const startSpec = {
     'log-color',
   ],
   booleans: ['head', 'block', 'disable-usage-stats', 'verbose', 'no-monitor'],
-};
-
-function out(text: string): void {
-  process.stdout.write(text.endsWith('\n') ? text : `${text}\n`);
-}
-
-function err(text: string): void {
-  process.stderr.write(text.endsWith('\n') ? text : `${text}\n`);
-}
-
-export const main: ToolMain = async (args) => {
-  const [command, ...rest] = args;
-  try {
-    switch (command) {
-      case 'start':
-        return await start(rest, args);
-      case 'status':
-        return await status(rest);
-      case 'stop':
-        return await stop(rest);
-      case '--version':
-      case 'version':
-        out(`ray, version ${RAY_VERSION}`);
-        return 0;
-      default:
-        err(
-          `Usage: ray [OPTIONS] COMMAND [ARGS]...\nTry 'ray --help' for help.\n\nError: No such command '${command ?? ''}'.`,
-        );
-        return 2;
-    }
-  } catch (e) {
-    if (e instanceof UsageError) {
-      err(
-        `Usage: ray ${command ?? ''} [OPTIONS]\nTry 'ray ${command ?? ''} --help' for help.\n\nError: ${e.message}`,
-      );
-      return 2;
-    }
-    throw e;
-  }
 };
 
 // ---------------------------------------------------------------------------------------------- start
@@ -158,57 +115,6 @@ function describeNode(
   };
 }
 
-function headBanner(nodeIp: string, port: number, dashboardHost: string): string[] {
-  const dashboard = dashboardHost === '0.0.0.0' ? nodeIp : dashboardHost;
-  return [
-    '',
-    '--------------------',
-    'Ray runtime started.',
-    '--------------------',
-    '',
-    'Next steps',
-    '  To add another node to this Ray cluster, run',
-    `    ray start --address='${nodeIp}:${port}'`,
-    '',
-    '  To connect to this Ray cluster:',
-    '    import ray',
-    `    ray.init(_node_ip_address='${nodeIp}')`,
-    '',
-    '  To submit a Ray job using the Ray Jobs CLI:',
-    `    RAY_ADDRESS='http://${dashboard}:8265' ray job submit --working-dir . -- python my_script.py`,
-    '',
-    '  See https://docs.ray.io/en/latest/cluster/running-applications/job-submission/index.html ',
-    '  for more information on submitting Ray jobs to the Ray cluster.',
-    '',
-    '  To terminate the Ray runtime, run',
-    '    ray stop',
-    '',
-    '  To view the status of the cluster, use',
-    '    ray status',
-    '',
-    '  To monitor and debug Ray, view the dashboard at ',
-    `    ${dashboard}:8265`,
-    '',
-    '  If connection to the dashboard fails, check your firewall settings and network configuration.',
-  ];
-}
-
-const WORKER_BANNER = [
-  '',
-  '--------------------',
-  'Ray runtime started.',
-  '--------------------',
-  '',
-  'To terminate the Ray runtime, run',
-  '  ray stop',
-];
-
-const BLOCK_TEXT = [
-  '--block',
-  '  This command will now block forever until terminated by a signal.',
-  '  Running subprocesses are monitored and a message will be printed if any of them terminate unexpectedly. Subprocesses exit with SIGTERM will be treated as graceful, thus NOT reported.',
-];
-
 function recordProcess(dir: string, role: 'head' | 'worker', address: string): () => void {
   mkdirSync(rayFiles.procs(dir), { recursive: true });
   const file = join(rayFiles.procs(dir), `${process.pid}.json`);
@@ -237,7 +143,17 @@ function blockUntilSignal(cleanup: () => void): Promise<number> {
   });
 }
 
-async function start(rest: string[], allArgs: string[]): Promise<number> {
+/** What `ray start --block` has settled before it becomes a head or a worker. */
+interface StartContext {
+  parsed: ParsedArgs;
+  dir: string;
+  cfg: HostConfig;
+  nodeIp: string;
+  /** The --block notice; a daemonized child leaves it to its parent's banner. */
+  printBlockText: boolean;
+}
+
+export async function start(rest: string[], allArgs: string[]): Promise<number> {
   const parsed = parseFlags(rest, startSpec);
   if (parsed.positionals.length)
     throw new UsageError(`Got unexpected extra argument (${parsed.positionals[0]})`);
@@ -254,18 +170,11 @@ async function start(rest: string[], allArgs: string[]): Promise<number> {
   const printBlockText = process.env[DAEMON_ENV] !== '1';
   if (parsed.booleans.has('disable-usage-stats')) out('Usage stats collection is disabled.\n\n');
   out(`Local node IP: ${nodeIp}`);
-  return isHead
-    ? runHead(parsed, dir, cfg, nodeIp, printBlockText)
-    : runWorker(parsed, dir, cfg, nodeIp, printBlockText);
+  const context: StartContext = { parsed, dir, cfg, nodeIp, printBlockText };
+  return isHead ? runHead(context) : runWorker(context);
 }
 
-async function runHead(
-  parsed: ParsedArgs,
-  dir: string,
-  cfg: HostConfig,
-  nodeIp: string,
-  printBlockText: boolean,
-): Promise<number> {
+async function runHead({ parsed, dir, cfg, nodeIp, printBlockText }: StartContext): Promise<number> {
   const port = numberOption(parsed, 'port') ?? DEFAULT_GCS_PORT;
   const node = describeNode(parsed, dir, cfg, nodeIp, true);
   const holder = new LocalGpuHolder(dir, cfg.gpuMemoryMiB);
@@ -306,13 +215,7 @@ async function runHead(
   });
 }
 
-async function runWorker(
-  parsed: ParsedArgs,
-  dir: string,
-  cfg: HostConfig,
-  nodeIp: string,
-  printBlockText: boolean,
-): Promise<number> {
+async function runWorker({ parsed, dir, cfg, nodeIp, printBlockText }: StartContext): Promise<number> {
   const addressText = parsed.values.get('address') ?? '';
   const addr = parseAddress(addressText.includes(':') ? addressText : `${addressText}:${DEFAULT_GCS_PORT}`);
   if (!addr) {
@@ -422,85 +325,5 @@ async function daemonize(allArgs: string[]): Promise<number> {
       child.unref();
       return 0;
     }
-  }
-}
-
-// --------------------------------------------------------------------------------------------- status
-
-async function status(rest: string[]): Promise<number> {
-  const parsed = parseFlags(rest, { values: ['address'], booleans: ['verbose', 'v'] });
-  const dir = process.env.LIFTOFF_SIM_HOST_DIR;
-  const source = resolveGcsAddress(parsed.values.get('address'), dir);
-  if (source.kind === 'none') {
-    err(NO_RUNNING_RAY_MESSAGE);
-    return 1;
-  }
-  if (source.kind === 'invalid') {
-    err(`ValueError: Malformed address ${source.text}. Expected '<host>:<port>'.`);
-    return 1;
-  }
-  const socket = await connectWithRetry(source.addr);
-  if (!socket) {
-    for (const line of gcsUnreachableLines(source.addr)) err(line);
-    return 1;
-  }
-  const channel = new JsonLineChannel<ServerMessage, ClientMessage>(socket);
-  const reply = await new Promise<ServerMessage | undefined>((resolve) => {
-    const timer = setTimeout(() => resolve(undefined), gcsConnectTimeoutSeconds() * 1000);
-    channel.onMessage((msg) => {
-      if (msg.type !== 'statusReply') return;
-      clearTimeout(timer);
-      resolve(msg);
-    });
-    channel.onClose(() => {
-      clearTimeout(timer);
-      resolve(undefined);
-    });
-    channel.send({ type: 'status' });
-  });
-  channel.close();
-  if (reply?.type !== 'statusReply') {
-    for (const line of gcsUnreachableLines(source.addr)) err(line);
-    return 1;
-  }
-  out(formatStatus(reply.status));
-  return 0;
-}
-
-// ----------------------------------------------------------------------------------------------- stop
-
-async function stop(rest: string[]): Promise<number> {
-  const parsed = parseFlags(rest, {
-    values: ['grace-period', 'g'],
-    booleans: ['force', 'f', 'verbose', 'v'],
-  });
-  const force = parsed.booleans.has('force') || parsed.booleans.has('f');
-  const graceSeconds = numberOption(parsed, 'grace-period') ?? 16;
-  const dir = hostDir();
-  const pids: number[] = [];
-  for (const f of safeReaddir(rayFiles.procs(dir))) {
-    const record = readJson<{ pid: number }>(join(rayFiles.procs(dir), f));
-    if (record && isAlive(record.pid)) pids.push(record.pid);
-    else rmSync(join(rayFiles.procs(dir), f), { force: true });
-  }
-  for (const pid of pids) signal(pid, force ? 'SIGKILL' : 'SIGTERM');
-  const deadline = Date.now() + graceSeconds * 1000;
-  while (pids.some(isAlive) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-  for (const pid of pids.filter(isAlive)) signal(pid, 'SIGKILL');
-  while (pids.some(isAlive)) await new Promise((r) => setTimeout(r, 20));
-  for (const pid of pids) rmSync(join(rayFiles.procs(dir), `${pid}.json`), { force: true });
-  for (const shared of [rayFiles.head(dir), rayFiles.currentCluster(dir)]) {
-    const record = readJson<{ pid: number }>(shared);
-    if (record && !isAlive(record.pid)) rmSync(shared, { force: true });
-  }
-  out(pids.length ? `Stopped all ${pids.length} Ray processes.` : 'Did not find any active Ray processes.');
-  return 0;
-}
-
-function signal(pid: number, sig: NodeJS.Signals): void {
-  try {
-    process.kill(pid, sig);
-  } catch {
-    // already gone
   }
 }

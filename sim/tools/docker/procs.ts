@@ -3,7 +3,7 @@
 // which also catch processes that left the group with setsid.
 import { spawn } from 'node:child_process';
 import { accessSync, constants, readFileSync, readdirSync, statSync } from 'node:fs';
-import { isAlive } from '../host-state.js';
+import { isAlive } from '../../host-state.js';
 
 export const containerTagVar = 'LIFTOFF_SIM_CONTAINER';
 export const unitTagVar = 'LIFTOFF_SIM_UNIT';

@@ -1,6 +1,6 @@
 // What every simulated Ray node does for placement groups: hold GPU memory for the bundles placed on it, in
 // the name of its `ray` process (nvidia-smi then shows `ray::RayWorkerWrapper` with that pid).
-import { freeGpuMemoryMiB, holdGpuMemory, releaseGpuMemory } from './ray-gpu.js';
+import { freeGpuMemoryMiB, holdGpuMemory, releaseGpuMemory } from './gpu.js';
 
 export const RAY_WORKER_PROCESS_NAME = 'ray::RayWorkerWrapper';
 

@@ -120,3 +120,15 @@ export const frames = {
 
 export const ENGINE_INIT_FAILED =
   'RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}';
+
+/** One line of the server's log, on stdout as vLLM writes it. */
+export function print(line: string): void {
+  process.stdout.write(`${line}\n`);
+}
+
+/** Ends `vllm serve` with exit code 1 after printing these lines (a traceback, usually). */
+export class FatalExit extends Error {
+  constructor(readonly lines: string[]) {
+    super('fatal');
+  }
+}

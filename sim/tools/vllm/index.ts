@@ -1,0 +1,28 @@
+// Simulated `vllm`: `vllm serve` (serve.ts) and `vllm --version`.
+import { UsageError } from '../ray/args.js';
+import type { ToolMain } from '../tool.js';
+import { print, VLLM_VERSION } from './log.js';
+import { VllmServe } from './serve.js';
+
+export const main: ToolMain = async (args) => {
+  const [command, ...rest] = args;
+  if (command === '--version' || command === '-v' || command === 'version') {
+    print(VLLM_VERSION);
+    return 0;
+  }
+  if (command !== 'serve') {
+    process.stderr.write(
+      `usage: vllm [-h] [-v] {chat,complete,serve,bench,collect-env,run-batch} ...\nvllm: error: argument subparser: invalid choice: '${command ?? ''}'\n`,
+    );
+    return 2;
+  }
+  try {
+    return await new VllmServe(rest).run();
+  } catch (e) {
+    if (e instanceof UsageError) {
+      process.stderr.write(`usage: vllm serve [model_tag] [options]\nvllm serve: error: ${e.message}\n`);
+      return 2;
+    }
+    throw e;
+  }
+};
