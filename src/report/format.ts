@@ -1,6 +1,14 @@
 // Small text forms shared by the markdown and HTML renderers, so both say the same thing the same way.
+import type { HostDiagnostics } from '../activities/types.js';
 import { formatDuration } from '../config/duration.js';
-import type { BaselineReport, LoadReport, LoadSample, Postmortem, StepTimeline } from './model.js';
+import type {
+  AttemptError,
+  BaselineReport,
+  LoadReport,
+  LoadSample,
+  Postmortem,
+  StepTimeline,
+} from './model.js';
 
 export { formatDuration };
 
@@ -77,4 +85,62 @@ export function thinSamples(samples: LoadSample[], max: number): LoadSample[] {
     if (s && out.at(-1) !== s) out.push(s);
   }
   return out;
+}
+
+/** The facts a report opens with, as text; each renderer lays them out its own way. */
+export interface RunFacts {
+  started: string;
+  ended?: string;
+  total?: string;
+  trigger: string;
+  load: string;
+  baseline: string;
+  /** The endpoint and model a deploy that got that far serves, with the smoke test's speed. */
+  result?: string;
+}
+
+export function runFacts(pm: Postmortem): RunFacts {
+  const r = pm.result;
+  return {
+    started: formatTime(pm.startedAtMs),
+    ended: pm.endedAtMs !== undefined ? formatTime(pm.endedAtMs) : undefined,
+    total: pm.durationMs !== undefined ? formatDuration(pm.durationMs) : undefined,
+    trigger: triggerLine(pm),
+    load: loadLine(pm.load),
+    baseline: baselineLine(pm.loadVsBaseline.loadSeconds, pm.loadVsBaseline.baseline),
+    result: r?.endpoint
+      ? `${r.model ?? ''} at ${r.endpoint}${r.tokensPerSecond !== undefined ? `, smoke test ${r.tokensPerSecond.toFixed(1)} tokens/s` : ''}`
+      : undefined,
+  };
+}
+
+/** The cells of a step's row in the timeline table (the `index`th step; ↳ marks the aftermath). */
+export function stepCells(
+  s: StepTimeline,
+  index: number,
+  t0: number,
+): { number: string; start: string; end: string; duration: string; attempts: string } {
+  return {
+    number: s.aftermath ? '↳' : String(index + 1),
+    start: offset(s.startedAtMs, t0),
+    end: offset(s.endedAtMs, t0),
+    duration: stepDuration(s),
+    attempts: attemptsText(s),
+  };
+}
+
+/** "2 (last)": which attempt an error ended. */
+export function attemptLabel(e: AttemptError): string {
+  return `${e.attempt}${e.final ? ' (last)' : ''}`;
+}
+
+/** The outputs a host's diagnostics hold, titled, in the order a reader wants them; empty ones left out. */
+export function diagnosticsParts(d: HostDiagnostics): [title: string, text: string][] {
+  const parts: [string, string | undefined][] = [
+    ['serve log tail', d.serveLogTail],
+    ['ray status', d.rayStatus],
+    ['nvidia-smi', d.nvidiaSmi],
+    ['container log tail', d.containerLogTail],
+  ];
+  return parts.filter((p): p is [string, string] => p[1] !== undefined && p[1].trim() !== '');
 }

@@ -1,5 +1,6 @@
 // `liftoff history` rows from what Temporal's visibility store lists: search attributes and memo, never the
 // events. Pure, so the rules (newest first; delegating runs only when refused) are tested without a server.
+import { listedRunOutcome } from './outcome.js';
 
 /** One listed workflow execution, as the client's list() gives it, reduced to what history needs. */
 export interface ListedRun {
@@ -26,16 +27,6 @@ export interface HistoryEntry {
   loadSeconds?: number;
   tokensPerSecond?: number;
 }
-
-const outcomeOfStatus: Record<string, string> = {
-  RUNNING: 'running',
-  COMPLETED: 'succeeded',
-  FAILED: 'failed',
-  CANCELLED: 'cancelled',
-  TERMINATED: 'terminated',
-  TIMED_OUT: 'timed out',
-  CONTINUED_AS_NEW: 'continued as new',
-};
 
 /**
  * Newest first, at most `limit`. A UI or schedule run that started the deploy as a child (memo
@@ -70,9 +61,7 @@ export function historyEntries(runs: readonly ListedRun[], limit: number): Histo
 }
 
 function outcomeOf(r: ListedRun): string {
-  // A run still going has no outcome yet, whatever a previous run of the same id recorded.
-  if (r.status === 'RUNNING') return 'running';
-  return r.outcome ?? outcomeOfStatus[r.status] ?? r.status.toLowerCase();
+  return listedRunOutcome(r.status, r.outcome) ?? r.status.toLowerCase();
 }
 
 /** The median of the values (the mean of the middle two for an even count); undefined when empty. */

@@ -3,15 +3,15 @@
 import type { HostDiagnostics } from '../activities/types.js';
 import type { LoadSample, Postmortem } from './model.js';
 import {
-  attemptsText,
-  baselineLine,
+  attemptLabel,
+  diagnosticsParts,
   formatDuration,
-  formatTime,
   headline,
   loadLine,
   offset,
+  runFacts,
+  stepCells,
   stepDuration,
-  triggerLine,
 } from './format.js';
 
 const csp = "default-src 'none'; style-src 'unsafe-inline'";
@@ -34,21 +34,17 @@ export function renderHtml(pm: Postmortem): string {
   body.push(
     `<h1>${esc(headline(pm)).replace(esc(pm.outcome), `<span class="outcome-${cls(pm.outcome)}">${esc(pm.outcome)}</span>`)}</h1>`,
   );
+  const f = runFacts(pm);
   const facts: [string, string][] = [
     ['Workflow', `${pm.workflowId}${pm.runId ? ` (run ${pm.runId})` : ''}`],
-    ['Started', formatTime(pm.startedAtMs)],
-    ['Ended', pm.endedAtMs !== undefined ? formatTime(pm.endedAtMs) : 'still running'],
-    ['Total', pm.durationMs !== undefined ? formatDuration(pm.durationMs) : ''],
-    ['Trigger', triggerLine(pm)],
-    ['Load', loadLine(pm.load)],
-    ['Load vs earlier runs', baselineLine(pm.loadVsBaseline.loadSeconds, pm.loadVsBaseline.baseline)],
+    ['Started', f.started],
+    ['Ended', f.ended ?? 'still running'],
+    ['Total', f.total ?? ''],
+    ['Trigger', f.trigger],
+    ['Load', f.load],
+    ['Load vs earlier runs', f.baseline],
   ];
-  if (pm.result?.endpoint) {
-    facts.push([
-      'Result',
-      `${pm.result.model ?? ''} at ${pm.result.endpoint}${pm.result.tokensPerSecond !== undefined ? `, smoke test ${pm.result.tokensPerSecond.toFixed(1)} tokens/s` : ''}`,
-    ]);
-  }
+  if (f.result !== undefined) facts.push(['Result', f.result]);
   body.push(
     `<dl class="facts">${facts.map(([k, v]) => `<dt>${esc(k)}</dt><dd>${esc(v)}</dd>`).join('')}</dl>`,
   );
@@ -76,8 +72,9 @@ export function renderHtml(pm: Postmortem): string {
     '<table id="steps"><thead><tr><th>#</th><th>step</th><th>status</th><th>start</th><th>end</th><th>duration</th><th>attempts</th><th>error / detail</th></tr></thead><tbody>',
   );
   pm.steps.forEach((s, i) => {
+    const c = stepCells(s, i, t0);
     body.push(
-      `<tr data-step="${esc(s.name)}"><td>${s.aftermath ? '↳' : i + 1}</td><td>${esc(s.title)} <code>${esc(s.name)}</code></td><td class="outcome-${cls(s.outcome)}">${esc(s.outcome)}</td><td>${offset(s.startedAtMs, t0)}</td><td>${offset(s.endedAtMs, t0)}</td><td class="duration">${esc(stepDuration(s))}</td><td>${esc(attemptsText(s))}</td><td>${esc(firstLine(s.error ?? s.detail ?? ''))}</td></tr>`,
+      `<tr data-step="${esc(s.name)}"><td>${c.number}</td><td>${esc(s.title)} <code>${esc(s.name)}</code></td><td class="outcome-${cls(s.outcome)}">${esc(s.outcome)}</td><td>${c.start}</td><td>${c.end}</td><td class="duration">${esc(c.duration)}</td><td>${esc(c.attempts)}</td><td>${esc(firstLine(s.error ?? s.detail ?? ''))}</td></tr>`,
     );
   });
   body.push('</tbody></table>');
@@ -90,7 +87,7 @@ export function renderHtml(pm: Postmortem): string {
     );
     for (const e of pm.attemptErrors) {
       body.push(
-        `<tr><td>${offset(e.atMs, t0)}</td><td>${esc(e.step)}</td><td>${esc(e.activityType)}</td><td>${esc(e.host ?? '')}</td><td>${e.attempt}${e.final ? ' (last)' : ''}</td><td>${esc(e.error)}</td></tr>`,
+        `<tr><td>${offset(e.atMs, t0)}</td><td>${esc(e.step)}</td><td>${esc(e.activityType)}</td><td>${esc(e.host ?? '')}</td><td>${attemptLabel(e)}</td><td>${esc(e.error)}</td></tr>`,
       );
     }
     body.push('</tbody></table>');
@@ -229,17 +226,10 @@ ${last ? `<text x="${n(px(last.atS)) + 6}" y="${n(py((last.shardsDone ?? 0) / (l
 }
 
 function diagnosticsHtml(d: HostDiagnostics): string {
-  const parts: [string, string | undefined][] = [
-    ['serve log tail', d.serveLogTail],
-    ['ray status', d.rayStatus],
-    ['nvidia-smi', d.nvidiaSmi],
-    ['container log tail', d.containerLogTail],
-  ];
-  return `<h3>${esc(d.host)}${d.reachable ? '' : ' (unreachable)'}</h3>${d.errors.length > 0 ? `<ul>${d.errors.map((e) => `<li>${esc(e)}</li>`).join('')}</ul>` : ''}${parts
-    .filter(([, text]) => text !== undefined && text.trim() !== '')
-    .map(
-      ([title, text]) => `<details><summary>${esc(title)}</summary><pre>${esc(text ?? '')}</pre></details>`,
-    )
+  return `<h3>${esc(d.host)}${d.reachable ? '' : ' (unreachable)'}</h3>${d.errors.length > 0 ? `<ul>${d.errors.map((e) => `<li>${esc(e)}</li>`).join('')}</ul>` : ''}${diagnosticsParts(
+    d,
+  )
+    .map(([title, text]) => `<details><summary>${esc(title)}</summary><pre>${esc(text)}</pre></details>`)
     .join('')}`;
 }
 

@@ -2,33 +2,28 @@
 import type { HostDiagnostics } from '../activities/types.js';
 import type { Postmortem, StepTimeline } from './model.js';
 import {
-  attemptsText,
-  baselineLine,
-  formatDuration,
-  formatTime,
+  attemptLabel,
+  diagnosticsParts,
   headline,
   loadLine,
   offset,
-  stepDuration,
+  runFacts,
+  stepCells,
   thinSamples,
-  triggerLine,
 } from './format.js';
 
 export function renderMarkdown(pm: Postmortem): string {
   const t0 = pm.startedAtMs;
   const out: string[] = [`# ${headline(pm)}`, ''];
+  const facts = runFacts(pm);
   out.push(
     `- Workflow: \`${pm.workflowId}\`${pm.runId ? ` run \`${pm.runId}\`` : ''}`,
-    `- Started: ${formatTime(pm.startedAtMs)}${pm.endedAtMs !== undefined ? `; ended ${formatTime(pm.endedAtMs)}` : '; still running'}${pm.durationMs !== undefined ? `; total ${formatDuration(pm.durationMs)}` : ''}`,
-    `- Trigger: ${triggerLine(pm)}`,
-    `- Load: ${loadLine(pm.load)}`,
-    `- Load vs earlier runs: ${baselineLine(pm.loadVsBaseline.loadSeconds, pm.loadVsBaseline.baseline)}`,
+    `- Started: ${facts.started}${facts.ended !== undefined ? `; ended ${facts.ended}` : '; still running'}${facts.total !== undefined ? `; total ${facts.total}` : ''}`,
+    `- Trigger: ${facts.trigger}`,
+    `- Load: ${facts.load}`,
+    `- Load vs earlier runs: ${facts.baseline}`,
   );
-  if (pm.result?.endpoint) {
-    out.push(
-      `- Result: ${pm.result.model ?? ''} at ${pm.result.endpoint}${pm.result.tokensPerSecond !== undefined ? `, smoke test ${pm.result.tokensPerSecond.toFixed(1)} tokens/s` : ''}`,
-    );
-  }
+  if (facts.result !== undefined) out.push(`- Result: ${facts.result}`);
   out.push('');
 
   if (pm.failure) {
@@ -54,8 +49,9 @@ export function renderMarkdown(pm: Postmortem): string {
   );
   const span = Math.max(1, (pm.endedAtMs ?? lastTime(pm)) - t0);
   pm.steps.forEach((s, i) => {
+    const c = stepCells(s, i, t0);
     out.push(
-      `| ${s.aftermath ? '↳' : i + 1} | ${cell(s.title)} (\`${s.name}\`) | ${s.outcome} | ${offset(s.startedAtMs, t0)} | ${offset(s.endedAtMs, t0)} | ${stepDuration(s)} | ${attemptsText(s)} | ${bar(s, t0, span)} |`,
+      `| ${c.number} | ${cell(s.title)} (\`${s.name}\`) | ${s.outcome} | ${c.start} | ${c.end} | ${c.duration} | ${c.attempts} | ${bar(s, t0, span)} |`,
     );
   });
   out.push('');
@@ -67,7 +63,7 @@ export function renderMarkdown(pm: Postmortem): string {
     out.push('| at | step | activity | host | attempt | error |', '|---|---|---|---|---|---|');
     for (const e of pm.attemptErrors) {
       out.push(
-        `| ${offset(e.atMs, t0)} | ${e.step} | ${e.activityType} | ${e.host ?? ''} | ${e.attempt}${e.final ? ' (last)' : ''} | ${cell(oneLine(e.error))} |`,
+        `| ${offset(e.atMs, t0)} | ${e.step} | ${e.activityType} | ${e.host ?? ''} | ${attemptLabel(e)} | ${cell(oneLine(e.error))} |`,
       );
     }
     out.push('');
@@ -122,16 +118,7 @@ export function renderMarkdown(pm: Postmortem): string {
 function diagnosticsSection(d: HostDiagnostics): string[] {
   const out = [`### ${d.host}${d.reachable ? '' : ' (unreachable)'}`, ''];
   if (d.errors.length > 0) out.push(...d.errors.map((e) => `- error: ${oneLine(e)}`), '');
-  const parts: [string, string | undefined][] = [
-    ['serve log tail', d.serveLogTail],
-    ['ray status', d.rayStatus],
-    ['nvidia-smi', d.nvidiaSmi],
-    ['container log tail', d.containerLogTail],
-  ];
-  for (const [title, text] of parts) {
-    if (text === undefined || text.trim() === '') continue;
-    out.push(`${title}:`, '', fence(text, 'text'), '');
-  }
+  for (const [title, text] of diagnosticsParts(d)) out.push(`${title}:`, '', fence(text, 'text'), '');
   return out;
 }
 

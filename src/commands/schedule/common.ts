@@ -16,6 +16,8 @@ import { apiKeys } from '../../activities/serve.js';
 import type { DeploySpec } from '../../config/schema.js';
 import { UsageError } from '../../cli/run-command.js';
 import { describeFailure } from '../../cli/deploy-status.js';
+import { listedRunOutcome } from '../../report/outcome.js';
+import type { Outcome } from '../../report/model.js';
 
 /** The default schedule id of a cluster. */
 export function scheduleIdFor(cluster: string): string {
@@ -97,8 +99,7 @@ export async function findSchedule(client: Client, ref: string): Promise<FoundSc
   );
 }
 
-export type RunOutcome =
-  'succeeded' | 'failed' | 'refused' | 'cancelled' | 'running' | 'terminated' | 'timed out' | 'unknown';
+export type RunOutcome = Outcome | 'unknown';
 
 /** One run a schedule started, and how it ended, read from its workflow. */
 export interface ScheduledRun {
@@ -114,15 +115,6 @@ export interface ScheduledRun {
   /** The deploy it ran as a child, under the cluster's id. */
   deployWorkflowId?: string;
 }
-
-const outcomeByStatus: Record<string, RunOutcome> = {
-  RUNNING: 'running',
-  COMPLETED: 'succeeded',
-  FAILED: 'failed',
-  CANCELLED: 'cancelled',
-  TERMINATED: 'terminated',
-  TIMED_OUT: 'timed out',
-};
 
 export async function scheduledRun(client: Client, action: ScheduleExecutionResult): Promise<ScheduledRun> {
   const { workflowId, firstExecutionRunId: runId } = action.action.workflow;
@@ -142,10 +134,7 @@ export async function scheduledRun(client: Client, action: ScheduleExecutionResu
     if (typeof memo.deployWorkflowId === 'string') run.deployWorkflowId = memo.deployWorkflowId;
     // The workflow's own verdict first: a refused run is FAILED to Temporal but not a failed deploy.
     const recorded = described.typedSearchAttributes.get(searchAttributes.outcome);
-    run.outcome =
-      status === 'RUNNING'
-        ? 'running'
-        : ((recorded as RunOutcome | undefined) ?? outcomeByStatus[status] ?? 'unknown');
+    run.outcome = (listedRunOutcome(status, recorded) as RunOutcome | undefined) ?? 'unknown';
   } catch (err) {
     if (!(err instanceof WorkflowNotFoundError)) throw err;
     run.message = 'the workflow is no longer kept by Temporal (past the namespace retention)';

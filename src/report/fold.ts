@@ -1,0 +1,263 @@
+// One pass over a run's history events into a plain record of what happened: the activities it scheduled with
+// their last attempt and result, the workers that ran its tasks, the search attributes and memo as they ended
+// up, a child it started, and the event that closed it. The projections (timeline, load, result…) read this.
+import { deploySteps, stepOfActivity } from '../workflows/steps.js';
+import { failureText, enumText } from './failure.js';
+import {
+  isRecord,
+  memoValues,
+  payloadValues,
+  searchAttributeValues,
+  type HistoryEventView,
+} from './events.js';
+import type { ActivityRun, Postmortem, WorkerReport } from './model.js';
+import { closeEventKinds } from './outcome.js';
+import { idText, nameOf } from './values.js';
+
+/** An activity the workflow scheduled, the deploy step it belongs to, and what its last attempt returned. */
+export interface ActivityTrack {
+  run: ActivityRun;
+  step: string;
+  result?: unknown;
+}
+
+/** The deploy a UI or schedule run started as its child. */
+export interface ChildRun {
+  workflowId: string;
+  runId?: string;
+  initiatedAtMs: number;
+  endedAtMs?: number;
+  /** completed / failed / canceled / terminated / timedout, or refused when it could not start. */
+  outcome?: string;
+}
+
+export type WorkflowTaskProblem = Postmortem['workflowTaskProblems'][number];
+
+export interface RunRecord {
+  start: HistoryEventView;
+  /** The workflow's arguments: the spec and the start options. */
+  input: unknown;
+  options: unknown;
+  /** The start's search attributes with every upsert applied. */
+  searchAttrs: Record<string, unknown>;
+  /** The start's memo with every upsert applied. */
+  memo: Record<string, unknown>;
+  /** In the order they were scheduled. */
+  activities: ActivityTrack[];
+  workers: WorkerReport[];
+  workflowTaskProblems: WorkflowTaskProblem[];
+  /** When the workflow recorded the cluster (it does so once the spec is valid). */
+  validatedAtMs?: number;
+  /** When the workflow last recorded its outcome. */
+  outcomeRecordedAtMs?: number;
+  child?: ChildRun;
+  close?: HistoryEventView;
+}
+
+const stepIndex = new Map<string, number>(deploySteps.map((s, i) => [s.name, i]));
+
+interface Fold {
+  record: RunRecord;
+  byScheduledEventId: Map<string, ActivityTrack>;
+  workers: Map<string, WorkerReport>;
+  /** The index in deploySteps of the furthest step an activity was scheduled for. */
+  reached: number;
+}
+
+type EventHandler = (fold: Fold, event: HistoryEventView) => void;
+
+export function foldHistory(events: readonly HistoryEventView[]): RunRecord {
+  const start = events.find((e) => e.kind === 'workflowExecutionStarted');
+  if (!start) throw new Error('the history has no WorkflowExecutionStarted event');
+  const [input, options] = payloadValues(start.attrs.input);
+  const fold: Fold = {
+    record: {
+      start,
+      input,
+      options,
+      searchAttrs: searchAttributeValues(start.attrs.searchAttributes),
+      memo: memoValues(start.attrs.memo),
+      activities: [],
+      workers: [],
+      workflowTaskProblems: [],
+    },
+    byScheduledEventId: new Map(),
+    workers: new Map(),
+    reached: -1,
+  };
+  for (const event of events) handlers.get(event.kind)?.(fold, event);
+  fold.record.workers = [...fold.workers.values()];
+  return fold.record;
+}
+
+function trackOf(fold: Fold, event: HistoryEventView): ActivityTrack | undefined {
+  return fold.byScheduledEventId.get(idText(event.attrs.scheduledEventId));
+}
+
+function seeWorker(fold: Fold, identity: unknown, atMs: number): void {
+  if (typeof identity !== 'string' || identity === '') return;
+  const w = fold.workers.get(identity) ?? { identity, tasks: 0, firstSeenMs: atMs, lastSeenMs: atMs };
+  w.tasks += 1;
+  w.lastSeenMs = atMs;
+  fold.workers.set(identity, w);
+}
+
+const activityScheduled: EventHandler = (fold, event) => {
+  const a = event.attrs;
+  const type = nameOf(a.activityType) ?? '(activity)';
+  let step = stepOfActivity(type);
+  // The same activity removes old containers before the launch and this launch's after a failure.
+  if (step === 'removeContainers' && fold.reached > (stepIndex.get('removeContainers') ?? 0))
+    step = 'teardown';
+  fold.reached = Math.max(fold.reached, stepIndex.get(step) ?? -1);
+  const [activityInput] = payloadValues(a.input);
+  const track: ActivityTrack = {
+    step,
+    run: {
+      activityId: idText(a.activityId),
+      activityType: type,
+      host: hostOf(activityInput),
+      scheduledAtMs: event.timeMs,
+      attempt: 1,
+      outcome: 'scheduled',
+    },
+  };
+  fold.byScheduledEventId.set(String(event.eventId), track);
+  fold.record.activities.push(track);
+};
+
+const activityStarted: EventHandler = (fold, event) => {
+  const a = event.attrs;
+  const track = trackOf(fold, event);
+  if (track) {
+    track.run.startedAtMs = event.timeMs;
+    track.run.attempt = Number(a.attempt ?? 1);
+    track.run.outcome = 'running';
+    if (typeof a.identity === 'string') track.run.worker = a.identity;
+    if (a.lastFailure) track.run.previousAttemptError = failureText(a.lastFailure);
+  }
+  seeWorker(fold, a.identity, event.timeMs);
+};
+
+const activityCompleted: EventHandler = (fold, event) => {
+  const track = trackOf(fold, event);
+  if (!track) return;
+  track.run.endedAtMs = event.timeMs;
+  track.run.outcome = 'completed';
+  track.result = payloadValues(event.attrs.result)[0];
+  track.run.host ??= hostOf(track.result);
+};
+
+const activityFailedOrTimedOut: EventHandler = (fold, event) => {
+  const track = trackOf(fold, event);
+  if (!track) return;
+  track.run.endedAtMs = event.timeMs;
+  track.run.outcome = event.kind === 'activityTaskFailed' ? 'failed' : 'timed out';
+  track.run.error = failureText(event.attrs.failure);
+};
+
+const activityCanceled: EventHandler = (fold, event) => {
+  const track = trackOf(fold, event);
+  if (!track) return;
+  track.run.endedAtMs = event.timeMs;
+  track.run.outcome = 'cancelled';
+};
+
+const workflowTaskStarted: EventHandler = (fold, event) =>
+  seeWorker(fold, event.attrs.identity, event.timeMs);
+
+const workflowTaskFailed: EventHandler = (fold, event) => {
+  const a = event.attrs;
+  fold.record.workflowTaskProblems.push({
+    atMs: event.timeMs,
+    kind: 'failed',
+    detail: `${enumText(a.cause) ?? 'workflow task failed'}${a.failure ? `: ${failureText(a.failure)}` : ''}${typeof a.identity === 'string' ? ` (worker ${a.identity})` : ''}`,
+  });
+};
+
+const workflowTaskTimedOut: EventHandler = (fold, event) => {
+  fold.record.workflowTaskProblems.push({
+    atMs: event.timeMs,
+    kind: 'timed out',
+    detail:
+      `workflow task ${enumText(event.attrs.timeoutType) ?? ''} timeout: no worker finished it in time (a worker died, or the sticky worker was gone)`.replace(
+        '  ',
+        ' ',
+      ),
+  });
+};
+
+const searchAttributesUpserted: EventHandler = (fold, event) => {
+  const upserted = searchAttributeValues(event.attrs.searchAttributes);
+  if ('LiftoffCluster' in upserted) fold.record.validatedAtMs ??= event.timeMs;
+  if ('LiftoffOutcome' in upserted) fold.record.outcomeRecordedAtMs = event.timeMs;
+  Object.assign(fold.record.searchAttrs, upserted);
+};
+
+const memoUpserted: EventHandler = (fold, event) => {
+  Object.assign(fold.record.memo, memoValues(event.attrs.upsertedMemo));
+};
+
+const childInitiated: EventHandler = (fold, event) => {
+  fold.record.child = { workflowId: idText(event.attrs.workflowId), initiatedAtMs: event.timeMs };
+};
+
+const childStarted: EventHandler = (fold, event) => {
+  const execution = event.attrs.workflowExecution;
+  if (fold.record.child && isRecord(execution) && typeof execution.runId === 'string')
+    fold.record.child.runId = execution.runId;
+};
+
+const childStartFailed: EventHandler = (fold, event) => {
+  if (fold.record.child) Object.assign(fold.record.child, { endedAtMs: event.timeMs, outcome: 'refused' });
+};
+
+const childEnded: EventHandler = (fold, event) => {
+  if (fold.record.child)
+    Object.assign(fold.record.child, {
+      endedAtMs: event.timeMs,
+      outcome: event.kind.slice('childWorkflowExecution'.length).toLowerCase(),
+    });
+};
+
+const closed: EventHandler = (fold, event) => {
+  fold.record.close = event;
+};
+
+const handlers = new Map<string, EventHandler>([
+  ['activityTaskScheduled', activityScheduled],
+  ['activityTaskStarted', activityStarted],
+  ['activityTaskCompleted', activityCompleted],
+  ['activityTaskFailed', activityFailedOrTimedOut],
+  ['activityTaskTimedOut', activityFailedOrTimedOut],
+  ['activityTaskCanceled', activityCanceled],
+  ['workflowTaskStarted', workflowTaskStarted],
+  ['workflowTaskFailed', workflowTaskFailed],
+  ['workflowTaskTimedOut', workflowTaskTimedOut],
+  ['upsertWorkflowSearchAttributes', searchAttributesUpserted],
+  ['workflowPropertiesModified', memoUpserted],
+  ['startChildWorkflowExecutionInitiated', childInitiated],
+  ['childWorkflowExecutionStarted', childStarted],
+  ['startChildWorkflowExecutionFailed', childStartFailed],
+  ['childWorkflowExecutionCompleted', childEnded],
+  ['childWorkflowExecutionFailed', childEnded],
+  ['childWorkflowExecutionCanceled', childEnded],
+  ['childWorkflowExecutionTerminated', childEnded],
+  ['childWorkflowExecutionTimedOut', childEnded],
+  // Which of them closed the run is its outcome (outcome.ts).
+  ...closeEventKinds.map((kind): [string, EventHandler] => [kind, closed]),
+]);
+
+/** The host an activity ran on, from its input ({ host } or a host/head ref) or, failing that, its result. */
+function hostOf(value: unknown): string | undefined {
+  if (!isRecord(value)) return undefined;
+  if (typeof value.host === 'string') return value.host;
+  for (const key of ['host', 'head']) {
+    const ref = value[key];
+    if (isRecord(ref)) {
+      if (isRecord(ref.target) && typeof ref.target.name === 'string') return ref.target.name;
+      if (typeof ref.name === 'string') return ref.name;
+    }
+  }
+  return undefined;
+}

@@ -1,0 +1,241 @@
+// The step timeline: the deploy's steps in order (src/workflows/steps.ts), each with the activities the run
+// scheduled for it, then what ran after a failure, then anything unexpected. A run that only held the trigger
+// and started the deploy as a child has two steps: validate, and the child.
+import { aftermathSteps, deploySteps } from '../workflows/steps.js';
+import type { ActivityTrack, ChildRun, RunRecord } from './fold.js';
+import type { ActivityRun, Outcome, StepOutcome, StepTimeline } from './model.js';
+
+const aftermathTitles = new Map<string, string>(aftermathSteps.map((s) => [s.name, s.title]));
+
+const stepIndex = new Map<string, number>(deploySteps.map((s, i) => [s.name, i]));
+
+export interface RunEnd {
+  outcome: Outcome;
+  /** The step the run failed or was cancelled in. */
+  endedStep?: string;
+  failureMessage?: string;
+}
+
+export function stepTimeline(record: RunRecord, end: RunEnd): StepTimeline[] {
+  return record.child ? delegatedSteps(record, record.child, end.outcome) : deploySequence(record, end);
+}
+
+/**
+ * The step a run that ended badly ended in: the one it said, else (an invalid spec fails before any step
+ * bookkeeping) the last it reached.
+ */
+export function endedStepOf(
+  record: RunRecord,
+  outcome: Outcome,
+  said: string | undefined,
+): string | undefined {
+  if (said !== undefined) return said;
+  if (outcome !== 'failed' && outcome !== 'cancelled' && outcome !== 'terminated' && outcome !== 'timed out')
+    return undefined;
+  if (record.validatedAtMs === undefined) return 'validate';
+  const reached = record.activities.filter((t) => stepIndex.has(t.step)).at(-1);
+  return reached?.step ?? 'validate';
+}
+
+function deploySequence(record: RunRecord, end: RunEnd): StepTimeline[] {
+  const byStep = runsByStep(record.activities);
+  const lastReached = Math.max(-1, ...[...byStep.keys()].map((s) => stepIndex.get(s) ?? -1));
+  const running = end.outcome === 'running';
+  const endedAt = record.close?.timeMs;
+  const endOutcome: StepOutcome = end.outcome === 'cancelled' ? 'cancelled' : 'failed';
+  const error = firstLine(end.failureMessage);
+
+  const steps: StepTimeline[] = deploySteps.map((def, index): StepTimeline => {
+    const runs = byStep.get(def.name) ?? [];
+    const base = { name: def.name, title: def.title, activities: runs, aftermath: false };
+    const failedHere = end.endedStep === def.name;
+    const here = { failedHere, endOutcome, error: failedHere ? error : undefined };
+    if (def.name === 'validate') return validateStep(base, record, here, running, endedAt);
+    if (def.name === 'record') return recordStep(base, record, here, end.outcome, byStep);
+    if (runs.length === 0) {
+      return {
+        ...base,
+        outcome: failedHere ? endOutcome : index < lastReached ? 'skipped' : 'not reached',
+        attempts: 0,
+        retries: 0,
+        error: here.error,
+      };
+    }
+    return activityStep(base, runs, {
+      outcome: failedHere
+        ? endOutcome
+        : runs.some((r) => r.endedAtMs === undefined) && running
+          ? 'running'
+          : 'done',
+      error: here.error,
+      endFallback: failedHere ? endedAt : undefined,
+    });
+  });
+
+  for (const [name, runs] of byStep) {
+    if (stepIndex.has(name)) continue;
+    steps.push(unexpectedStep(name, runs, running));
+  }
+  return steps;
+}
+
+function runsByStep(activities: readonly ActivityTrack[]): Map<string, ActivityRun[]> {
+  const byStep = new Map<string, ActivityRun[]>();
+  for (const t of activities) byStep.set(t.step, [...(byStep.get(t.step) ?? []), t.run]);
+  return byStep;
+}
+
+type StepBase = Pick<StepTimeline, 'name' | 'title' | 'activities' | 'aftermath'>;
+
+/** Whether the run ended in this step, and how that step shows it. */
+interface EndedHere {
+  failedHere: boolean;
+  endOutcome: StepOutcome;
+  error?: string;
+}
+
+// Validation is the workflow's own: done when it recorded the cluster.
+function validateStep(
+  base: StepBase,
+  record: RunRecord,
+  here: EndedHere,
+  running: boolean,
+  endedAt: number | undefined,
+): StepTimeline {
+  const validated = record.validatedAtMs !== undefined;
+  return withTimes(
+    {
+      ...base,
+      outcome: here.failedHere ? here.endOutcome : validated ? 'done' : running ? 'running' : 'not reached',
+      attempts: here.failedHere || validated ? 1 : 0,
+      retries: 0,
+      error: here.error,
+    },
+    record.start.timeMs,
+    record.validatedAtMs ?? (here.failedHere ? endedAt : undefined),
+  );
+}
+
+// Recording is the workflow's own too: from the smoke test's end to the close.
+function recordStep(
+  base: StepBase,
+  record: RunRecord,
+  here: EndedHere,
+  outcome: Outcome,
+  byStep: Map<string, ActivityRun[]>,
+): StepTimeline {
+  const smokeEnd = byStep.get('smokeTest')?.at(-1)?.endedAtMs;
+  const done = outcome === 'succeeded' && record.close?.kind === 'workflowExecutionCompleted';
+  const shown = done || here.failedHere;
+  return withTimes(
+    {
+      ...base,
+      outcome: here.failedHere ? here.endOutcome : done ? 'done' : 'not reached',
+      attempts: shown ? 1 : 0,
+      retries: 0,
+      error: here.error,
+    },
+    shown ? (smokeEnd ?? record.outcomeRecordedAtMs) : undefined,
+    shown ? record.close?.timeMs : undefined,
+  );
+}
+
+// The aftermath of a failure (diagnostics, teardown), or activities of no step.
+function unexpectedStep(name: string, runs: ActivityRun[], running: boolean): StepTimeline {
+  const aftermath = aftermathTitles.has(name);
+  return activityStep({ name, title: aftermathTitles.get(name) ?? name, activities: runs, aftermath }, runs, {
+    outcome: runs.some((r) => r.endedAtMs === undefined)
+      ? running
+        ? 'running'
+        : 'failed'
+      : runs.every((r) => r.outcome === 'completed')
+        ? 'done'
+        : 'failed',
+  });
+}
+
+function activityStep(
+  base: StepBase,
+  runs: ActivityRun[],
+  how: { outcome: StepOutcome; error?: string; endFallback?: number },
+): StepTimeline {
+  const start = Math.min(...runs.map((r) => r.scheduledAtMs));
+  const ends = runs.map((r) => r.endedAtMs);
+  const allEnded = ends.every((e) => e !== undefined);
+  const lastEnd = Math.max(...ends.filter((e): e is number => e !== undefined), start);
+  const failedRun = [...runs].reverse().find((r) => r.error !== undefined);
+  return withTimes(
+    {
+      ...base,
+      outcome: how.outcome,
+      attempts: Math.max(...runs.map((r) => r.attempt)),
+      retries: runs.reduce((n, r) => n + r.attempt - 1, 0),
+      error: how.error ?? (how.outcome === 'failed' ? failedRun?.error?.split('\n')[0] : undefined),
+      detail:
+        base.name === 'waitHealthy'
+          ? `${runs.filter((r) => r.activityType === 'checkServeHealth').length} health polls`
+          : undefined,
+    },
+    start,
+    allEnded ? lastEnd : how.endFallback,
+  );
+}
+
+function delegatedSteps(record: RunRecord, child: ChildRun, outcome: Outcome): StepTimeline[] {
+  const validate = deploySteps[0];
+  return [
+    withTimes(
+      {
+        name: validate.name,
+        title: validate.title,
+        outcome: record.validatedAtMs !== undefined ? 'done' : 'failed',
+        attempts: 1,
+        retries: 0,
+        activities: [],
+        aftermath: false,
+      },
+      record.start.timeMs,
+      record.validatedAtMs,
+    ),
+    withTimes(
+      {
+        name: 'childDeploy',
+        title: `Run the deploy as ${child.workflowId}`,
+        outcome:
+          outcome === 'running'
+            ? 'running'
+            : child.outcome === 'completed'
+              ? 'done'
+              : child.outcome === 'canceled'
+                ? 'cancelled'
+                : 'failed',
+        attempts: 1,
+        retries: 0,
+        activities: [],
+        aftermath: false,
+        detail:
+          child.outcome === 'refused' ? 'refused: a deploy of the cluster was already running' : undefined,
+      },
+      child.initiatedAtMs,
+      child.endedAtMs ?? record.close?.timeMs,
+    ),
+  ];
+}
+
+function withTimes(
+  step: Omit<StepTimeline, 'startedAtMs' | 'endedAtMs' | 'durationMs'>,
+  start: number | undefined,
+  end: number | undefined,
+): StepTimeline {
+  const out: StepTimeline = { ...step };
+  if (start !== undefined) out.startedAtMs = start;
+  if (end !== undefined) out.endedAtMs = end;
+  if (start !== undefined && end !== undefined) out.durationMs = Math.max(0, end - start);
+  if (out.detail === undefined) delete out.detail;
+  if (out.error === undefined) delete out.error;
+  return out;
+}
+
+function firstLine(text: string | undefined): string | undefined {
+  return text?.split('\n')[0];
+}

@@ -1,0 +1,32 @@
+// Who or what started the run: the trigger the workflow was given or recorded, the schedule, the parent run
+// that started it, or the child it started the deploy as.
+import { isRecord } from './events.js';
+import type { RunRecord } from './fold.js';
+import type { TriggerReport } from './model.js';
+
+export function triggerReport(record: RunRecord): TriggerReport {
+  const { start, options, searchAttrs, child } = record;
+  const scheduleId = searchAttrs.TemporalScheduledById;
+  const parent = isRecord(start.attrs.parentWorkflowExecution)
+    ? start.attrs.parentWorkflowExecution
+    : undefined;
+  return {
+    kind:
+      (isRecord(options) && typeof options.trigger === 'string' ? options.trigger : undefined) ??
+      (typeof searchAttrs.LiftoffTrigger === 'string' ? searchAttrs.LiftoffTrigger : undefined) ??
+      (scheduleId !== undefined ? 'schedule' : 'unknown'),
+    startedBy:
+      typeof start.attrs.identity === 'string' && start.attrs.identity !== ''
+        ? start.attrs.identity
+        : undefined,
+    scheduleId: typeof scheduleId === 'string' ? scheduleId : undefined,
+    parent:
+      parent && typeof parent.workflowId === 'string'
+        ? {
+            workflowId: parent.workflowId,
+            runId: typeof parent.runId === 'string' ? parent.runId : undefined,
+          }
+        : undefined,
+    child: child ? { workflowId: child.workflowId, runId: child.runId } : undefined,
+  };
+}
