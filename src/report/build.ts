@@ -26,7 +26,8 @@ import type {
   TriggerReport,
   WorkerReport,
 } from './model.js';
-import { redactDeep, redactSpec } from './redact-spec.js';
+import { redactSpec } from './redact-spec.js';
+import { redactDeep } from '../shared/secrets.js';
 
 export interface BuildOptions {
   /** The cluster's earlier successful runs (online only); offline the report says it is unavailable. */
