@@ -1,10 +1,10 @@
 // What a postmortem needs from every host after a failed deploy, gathered so nobody has to SSH in: the
 // Ray container's log, `ray status`, nvidia-smi, and the serve log (head). Never throws: a host that cannot
 // be reached is reported as such.
-import { secretEnvValues } from '../shared/redact.js';
+import { redactText, secretEnvValues } from '../shared/secrets.js';
 import { tail } from '../ssh/errors.js';
 import { sh, type RemoteCommand } from '../ssh/quote.js';
-import { inspectContainer, redactText } from './ray.js';
+import { inspectContainer } from './ray.js';
 import { onHost } from './ssh-context.js';
 import { secretValues } from './secrets.js';
 import type { DiagnosticsInput, HostDiagnostics, NamedHost } from './types.js';

@@ -4,8 +4,8 @@
 import { summarizeVllmLog } from '../parsers/vllm-log.js';
 import type { SshSession } from '../ssh/executor.js';
 import { sh } from '../ssh/quote.js';
-import { secretEnvValues } from '../shared/redact.js';
-import { inspectContainer, redactText } from './ray.js';
+import { redactText, secretEnvValues } from '../shared/secrets.js';
+import { inspectContainer } from './ray.js';
 import { pidAlive } from './serve.js';
 import { onHost } from './ssh-context.js';
 import { resolveValue, secretValues } from './secrets.js';

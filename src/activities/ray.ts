@@ -7,7 +7,7 @@ import { parseRayStatus, RayNotRunningError, type RayStatus } from '../parsers/r
 import { tail } from '../ssh/errors.js';
 import type { SshSession } from '../ssh/executor.js';
 import { sh, type RemoteCommand } from '../ssh/quote.js';
-import { isSecretEnvName, redact, redactedMarker } from '../shared/redact.js';
+import { isSecretEnvName, redactText } from '../shared/secrets.js';
 import { onHost } from './ssh-context.js';
 import { heartbeat } from './heartbeat.js';
 import { resolveEnv } from './secrets.js';
@@ -113,21 +113,6 @@ export async function containerLogTail(
     check: false,
   });
   return redactText(res.stdout.trimEnd(), secrets);
-}
-
-// Credentials that show up in logs without liftoff knowing their env name: Hugging Face tokens, and the
-// API key vLLM echoes in its `non-default args` line or that a command line carries after --api-key.
-const tokenPatterns: Array<[RegExp, string]> = [
-  [/\bhf_[A-Za-z0-9]{16,}/g, redactedMarker],
-  [/('api_key':\s*\[?\s*')[^']*'/g, `$1${redactedMarker}'`],
-  [/(--api-key[= ]\s*)\S+/g, `$1${redactedMarker}`],
-];
-
-/** Redacts the given secret values and every token pattern liftoff knows. */
-export function redactText(text: string, secrets: readonly string[]): string {
-  let out = redact(text, secrets);
-  for (const [pattern, replacement] of tokenPatterns) out = out.replace(pattern, replacement);
-  return out;
 }
 
 /**

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
 import type { EnvSpec, EnvValue, SecretRef } from '../config/schema.js';
 import { FailureType } from '../shared/failures.js';
-import { isSecretEnvName } from '../shared/redact.js';
+import { isSecretEnvName } from '../shared/secrets.js';
 
 export interface ResolvedEnv {
   values: Record<string, string>;

@@ -7,7 +7,8 @@ import { parseRayStatus, RayNotRunningError, RayStatusParseError } from '../pars
 import { tail } from '../ssh/errors.js';
 import type { SshSession } from '../ssh/executor.js';
 import { raw, sh } from '../ssh/quote.js';
-import { envTransport, redactText } from './ray.js';
+import { envTransport } from './ray.js';
+import { redactText, secretArgValues } from '../shared/secrets.js';
 import { heartbeat } from './heartbeat.js';
 import { resolveEnv } from './secrets.js';
 import { onHost } from './ssh-context.js';
@@ -117,7 +118,7 @@ export async function launchServe(input: LaunchServeInput): Promise<LaunchServeR
   const env = await resolveEnv(input.env);
   const secrets = [
     ...[...env.secretNames].map((n) => env.values[n] ?? '').filter((v) => v !== ''),
-    ...apiKeys(input.args),
+    ...secretArgValues(input.args),
   ];
   return onHost(input.head, async (session) => {
     const marker = await readMarker(session, markerPath);
@@ -179,14 +180,4 @@ export async function launchServe(input: LaunchServeInput): Promise<LaunchServeR
     }
     return { pid, logPath: input.logPath, launchedAtMs: startedAt, reused: false };
   });
-}
-
-/** Values given to --api-key in the serve args: secrets that are not env vars. */
-export function apiKeys(args: readonly string[]): string[] {
-  const keys: string[] = [];
-  args.forEach((arg, i) => {
-    if (arg === '--api-key' && args[i + 1]) keys.push(args[i + 1] ?? '');
-    else if (arg.startsWith('--api-key=')) keys.push(arg.slice('--api-key='.length));
-  });
-  return keys.filter((k) => k !== '');
 }

@@ -6,7 +6,7 @@ import { tail } from '../ssh/errors.js';
 import { sh } from '../ssh/quote.js';
 import { authorizationHeader, baseUrl } from './health.js';
 import { resolveValue } from './secrets.js';
-import { redactText } from './ray.js';
+import { redactText } from '../shared/secrets.js';
 import { onHost } from './ssh-context.js';
 import type { SmokeTestInput, SmokeTestResult } from './types.js';
 

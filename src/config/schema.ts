@@ -3,7 +3,7 @@
 import { z } from 'zod';
 import { parseDuration } from './duration.js';
 import { modelPathFor } from './derive.js';
-import { isSecretEnvName } from '../shared/redact.js';
+import { isSecretEnvName, isSecretFlag } from '../shared/secrets.js';
 
 const hostName = z
   .string()
@@ -88,12 +88,6 @@ const envMap = z
     }
   });
 export type EnvSpec = z.infer<typeof envMap>;
-
-/** `--api-key`, `--hf-token`…: flags whose value is a credential. */
-function isSecretFlag(arg: string): boolean {
-  const name = /^--([A-Za-z0-9-]+)/.exec(arg)?.[1];
-  return name !== undefined && name.split('-').some((w) => /^(key|token|secret|password|passwd)$/i.test(w));
-}
 
 const imageRef = z
   .string()
@@ -181,11 +175,13 @@ export const deploySpecSchema = z
         .default([])
         .superRefine((args, ctx) => {
           args.forEach((arg, i) => {
+            // The same rule the report's redaction uses (src/shared/secrets.ts): what is refused here is what a
+            // report would hide. The flag is quoted so that redacting this message does not eat its next word.
             if (isSecretFlag(arg)) {
               ctx.addIssue({
                 code: 'custom',
                 path: [i],
-                message: `${arg.split('=')[0] ?? arg} would put a credential into Temporal's history; pass it as an environment variable instead, e.g. serve.env.VLLM_API_KEY: { fromEnv: VLLM_API_KEY } (vLLM reads VLLM_API_KEY)`,
+                message: `${JSON.stringify(arg.replace(/=.*$/s, ''))} takes a credential, which would be stored in Temporal's history. Pass it through serve.env with a reference instead: serve.env.VLLM_API_KEY: { fromEnv: VLLM_API_KEY } (read from the worker's environment) or { fromFile: /path/on/the/worker/host } (vLLM reads VLLM_API_KEY; HF_TOKEN for the Hugging Face token)`,
               });
             }
           });

@@ -7,7 +7,7 @@ export { buildPostmortem, type BuildOptions } from './build.js';
 export { readHistoryEvents, HistoryFormatError } from './events.js';
 export { renderHtml } from './html.js';
 export { renderMarkdown } from './markdown.js';
-export { redactSpec, isSecretFlag } from './redact-spec.js';
+export { redactSpec } from './redact-spec.js';
 export type * from './model.js';
 
 export const reportFormats = ['md', 'html', 'json'] as const;

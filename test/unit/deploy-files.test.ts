@@ -15,7 +15,7 @@ import { projectRoot } from '../../src/temporal/cli-path.js';
 import { searchAttributeFlags } from '../../src/temporal/dev-server.js';
 import { loadSpecFile } from '../../src/config/load.js';
 import { deploySpecSchema, sshSchema } from '../../src/config/schema.js';
-import { isSecretEnvName } from '../../src/shared/redact.js';
+import { isSecretEnvName } from '../../src/shared/secrets.js';
 
 const execFileAsync = promisify(execFile);
 

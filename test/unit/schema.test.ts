@@ -99,7 +99,7 @@ describe('deploy spec schema', () => {
     [
       'an --api-key in the serve args',
       (s) => (s.serve.args = ['--max-model-len', '32768', '--api-key', 'sk-1']),
-      /serve\.args\[2\]: --api-key would put a credential into Temporal's history; .*VLLM_API_KEY/,
+      /serve\.args\[2\]: "--api-key" takes a credential, which would be stored in Temporal's history\. .*serve\.env\.VLLM_API_KEY: \{ fromEnv: VLLM_API_KEY \}.*fromFile/,
     ],
     [
       'a one-character container name (docker needs two)',
@@ -143,7 +143,15 @@ describe('deploy spec schema', () => {
       HF_TOKEN: { fromEnv: 'HF_TOKEN' },
       VLLM_API_KEY: { fromFile: '/etc/liftoff/api-key' },
     };
-    spec.serve.args = ['--tokenizer', 'Qwen/Qwen3.5-122B-A10B-FP8', '--ssl-keyfile', '/etc/ssl/k.pem'];
+    spec.serve.args = [
+      '--tokenizer',
+      'Qwen/Qwen3.5-122B-A10B-FP8',
+      '--ssl-certfile',
+      '/etc/ssl/c.pem',
+      '--max-num-batched-tokens',
+      '8192',
+      '--allow-credentials',
+    ];
     const parsed = deploySpecSchema.parse(spec);
     assert.deepEqual(parsed.serve.env.HF_TOKEN, { fromEnv: 'HF_TOKEN' });
   });

@@ -11,8 +11,7 @@ import {
 } from '@temporalio/client';
 import { connectClient } from '../../temporal/connection.js';
 import { deployWorkflowId, searchAttributes } from '../../shared/constants.js';
-import { isSecretEnvName, redact } from '../../shared/redact.js';
-import { apiKeys } from '../../activities/serve.js';
+import { redactDeep, secretsOfSpec } from '../../shared/secrets.js';
 import type { DeploySpec } from '../../config/schema.js';
 import { UsageError } from '../../cli/run-command.js';
 import { describeFailure } from '../../cli/deploy-status.js';
@@ -171,21 +170,13 @@ export function storedSpec(description: ScheduleDescription): DeploySpec | undef
 type EnvMap = DeploySpec['serve']['env'];
 
 /**
- * Literal secret values a stored spec may hold. The spec schema now only accepts references ({ fromEnv } /
- * { fromFile }) for secret-looking names and refuses credential flags, but a schedule keeps the spec it was
- * created with, possibly by an older liftoff: what it stores is shown as if it might hold one.
+ * The spec with any literal secret value replaced, for showing; references are kept (they hold no secret). The
+ * spec schema only accepts references ({ fromEnv } / { fromFile }) for secret-looking names and refuses credential
+ * flags, but a schedule keeps the spec it was created with, possibly by an older liftoff: what it stores is shown
+ * as if it might hold one.
  */
-function literalSecrets(spec: DeploySpec): string[] {
-  const fromEnv = (env: EnvMap | undefined) =>
-    Object.entries(env ?? {}).flatMap(([name, value]) =>
-      typeof value === 'string' && value !== '' && isSecretEnvName(name) ? [value] : [],
-    );
-  return [...fromEnv(spec.ray?.env), ...fromEnv(spec.serve?.env), ...apiKeys(spec.serve?.args ?? [])];
-}
-
-/** The spec with any literal secret value replaced, for showing; references are kept (they hold no secret). */
 export function redactSpec(spec: DeploySpec): DeploySpec {
-  return JSON.parse(redact(JSON.stringify(spec), literalSecrets(spec))) as DeploySpec;
+  return redactDeep(spec, secretsOfSpec(spec));
 }
 
 function envValue(value: EnvMap[string]): string {
