@@ -3,6 +3,7 @@
 // it already started instead of starting a second one.
 import { ApplicationFailure } from '@temporalio/common';
 import { FailureType } from '../shared/failures.js';
+import { apiKeys } from '../shared/redact.js';
 import { parseRayStatus, RayNotRunningError, RayStatusParseError } from '../parsers/ray-status.js';
 import { tail } from '../ssh/errors.js';
 import type { SshSession } from '../ssh/executor.js';
@@ -177,14 +178,4 @@ export async function launchServe(input: LaunchServeInput): Promise<LaunchServeR
     }
     return { pid, logPath: input.logPath, launchedAtMs: startedAt, reused: false };
   });
-}
-
-/** Values given to --api-key in the serve args: secrets that are not env vars. */
-export function apiKeys(args: readonly string[]): string[] {
-  const keys: string[] = [];
-  args.forEach((arg, i) => {
-    if (arg === '--api-key' && args[i + 1]) keys.push(args[i + 1] ?? '');
-    else if (arg.startsWith('--api-key=')) keys.push(arg.slice('--api-key='.length));
-  });
-  return keys.filter((k) => k !== '');
 }

@@ -20,6 +20,16 @@ export function secretEnvValues(env: Readonly<Record<string, string>> | undefine
     .map(([, value]) => value);
 }
 
+/** Values given to --api-key in the serve args: secrets that are not env vars. */
+export function apiKeys(args: readonly string[]): string[] {
+  const keys: string[] = [];
+  args.forEach((arg, i) => {
+    if (arg === '--api-key' && args[i + 1]) keys.push(args[i + 1] ?? '');
+    else if (arg.startsWith('--api-key=')) keys.push(arg.slice('--api-key='.length));
+  });
+  return keys.filter((k) => k !== '');
+}
+
 /**
  * Replaces every occurrence of each secret in `text`. A secret is also found in the forms it takes
  * once written into a shell command (single-quoted, where `'` becomes `'\''`) or into JSON (escaped),

@@ -11,8 +11,7 @@ import {
 } from '@temporalio/client';
 import { connectClient } from '../../temporal/connection.js';
 import { deployWorkflowId, searchAttributes } from '../../shared/constants.js';
-import { isSecretEnvName, redact } from '../../shared/redact.js';
-import { apiKeys } from '../../activities/serve.js';
+import { apiKeys, isSecretEnvName, redact } from '../../shared/redact.js';
 import type { DeploySpec } from '../../config/schema.js';
 import { UsageError } from '../../cli/run-command.js';
 import { describeFailure } from '../../cli/deploy-status.js';
