@@ -23,7 +23,8 @@ import { paths, readJson, writeJson, type HostConfig } from '../sim/host-state.j
 import { simDeploySpec } from '../sim/spec.js';
 import { projectRoot, temporalCliPath } from '../src/temporal/cli-path.js';
 import { startDevServer, type DevServer } from '../src/temporal/dev-server.js';
-import { TASK_QUEUE, deployWorkflowId, searchAttributes } from '../src/shared/constants.js';
+import { deployWorkflowId } from '../src/shared/constants.js';
+import { startDeploy } from '../src/temporal/start-deploy.js';
 import { deploy, progressQuery } from '../src/workflows/index.js';
 
 const simStateDir = '/tmp/liftoff-record-histories';
@@ -164,24 +165,13 @@ type DeploySpecInput = Omit<SimSpec, 'ray' | 'serve'> & {
   serve: Omit<SimSpec['serve'], 'env'> & { env: EnvInput };
 };
 
-/** Starts the deploy exactly as `liftoff deploy` does. */
-async function startDeploy(
+/** Starts the deploy of the sim cluster's spec (adjusted), exactly as `liftoff deploy` does. */
+function startSimDeploy(
   client: Client,
   sim: SimCluster,
   adjust: (spec: DeploySpecInput) => DeploySpecInput = (spec) => spec,
 ): Promise<WorkflowHandleWithFirstExecutionRunId<typeof deploy>> {
-  const spec = adjust(simDeploySpec(sim, { cluster: clusterName }));
-  return client.workflow.start(deploy, {
-    taskQueue: TASK_QUEUE,
-    workflowId,
-    args: [spec, { trigger: 'cli' }],
-    workflowIdConflictPolicy: 'FAIL',
-    workflowIdReusePolicy: 'ALLOW_DUPLICATE',
-    typedSearchAttributes: [
-      { key: searchAttributes.cluster, value: clusterName },
-      { key: searchAttributes.trigger, value: 'cli' },
-    ],
-  });
+  return startDeploy(client, adjust(simDeploySpec(sim, { cluster: clusterName })), 'cli');
 }
 
 const deployTimeoutMs = 6 * 60_000;
@@ -295,7 +285,7 @@ function recording(
 
 async function recordSucceeded(client: Client, server: DevServer, sim: SimCluster): Promise<Recording> {
   say('deploy 1/3: a successful deploy');
-  const handle = await startDeploy(client, sim);
+  const handle = await startSimDeploy(client, sim);
   const result = await within(handle.result());
   say(`  served at ${result.endpoint}, load ${result.loadSeconds.toFixed(1)} s`);
   const json = await exportHistory(server, handle.firstExecutionRunId);
@@ -316,7 +306,7 @@ async function recordFailed(client: Client, server: DevServer, sim: SimCluster):
   setFaults(simStateDir, head.name, { crashAtShard });
   let handle: WorkflowHandleWithFirstExecutionRunId<typeof deploy>;
   try {
-    handle = await startDeploy(client, sim, (spec) => ({
+    handle = await startSimDeploy(client, sim, (spec) => ({
       ...spec,
       ray: { ...spec.ray, env: { ...spec.ray.env, HF_TOKEN: { fromEnv: plantedSecret.env } } },
       serve: { ...spec.serve, env: { ...spec.serve.env, HF_TOKEN: { fromEnv: plantedSecret.env } } },
@@ -363,7 +353,7 @@ async function recordResumed(
 ): Promise<Recording> {
   say(`deploy 3/3: worker ${first.identity} is SIGKILLed at shard ${killAtShard}, a second worker finishes`);
   setPace(sim, resumePace);
-  const handle = await startDeploy(client, sim);
+  const handle = await startSimDeploy(client, sim);
   const deadline = Date.now() + 180_000;
   for (;;) {
     const progress = await handle.query(progressQuery);
