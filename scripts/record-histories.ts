@@ -5,10 +5,9 @@
 // Everything is real except the hosts: a simulated 2-host cluster, the embedded Temporal dev server, and
 // `liftoff worker` processes. The files are written the way a user exports a history:
 // `temporal workflow show --workflow-id … --run-id … --output json`.
-import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { hostname } from 'node:os';
 import { join, relative } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
@@ -25,6 +24,7 @@ import { projectRoot, temporalCliPath } from '../src/temporal/cli-path.js';
 import { startDevServer, type DevServer } from '../src/temporal/dev-server.js';
 import { deployWorkflowId } from '../src/shared/constants.js';
 import { startDeploy } from '../src/temporal/start-deploy.js';
+import { startWorkerProcess, type WorkerProcess } from './lib/worker-process.js';
 import { deploy, progressQuery } from '../src/workflows/index.js';
 
 const simStateDir = '/tmp/liftoff-record-histories';
@@ -63,11 +63,6 @@ const say = (line: string): void => void process.stdout.write(`record-histories:
 
 /** Undo actions, run newest first however the script ends. */
 const cleanups: { name: string; run: () => Promise<void> }[] = [];
-/** Processes to SIGKILL synchronously if the script exits before the cleanups ran. */
-const children = new Set<ChildProcess>();
-process.once('exit', () => {
-  for (const child of children) child.kill('SIGKILL');
-});
 
 async function runCleanups(): Promise<void> {
   for (const cleanup of cleanups.splice(0).reverse()) {
@@ -94,60 +89,15 @@ function freePort(): Promise<number> {
   });
 }
 
-interface WorkerProcess {
-  pid: number;
-  /** The SDK's default identity, as the history's ActivityTaskStarted / WorkflowTaskCompleted events name it. */
-  identity: string;
-  kill(signal: NodeJS.Signals): Promise<void>;
-}
-
 /** `liftoff worker` in its own process, so it can die the way a control host does. */
 async function startWorker(server: DevServer): Promise<WorkerProcess> {
-  const child = spawn(process.execPath, ['bin/liftoff.js', 'worker'], {
-    cwd: projectRoot,
-    env: {
-      ...process.env,
-      TEMPORAL_ADDRESS: server.address,
-      TEMPORAL_NAMESPACE: server.namespace,
-      [plantedSecret.env]: plantedSecret.value,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
+  const worker = await startWorkerProcess({
+    address: server.address,
+    namespace: server.namespace,
+    env: { ...process.env, [plantedSecret.env]: plantedSecret.value },
   });
-  const pid = child.pid;
-  if (pid === undefined) throw new Error('could not spawn `liftoff worker`');
-  children.add(child);
-  const exited = new Promise<void>((resolve) =>
-    child.once('exit', () => {
-      children.delete(child);
-      resolve();
-    }),
-  );
-  const kill = async (signal: NodeJS.Signals) => {
-    if (child.exitCode === null && child.signalCode === null) child.kill(signal);
-    await exited;
-  };
-  cleanups.push({ name: `worker ${pid}`, run: () => kill('SIGKILL') });
-
-  let output = '';
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`worker ${pid} not ready in 60 s:\n${output}`)), 60_000);
-    const onData = (chunk: Buffer) => {
-      output += chunk.toString('utf8');
-      if (/worker polling /.test(output)) {
-        clearTimeout(timer);
-        resolve();
-      }
-    };
-    child.stdout.on('data', onData);
-    child.stderr.on('data', onData);
-    child.once('exit', (code, signal) => {
-      clearTimeout(timer);
-      reject(
-        new Error(`worker ${pid} exited before it was ready (code ${code}, signal ${signal}):\n${output}`),
-      );
-    });
-  });
-  return { pid, identity: `${pid}@${hostname()}`, kill };
+  cleanups.push({ name: `worker ${worker.pid}`, run: () => worker.kill('SIGKILL') });
+  return worker;
 }
 
 function setPace(sim: SimCluster, pace: Partial<HostConfig['vllm']>): void {
