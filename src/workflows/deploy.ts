@@ -1,4 +1,4 @@
-// The deploy: DESIGN.md's launch sequence as one durable workflow. Each step is an activity (or a fan-out
+// The deploy: the launch sequence of docs/architecture.md as one durable workflow. Each step is an activity (or a fan-out
 // of one per host) with its own timeouts and retry policy; progress is kept here and served by a query.
 import {
   ActivityFailure,
