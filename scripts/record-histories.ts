@@ -25,6 +25,7 @@ import { startDevServer, type DevServer } from '../src/temporal/dev-server.js';
 import { deployWorkflowId } from '../src/shared/constants.js';
 import { startDeploy } from '../src/temporal/start-deploy.js';
 import { startWorkerProcess, type WorkerProcess } from './lib/worker-process.js';
+import { decodedText, historyExportArgs } from './lib/history-export.js';
 import { deploy, progressQuery } from '../src/workflows/index.js';
 
 const simStateDir = '/tmp/liftoff-record-histories';
@@ -147,20 +148,7 @@ async function within<T>(result: Promise<T>): Promise<T> {
 async function exportHistory(server: DevServer, runId: string): Promise<string> {
   const { stdout } = await promisify(execFile)(
     temporalCliPath(),
-    [
-      'workflow',
-      'show',
-      '--workflow-id',
-      workflowId,
-      '--run-id',
-      runId,
-      '--output',
-      'json',
-      '--address',
-      server.address,
-      '--namespace',
-      server.namespace,
-    ],
+    historyExportArgs({ address: server.address, namespace: server.namespace, workflowId, runId }),
     { maxBuffer: 64 * 1024 * 1024 },
   );
   return stdout;
@@ -170,17 +158,6 @@ function eventsOf(json: string): HistoryEvent[] {
   const parsed = JSON.parse(json) as { events?: HistoryEvent[] };
   if (!Array.isArray(parsed.events)) throw new Error('`temporal workflow show` printed no events array');
   return parsed.events;
-}
-
-/** The history's text with every payload (base64 `data`) decoded: where a leaked value would show. */
-function decodedText(json: string): string {
-  const decoded: string[] = [json];
-  JSON.parse(json, (key, value: unknown) => {
-    if (key === 'data' && typeof value === 'string')
-      decoded.push(Buffer.from(value, 'base64').toString('utf8'));
-    return value;
-  });
-  return decoded.join('\n');
 }
 
 /** Worker identities in the order they first ran a workflow task or picked up an activity. */
