@@ -26,7 +26,7 @@ import { removeContainers } from '../../src/activities/containers.js';
 import { verifyGpusClear } from '../../src/activities/gpu.js';
 import type { HostRef, PreflightInput, PreflightReport } from '../../src/activities/types.js';
 import { SshConnectError } from '../../src/ssh/errors.js';
-import { withSshSession } from '../../src/ssh/executor.js';
+import { withSshSession } from '../helpers/ssh.js';
 import { sh } from '../../src/ssh/quote.js';
 import { FailureType } from '../../src/shared/failures.js';
 
