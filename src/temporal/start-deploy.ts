@@ -2,7 +2,7 @@
 // scripts that record or measure a deploy, so they start the same workflow the same way.
 import type { Client, WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
 import type { DeploySpecInput } from '../config/schema.js';
-import { TASK_QUEUE, deployWorkflowId, searchAttributes } from '../shared/constants.js';
+import { TASK_QUEUE, deployStartAttributes, deployWorkflowId } from '../shared/constants.js';
 import { deploy, type DeployTrigger } from '../workflows/index.js';
 
 /**
@@ -20,9 +20,6 @@ export function startDeploy(
     args: [spec, { trigger }],
     workflowIdConflictPolicy: 'FAIL',
     workflowIdReusePolicy: 'ALLOW_DUPLICATE',
-    typedSearchAttributes: [
-      { key: searchAttributes.cluster, value: spec.cluster },
-      { key: searchAttributes.trigger, value: trigger },
-    ],
+    typedSearchAttributes: deployStartAttributes(spec.cluster, trigger),
   });
 }
