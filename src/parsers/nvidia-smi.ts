@@ -1,6 +1,8 @@
 // nvidia-smi output: the CSV of --query-compute-apps and --query-gpu (with or without header and units),
 // and the default table. On GB10 (unified memory) memory fields read `[N/A]` or `Not Supported`: those
-// become null, never 0, so callers cannot mistake "unknown" for "free".
+// become null, never 0, so callers cannot mistake "unknown" for "free". A number no real nvidia-smi prints
+// (negative, not finite, absurdly large) is an error, never a value a check could pass on.
+import { boundedNumber, hostLines } from './host-output.js';
 
 export class NvidiaSmiParseError extends Error {
   override readonly name = 'NvidiaSmiParseError';
@@ -26,8 +28,15 @@ const unavailable = new Set([
   '[Insufficient Permissions]',
 ]);
 
-/** A number with an optional unit as nvidia-smi prints it: `29222 MiB`, `0 %`, `11.17 W`, `35`. */
-const numberWithUnit = /^(-?\d+(?:\.\d+)?)(?:\s*(?:MiB|GiB|KiB|B|%|W|C|MHz|s|us))?$/;
+/**
+ * A number with an optional unit as nvidia-smi prints it: `29222 MiB`, `0 %`, `11.17 W`, `35`. Signs and
+ * exponents are matched too, so that `-5000` or `1e999` is caught by the bound instead of read as a name.
+ */
+const numberWithUnit = /^([-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?)(?:\s*(?:MiB|GiB|KiB|B|%|W|C|MHz|s|us))?$/i;
+/** No field nvidia-smi prints (MiB, MHz, W, %, an index) comes near this. */
+const maxValue = 1e9;
+/** Linux's PID_MAX_LIMIT. */
+const maxPid = 4_194_304;
 
 /** `memory.total [MiB]` → `memory.total`. */
 function fieldName(headerCell: string): string {
@@ -39,8 +48,7 @@ function splitCsvLine(line: string): string[] {
 }
 
 function lines(text: string): string[] {
-  return text
-    .split(/\r?\n/)
+  return hostLines(text)
     .map((l) => l.trim())
     .filter((l) => l !== '');
 }
@@ -57,10 +65,12 @@ function assertNotAnError(text: string): void {
   }
 }
 
-function parseValue(cell: string): QueryValue {
+function parseValue(cell: string, field: string): QueryValue {
   if (unavailable.has(cell)) return null;
   const match = numberWithUnit.exec(cell);
-  return match?.[1] !== undefined ? Number(match[1]) : cell;
+  return match?.[1] !== undefined
+    ? boundedNumber(Number(match[1]), `nvidia-smi ${field}`, maxValue, cell)
+    : cell;
 }
 
 const headerCell = /^[a-z][a-z0-9_.]*(?: \[[^\]]+\])?$/i;
@@ -103,7 +113,7 @@ export function parseQueryGpu(csv: string, fields?: readonly string[]): QueryRec
     }
     const record: QueryRecord = {};
     keys.forEach((key, i) => {
-      record[key] = parseValue(cells[i] ?? '');
+      record[key] = parseValue(cells[i] ?? '', key);
     });
     return record;
   });
@@ -158,12 +168,17 @@ export function parseComputeApps(csv: string, fields?: readonly string[]): Compu
       );
     }
     const memory = cell('used_gpu_memory') ?? cell('used_memory');
-    const parsedMemory = memory === undefined ? null : parseValue(memory);
+    const parsedMemory = memory === undefined ? null : parseValue(memory, 'used_gpu_memory');
+    if (typeof parsedMemory === 'string') {
+      throw new NvidiaSmiParseError(
+        `nvidia-smi --query-compute-apps: not a memory figure ${JSON.stringify(parsedMemory)} in row: ${rawCells.join(', ')}`,
+      );
+    }
     const uuid = cell('gpu_uuid');
     return {
-      pid: Number(pidText),
+      pid: boundedNumber(Number(pidText), 'nvidia-smi --query-compute-apps pid', maxPid, pidText),
       processName: cell('process_name') ?? cell('name') ?? '',
-      usedMiB: typeof parsedMemory === 'number' ? parsedMemory : null,
+      usedMiB: parsedMemory,
       ...(uuid !== undefined && uuid !== '' && !unavailable.has(uuid) ? { gpuUuid: uuid } : {}),
     };
   });
@@ -195,10 +210,12 @@ export interface NvidiaSmiTable {
 /** The default `nvidia-smi` table. */
 export function parseNvidiaSmiTable(text: string): NvidiaSmiTable {
   assertNotAnError(text);
+  const all = hostLines(text).map((l) => l.replace(/\r$/, ''));
   // The table, `-q` and `--version` all name the versions, with different spacing and case.
-  const driverVersion = /Driver Version\s*:\s*(\S+)/i.exec(text)?.[1] ?? null;
-  const cudaVersion = /CUDA Version\s*:\s*(\S+)/i.exec(text)?.[1] ?? null;
-  const all = text.split(/\r?\n/);
+  const version = (pattern: RegExp) =>
+    all.map((l) => pattern.exec(l)?.[1]).find((v) => v !== undefined) ?? null;
+  const driverVersion = version(/Driver Version\s*:\s*(\S+)/i);
+  const cudaVersion = version(/CUDA Version\s*:\s*(\S+)/i);
   const processesAt = all.findIndex((l) => /\|\s*Processes:/.test(l));
   const gpuLines = processesAt >= 0 ? all.slice(0, processesAt) : all;
   const processLines = processesAt >= 0 ? all.slice(processesAt) : [];
@@ -211,11 +228,15 @@ export function parseNvidiaSmiTable(text: string): NvidiaSmiTable {
     // The next line holds `29231MiB / 143771MiB` (or `Not Supported` on GB10) in its second cell.
     const memoryCell = (gpuLines[i + 1] ?? '').split('|')[2] ?? '';
     const memory = /(\d+)\s*MiB\s*\/\s*(\d+)\s*MiB/.exec(memoryCell);
+    const figure = (text: string | undefined, what: string) =>
+      text === undefined
+        ? null
+        : boundedNumber(Number(text), `nvidia-smi GPU ${head[1]} ${what}`, maxValue, text);
     gpus.push({
-      index: Number(head[1]),
+      index: boundedNumber(Number(head[1]), 'nvidia-smi GPU index', maxValue, head[1]),
       name: head[2],
-      memoryUsedMiB: memory?.[1] !== undefined ? Number(memory[1]) : null,
-      memoryTotalMiB: memory?.[2] !== undefined ? Number(memory[2]) : null,
+      memoryUsedMiB: figure(memory?.[1], 'memory used'),
+      memoryTotalMiB: figure(memory?.[2], 'memory total'),
     });
   });
 
@@ -226,12 +247,15 @@ export function parseNvidiaSmiTable(text: string): NvidiaSmiTable {
       line.trimEnd(),
     );
     if (!row?.[1] || !row[4] || !row[5] || !row[6] || !row[7]) continue;
+    const used = row[7].replace('MiB', '');
     processes.push({
-      gpuIndex: row[1] === 'N/A' ? null : Number(row[1]),
-      pid: Number(row[4]),
+      gpuIndex:
+        row[1] === 'N/A' ? null : boundedNumber(Number(row[1]), 'nvidia-smi process GPU', maxValue, row[1]),
+      pid: boundedNumber(Number(row[4]), 'nvidia-smi process pid', maxPid, row[4]),
       type: row[5],
       processName: row[6],
-      usedMiB: row[7] === 'N/A' ? null : Number(row[7].replace('MiB', '')),
+      usedMiB:
+        used === 'N/A' ? null : boundedNumber(Number(used), 'nvidia-smi process memory', maxValue, used),
     });
   }
   return { driverVersion, cudaVersion, gpus, processes };
