@@ -158,16 +158,15 @@ const phasePatterns: Array<[RegExp, VllmPhase]> = [
   ],
 ];
 
-/** A tqdm bar rewrites itself with \r: the last non-blank segment is the current state. */
+/**
+ * A tqdm bar rewrites itself with \r: the last non-blank segment is the current state, the segment that holds
+ * the line's last non-blank character (\r is a blank too, so one scan finds it however many there are).
+ */
 function lastSegment(line: string): string {
-  let end = line.length;
-  while (end > 0) {
-    const start = line.lastIndexOf('\r', end - 1) + 1;
-    const segment = line.slice(start, end);
-    if (segment.trim() !== '') return segment;
-    end = start - 1;
-  }
-  return '';
+  const last = line.trimEnd().length - 1;
+  if (last < 0) return '';
+  const end = line.indexOf('\r', last);
+  return line.slice(line.lastIndexOf('\r', last) + 1, end < 0 ? line.length : end);
 }
 
 export function parseVllmLogLine(rawLine: string, opts: VllmLogOptions = {}): VllmLogLine {

@@ -290,5 +290,5 @@ function shortKeyType(keyType: string): string {
 }
 
 function knownHostsName(endpoint: SshErrorEndpoint): string {
-  return endpoint.port === 22 ? endpoint.address : `'[${endpoint.address}]:${endpoint.port}'`;
+  return endpoint.port === 22 ? endpoint.address : `[${endpoint.address}]:${endpoint.port}`;
 }
