@@ -3,8 +3,10 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { sh } from '../ssh/quote.js';
 import type { SshSession } from '../ssh/executor.js';
+import { defaultMaxOutputBytes } from '../ssh/output-tail.js';
 import { parseComputeApps, parseQueryGpu } from '../parsers/nvidia-smi.js';
 import { parseMeminfo } from '../parsers/meminfo.js';
+import { boundedNumber, HostOutputError } from '../parsers/host-output.js';
 import { FailureType } from '../shared/failures.js';
 import { onHost, type HostRef } from './ssh-context.js';
 import type { VerifyGpusClearInput } from './types.js';
@@ -37,6 +39,16 @@ export async function readGpuState(ref: HostRef): Promise<GpuState> {
   return onHost(ref, (session) => queryGpuState(session, ref.target.name));
 }
 
+/** A figure no real nvidia-smi or kernel prints fails the step at once: no retry makes it trustworthy. */
+function invalidOutputFailure(host: string, err: HostOutputError): ApplicationFailure {
+  return ApplicationFailure.create({
+    type: FailureType.hostOutputInvalid,
+    message: `GPU state of ${host} cannot be judged: ${err.message}`,
+    nonRetryable: true,
+    details: [{ host }],
+  });
+}
+
 /**
  * Step 4 of the deploy: nothing may hold the GPUs before Ray starts. No compute process; device memory,
  * where nvidia-smi reports it, at most maxUsedMiB per GPU; on unified memory (GB10) MemAvailable at
@@ -44,7 +56,10 @@ export async function readGpuState(ref: HostRef): Promise<GpuState> {
  * so the workflow's retry policy (with backoff) is the wait.
  */
 export async function verifyGpusClear(input: VerifyGpusClearInput): Promise<GpuState> {
-  const state = await onHost(input.host, (session) => queryGpuState(session, input.host.target.name));
+  const host = input.host.target.name;
+  const state = await onHost(input.host, (session) => queryGpuState(session, host)).catch((err: unknown) => {
+    throw err instanceof HostOutputError ? invalidOutputFailure(host, err) : err;
+  });
   const busyGpus = state.gpus.filter((g) => g.memoryUsedMiB !== null && g.memoryUsedMiB > input.maxUsedMiB);
   const lowMemory = state.unifiedMemory && state.memAvailableMiB < input.minAvailableMiB;
   if (state.processes.length === 0 && busyGpus.length === 0 && !lowMemory) return state;
@@ -100,12 +115,24 @@ async function queryGpuState(session: SshSession, host: string): Promise<GpuStat
     sh`nvidia-smi --query-compute-apps=pid,process_name,used_gpu_memory --format=csv,noheader,nounits`,
     { timeoutMs: 20_000 },
   );
-  const meminfo = await session.exec(sh`cat /proc/meminfo`, { timeoutMs: 10_000 });
+  const meminfo = await session.exec(sh`head -c 65536 /proc/meminfo`, { timeoutMs: 10_000 });
+  for (const [what, res] of [
+    ['nvidia-smi --query-gpu', devices],
+    ['nvidia-smi --query-compute-apps', apps],
+    ['/proc/meminfo', meminfo],
+  ] as const) {
+    // A cut output has lost its first rows: judging the rest could pass a GPU that is in use.
+    if (res.stdoutCutBytes !== undefined) {
+      throw new HostOutputError(
+        `${what} printed more than ${defaultMaxOutputBytes} bytes (${res.stdoutCutBytes} of them cut), far more than that tool prints: its output cannot be trusted; check it on the host by hand.`,
+      );
+    }
+  }
   const gpus = parseQueryGpu(devices.stdout, [...gpuFields]).map((row) => ({
     index: Number(row['index'] ?? -1),
     name: String(row['name'] ?? ''),
-    memoryUsedMiB: numberOrNull(row['memory.used']),
-    memoryTotalMiB: numberOrNull(row['memory.total']),
+    memoryUsedMiB: figure(row['memory.used'], 'memory.used'),
+    memoryTotalMiB: figure(row['memory.total'], 'memory.total'),
   }));
   const processes = parseComputeApps(apps.stdout).map((p) => ({
     pid: p.pid,
@@ -121,6 +148,8 @@ async function queryGpuState(session: SshSession, host: string): Promise<GpuStat
   };
 }
 
-function numberOrNull(v: unknown): number | null {
-  return typeof v === 'number' && Number.isFinite(v) ? v : null;
+/** A memory field: a number, or null when nvidia-smi says it cannot tell; any other text is an error. */
+function figure(v: unknown, field: string): number | null {
+  if (typeof v === 'number' || v === null) return v;
+  return boundedNumber(Number.NaN, `nvidia-smi ${field}`, 0, typeof v === 'string' ? v : JSON.stringify(v));
 }

@@ -6,7 +6,7 @@ import type { SshSession } from '../ssh/executor.js';
 import { sh } from '../ssh/quote.js';
 import { redactText, secretEnvValues } from '../shared/secrets.js';
 import { inspectContainer } from './docker.js';
-import { pidAlive } from './serve.js';
+import { maxTailBytes, pidAlive } from './serve.js';
 import { onHost } from './ssh-context.js';
 import { resolveValue, secretValues } from './secrets.js';
 import type {
@@ -35,29 +35,46 @@ export interface LogChunk {
 }
 
 /**
- * Reads the log from `offset`. Only up to the last line end is consumed: a line still being written is
- * read whole on the next poll. A chunk with no line end at all (one huge line) is consumed as it is.
+ * Reads the log from `offset`, in bytes: the offset counts the file's bytes, so it must advance by the bytes
+ * consumed, never by the length of decoded text (invalid UTF-8 decodes to a replacement character of another
+ * size). Only up to the last line end is consumed: a line still being written is read whole on the next
+ * poll. A chunk with no line end at all (one huge line) is consumed as it is. Lines are decoded after the
+ * split, so a bad byte spoils at most its own line.
  */
 export async function readLogFrom(session: SshSession, logPath: string, offset: number): Promise<LogChunk> {
   const size = await session.exec(sh`wc -c < ${logPath}`, { timeoutMs: 10_000, check: false });
   const fileBytes = size.exitCode === 0 ? Number(size.stdout.trim()) : NaN;
-  if (!Number.isFinite(fileBytes)) return { lines: [], nextOffset: offset, restarted: false };
+  if (!Number.isSafeInteger(fileBytes) || fileBytes < 0)
+    return { lines: [], nextOffset: offset, restarted: false };
   const restarted = fileBytes < offset;
   const from = restarted ? 0 : offset;
   if (fileBytes === from) return { lines: [], nextOffset: from, restarted };
   const res = await session.exec(sh`tail -c +${from + 1} -- ${logPath} | head -c ${maxLogChunkBytes}`, {
     timeoutMs: 30_000,
     check: false,
+    stdoutBytes: true,
   });
-  const text = res.stdout;
-  const cut = Math.max(text.lastIndexOf('\n'), text.lastIndexOf('\r'));
-  const readBytes = Buffer.byteLength(text, 'utf8');
-  let consumed: string;
-  if (cut >= 0) consumed = text.slice(0, cut + 1);
-  else if (readBytes >= maxLogChunkBytes) consumed = text;
-  else consumed = '';
-  const lines = consumed.split('\n').filter((l) => l.trim() !== '');
-  return { lines, nextOffset: from + Buffer.byteLength(consumed, 'utf8'), restarted };
+  const bytes = res.stdoutBytes ?? Buffer.alloc(0);
+  const cut = Math.max(bytes.lastIndexOf(0x0a), bytes.lastIndexOf(0x0d));
+  let consumed: number;
+  if (cut >= 0) consumed = cut + 1;
+  else if (bytes.length >= maxLogChunkBytes) consumed = bytes.length;
+  else consumed = 0;
+  return { lines: splitLines(bytes.subarray(0, consumed)), nextOffset: from + consumed, restarted };
+}
+
+/** Splits on newline bytes, then decodes each line; blank lines are dropped. */
+function splitLines(bytes: Buffer): string[] {
+  const lines: string[] = [];
+  let start = 0;
+  while (start < bytes.length) {
+    let end = bytes.indexOf(0x0a, start);
+    if (end < 0) end = bytes.length;
+    const line = bytes.toString('utf8', start, end);
+    if (line.trim() !== '') lines.push(line);
+    start = end + 1;
+  }
+  return lines;
 }
 
 /** curl's exit codes for "nothing listens there": couldn't connect (7); the port is closed while loading. */
@@ -121,10 +138,13 @@ export async function checkServeHealth(input: CheckServeInput): Promise<CheckSer
       ),
     ];
     const chunk = await readLogFrom(session, input.logPath, input.logOffset);
-    const tailRes = await session.exec(sh`tail -n ${tailLines} -- ${input.logPath}`, {
-      timeoutMs: 15_000,
-      check: false,
-    });
+    const tailRes = await session.exec(
+      sh`tail -n ${tailLines} -- ${input.logPath} | tail -c ${maxTailBytes}`,
+      {
+        timeoutMs: 15_000,
+        check: false,
+      },
+    );
     const tail = redactText(tailRes.stdout, secrets)
       .split('\n')
       .map((l) => l.trimEnd())

@@ -2,6 +2,7 @@
 // and verify from the head's `ray status` that every node joined with its GPUs.
 import { ApplicationFailure } from '@temporalio/common';
 import { FailureType } from '../shared/failures.js';
+import { hostLines } from '../parsers/host-output.js';
 import { parseRayStatus, RayNotRunningError, type RayStatus } from '../parsers/ray-status.js';
 import { tail } from '../ssh/errors.js';
 import type { SshSession } from '../ssh/executor.js';
@@ -56,6 +57,11 @@ const configProblems = [
   /unknown (shorthand )?flag/,
   /already running at/,
 ];
+
+/** Whether a pattern matches one of the text's lines, each cut to a few KB first. */
+function matchesAnyLine(text: string, patterns: readonly RegExp[]): boolean {
+  return hostLines(text).some((line) => patterns.some((p) => p.test(line)));
+}
 
 // `docker run` errors that a retry cannot fix.
 const runConfigProblems = [
@@ -117,7 +123,7 @@ async function startRayContainer(
     const started = await session.exec(run, { timeoutMs: 120_000, check: false, stdin: transport.stdin });
     if (started.exitCode !== 0) {
       const why = redactText(started.stderr.trim() || started.stdout.trim(), secrets);
-      const fatal = runConfigProblems.some((p) => p.test(why));
+      const fatal = matchesAnyLine(why, runConfigProblems);
       throw failure(
         FailureType.rayContainerFailed,
         `docker run of the Ray ${role} container ${input.container} on ${host} failed (exit ${started.exitCode}): ${tail(why, 2048)}` +
@@ -141,7 +147,7 @@ async function startRayContainer(
       const state = await inspectContainer(session, input.container);
       if (!state.running) {
         const log = await containerLogTail(session, input.container, logTailLines, secrets);
-        const fatal = configProblems.some((p) => p.test(log));
+        const fatal = matchesAnyLine(log, configProblems);
         throw failure(
           FailureType.rayContainerFailed,
           `The Ray ${role} container ${input.container} on ${host} exited right after it started` +
@@ -191,21 +197,26 @@ function gpuTotal(status: RayStatus): { total: number; used: number } {
   return { total: gpu?.total ?? 0, used: gpu?.used ?? 0 };
 }
 
-// The line of a Ray container's log that tells why a node did not join, most specific first.
-const joinErrorPatterns = [
-  /Failed to connect to GCS at address[^\n]*/,
-  /Failed to get cluster ID from GCS[^\n]*/,
-  /Unable to connect to GCS[^\n]*/,
-  /ConnectionError[^\n]*/,
-  /(?:Value|Runtime|OS)Error[^\n]*/,
-  /raylet \[exit code=\d+\][^\n]*/,
-  /[^\n]*\b(?:error|failed)\b[^\n]*/i,
+// The line of a Ray container's log that tells why a node did not join, most specific first: the rest of
+// the line from the match, or (`whole`) the whole line. Each runs on one line cut to a few KB; the generic
+// one was `[^\n]*\b(?:error|failed)\b[^\n]*`, which retried from every character of a long line.
+const joinErrorPatterns: Array<{ pattern: RegExp; whole?: true }> = [
+  { pattern: /Failed to connect to GCS at address/ },
+  { pattern: /Failed to get cluster ID from GCS/ },
+  { pattern: /Unable to connect to GCS/ },
+  { pattern: /ConnectionError/ },
+  { pattern: /(?:Value|Runtime|OS)Error/ },
+  { pattern: /raylet \[exit code=\d+\]/ },
+  { pattern: /\b(?:error|failed)\b/i, whole: true },
 ];
 
-function errorLine(log: string): string | undefined {
-  for (const pattern of joinErrorPatterns) {
-    const match = pattern.exec(log);
-    if (match) return match[0].trim();
+export function errorLine(log: string): string | undefined {
+  const lines = hostLines(log);
+  for (const { pattern, whole } of joinErrorPatterns) {
+    for (const line of lines) {
+      const match = pattern.exec(line);
+      if (match) return (whole ? line : line.slice(match.index)).trim();
+    }
   }
   return undefined;
 }

@@ -26,6 +26,9 @@ export function markerPathFor(logPath: string): string {
 }
 
 const tailLines = 40;
+/** A log tail is cut to this many bytes on the host, whatever the length of its lines. */
+export const maxTailBytes = 64 * 1024;
+const markerMaxBytes = 4096;
 
 /**
  * Whether `pid` is a live process on the host. A process that died but was not reaped yet (a zombie)
@@ -47,12 +50,19 @@ export async function serveLogTail(
   secrets: readonly string[],
   lines = tailLines,
 ): Promise<string> {
-  const res = await session.exec(sh`tail -n ${lines} -- ${logPath}`, { timeoutMs: 15_000, check: false });
+  const res = await session.exec(sh`tail -n ${lines} -- ${logPath} | tail -c ${maxTailBytes}`, {
+    timeoutMs: 15_000,
+    check: false,
+  });
   return redactText(res.stdout.trimEnd(), secrets);
 }
 
 async function readMarker(session: SshSession, path: string): Promise<ServeMarker | undefined> {
-  const res = await session.exec(sh`cat -- ${path}`, { timeoutMs: 10_000, check: false });
+  // The marker is one short JSON line; anything longer is not ours.
+  const res = await session.exec(sh`head -c ${markerMaxBytes} -- ${path}`, {
+    timeoutMs: 10_000,
+    check: false,
+  });
   if (res.exitCode !== 0) return undefined;
   try {
     const parsed = JSON.parse(res.stdout) as Partial<ServeMarker>;

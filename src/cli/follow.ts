@@ -6,6 +6,7 @@ import { formatDuration } from '../config/duration.js';
 import type { DeployProgress, LoadProgress, StepName } from '../workflows/steps.js';
 import { deploySteps } from '../workflows/steps.js';
 import { progressQuery } from '../workflows/deploy.js';
+import { terminalText } from './render.js';
 
 const pollMs = 1000;
 
@@ -46,8 +47,10 @@ async function* watch(handle: WorkflowHandle, done: Promise<unknown>): AsyncGene
 export async function followPlain(
   handle: WorkflowHandle,
   done: Promise<unknown>,
-  write: (line: string) => void,
+  writeLine: (line: string) => void,
 ): Promise<void> {
+  // Step errors and details carry host text.
+  const write = (line: string) => writeLine(terminalText(line));
   const seen = new Map<StepName, string>();
   let lastLoad = '';
   for await (const p of watch(handle, done)) {
@@ -106,8 +109,9 @@ export async function followTty(handle: WorkflowHandle, done: Promise<unknown>):
         const status = await stepDone(step.name);
         clearInterval(ticker);
         const s = latest?.steps.find((x) => x.name === step.name);
-        if (status === 'skipped') return task.skip(`${step.title}: skipped (${s?.detail ?? ''})`);
-        if (status === 'failed') throw new Error(s?.error ?? 'failed');
+        if (status === 'skipped')
+          return task.skip(`${step.title}: skipped (${terminalText(s?.detail ?? '')})`);
+        if (status === 'failed') throw new Error(terminalText(s?.error ?? 'failed'));
         task.title = `${step.title} (${formatDuration(s?.durationMs ?? 0)})`;
       },
     })),

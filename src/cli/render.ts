@@ -1,5 +1,36 @@
 // The one output renderer: every command hands it a result and a text form; `--json` prints the result instead.
+// Results carry text from hosts (log lines, error messages, key types): before a text form sees them, every
+// C0 and C1 control character but newline and tab becomes a visible escape, so a host cannot move the
+// cursor, retitle the terminal or write the clipboard (OSC 52). JSON escapes them by itself.
 import pc from 'picocolors';
+
+// eslint-disable-next-line no-control-regex
+const controlCharacters = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
+
+/** `\x1b` for ESC, and so on: the text with every control character but newline and tab made visible. */
+export function terminalText(text: string): string {
+  return text.replace(controlCharacters, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
+}
+
+/** terminalText applied to every string inside plain objects and arrays; other values are kept as they are. */
+export function terminalSafe<T>(value: T): T {
+  if (typeof value === 'string') return terminalText(value) as T;
+  if (Array.isArray(value)) return value.map((v: unknown) => terminalSafe(v)) as T;
+  if (value !== null && typeof value === 'object' && isPlainObject(value)) {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, terminalSafe(v)])) as T;
+  }
+  return value;
+}
+
+function isPlainObject(value: object): boolean {
+  const proto: unknown = Object.getPrototypeOf(value);
+  return proto === Object.prototype || proto === null;
+}
+
+/** Writes text that no renderer colours (a report, a progress line) with its control characters escaped. */
+export function print(text: string, stream: NodeJS.WritableStream = process.stdout): void {
+  stream.write(terminalText(text));
+}
 
 export interface OutputOptions {
   json?: boolean;
@@ -7,7 +38,7 @@ export interface OutputOptions {
 
 export function emit<T>(opts: OutputOptions, result: T, text: (r: T) => string): void {
   if (opts.json) process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
-  else process.stdout.write(`${text(result)}\n`);
+  else process.stdout.write(`${text(terminalSafe(result))}\n`);
 }
 
 /** Errors go to stderr as text, or to stdout as `{ "error": … }` under --json so scripts read one document. */
@@ -16,7 +47,7 @@ export function emitError(opts: OutputOptions, err: unknown, code: number): void
   const name = err instanceof Error ? err.name : 'Error';
   if (opts.json)
     process.stdout.write(`${JSON.stringify({ error: { name, message, exitCode: code } }, null, 2)}\n`);
-  else process.stderr.write(`${pc.red('error')}: ${message}\n`);
+  else process.stderr.write(`${pc.red('error')}: ${terminalText(message)}\n`);
 }
 
 export function table(rows: string[][]): string {

@@ -7,6 +7,7 @@ import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { connectClient } from '../temporal/connection.js';
 import { deployWorkflowId } from '../shared/constants.js';
 import { runCommand, UsageError } from '../cli/run-command.js';
+import { print } from '../cli/render.js';
 import {
   buildPostmortem,
   HistoryFormatError,
@@ -145,7 +146,7 @@ export const postmortemCommand = new Command('postmortem')
       }
       const text = renderPostmortem(pm, format);
       if (opts.output === undefined) {
-        process.stdout.write(text.endsWith('\n') ? text : `${text}\n`);
+        print(text.endsWith('\n') ? text : `${text}\n`);
         return;
       }
       await writeFile(opts.output, text);

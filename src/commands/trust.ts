@@ -8,7 +8,7 @@ import { probeSpecSchema, type ProbeSpec } from '../config/schema.js';
 import { resolveSshTarget, type SshTargetData } from '../config/targets.js';
 import { expandHome, fetchOfferedHostKey, type SshConnectOptions } from '../ssh/executor.js';
 import { appendKnownHostsLine, knownHostsName, loadKnownHosts, verifyHostKey } from '../ssh/known-hosts.js';
-import { colors, emit } from '../cli/render.js';
+import { colors, emit, terminalSafe } from '../cli/render.js';
 import { runCommand, UsageError } from '../cli/run-command.js';
 import { ExitCode } from '../cli/exit-codes.js';
 
@@ -258,11 +258,12 @@ export const trustCommand = new Command('trust')
         ...(opts.yes ? { yes: true } : {}),
       });
       const code = trustExitCode(report.outcome);
-      if (report.outcome === 'pinned-unchecked') process.stderr.write(`${uncheckedWarning(report)}\n`);
+      if (report.outcome === 'pinned-unchecked')
+        process.stderr.write(`${uncheckedWarning(terminalSafe(report))}\n`);
       if (opts.json) emit(opts, report, (r) => renderTrust(r, opts.config));
       else
         (code === ExitCode.ok ? process.stdout : process.stderr).write(
-          `${renderTrust(report, opts.config)}\n`,
+          `${renderTrust(terminalSafe(report), opts.config)}\n`,
         );
       return code;
     }),

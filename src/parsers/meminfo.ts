@@ -1,4 +1,8 @@
 // /proc/meminfo. On GB10 (unified memory) MemAvailable is what tells whether the "GPU" has room.
+import { boundedNumber, hostLines } from './host-output.js';
+
+/** 2^50 KiB (1 EiB): no machine has more memory than this; a larger figure is not a real meminfo. */
+const maxKiB = 2 ** 50;
 
 export interface Meminfo {
   memTotalKiB: number;
@@ -16,9 +20,10 @@ export class MeminfoParseError extends Error {
 
 export function parseMeminfo(text: string): Meminfo {
   const fields: Record<string, number> = {};
-  for (const line of text.split('\n')) {
-    const match = /^([A-Za-z0-9_()]+):\s+(\d+)(?:\s+kB)?\s*$/.exec(line.trim());
-    if (match?.[1] && match[2]) fields[match[1]] = Number(match[2]);
+  for (const line of hostLines(text)) {
+    const match = /^([A-Za-z0-9_()]+):\s+(-?\d+)(?:\s+kB)?\s*$/.exec(line.trim());
+    if (match?.[1] && match[2])
+      fields[match[1]] = boundedNumber(Number(match[2]), `/proc/meminfo ${match[1]}`, maxKiB, match[2]);
   }
   const total = fields['MemTotal'];
   const available = fields['MemAvailable'];

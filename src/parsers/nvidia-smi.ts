@@ -1,6 +1,8 @@
 // nvidia-smi output: the CSV of --query-compute-apps and --query-gpu (with or without header and units).
 // On GB10 (unified memory) memory fields read `[N/A]` or `Not Supported`: those
-// become null, never 0, so callers cannot mistake "unknown" for "free".
+// become null, never 0, so callers cannot mistake "unknown" for "free". A number no real nvidia-smi prints
+// (negative, not finite, absurdly large) is an error, never a value a check could pass on.
+import { boundedNumber, hostLines } from './host-output.js';
 
 export class NvidiaSmiParseError extends Error {
   override readonly name = 'NvidiaSmiParseError';
@@ -26,8 +28,15 @@ const unavailable = new Set([
   '[Insufficient Permissions]',
 ]);
 
-/** A number with an optional unit as nvidia-smi prints it: `29222 MiB`, `0 %`, `11.17 W`, `35`. */
-const numberWithUnit = /^(-?\d+(?:\.\d+)?)(?:\s*(?:MiB|GiB|KiB|B|%|W|C|MHz|s|us))?$/;
+/**
+ * A number with an optional unit as nvidia-smi prints it: `29222 MiB`, `0 %`, `11.17 W`, `35`. Signs and
+ * exponents are matched too, so that `-5000` or `1e999` is caught by the bound instead of read as a name.
+ */
+const numberWithUnit = /^([-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?)(?:\s*(?:MiB|GiB|KiB|B|%|W|C|MHz|s|us))?$/i;
+/** No field nvidia-smi prints (MiB, MHz, W, %, an index) comes near this. */
+const maxValue = 1e9;
+/** Linux's PID_MAX_LIMIT. */
+const maxPid = 4_194_304;
 
 /** `memory.total [MiB]` → `memory.total`. */
 function fieldName(headerCell: string): string {
@@ -39,8 +48,7 @@ function splitCsvLine(line: string): string[] {
 }
 
 function lines(text: string): string[] {
-  return text
-    .split(/\r?\n/)
+  return hostLines(text)
     .map((l) => l.trim())
     .filter((l) => l !== '');
 }
@@ -57,10 +65,12 @@ function assertNotAnError(text: string): void {
   }
 }
 
-function parseValue(cell: string): QueryValue {
+function parseValue(cell: string, field: string): QueryValue {
   if (unavailable.has(cell)) return null;
   const match = numberWithUnit.exec(cell);
-  return match?.[1] !== undefined ? Number(match[1]) : cell;
+  return match?.[1] !== undefined
+    ? boundedNumber(Number(match[1]), `nvidia-smi ${field}`, maxValue, cell)
+    : cell;
 }
 
 const headerCell = /^[a-z][a-z0-9_.]*(?: \[[^\]]+\])?$/i;
@@ -103,7 +113,7 @@ export function parseQueryGpu(csv: string, fields?: readonly string[]): QueryRec
     }
     const record: QueryRecord = {};
     keys.forEach((key, i) => {
-      record[key] = parseValue(cells[i] ?? '');
+      record[key] = parseValue(cells[i] ?? '', key);
     });
     return record;
   });
@@ -158,12 +168,17 @@ export function parseComputeApps(csv: string, fields?: readonly string[]): Compu
       );
     }
     const memory = cell('used_gpu_memory') ?? cell('used_memory');
-    const parsedMemory = memory === undefined ? null : parseValue(memory);
+    const parsedMemory = memory === undefined ? null : parseValue(memory, 'used_gpu_memory');
+    if (typeof parsedMemory === 'string') {
+      throw new NvidiaSmiParseError(
+        `nvidia-smi --query-compute-apps: not a memory figure ${JSON.stringify(parsedMemory)} in row: ${rawCells.join(', ')}`,
+      );
+    }
     const uuid = cell('gpu_uuid');
     return {
-      pid: Number(pidText),
+      pid: boundedNumber(Number(pidText), 'nvidia-smi --query-compute-apps pid', maxPid, pidText),
       processName: cell('process_name') ?? cell('name') ?? '',
-      usedMiB: typeof parsedMemory === 'number' ? parsedMemory : null,
+      usedMiB: parsedMemory,
       ...(uuid !== undefined && uuid !== '' && !unavailable.has(uuid) ? { gpuUuid: uuid } : {}),
     };
   });

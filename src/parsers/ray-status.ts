@@ -1,6 +1,15 @@
 // `ray status` text: node membership and resource totals. The point is to count nodes and GPUs, never to
 // trust that the command merely answered. Ray 2.4x prints `Total Usage:` / `Pending Demands:`; older
-// releases print `Usage:` / `Demands:`; both are read.
+// releases print `Usage:` / `Demands:`; both are read. Counts and quantities are bounded: a node count or a
+// GPU total no real cluster has is an error, never a number the cluster check could pass on.
+import { boundedNumber, hostLines, HostOutputError } from './host-output.js';
+
+/** More nodes than any Ray cluster liftoff drives; a count past it is not real `ray status` output. */
+export const maxRayNodes = 10_000;
+/** CPU, GPU and custom resources, in units. */
+const maxUnits = 1e7;
+/** memory and object_store_memory, in bytes (1 EiB). */
+const maxBytes = 2 ** 60;
 
 export interface RayResource {
   used: number;
@@ -48,14 +57,15 @@ const byteUnits: Record<string, number> = {
   TB: 1e12,
 };
 
-/** `0.0`, `40.0`, `0B`, `221.76GiB` → a number (bytes for sizes). */
-function quantity(text: string): number | undefined {
-  const match = /^(\d+(?:\.\d+)?(?:e[+-]?\d+)?)\s*([KMGTP]i?B|B)?$/i.exec(text.trim());
+/** `0.0`, `40.0`, `0B`, `221.76GiB` → a number (bytes for sizes), bounded; `what` names it in errors. */
+function quantity(text: string, what: string): number | undefined {
+  const match = /^([-+]?\d+(?:\.\d+)?(?:e[+-]?\d+)?)\s*([KMGTP]i?B|B)?$/i.exec(text.trim());
   if (!match?.[1]) return undefined;
   const unit = match[2];
-  if (unit === undefined) return Number(match[1]);
+  if (unit === undefined) return boundedNumber(Number(match[1]), what, maxUnits, text);
   const factor = byteUnits[unit];
-  return factor === undefined ? undefined : Math.round(Number(match[1]) * factor);
+  if (factor === undefined) return undefined;
+  return boundedNumber(Math.round(Number(match[1]) * factor), what, maxBytes, text);
 }
 
 const headDownPatterns = [
@@ -86,7 +96,7 @@ const emptyMarker = /^\(no .*\)$|^\(none\)$/;
  * GCS unreachable, autoscaler not reporting yet), RayStatusParseError when it is not `ray status` output.
  */
 export function parseRayStatus(text: string): RayStatus {
-  const lines = text.split(/\r?\n/);
+  const lines = hostLines(text).map((l) => l.replace(/\r$/, ''));
   for (const pattern of headDownPatterns) {
     const line = lines.find((l) => pattern.test(l));
     if (line !== undefined) throw new RayNotRunningError(line.trim());
@@ -125,7 +135,18 @@ export function parseRayStatus(text: string): RayStatus {
         // ` 1 node_83e4…`; with node types configured the id is a type name and the count can exceed 1.
         const match = /^(\d+)\s+(\S+)/.exec(line);
         if (!match?.[1] || !match[2]) break;
-        for (let i = 0; i < Number(match[1]); i++) {
+        const count = boundedNumber(
+          Number(match[1]),
+          `ray status node count of ${match[2]}`,
+          maxRayNodes,
+          match[1],
+        );
+        if (status.activeNodes.length + count > maxRayNodes) {
+          throw new HostOutputError(
+            `ray status lists more than ${maxRayNodes} nodes (at ${JSON.stringify(line)}): more than any real cluster. The host's output cannot be trusted; check \`ray status\` on the head by hand.`,
+          );
+        }
+        for (let i = 0; i < count; i++) {
           status.activeNodes.push(match[2]);
           if (section === 'idle') status.idleNodes.push(match[2]);
         }
@@ -140,8 +161,9 @@ export function parseRayStatus(text: string): RayStatus {
       case 'usage': {
         // ` 0.0/2.0 GPU`, ` 0B/221.76GiB memory`, newer Ray may append `(… reserved in placement groups)`.
         const match = /^(\S+)\/(\S+)\s+(\S+)/.exec(line);
-        const used = match?.[1] !== undefined ? quantity(match[1]) : undefined;
-        const total = match?.[2] !== undefined ? quantity(match[2]) : undefined;
+        const name = match?.[3] ?? '';
+        const used = match?.[1] !== undefined ? quantity(match[1], `ray status ${name} used`) : undefined;
+        const total = match?.[2] !== undefined ? quantity(match[2], `ray status ${name} total`) : undefined;
         if (match?.[3] && used !== undefined && total !== undefined)
           status.resources[match[3]] = { used, total };
         break;

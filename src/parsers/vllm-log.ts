@@ -1,6 +1,8 @@
 // vLLM server log → load phase, shard progress and fatal errors. The health loop uses this to tell
 // "still loading" from "dead": the API port refuses connections during the whole load, so the log is
-// the only progress signal.
+// the only progress signal. Lines are cut to a few KB before any pattern runs, and every pattern here runs in
+// linear time: a serve log is whatever the host's processes print.
+import { cutLine } from './host-output.js';
 
 export const vllmPhases = [
   'starting',
@@ -85,7 +87,15 @@ const defaultPlacementWaitFatalS = 60;
 const rayPrefix = /^\((?:([A-Za-z_][\w.:-]*)\s+)?pid=(\d+)(?:,\s*ip=([^)\s]+))?\)\s*/;
 // eslint-disable-next-line no-control-regex
 const ansi = /\x1b\[[0-9;?]*[A-Za-z]/g;
-const repeated = /\s*\[repeated \d+x across cluster\]\s*$/;
+// Anchored at the bracket, found with lastIndexOf: a leading `\s*` would retry at every blank of a long run.
+const repeated = /^\[repeated \d+x across cluster\]\s*$/;
+
+/** Drops Ray's trailing `[repeated 3x across cluster]`. */
+function withoutRepeatNote(text: string): string {
+  const at = text.lastIndexOf('[repeated ');
+  if (at < 0 || !repeated.test(text.slice(at))) return text;
+  return text.slice(0, at).trimEnd();
+}
 
 function clock(text: string): number | undefined {
   if (text === '?' || text === '') return undefined;
@@ -148,10 +158,19 @@ const phasePatterns: Array<[RegExp, VllmPhase]> = [
   ],
 ];
 
+/**
+ * A tqdm bar rewrites itself with \r: the last non-blank segment is the current state, the segment that holds
+ * the line's last non-blank character (\r is a blank too, so one scan finds it however many there are).
+ */
+function lastSegment(line: string): string {
+  const last = line.trimEnd().length - 1;
+  if (last < 0) return '';
+  const end = line.indexOf('\r', last);
+  return line.slice(line.lastIndexOf('\r', last) + 1, end < 0 ? line.length : end);
+}
+
 export function parseVllmLogLine(rawLine: string, opts: VllmLogOptions = {}): VllmLogLine {
-  // A tqdm bar rewrites itself with \r: the last segment is the current state.
-  const segments = rawLine.split('\r').filter((s) => s.trim() !== '');
-  let text = (segments[segments.length - 1] ?? '').replace(ansi, '').trimEnd();
+  let text = cutLine(lastSegment(rawLine)).replace(ansi, '').trimEnd();
   let source: VllmLogSource | undefined;
   const prefix = rayPrefix.exec(text);
   if (prefix?.[2]) {
@@ -162,7 +181,7 @@ export function parseVllmLogLine(rawLine: string, opts: VllmLogOptions = {}): Vl
     };
     text = text.slice(prefix[0].length);
   }
-  text = text.replace(repeated, '');
+  text = withoutRepeatNote(text);
   const result: VllmLogLine = { text, ...(source ? { source } : {}) };
 
   const placementWait = /Waiting for creating a placement group of specs for (\d+) seconds/.exec(text);
@@ -183,7 +202,10 @@ export function parseVllmLogLine(rawLine: string, opts: VllmLogOptions = {}): Vl
     result.shard = { percent: Number(shard[1]), done: Number(shard[2]), total: Number(shard[3]) };
     Object.assign(result, tqdmTiming(text));
   }
-  const graphs = /Capturing CUDA graphs.*?(\d+)\/(\d+)\s*\[/.exec(text);
+  // The first `n/N [` after the title; a count starts where no digit precedes it, so each run of digits is
+  // tried once (`.*?(\d+)` retried every suffix of every run).
+  const graphsAt = text.indexOf('Capturing CUDA graphs');
+  const graphs = graphsAt < 0 ? null : /(?<!\d)(\d+)\/(\d+)\s*\[/.exec(text.slice(graphsAt));
   if (graphs?.[1] && graphs[2]) {
     result.graphs = { done: Number(graphs[1]), total: Number(graphs[2]) };
     Object.assign(result, tqdmTiming(text));

@@ -19,6 +19,8 @@ export const FailureType = {
   deployCancelled: 'DeployCancelled',
   loadTimeout: 'LoadTimeout',
   smokeTestFailed: 'SmokeTestFailed',
+  /** A host printed what no real tool prints (a negative or infinite figure): final, the check cannot judge it. */
+  hostOutputInvalid: 'HostOutputInvalid',
   deployAlreadyRunning: 'DeployAlreadyRunning',
   /** A deploy failed with no typed cause (the workflow's own fallback). */
   deployFailed: 'DeployFailed',

@@ -1,6 +1,7 @@
 // Typed failures of the SSH layer. Each message names the host and says what to do next, and each error
 // flattens to plain data (toFailureDetails) so the activity layer can turn it into an ApplicationFailure.
 // Nothing here ever holds key material: only paths, fingerprints and command text.
+import { shellQuote } from './quote.js';
 
 export type SshConnectErrorKind = 'refused' | 'timeout' | 'unreachable' | 'auth' | 'closed';
 
@@ -97,12 +98,13 @@ export class HostKeyUnknownError extends SshError {
   readonly knownHostsPath: string;
 
   constructor(endpoint: SshErrorEndpoint, keyType: string, fingerprint: string, knownHostsPath: string) {
-    const scan = `ssh-keyscan ${endpoint.port === 22 ? '' : `-p ${endpoint.port} `}${endpoint.address}`;
+    // The advice is a command to paste: every word from a spec or the worker's settings is quoted.
+    const scan = `ssh-keyscan ${endpoint.port === 22 ? '' : `-p ${endpoint.port} `}${shellQuote(endpoint.address)}`;
     const jump = endpoint.via?.[endpoint.via.length - 1];
     // Behind a jump host the address may mean nothing from here: the scan has to run where we connect from.
     const howToAdd = jump
-      ? `run \`${scan}\` on the jump host ${jump} and append its output to ${knownHostsPath}`
-      : `${scan} >> ${knownHostsPath}`;
+      ? `run \`${scan}\` on the jump host ${jump} and append its output to ${shellQuote(knownHostsPath)}`
+      : `${scan} >> ${shellQuote(knownHostsPath)}`;
     super(
       endpoint,
       `Host key of ${describe(endpoint)} is not in ${knownHostsPath}: it offered ${keyType} ${fingerprint}. ` +
@@ -147,7 +149,7 @@ export class HostKeyMismatchError extends SshError {
       endpoint,
       `HOST KEY MISMATCH for ${describe(endpoint)}: it ${problem}. Nothing was run. ` +
         `Someone may be intercepting the connection, or the host was reinstalled. Verify the new key on the host ` +
-        `out of band; only then remove the old entry (ssh-keygen -R ${knownHostsName(endpoint)} -f ${details.knownHostsPath}) and trust the new one.`,
+        `out of band; only then remove the old entry (ssh-keygen -R ${shellQuote(knownHostsName(endpoint))} -f ${shellQuote(details.knownHostsPath)}) and trust the new one.`,
     );
     this.keyType = details.keyType;
     this.gotFingerprint = details.gotFingerprint;
@@ -288,5 +290,5 @@ function shortKeyType(keyType: string): string {
 }
 
 function knownHostsName(endpoint: SshErrorEndpoint): string {
-  return endpoint.port === 22 ? endpoint.address : `'[${endpoint.address}]:${endpoint.port}'`;
+  return endpoint.port === 22 ? endpoint.address : `[${endpoint.address}]:${endpoint.port}`;
 }

@@ -18,6 +18,7 @@ import {
   type SshErrorEndpoint,
 } from './errors.js';
 import { blobKeyType, knownKeyTypes, loadKnownHosts, sshFingerprint, verifyHostKey } from './known-hosts.js';
+import { defaultMaxOutputBytes, OutputTail } from './output-tail.js';
 import { isRemoteCommand, type RemoteCommand } from './quote.js';
 
 const { Client, utils: sshUtils } = ssh2;
@@ -52,6 +53,13 @@ export interface ExecOptions {
   /** Throw RemoteCommandError on a non-zero exit or a signal (default true). */
   check?: boolean;
   signal?: AbortSignal;
+  /**
+   * The most bytes of each stream kept in the result: the tail, after a line saying how much was cut
+   * (default 1 MiB). onStdout/onStderr still see every chunk.
+   */
+  maxOutputBytes?: number;
+  /** Also return stdout as the bytes received (ExecResult.stdoutBytes), for reads that count bytes. */
+  stdoutBytes?: boolean;
 }
 
 export interface ExecResult {
@@ -61,6 +69,11 @@ export interface ExecResult {
   signal?: string;
   stdout: string;
   stderr: string;
+  /** With ExecOptions.stdoutBytes: stdout's kept bytes, undecoded. */
+  stdoutBytes?: Buffer;
+  /** Bytes cut from the front of stdout / stderr to keep within maxOutputBytes; absent when none were. */
+  stdoutCutBytes?: number;
+  stderrCutBytes?: number;
   durationMs: number;
 }
 
@@ -323,8 +336,9 @@ class Ssh2Session implements SshSession {
       let settled = false;
       let channel: ClientChannel | undefined;
       let timer: NodeJS.Timeout | undefined;
-      let stdout = '';
-      let stderr = '';
+      const maxOutputBytes = opts.maxOutputBytes ?? defaultMaxOutputBytes;
+      const stdout = new OutputTail(maxOutputBytes);
+      const stderr = new OutputTail(maxOutputBytes);
       const outDecoder = new StringDecoder('utf8');
       const errDecoder = new StringDecoder('utf8');
       let exit: { code: number | null; signal?: string } | undefined;
@@ -380,9 +394,14 @@ class Ssh2Session implements SshSession {
         timer = setTimeout(() => {
           settle(() => {
             stopRemote();
-            stdout += outDecoder.end();
-            stderr += errDecoder.end();
-            reject(new RemoteTimeoutError(endpoint, { command: cmd.text, timeoutMs, stdout, stderr }));
+            reject(
+              new RemoteTimeoutError(endpoint, {
+                command: cmd.text,
+                timeoutMs,
+                stdout: stdout.text(),
+                stderr: stderr.text(),
+              }),
+            );
           });
         }, timeoutMs);
       }
@@ -407,26 +426,26 @@ class Ssh2Session implements SshSession {
           return;
         }
         opened.on('data', (data: Buffer) => {
-          const chunk = outDecoder.write(data);
-          stdout += chunk;
-          deliver(opts.onStdout, chunk);
+          stdout.push(data);
+          if (opts.onStdout) deliver(opts.onStdout, outDecoder.write(data));
         });
         opened.stderr.on('data', (data: Buffer) => {
-          const chunk = errDecoder.write(data);
-          stderr += chunk;
-          deliver(opts.onStderr, chunk);
+          stderr.push(data);
+          if (opts.onStderr) deliver(opts.onStderr, errDecoder.write(data));
         });
         opened.on('exit', (code: number | null, signal?: string) => {
           exit = { code, ...(signal ? { signal } : {}) };
         });
         opened.on('close', () => {
           settle(() => {
-            const restOut = outDecoder.end();
-            const restErr = errDecoder.end();
-            stdout += restOut;
-            stderr += restErr;
-            if (opts.onStdout && restOut) opts.onStdout(restOut);
-            if (opts.onStderr && restErr) opts.onStderr(restErr);
+            if (opts.onStdout) {
+              const restOut = outDecoder.end();
+              if (restOut) opts.onStdout(restOut);
+            }
+            if (opts.onStderr) {
+              const restErr = errDecoder.end();
+              if (restErr) opts.onStderr(restErr);
+            }
             if (!exit) {
               reject(
                 new SshConnectError(
@@ -446,8 +465,11 @@ class Ssh2Session implements SshSession {
             const result: ExecResult = {
               exitCode,
               ...(exit.signal ? { signal: exit.signal } : {}),
-              stdout,
-              stderr,
+              stdout: stdout.text(),
+              stderr: stderr.text(),
+              ...(opts.stdoutBytes ? { stdoutBytes: stdout.bytes() } : {}),
+              ...(stdout.cutBytes > 0 ? { stdoutCutBytes: stdout.cutBytes } : {}),
+              ...(stderr.cutBytes > 0 ? { stderrCutBytes: stderr.cutBytes } : {}),
               durationMs,
             };
             if ((opts.check ?? true) && (exitCode !== 0 || exit.signal)) {

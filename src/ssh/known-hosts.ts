@@ -83,12 +83,34 @@ export function knownHostsName(host: string, port: number): string {
   return port === 22 ? host : `[${host}]:${port}`;
 }
 
-function globToRegExp(glob: string): RegExp {
-  const body = glob
-    .replace(/[.+^${}()|[\]\\]/g, '\\$&')
-    .replace(/\*/g, '.*')
-    .replace(/\?/g, '.');
-  return new RegExp(`^${body}$`, 'i');
+/**
+ * OpenSSH's host pattern: `*` any run of characters, `?` any one, case-insensitive. Two pointers, going back
+ * only to the last `*` seen, so a pattern like `*a*a*a…` costs at most pattern × name steps; a regular
+ * expression built from it backtracked exponentially.
+ */
+export function globMatches(glob: string, name: string): boolean {
+  const p = glob.toLowerCase();
+  const s = name.toLowerCase();
+  let pi = 0;
+  let si = 0;
+  let star = -1;
+  let resume = 0;
+  while (si < s.length) {
+    if (pi < p.length && (p[pi] === '?' || (p[pi] !== '*' && p[pi] === s[si]))) {
+      pi++;
+      si++;
+    } else if (pi < p.length && p[pi] === '*') {
+      star = pi++;
+      resume = si;
+    } else if (star >= 0) {
+      pi = star + 1;
+      si = ++resume;
+    } else {
+      return false;
+    }
+  }
+  while (pi < p.length && p[pi] === '*') pi++;
+  return pi === p.length;
 }
 
 /** Whether an entry's host field applies to `host` on `port`. A matching negated pattern excludes it. */
@@ -101,7 +123,7 @@ export function entryMatchesHost(entry: KnownHostEntry, host: string, port: numb
   let matched = false;
   for (const pattern of entry.names.patterns) {
     const negated = pattern.startsWith('!');
-    if (globToRegExp(negated ? pattern.slice(1) : pattern).test(name)) {
+    if (globMatches(negated ? pattern.slice(1) : pattern, name)) {
       if (negated) return false;
       matched = true;
     }

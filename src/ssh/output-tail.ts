@@ -1,0 +1,62 @@
+// The captured output of one remote command, bounded: at most `maxBytes` of each stream are kept, the tail,
+// since the end of an output is where a failure is told. A host that prints gigabytes costs the worker
+// `maxBytes` of memory, not gigabytes.
+
+/** The default cap per stream (1 MiB): far above what any command liftoff runs prints when it works. */
+export const defaultMaxOutputBytes = 1024 * 1024;
+
+export class OutputTail {
+  private readonly maxBytes: number;
+  private chunks: Buffer[] = [];
+  private kept = 0;
+  /** Bytes dropped from the front to stay within the cap. */
+  cutBytes = 0;
+
+  constructor(maxBytes: number) {
+    if (!Number.isInteger(maxBytes) || maxBytes <= 0)
+      throw new RangeError(`maxOutputBytes must be a positive integer, got ${maxBytes}`);
+    this.maxBytes = maxBytes;
+  }
+
+  push(data: Buffer): void {
+    this.chunks.push(data);
+    this.kept += data.length;
+    while (this.kept > this.maxBytes) {
+      const first = this.chunks[0];
+      if (!first) break;
+      const excess = this.kept - this.maxBytes;
+      if (first.length <= excess) {
+        this.chunks.shift();
+        this.kept -= first.length;
+        this.cutBytes += first.length;
+      } else {
+        // A copy, so the kept part does not pin the whole chunk it came from.
+        this.chunks[0] = Buffer.from(first.subarray(excess));
+        this.kept -= excess;
+        this.cutBytes += excess;
+      }
+    }
+  }
+
+  /** The kept bytes, exactly as received. */
+  bytes(): Buffer {
+    return Buffer.concat(this.chunks, this.kept);
+  }
+
+  /**
+   * The kept bytes as UTF-8 text. When the front was cut, the text starts with a line saying so, and a
+   * character split by the cut is dropped rather than shown as a replacement character.
+   */
+  text(): string {
+    let bytes = this.bytes();
+    if (this.cutBytes === 0) return bytes.toString('utf8');
+    let skip = 0;
+    while (skip < 3 && skip < bytes.length && ((bytes[skip] ?? 0) & 0xc0) === 0x80) skip++;
+    bytes = bytes.subarray(skip);
+    return `${cutNote(this.cutBytes + skip)}\n${bytes.toString('utf8')}`;
+  }
+}
+
+export function cutNote(bytes: number): string {
+  return `[liftoff: output too long, its first ${bytes} bytes were cut]`;
+}

@@ -1,0 +1,193 @@
+// Adversarial host output on a real simulated cluster (issue 14, items 2 and 3): the executor keeps a bounded
+// tail of what a host prints, the serve log is followed byte for byte through invalid UTF-8, and a deploy
+// whose hosts print a 10 MB line or absurd numbers fails with a clear error while the worker keeps running
+// (its event loop never stalls long enough to miss a heartbeat).
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { chmodSync, copyFileSync, renameSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { WorkflowFailedError } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { startE2eCluster, type E2eCluster } from '../helpers/e2e-cluster.js';
+import { clusterPaths, type SimCluster } from '../../sim/cluster.js';
+import { simDeploySpec } from '../../sim/spec.js';
+import { TASK_QUEUE, deployWorkflowId } from '../../src/shared/constants.js';
+import { FailureType } from '../../src/shared/failures.js';
+import { deploy } from '../../src/workflows/index.js';
+import { maxLogChunkBytes, readLogFrom } from '../../src/activities/health.js';
+import { summarizeVllmLog } from '../../src/parsers/vllm-log.js';
+import type { SshSession } from '../../src/ssh/executor.js';
+import { withSshSession } from '../helpers/ssh.js';
+import { defaultMaxOutputBytes } from '../../src/ssh/output-tail.js';
+import { sh } from '../../src/ssh/quote.js';
+
+const stateDir = '/tmp/liftoff-test-adversarial';
+const MB10 = 10 * 1024 * 1024;
+
+describe('adversarial host output on a simulated cluster', () => {
+  let cluster: E2eCluster | undefined;
+  let env: TestWorkflowEnvironment;
+  let sim: SimCluster;
+
+  before(async () => {
+    cluster = await startE2eCluster({
+      hosts: 2,
+      mode: 'netns',
+      stateDir,
+      netIndex: 23,
+      vllm: { shards: 4, shardSeconds: 0.2, graphCaptureSeconds: 0.2 },
+    });
+    ({ sim, env } = cluster);
+  });
+
+  after(async () => {
+    await cluster?.stop();
+  });
+
+  const onSpark = <T>(name: string, fn: (s: SshSession) => Promise<T>): Promise<T> => {
+    const h = sim.hosts.find((x) => x.name === name);
+    assert.ok(h, `host ${name}`);
+    return withSshSession(
+      { name: h.name, host: h.address, port: h.sshPort, user: sim.sshUser },
+      { privateKeyPath: sim.privateKeyPath, knownHostsPath: sim.knownHostsPath },
+      fn,
+    );
+  };
+
+  it('the executor keeps a 1 MiB tail of a 10 MB output, says so, and returns exact bytes on request', async () => {
+    await onSpark('spark1', async (s) => {
+      const started = performance.now();
+      const big = await s.exec(sh`head -c ${MB10} /dev/zero | tr '\\0' x; echo END`, { timeoutMs: 60_000 });
+      console.log(`10 MB stdout read in ${(performance.now() - started).toFixed(0)} ms`);
+      assert.equal(big.stdoutCutBytes, MB10 + 4 - defaultMaxOutputBytes);
+      assert.ok(big.stdout.startsWith(`[liftoff: output too long, its first ${big.stdoutCutBytes} bytes`));
+      assert.ok(big.stdout.endsWith('xEND\n'));
+      assert.ok(big.stdout.length < defaultMaxOutputBytes + 200);
+
+      const small = await s.exec(sh`printf 'ab\\377\\376\\n'`, { timeoutMs: 10_000, stdoutBytes: true });
+      assert.deepEqual([...(small.stdoutBytes ?? [])], [0x61, 0x62, 0xff, 0xfe, 0x0a]);
+      assert.equal(small.stdoutCutBytes, undefined);
+    });
+  });
+
+  it('100 KB of 0xFF early in the serve log: a fatal line written later is seen on the next poll', async () => {
+    const log = '/home/aurora/adversarial-serve.log';
+    await onSpark('spark1', async (s) => {
+      // 100 KB of invalid UTF-8, then 200 KB of ordinary progress lines: more than one poll reads.
+      const filler = 'INFO 01-01 00:00:00 loader.py:1] Loading weights with BitsAndBytes...\n';
+      await s.exec(
+        sh`{ head -c 102400 /dev/zero | tr '\\0' '\\377'; printf '\\n'; i=0; while [ $i -lt ${Math.ceil(200_000 / filler.length)} ]; do printf '%s' ${filler}; i=$((i+1)); done; } > ${log}`,
+        { timeoutMs: 60_000 },
+      );
+      const size = Number((await s.exec(sh`wc -c < ${log}`, { timeoutMs: 10_000 })).stdout.trim());
+      assert.ok(size > maxLogChunkBytes, `the log (${size} bytes) needs more than one read`);
+
+      const first = await readLogFrom(s, log, 0);
+      assert.ok(first.nextOffset <= size, `offset ${first.nextOffset} stays within the file (${size} bytes)`);
+      assert.equal(summarizeVllmLog(first.lines).fatal, undefined);
+
+      await s.exec(
+        sh`printf '%s\\n' ${'torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB'} >> ${log}`,
+        { timeoutMs: 10_000 },
+      );
+      const second = await readLogFrom(s, log, first.nextOffset);
+      assert.equal(second.restarted, false);
+      assert.equal(summarizeVllmLog(second.lines).fatal?.kind, 'cuda_oom');
+      const end = Number((await s.exec(sh`wc -c < ${log}`, { timeoutMs: 10_000 })).stdout.trim());
+      assert.equal(second.nextOffset, end, 'every byte consumed, counted in bytes');
+      await s.exec(sh`rm -f -- ${log}`, { timeoutMs: 10_000 });
+    });
+  });
+
+  /**
+   * Puts a wrapper in front of the simulated nvidia-smi on every host: on `host`, the `--query-<which>`
+   * call prints `output` (a shell snippet) instead; everything else goes to the real simulation.
+   */
+  function hostileNvidiaSmi(host: string, which: 'gpu' | 'compute-apps', output: string): () => void {
+    const bin = clusterPaths.bin(stateDir);
+    const shim = join(bin, 'nvidia-smi');
+    const real = join(bin, 'nvidia-smi.real');
+    copyFileSync(shim, real);
+    const wrapper = `${shim}.new`;
+    writeFileSync(
+      wrapper,
+      [
+        '#!/bin/sh',
+        `case "$LIFTOFF_SIM_HOST_DIR:$*" in`,
+        `  */${host}:*--query-${which}=*) ${output}; exit 0 ;;`,
+        'esac',
+        `exec ${real} "$@"`,
+        '',
+      ].join('\n'),
+    );
+    chmodSync(wrapper, 0o755);
+    renameSync(wrapper, shim);
+    return () => {
+      renameSync(real, shim);
+    };
+  }
+
+  async function deployFailing(
+    cluster: string,
+  ): Promise<{ failure: ApplicationFailure; maxLoopDelayMs: number }> {
+    const loop = monitorEventLoopDelay({ resolution: 20 });
+    loop.enable();
+    try {
+      const error = await env.client.workflow
+        .execute(deploy, {
+          taskQueue: TASK_QUEUE,
+          workflowId: deployWorkflowId(cluster),
+          args: [simDeploySpec(sim, { cluster }), { trigger: 'cli' }],
+        })
+        .then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+      assert.ok(error instanceof WorkflowFailedError, `the deploy failed: ${String(error)}`);
+      assert.ok(error.cause instanceof ApplicationFailure, String(error.cause));
+      return { failure: error.cause, maxLoopDelayMs: loop.max / 1e6 };
+    } finally {
+      loop.disable();
+    }
+  }
+
+  it('a 10 MB nvidia-smi line fails the deploy at the GPU check, clearly, with the worker responsive', async () => {
+    const restore = hostileNvidiaSmi(
+      'spark1',
+      'compute-apps',
+      `printf '4242, '; head -c ${MB10} /dev/zero | tr '\\0' p; printf ', 100\\n'`,
+    );
+    try {
+      const started = Date.now();
+      const { failure, maxLoopDelayMs } = await deployFailing('adversarial-long');
+      console.log(
+        `deploy failed after ${Date.now() - started} ms; worst event-loop stall ${maxLoopDelayMs.toFixed(0)} ms`,
+      );
+      assert.equal(failure.type, FailureType.hostOutputInvalid, failure.message);
+      assert.match(
+        failure.message,
+        /spark1.*nvidia-smi --query-compute-apps printed more than 1048576 bytes/,
+      );
+      assert.ok(failure.message.length < 4096, `a short message (${failure.message.length} characters)`);
+      // The heartbeat timeout is 10 s: a stall of a few seconds would already lose heartbeats.
+      assert.ok(maxLoopDelayMs < 2_000, `the event loop never stalled for long (${maxLoopDelayMs} ms)`);
+    } finally {
+      restore();
+    }
+  });
+
+  it('memory.used -5000 and a 1e999 total fail the deploy with a clear error, never "clear"', async () => {
+    const restore = hostileNvidiaSmi('spark2', 'gpu', `printf '0, NVIDIA GB10, -5000, 1e999\\n'`);
+    try {
+      const { failure, maxLoopDelayMs } = await deployFailing('adversarial-numbers');
+      console.log(`worst event-loop stall ${maxLoopDelayMs.toFixed(0)} ms`);
+      assert.equal(failure.type, FailureType.hostOutputInvalid, failure.message);
+      assert.match(failure.message, /spark2.*nvidia-smi memory\.used is "-5000": negative/);
+      assert.equal(failure.nonRetryable, true);
+    } finally {
+      restore();
+    }
+  });
+});
