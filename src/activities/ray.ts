@@ -7,7 +7,7 @@ import { parseRayStatus, RayNotRunningError, type RayStatus } from '../parsers/r
 import { tail } from '../ssh/errors.js';
 import type { SshSession } from '../ssh/executor.js';
 import { sh, type RemoteCommand } from '../ssh/quote.js';
-import { isSecretEnvName, redact, redactedMarker } from '../shared/redact.js';
+import { isSecretEnvName, redact, redactedMarker, secretEnvValues } from '../shared/redact.js';
 import { onHost } from './ssh-context.js';
 import { heartbeat } from './heartbeat.js';
 import { resolveEnv } from './secrets.js';
@@ -101,12 +101,27 @@ export async function inspectContainer(session: SshSession, name: string): Promi
   };
 }
 
-/** The last lines a container printed (stdout and stderr), redacted; '' when there is none. */
+/** The secret-looking values of a container's env (what liftoff gave it): what its log must not show. */
+export function containerSecrets(state: ContainerState): string[] {
+  return secretEnvValues(
+    Object.fromEntries(
+      state.env.map((kv) => {
+        const eq = kv.indexOf('=');
+        return [eq < 0 ? kv : kv.slice(0, eq), eq < 0 ? '' : kv.slice(eq + 1)];
+      }),
+    ),
+  );
+}
+
+/**
+ * The last lines a container printed (stdout and stderr), redacted; '' when there is none. The secrets are not
+ * optional: every read of a container's log is redacted with the values liftoff gave it.
+ */
 export async function containerLogTail(
   session: SshSession,
   name: string,
+  secrets: readonly string[],
   lines = logTailLines,
-  secrets: readonly string[] = [],
 ): Promise<string> {
   const res = await session.exec(sh`docker logs --tail ${lines} -- ${name} 2>&1`, {
     timeoutMs: 20_000,
@@ -128,6 +143,14 @@ export function redactText(text: string, secrets: readonly string[]): string {
   let out = redact(text, secrets);
   for (const [pattern, replacement] of tokenPatterns) out = out.replace(pattern, replacement);
   return out;
+}
+
+/**
+ * The end of `text`, redacted first and cut after: cut first, a secret that straddles the cut keeps its end,
+ * which no longer matches the secret and so survives redaction.
+ */
+export function redactedTail(text: string, secrets: readonly string[], maxBytes?: number): string {
+  return tail(redactText(text, secrets), maxBytes);
 }
 
 /**
@@ -286,10 +309,10 @@ async function startRayContainer(
       heartbeat({ host, phase: 'confirming', container: input.container });
       await pause(confirmPollMs);
       // The banner settles it in one read; only without it does the container's state need asking.
-      if (rayStarted.test(await containerLogTail(session, input.container, logTailLines))) break;
+      if (rayStarted.test(await containerLogTail(session, input.container, secrets))) break;
       const state = await inspectContainer(session, input.container);
       if (!state.running) {
-        const log = await containerLogTail(session, input.container, logTailLines, secrets);
+        const log = await containerLogTail(session, input.container, secrets);
         const fatal = configProblems.some((p) => p.test(log));
         throw failure(
           FailureType.rayContainerFailed,
@@ -318,6 +341,15 @@ interface RayStatusRead {
   headContainerDown?: boolean;
 }
 
+// The head's container may be gone by now (nothing to redact then, and nothing of its log to read).
+async function headSecrets(session: SshSession, container: string): Promise<string[]> {
+  try {
+    return containerSecrets(await inspectContainer(session, container));
+  } catch {
+    return [];
+  }
+}
+
 async function readRayStatus(session: SshSession, container: string): Promise<RayStatusRead> {
   const res = await session.exec(sh`docker exec ${container} ray status`, {
     timeoutMs: 30_000,
@@ -331,7 +363,7 @@ async function readRayStatus(session: SshSession, container: string): Promise<Ra
     return { status: parseRayStatus(text) };
   } catch (err) {
     if (err instanceof RayNotRunningError) return { problem: err.detail };
-    return { problem: tail(text.trim(), 512) || `ray status exited with code ${res.exitCode}` };
+    return { problem: redactedTail(text.trim(), [], 512) || `ray status exited with code ${res.exitCode}` };
   }
 }
 
@@ -379,7 +411,7 @@ async function inspectWorker(worker: NamedHost, container: string): Promise<Work
           note: `${worker.name}: no container ${container} (it was never started or was removed)`,
         };
       }
-      const log = await containerLogTail(session, container, 200);
+      const log = await containerLogTail(session, container, containerSecrets(state), 200);
       const cause = errorLine(log);
       if (!state.running) {
         return {
@@ -427,7 +459,9 @@ export async function verifyRayCluster(input: VerifyRayClusterInput): Promise<Ra
         heartbeat({ problem: read.problem });
       }
       if (read.headContainerDown || Date.now() >= deadline) {
-        const headLog = read.status ? '' : await containerLogTail(session, input.container, 30);
+        const headLog = read.status
+          ? ''
+          : await containerLogTail(session, input.container, await headSecrets(session, input.container), 30);
         return { done: false as const, read, headLog };
       }
       await pause(verifyIntervalMs);

@@ -7,7 +7,7 @@ import { parseRayStatus, RayNotRunningError, RayStatusParseError } from '../pars
 import { tail } from '../ssh/errors.js';
 import type { SshSession } from '../ssh/executor.js';
 import { raw, sh } from '../ssh/quote.js';
-import { envTransport, redactText } from './ray.js';
+import { envTransport, redactedTail, redactText } from './ray.js';
 import { heartbeat } from './heartbeat.js';
 import { resolveEnv } from './secrets.js';
 import { onHost } from './ssh-context.js';
@@ -96,7 +96,7 @@ async function recheckRay(session: SshSession, input: LaunchServeInput): Promise
   } catch (err) {
     if (err instanceof RayNotRunningError) problem = err.detail;
     else if (err instanceof RayStatusParseError)
-      problem = tail(`${res.stderr}${res.stdout}`.trim(), 512) || `exit code ${res.exitCode}`;
+      problem = redactedTail(`${res.stderr}${res.stdout}`.trim(), [], 512) || `exit code ${res.exitCode}`;
     else throw err;
   }
   if (problem !== undefined || gpus < input.tensorParallelSize) {
@@ -169,10 +169,7 @@ export async function launchServe(input: LaunchServeInput): Promise<LaunchServeR
     if (res.exitCode !== 0 || !Number.isInteger(pid) || pid <= 0) {
       throw ApplicationFailure.create({
         type: FailureType.serveLaunchFailed,
-        message: redactText(
-          `Launching vllm serve on ${host} failed (exit ${res.exitCode}): ${tail(res.stderr.trim() || res.stdout.trim(), 2048)}. Check that the folder of serve.logPath (${input.logPath}) exists and is writable.`,
-          secrets,
-        ),
+        message: `Launching vllm serve on ${host} failed (exit ${res.exitCode}): ${redactedTail(res.stderr.trim() || res.stdout.trim(), secrets, 2048)}. Check that the folder of serve.logPath (${input.logPath}) exists and is writable.`,
         nonRetryable: true,
         details: [{ host, exitCode: res.exitCode, logPath: input.logPath }],
       });
