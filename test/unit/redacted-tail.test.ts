@@ -7,7 +7,7 @@ import { tail } from '../../src/ssh/errors.js';
 describe('redactedTail', () => {
   const secret = 'S3cr3t-value-0123456789abcdefghij';
   // The secret starts 20 bytes before the last 1024: the cut falls inside it.
-  const text = `${'x'.repeat(3000)}${secret}${'y'.repeat(1024 - (secret.length - 20) - 20)}`;
+  const text = `${'x'.repeat(3000)}${secret}${'y'.repeat(1024 + 20 - secret.length)}`;
 
   it('the old order (cut, then redact) leaves the end of a secret that straddles the cut', () => {
     const leaked = redactText(tail(text, 1024), [secret]);
