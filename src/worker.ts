@@ -13,18 +13,23 @@ export interface LiftoffWorkerOptions {
   namespace: string;
   taskQueue?: string;
   identity?: string;
-  /** Default: the payload codec that LIFTOFF_PAYLOAD_KEY in this process's environment configures. */
+  /**
+   * Default: the worker's data converter from this process's environment (LIFTOFF_PAYLOAD_KEY,
+   * LIFTOFF_REQUIRE_ENCRYPTED). Its failure converter is bundled into the workflow sandbox too.
+   */
   dataConverter?: DataConverter;
 }
 
 export async function createLiftoffWorker(opts: LiftoffWorkerOptions): Promise<Worker> {
+  const dataConverter = opts.dataConverter ?? liftoffDataConverter(process.env, { role: 'worker' });
   return Worker.create({
     connection: opts.connection,
     namespace: opts.namespace,
     taskQueue: opts.taskQueue ?? TASK_QUEUE,
-    workflowBundle: await workflowBundle(),
+    // Workflow code converts failures inside the sandbox, so it needs the same failure converter.
+    workflowBundle: await workflowBundle({ failureConverterPath: dataConverter.failureConverterPath }),
     activities,
-    dataConverter: opts.dataConverter ?? liftoffDataConverter(),
+    dataConverter,
     // After a worker dies, its workflows' next task goes back to the shared queue after this long.
     stickyQueueScheduleToStartTimeout: '5s',
     ...(opts.identity ? { identity: opts.identity } : {}),

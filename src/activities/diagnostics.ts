@@ -2,7 +2,7 @@
 // Ray container's log, `ray status`, nvidia-smi, and the serve log (head). Never throws: a host that cannot
 // be reached is reported as such.
 import { redactText, secretEnvValues } from '../shared/secrets.js';
-import { tail } from '../ssh/errors.js';
+import { tail } from '../shared/text.js';
 import { sh, type RemoteCommand } from '../ssh/quote.js';
 import { inspectContainer } from './docker.js';
 import { onHost } from './ssh-context.js';

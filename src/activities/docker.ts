@@ -3,8 +3,8 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { FailureType } from '../shared/failures.js';
-import { redactText } from '../shared/secrets.js';
-import { tail } from '../ssh/errors.js';
+import { redactText, secretEnvValues } from '../shared/secrets.js';
+import { tail } from '../shared/text.js';
 import type { SshSession } from '../ssh/executor.js';
 import { sh } from '../ssh/quote.js';
 
@@ -80,12 +80,27 @@ export async function inspectContainer(session: SshSession, name: string): Promi
   };
 }
 
-/** The last lines a container printed (stdout and stderr), redacted; '' when there is none. */
+/** The secret-looking values of a container's env (what liftoff gave it): what its log must not show. */
+export function containerSecrets(state: ContainerState): string[] {
+  return secretEnvValues(
+    Object.fromEntries(
+      state.env.map((kv) => {
+        const eq = kv.indexOf('=');
+        return [eq < 0 ? kv : kv.slice(0, eq), eq < 0 ? '' : kv.slice(eq + 1)];
+      }),
+    ),
+  );
+}
+
+/**
+ * The last lines a container printed (stdout and stderr), redacted; '' when there is none. The secrets are not
+ * optional: every read of a container's log is redacted with the values liftoff gave it.
+ */
 export async function containerLogTail(
   session: SshSession,
   name: string,
+  secrets: readonly string[],
   lines = logTailLines,
-  secrets: readonly string[] = [],
 ): Promise<string> {
   const res = await session.exec(sh`docker logs --tail ${lines} -- ${name} 2>&1`, {
     timeoutMs: 20_000,

@@ -4,13 +4,13 @@ import { ApplicationFailure } from '@temporalio/common';
 import { FailureType } from '../shared/failures.js';
 import { hostLines } from '../parsers/host-output.js';
 import { parseRayStatus, RayNotRunningError, type RayStatus } from '../parsers/ray-status.js';
-import { tail } from '../ssh/errors.js';
+import { tail } from '../shared/text.js';
 import type { SshSession } from '../ssh/executor.js';
 import { sh } from '../ssh/quote.js';
-import { redactText } from '../shared/secrets.js';
+import { redactedTail, redactText } from '../shared/secrets.js';
 import { onHost } from './ssh-context.js';
 import { heartbeat } from './heartbeat.js';
-import { containerLogTail, inspectContainer, logTailLines, pause } from './docker.js';
+import { containerLogTail, containerSecrets, inspectContainer, pause } from './docker.js';
 import { envTransport } from './env-transport.js';
 import { resolveEnv } from './secrets.js';
 import type {
@@ -143,10 +143,10 @@ async function startRayContainer(
       heartbeat({ host, phase: 'confirming', container: input.container });
       await pause(confirmPollMs);
       // The banner settles it in one read; only without it does the container's state need asking.
-      if (rayStarted.test(await containerLogTail(session, input.container, logTailLines))) break;
+      if (rayStarted.test(await containerLogTail(session, input.container, secrets))) break;
       const state = await inspectContainer(session, input.container);
       if (!state.running) {
-        const log = await containerLogTail(session, input.container, logTailLines, secrets);
+        const log = await containerLogTail(session, input.container, secrets);
         const fatal = matchesAnyLine(log, configProblems);
         throw failure(
           FailureType.rayContainerFailed,
@@ -175,6 +175,15 @@ interface RayStatusRead {
   headContainerDown?: boolean;
 }
 
+// The head's container may be gone by now (nothing to redact then, and nothing of its log to read).
+async function headSecrets(session: SshSession, container: string): Promise<string[]> {
+  try {
+    return containerSecrets(await inspectContainer(session, container));
+  } catch {
+    return [];
+  }
+}
+
 async function readRayStatus(session: SshSession, container: string): Promise<RayStatusRead> {
   const res = await session.exec(sh`docker exec ${container} ray status`, {
     timeoutMs: 30_000,
@@ -188,7 +197,7 @@ async function readRayStatus(session: SshSession, container: string): Promise<Ra
     return { status: parseRayStatus(text) };
   } catch (err) {
     if (err instanceof RayNotRunningError) return { problem: err.detail };
-    return { problem: tail(text.trim(), 512) || `ray status exited with code ${res.exitCode}` };
+    return { problem: redactedTail(text.trim(), [], 512) || `ray status exited with code ${res.exitCode}` };
   }
 }
 
@@ -241,7 +250,7 @@ async function inspectWorker(worker: NamedHost, container: string): Promise<Work
           note: `${worker.name}: no container ${container} (it was never started or was removed)`,
         };
       }
-      const log = await containerLogTail(session, container, 200);
+      const log = await containerLogTail(session, container, containerSecrets(state), 200);
       const cause = errorLine(log);
       if (!state.running) {
         return {
@@ -289,7 +298,9 @@ export async function verifyRayCluster(input: VerifyRayClusterInput): Promise<Ra
         heartbeat({ problem: read.problem });
       }
       if (read.headContainerDown || Date.now() >= deadline) {
-        const headLog = read.status ? '' : await containerLogTail(session, input.container, 30);
+        const headLog = read.status
+          ? ''
+          : await containerLogTail(session, input.container, await headSecrets(session, input.container), 30);
         return { done: false as const, read, headLog };
       }
       await pause(verifyIntervalMs);

@@ -4,11 +4,11 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { FailureType } from '../shared/failures.js';
 import { parseRayStatus, RayNotRunningError, RayStatusParseError } from '../parsers/ray-status.js';
-import { tail } from '../ssh/errors.js';
+import { tail } from '../shared/text.js';
 import type { SshSession } from '../ssh/executor.js';
 import { raw, sh } from '../ssh/quote.js';
 import { envTransport } from './env-transport.js';
-import { redactText, secretArgValues } from '../shared/secrets.js';
+import { redactedTail, redactText, secretArgValues } from '../shared/secrets.js';
 import { heartbeat } from './heartbeat.js';
 import { resolveEnv } from './secrets.js';
 import { onHost } from './ssh-context.js';
@@ -107,7 +107,7 @@ async function recheckRay(session: SshSession, input: LaunchServeInput): Promise
   } catch (err) {
     if (err instanceof RayNotRunningError) problem = err.detail;
     else if (err instanceof RayStatusParseError)
-      problem = tail(`${res.stderr}${res.stdout}`.trim(), 512) || `exit code ${res.exitCode}`;
+      problem = redactedTail(`${res.stderr}${res.stdout}`.trim(), [], 512) || `exit code ${res.exitCode}`;
     else throw err;
   }
   if (problem !== undefined || gpus < input.tensorParallelSize) {
@@ -180,10 +180,7 @@ export async function launchServe(input: LaunchServeInput): Promise<LaunchServeR
     if (res.exitCode !== 0 || !Number.isInteger(pid) || pid <= 0) {
       throw ApplicationFailure.create({
         type: FailureType.serveLaunchFailed,
-        message: redactText(
-          `Launching vllm serve on ${host} failed (exit ${res.exitCode}): ${tail(res.stderr.trim() || res.stdout.trim(), 2048)}. Check that the folder of serve.logPath (${input.logPath}) exists and is writable.`,
-          secrets,
-        ),
+        message: `Launching vllm serve on ${host} failed (exit ${res.exitCode}): ${redactedTail(res.stderr.trim() || res.stdout.trim(), secrets, 2048)}. Check that the folder of serve.logPath (${input.logPath}) exists and is writable.`,
         nonRetryable: true,
         details: [{ host, exitCode: res.exitCode, logPath: input.logPath }],
       });

@@ -2,11 +2,10 @@
 // cluster network, which the control host may not reach). It must return text; tokens/s is recorded.
 import { ApplicationFailure } from '@temporalio/common';
 import { FailureType } from '../shared/failures.js';
-import { tail } from '../ssh/errors.js';
 import { sh } from '../ssh/quote.js';
 import { authorizationHeader, baseUrl } from './health.js';
 import { resolveValue } from './secrets.js';
-import { redactText } from '../shared/secrets.js';
+import { redactedTail, redactText } from '../shared/secrets.js';
 import { onHost } from './ssh-context.js';
 import type { SmokeTestInput, SmokeTestResult } from './types.js';
 
@@ -31,20 +30,24 @@ export async function smokeTest(input: SmokeTestInput): Promise<SmokeTestResult>
     max_tokens: input.maxTokens,
     stream: false,
   });
+  const apiKey = await resolveValue('serve.env.VLLM_API_KEY', input.apiKey);
+  const secrets = apiKey ? [apiKey] : [];
+  // What the server or curl said, redacted before it is cut (a cut secret no longer matches).
+  const said = (text: string) => redactedTail(text, secrets, 1024);
   const fail = (message: string, details: Record<string, unknown>) =>
     ApplicationFailure.create({
       type: FailureType.smokeTestFailed,
-      message: redactText(`Smoke test on ${host} (POST ${url}): ${message}`, []),
+      message: redactText(`Smoke test on ${host} (POST ${url}): ${message}`, secrets),
       details: [{ host, url, ...details }],
     });
 
-  const apiKey = await resolveValue('serve.env.VLLM_API_KEY', input.apiKey);
   return onHost(input.head, async (session) => {
-    // The body goes on stdin, after one header line (empty without a key) that the shell's `read` and `printf`
-    // builtins put in a private temp file: neither the prompt nor the key becomes part of a command line.
-    const curl = sh`curl -sS --max-time ${requestTimeoutS} -H ${'Content-Type: application/json'} -H @"$hdr" --data-binary @- -w ${`${timingMarker}%{time_total}\\n%{http_code}`} ${url}`;
+    // The body goes on stdin, after one header line (empty without a key) that the shell's `read` takes and
+    // `printf` (a builtin) writes into a pipe that curl reads as its header file on fd 3: neither the prompt
+    // nor the key becomes part of a command line, and no file holds the key, so a killed command leaves none.
+    const curl = sh`curl -sS --max-time ${requestTimeoutS} -H ${'Content-Type: application/json'} -H @/dev/fd/3 --data-binary @- -w ${`${timingMarker}%{time_total}\\n%{http_code}`} ${url}`;
     const res = await session.exec(
-      sh`IFS= read -r auth; hdr=$(mktemp) || exit 90; printf '%s\n' "$auth" > "$hdr"; ${curl}; rc=$?; rm -f -- "$hdr"; exit $rc`,
+      sh`IFS= read -r auth; { printf '%s\n' "$auth" | { ${curl} 3<&0 <&4 4<&-; }; } 4<&0`,
       {
         timeoutMs: (requestTimeoutS + 15) * 1000,
         check: false,
@@ -52,7 +55,7 @@ export async function smokeTest(input: SmokeTestInput): Promise<SmokeTestResult>
       },
     );
     if (res.exitCode !== 0) {
-      throw fail(`curl failed (exit ${res.exitCode}): ${tail(res.stderr.trim(), 1024)}`, {
+      throw fail(`curl failed (exit ${res.exitCode}): ${said(res.stderr.trim())}`, {
         exitCode: res.exitCode,
       });
     }
@@ -69,12 +72,12 @@ export async function smokeTest(input: SmokeTestInput): Promise<SmokeTestResult>
     try {
       parsed = JSON.parse(payload) as ChatCompletion;
     } catch {
-      throw fail(`HTTP ${httpStatus}, the answer is not JSON: ${tail(payload.trim(), 1024)}`, { httpStatus });
+      throw fail(`HTTP ${httpStatus}, the answer is not JSON: ${said(payload.trim())}`, { httpStatus });
     }
     if (httpStatus !== 200) {
       const why =
         [parsed.error?.message, parsed.message].find((m) => typeof m === 'string') ?? payload.trim();
-      throw fail(`HTTP ${httpStatus}: ${tail(why, 1024)}`, { httpStatus });
+      throw fail(`HTTP ${httpStatus}: ${said(why)}`, { httpStatus });
     }
     const message = parsed.choices?.[0]?.message;
     const content = typeof message?.content === 'string' ? message.content : '';
@@ -82,7 +85,7 @@ export async function smokeTest(input: SmokeTestInput): Promise<SmokeTestResult>
     const reasoning = typeof message?.reasoning_content === 'string' ? message.reasoning_content : '';
     const text = content.trim() !== '' ? content : reasoning;
     if (text.trim() === '') {
-      throw fail(`the completion returned no text: ${tail(payload.trim(), 1024)}`, { httpStatus });
+      throw fail(`the completion returned no text: ${said(payload.trim())}`, { httpStatus });
     }
     const completionTokens =
       typeof parsed.usage?.completion_tokens === 'number' ? parsed.usage.completion_tokens : 0;

@@ -25,7 +25,7 @@ export const devCommand = new Command('dev')
   .action((opts: DevOptions) =>
     runCommand(opts, async () => {
       // A malformed LIFTOFF_PAYLOAD_KEY fails here, before a server is started.
-      const dataConverter = liftoffDataConverter();
+      const dataConverter = liftoffDataConverter(process.env, { role: 'worker' });
       const server = await startDevServer({
         stateDir: join(stateDir(), 'temporal'),
         port: Number(opts.port),

@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { parseDuration } from './duration.js';
 import { modelPathFor } from './derive.js';
 import { isSecretEnvName, isSecretFlag } from '../shared/secrets.js';
+import { hostSteeringEnvProblem, reservedEnvNameProblem } from './host-env.js';
 
 const hostName = z
   .string()
@@ -58,14 +59,19 @@ const absolutePath = argText.regex(/^(\/|~\/)/, 'expected an absolute path (star
  * reference (its own environment variable, or a file on its host) inside the activity that needs the value.
  */
 export const secretRefSchema = z.union([
-  z.strictObject({ fromEnv: envName }),
+  z.strictObject({
+    fromEnv: envName.superRefine((name, ctx) => {
+      const problem = hostSteeringEnvProblem(name);
+      if (problem) ctx.addIssue({ code: 'custom', message: problem });
+    }),
+  }),
   z.strictObject({ fromFile: absolutePath }),
 ]);
 export type SecretRef = z.infer<typeof secretRefSchema>;
 /** An env value in the spec: plain text, or a reference to a secret. */
 export type EnvValue = string | SecretRef;
 
-const envMap = z
+const envRecord = z
   .record(z.string(), z.union([argText, secretRefSchema]))
   .default({})
   .superRefine((env, ctx) => {
@@ -78,6 +84,10 @@ const envMap = z
           message: `${JSON.stringify(name)} is not an environment variable name (letters, digits and "_", not starting with a digit)`,
         });
       }
+      // Secret references and secret-looking names travel to docker through the host shell's environment.
+      const viaHostShell = typeof value !== 'string' || isSecretEnvName(name);
+      const steering = viaHostShell ? hostSteeringEnvProblem(name) : undefined;
+      if (steering) ctx.addIssue({ code: 'custom', path: [name], message: steering });
       if (typeof value === 'string' && value !== '' && isSecretEnvName(name)) {
         ctx.addIssue({
           code: 'custom',
@@ -87,6 +97,17 @@ const envMap = z
       }
     }
   });
+// zod's record drops a `__proto__` key without a word, so the raw object's own keys are checked first.
+const envMap = z
+  .custom<z.input<typeof envRecord>>()
+  .superRefine((raw, ctx) => {
+    if (typeof raw !== 'object' || raw === null) return;
+    for (const name of Object.keys(raw)) {
+      const problem = reservedEnvNameProblem(name);
+      if (problem) ctx.addIssue({ code: 'custom', path: [name], message: problem });
+    }
+  })
+  .pipe(envRecord);
 export type EnvSpec = z.infer<typeof envMap>;
 
 const imageRef = z

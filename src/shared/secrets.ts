@@ -2,6 +2,7 @@
 // one whatever their name, and how secrets are kept out of everything liftoff shows or records (failure
 // messages, results, log tails, reports). The schema refuses what these rules call a secret and every redaction
 // hides it, so the two cannot disagree. Pure (no Node builtins): workflows import it through the schema.
+import { tail } from './text.js';
 
 /** What a secret value is replaced with. */
 export const redactedMarker = '[redacted]';
@@ -155,6 +156,14 @@ export function redactText(text: string, secrets: readonly string[]): string {
     )
     .replace(credentialValue, redactedMarker)
     .replace(urlPassword, `$1${redactedMarker}`);
+}
+
+/**
+ * The end of `text`, redacted first and cut after: cut first, a secret that straddles the cut keeps its end,
+ * which no longer matches the secret and so survives redaction.
+ */
+export function redactedTail(text: string, secrets: readonly string[], maxBytes?: number): string {
+  return tail(redactText(text, secrets), maxBytes);
 }
 
 function redactValues(text: string, secrets: readonly string[]): string {

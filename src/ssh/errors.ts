@@ -2,6 +2,7 @@
 // flattens to plain data (toFailureDetails) so the activity layer can turn it into an ApplicationFailure.
 // Nothing here ever holds key material: only paths, fingerprints and command text.
 import { shellQuote } from './quote.js';
+import { tail } from '../shared/text.js';
 
 export type SshConnectErrorKind = 'refused' | 'timeout' | 'unreachable' | 'auth' | 'closed';
 
@@ -14,17 +15,6 @@ export interface SshErrorEndpoint {
   user: string;
   /** Names of jump hosts, outermost first. */
   via?: string[];
-}
-
-const tailBytes = 4096;
-
-/** The last ~4 KB of a stream, cut on a character boundary, marked when cut. */
-export function tail(text: string, maxBytes = tailBytes): string {
-  const bytes = Buffer.from(text, 'utf8');
-  if (bytes.length <= maxBytes) return text;
-  let cut = bytes.subarray(bytes.length - maxBytes).toString('utf8');
-  if (cut.startsWith('\uFFFD')) cut = cut.slice(1);
-  return `[… ${bytes.length - maxBytes} earlier bytes cut]\n${cut}`;
 }
 
 function describe(endpoint: SshErrorEndpoint): string {

@@ -103,6 +103,8 @@ const defaults = {
 };
 
 // The order ssh2 offers by default, so that putting the known types first keeps every other one available.
+// Not `ssh-rsa`: that signs the key exchange with SHA-1. An RSA host key still works through rsa-sha2-256/512,
+// which every OpenSSH since 7.2 (2016) signs with; only a server older than that would need SHA-1.
 const hostKeyAlgorithms = [
   'ssh-ed25519',
   'ecdsa-sha2-nistp256',
@@ -110,12 +112,11 @@ const hostKeyAlgorithms = [
   'ecdsa-sha2-nistp521',
   'rsa-sha2-512',
   'rsa-sha2-256',
-  'ssh-rsa',
 ] as const;
 type HostKeyAlgorithm = (typeof hostKeyAlgorithms)[number];
 
 function algorithmsForKeyType(keyType: string): HostKeyAlgorithm[] {
-  if (keyType === 'ssh-rsa') return ['rsa-sha2-512', 'rsa-sha2-256', 'ssh-rsa'];
+  if (keyType === 'ssh-rsa') return ['rsa-sha2-512', 'rsa-sha2-256'];
   return hostKeyAlgorithms.filter((a) => a === keyType);
 }
 

@@ -1,6 +1,6 @@
 // The embedded Temporal: `temporal server start-dev` with a database file, so history survives a restart.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, openSync, closeSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 import { connect } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -48,6 +48,24 @@ export function searchAttributeFlags(): string[] {
   ]);
 }
 
+/**
+ * The server's folder (0700) and its database and log (0600), made private before the server starts: the
+ * database holds every workflow's history, and the server has no authentication of its own. SQLite gives its
+ * -wal and -shm files the database's permissions. Existing ones are tightened too.
+ */
+export function prepareStateFiles(stateDir: string): { dbFile: string; logFile: string } {
+  mkdirSync(stateDir, { recursive: true, mode: 0o700 });
+  chmodSync(stateDir, 0o700);
+  const dbFile = join(stateDir, 'temporal.db');
+  const logFile = join(stateDir, 'temporal-server.log');
+  // An empty file is an empty database to SQLite.
+  for (const file of [dbFile, logFile]) closeSync(openSync(file, 'a', 0o600));
+  for (const file of [dbFile, `${dbFile}-wal`, `${dbFile}-shm`, logFile]) {
+    if (existsSync(file)) chmodSync(file, 0o600);
+  }
+  return { dbFile, logFile };
+}
+
 export async function startDevServer(options: DevServerOptions): Promise<DevServer> {
   const opts = { ...defaults, ...options };
   for (const port of [opts.port, opts.uiPort]) {
@@ -58,10 +76,8 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
       );
     }
   }
-  mkdirSync(opts.stateDir, { recursive: true });
-  const dbFile = join(opts.stateDir, 'temporal.db');
-  const logFile = join(opts.stateDir, 'temporal-server.log');
-  const logFd = openSync(logFile, 'a');
+  const { dbFile, logFile } = prepareStateFiles(opts.stateDir);
+  const logFd = openSync(logFile, 'a', 0o600);
   const child = spawn(
     temporalCliPath(),
     [

@@ -16,10 +16,16 @@ const srcDir = join(projectRoot, 'src');
 const bundlerEntry = fileURLToPath(new URL('./bundle-workflows.ts', import.meta.url));
 const execFileAsync = promisify(execFile);
 
+export interface BundleOptions {
+  /** A failure converter module for the sandbox (src/temporal/codec.ts, when payloads are encrypted). */
+  failureConverterPath?: string | undefined;
+}
+
 /** Bundles in this process (the child's side). */
-export async function bundleWorkflowsTo(file: string): Promise<void> {
+export async function bundleWorkflowsTo(file: string, opts: BundleOptions = {}): Promise<void> {
   const { code } = await bundleWorkflowCode({
     workflowsPath,
+    ...(opts.failureConverterPath ? { failureConverterPath: opts.failureConverterPath } : {}),
     // Sources use NodeNext-style `.js` specifiers that point at `.ts` files.
     webpackConfigHook: (config) => {
       config.resolve = { ...config.resolve, extensionAlias: { '.js': ['.ts', '.js'] } };
@@ -47,34 +53,42 @@ function sourceFiles(dir: string): string[] {
     .sort();
 }
 
-/** Names the bundle by everything that can change it: the sources and the locked package versions. */
-function sourcesHash(): string {
+/** Names the bundle by everything that can change it: the sources, the locked package versions, the options. */
+function bundleHash(opts: BundleOptions): string {
   const hash = createHash('sha256');
-  for (const file of [...sourceFiles(srcDir), join(projectRoot, 'package-lock.json')]) {
+  const files = [...sourceFiles(srcDir), join(projectRoot, 'package-lock.json')];
+  if (opts.failureConverterPath) files.push(opts.failureConverterPath);
+  for (const file of files) {
     hash.update(file).update('\0').update(readFileSync(file)).update('\0');
   }
   return hash.digest('hex').slice(0, 16);
 }
 
-let bundlePromise: Promise<WorkflowBundlePath> | undefined;
+const bundlePromises = new Map<string, Promise<WorkflowBundlePath>>();
 
-/** The bundle file for the current sources, built on first use; every worker of the process shares it. */
-export function workflowBundle(): Promise<WorkflowBundlePath> {
-  bundlePromise ??= buildBundleFile().catch((err: unknown) => {
-    // A failed build is not kept: the next worker tries again.
-    bundlePromise = undefined;
-    throw err;
-  });
-  return bundlePromise;
+/** The bundle file for the current sources and options, built on first use; every worker of the process shares it. */
+export function workflowBundle(opts: BundleOptions = {}): Promise<WorkflowBundlePath> {
+  const variant = opts.failureConverterPath ?? '';
+  let promise = bundlePromises.get(variant);
+  if (!promise) {
+    promise = buildBundleFile(opts).catch((err: unknown) => {
+      // A failed build is not kept: the next worker tries again.
+      bundlePromises.delete(variant);
+      throw err;
+    });
+    bundlePromises.set(variant, promise);
+  }
+  return promise;
 }
 
-async function buildBundleFile(): Promise<WorkflowBundlePath> {
+async function buildBundleFile(opts: BundleOptions): Promise<WorkflowBundlePath> {
   // The user's own cache, not a shared /tmp: another local user must not be able to plant the code a worker runs.
   const dir = join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'liftoff', 'workflow-bundles');
   mkdirSync(dir, { recursive: true, mode: 0o700 });
-  const codePath = join(dir, `workflows-${sourcesHash()}.js`);
+  const codePath = join(dir, `workflows-${bundleHash(opts)}.js`);
   if (!existsSync(codePath)) {
-    await execFileAsync(process.execPath, ['--import', 'tsx', bundlerEntry, codePath], {
+    const args = [bundlerEntry, codePath, ...(opts.failureConverterPath ? [opts.failureConverterPath] : [])];
+    await execFileAsync(process.execPath, ['--import', 'tsx', ...args], {
       cwd: projectRoot,
       maxBuffer: 16 * 1024 * 1024,
     }).catch((err: unknown) => {

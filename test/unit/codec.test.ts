@@ -2,7 +2,12 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import fc from 'fast-check';
-import { defaultPayloadConverter, type Payload } from '@temporalio/common';
+import {
+  ApplicationFailure,
+  defaultPayloadConverter,
+  type DefaultFailureConverter,
+  type Payload,
+} from '@temporalio/common';
 import {
   AesGcmPayloadCodec,
   decryptPayload,
@@ -11,7 +16,10 @@ import {
   isEncryptedPayload,
   KEY_ID_METADATA,
   liftoffDataConverter,
+  NAMESPACE_METADATA,
   PayloadDecryptError,
+  PlaintextPayloadError,
+  WORKFLOW_ID_METADATA,
   PayloadKeyError,
   payloadKeyFromEnv,
   type PayloadKey,
@@ -287,5 +295,152 @@ describe('reading an encrypted history', () => {
       if (savedId === undefined) delete process.env.LIFTOFF_PAYLOAD_KEY_ID;
       else process.env.LIFTOFF_PAYLOAD_KEY_ID = savedId;
     }
+  });
+});
+
+describe('ciphertexts bound to their namespace and workflow (SDK serialization context)', () => {
+  const key = newKey();
+  const codec = new AesGcmPayloadCodec(key);
+  const wf = (workflowId: string, namespace = 'default') => ({
+    type: 'workflow' as const,
+    namespace,
+    workflowId,
+  });
+  const activity = (workflowId: string | undefined) => ({
+    type: 'activity' as const,
+    namespace: 'default',
+    isLocal: false,
+    activityId: '3',
+    ...(workflowId === undefined ? {} : { workflowId }),
+  });
+
+  it('writes the binding in the metadata and reads it back in the same workflow (and its activities)', async () => {
+    const [sealed] = await codec.encode([jsonPayload(spec)], wf('liftoff-deploy-gx10'));
+    assert.ok(sealed);
+    assert.equal(text(sealed.metadata?.[NAMESPACE_METADATA]), 'default');
+    assert.equal(text(sealed.metadata?.[WORKFLOW_ID_METADATA]), 'liftoff-deploy-gx10');
+    const [opened] = await codec.decode([sealed], wf('liftoff-deploy-gx10'));
+    assert.ok(opened);
+    assert.deepEqual(defaultPayloadConverter.fromPayload(opened), spec);
+    const [fromActivity] = await codec.encode([jsonPayload(1)], activity('liftoff-deploy-gx10'));
+    assert.ok(fromActivity);
+    assert.ok(await codec.decode([fromActivity], wf('liftoff-deploy-gx10')));
+    // Without a context (a history file), the binding in the metadata is what the AAD checks.
+    assert.deepEqual(defaultPayloadConverter.fromPayload(decryptPayload(sealed, key)), spec);
+  });
+
+  it("refuses another workflow's or namespace's ciphertext, and an unbound one where the reader knows its workflow", async () => {
+    const [sealed] = await codec.encode([jsonPayload(spec)], wf('liftoff-deploy-gx10'));
+    assert.ok(sealed);
+    await assert.rejects(
+      codec.decode([sealed], wf('liftoff-deploy-other')),
+      /belongs to .*liftoff-deploy-gx10/,
+    );
+    await assert.rejects(codec.decode([sealed], wf('liftoff-deploy-gx10', 'prod')), /namespace "default"/);
+    await assert.rejects(codec.decode([sealed], activity('liftoff-deploy-other')), PayloadDecryptError);
+    await assert.rejects(codec.decode([encryptPayload(jsonPayload(spec), key)], wf('x')), /not bound/);
+  });
+
+  it('refuses a relabelled binding: the metadata is authenticated', async () => {
+    const [sealed] = await codec.encode([jsonPayload(spec)], wf('liftoff-deploy-gx10'));
+    assert.ok(sealed);
+    const relabelled = {
+      ...sealed,
+      metadata: { ...sealed.metadata, [WORKFLOW_ID_METADATA]: bytes('victim') },
+    };
+    await assert.rejects(codec.decode([relabelled], wf('victim')), /altered/);
+    assert.throws(() => decryptPayload(relabelled, key), /altered/);
+  });
+
+  it("reads a schedule's input in its runs (`<id>-<time>`), nothing else with that prefix", async () => {
+    const [sealed] = await codec.encode([jsonPayload(spec)], wf('liftoff-schedule-gx10'));
+    assert.ok(sealed);
+    assert.ok(await codec.decode([sealed], wf('liftoff-schedule-gx10-2026-03-01T04:00:00Z')));
+    await assert.rejects(codec.decode([sealed], wf('liftoff-schedule-gx10-evil')), PayloadDecryptError);
+  });
+});
+
+describe('failure messages and stack traces encrypted with the key', () => {
+  it('the data converter with a key encodes common attributes; the codec then encrypts them', async () => {
+    const key = newKey();
+    const converter = liftoffDataConverter({ LIFTOFF_PAYLOAD_KEY: key.key.toString('base64') });
+    assert.ok(converter.failureConverterPath);
+    assert.equal(liftoffDataConverter({}).failureConverterPath, undefined, 'off without a key');
+    const { failureConverter } = (await import(converter.failureConverterPath)) as {
+      failureConverter: DefaultFailureConverter;
+    };
+    const tail = 'serve.log: CUDA out of memory on 10.213.0.1';
+    const failure = failureConverter.errorToFailure(
+      ApplicationFailure.nonRetryable(tail, 'ServeFailed'),
+      defaultPayloadConverter,
+    );
+    assert.equal(failure.message, 'Encoded failure');
+    assert.equal(failure.stackTrace, '');
+    assert.ok(failure.encodedAttributes);
+    const context = { type: 'workflow' as const, namespace: 'default', workflowId: 'w' };
+    const codec = converter.payloadCodecs?.[0];
+    assert.ok(codec);
+    const [sealed] = await codec.encode([failure.encodedAttributes], context);
+    assert.ok(sealed && isEncryptedPayload(sealed));
+    assert.ok(
+      !Buffer.from(sealed.data ?? [])
+        .toString('latin1')
+        .includes('CUDA'),
+    );
+    const [opened] = await codec.decode([sealed], context);
+    assert.ok(opened);
+    const back = failureConverter.failureToError(
+      { ...failure, encodedAttributes: opened },
+      defaultPayloadConverter,
+    );
+    assert.equal(back.message, tail);
+  });
+});
+
+describe('LIFTOFF_REQUIRE_ENCRYPTED', () => {
+  const good = randomBytes(32).toString('base64');
+
+  it('off by default: a worker accepts the UI’s plain input', async () => {
+    const codec = liftoffDataConverter({ LIFTOFF_PAYLOAD_KEY: good }, { role: 'worker' }).payloadCodecs?.[0];
+    assert.ok(codec);
+    const [read] = await codec.decode([jsonPayload({ from: 'the UI' })]);
+    assert.ok(read);
+    assert.deepEqual(defaultPayloadConverter.fromPayload(read), { from: 'the UI' });
+  });
+
+  it('=1 on a worker refuses plaintext inputs naming the variable, and still reads encrypted ones', async () => {
+    const env = { LIFTOFF_PAYLOAD_KEY: good, LIFTOFF_REQUIRE_ENCRYPTED: '1' };
+    const codec = liftoffDataConverter(env, { role: 'worker' }).payloadCodecs?.[0];
+    assert.ok(codec);
+    const context = { type: 'workflow' as const, namespace: 'default', workflowId: 'liftoff-deploy-x' };
+    await assert.rejects(
+      codec.decode([jsonPayload({ from: 'the UI' })], context),
+      (err: Error) =>
+        err instanceof PlaintextPayloadError &&
+        err.message.includes('LIFTOFF_REQUIRE_ENCRYPTED=1') &&
+        err.message.includes('liftoff-deploy-x'),
+    );
+    const [sealed] = await codec.encode([jsonPayload(spec)], context);
+    assert.ok(sealed);
+    assert.ok(await codec.decode([sealed], context));
+    // A client (the CLI) does not enforce it: it reads old plain results.
+    const client = liftoffDataConverter(env).payloadCodecs?.[0];
+    assert.ok(client);
+    assert.ok(await client.decode([jsonPayload(1)]));
+  });
+
+  it('needs a key, and refuses a value other than 1/0', () => {
+    assert.throws(
+      () => liftoffDataConverter({ LIFTOFF_REQUIRE_ENCRYPTED: '1' }, { role: 'worker' }),
+      /LIFTOFF_REQUIRE_ENCRYPTED=1 needs LIFTOFF_PAYLOAD_KEY/,
+    );
+    assert.throws(
+      () =>
+        liftoffDataConverter(
+          { LIFTOFF_PAYLOAD_KEY: good, LIFTOFF_REQUIRE_ENCRYPTED: 'yes' },
+          { role: 'worker' },
+        ),
+      /LIFTOFF_REQUIRE_ENCRYPTED must be 1 or 0/,
+    );
   });
 });
