@@ -52,6 +52,7 @@ export async function smokeTest(input: SmokeTestInput): Promise<SmokeTestResult>
         timeoutMs: (requestTimeoutS + 15) * 1000,
         check: false,
         stdin: `${authorizationHeader(apiKey).trimEnd()}\n${body}`,
+        secrets,
       },
     );
     if (res.exitCode !== 0) {
