@@ -6,13 +6,14 @@ import {
   CancellationScope,
   defineQuery,
   isCancellation,
+  patched,
   setHandler,
   upsertMemo,
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
 import type { NamedHost } from '../activities/types.js';
-import { deploySpecSchema, type DeploySpec } from '../config/schema.js';
+import { deploySpecSchema, hostNamePattern, type DeploySpec } from '../config/schema.js';
 import { formatIssues } from '../config/errors.js';
 import { resolveSshTarget } from '../config/targets.js';
 import { FailureType, type DeployTriggerName } from '../shared/failures.js';
@@ -40,7 +41,11 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
   const launchId = `${info.workflowId}:${info.runId}`;
   const scheduled = info.typedSearchAttributes.get(scheduledByIdKey) !== undefined;
   const trigger: DeployTrigger = options.trigger ?? (scheduled ? 'schedule' : 'ui');
-  const clusterGuess = isRecord(input) && typeof input.cluster === 'string' ? input.cluster : '(unknown)';
+  // Only a name the schema would accept: a refused spec's cluster still goes into a search attribute.
+  const clusterGuess =
+    isRecord(input) && typeof input.cluster === 'string' && hostNamePattern.test(input.cluster)
+      ? input.cluster
+      : '(unknown)';
   const progress: DeployProgress = {
     cluster: clusterGuess,
     launchId,
@@ -53,10 +58,18 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
   upsertSearchAttributes([{ key: searchAttributes.trigger, value: trigger }]);
   const tracker = new StepTracker(progress);
 
-  // 0. validate: the same check as the CLI's, for a spec pasted into the Temporal UI too.
+  // 0. validate: the same check as the CLI's, for a spec pasted into the Temporal UI too. Then the worker's
+  // policy: which known_hosts, keys and secret sources a spec may name is the worker's to say, so an activity
+  // checks it there before anything connects. Runs recorded before that check replay without it.
   let spec: DeploySpec;
   try {
-    spec = await tracker.run('validate', () => Promise.resolve(validate(input)));
+    spec = await tracker.run('validate', async () => {
+      const parsed = validate(input);
+      if (patched(workerPolicyPatch)) {
+        await stepActivities(parsed)('validate').checkWorkerPolicy({ spec: parsed });
+      }
+      return parsed;
+    });
   } catch (err) {
     // A refused spec still belongs in the cluster's history, when it names a cluster at all.
     if (clusterGuess !== '(unknown)') {
@@ -279,3 +292,6 @@ function isRecord(v: unknown): v is Record<string, unknown> {
 }
 
 const scheduledByIdKey = { name: 'TemporalScheduledById', type: 'KEYWORD' } as const;
+
+/** The patch that added the worker-policy check to validate. */
+const workerPolicyPatch = 'validate-worker-policy';

@@ -25,6 +25,7 @@ import { downCluster, upCluster, type SimCluster } from '../../sim/cluster.js';
 import { simDeploySpec } from '../../sim/spec.js';
 import { createDevServerEnv } from '../helpers/temporal.js';
 import { sshRun } from '../helpers/ssh.js';
+import { simWorkerPolicy } from '../helpers/worker-policy.js';
 import { historyExportArgs } from '../../scripts/lib/history-export.js';
 
 const execFileAsync = promisify(execFile);
@@ -32,7 +33,7 @@ const stateDir = '/tmp/liftoff-test-secrets';
 const clusterName = 'secrets';
 const workflowId = deployWorkflowId(clusterName);
 const plainQueue = 'liftoff-secrets-plain';
-const tokenEnv = 'LIFTOFF_TEST_SECRETS_HF_TOKEN';
+const tokenEnv = 'SIM_TEST_SECRETS_HF_TOKEN';
 const token = `hf_${randomBytes(16).toString('hex')}`;
 const payloadKey = randomBytes(32).toString('base64');
 
@@ -140,6 +141,7 @@ describe('secrets: nothing secret in an exported history; payload encryption', (
         namespace,
         taskQueue,
         dataConverter,
+        policy: simWorkerPolicy(sim, { fromEnv: [tokenEnv] }),
       });
       workers.push({ worker, running: worker.run() });
     }
