@@ -28,6 +28,9 @@ describe('probe workflow over the simulated cluster (namespace mode)', () => {
       stateDir,
       netIndex: 6,
       clusterOnly: ['spark2'],
+      // The worker trusts this test's own known_hosts and keys too (its setting, never the spec's): the cases
+      // below are about what the hosts say to a wrong key, not about the policy.
+      workerPolicy: { knownHosts: [stateDir], privateKeys: [stateDir] },
     });
     ({ sim, env } = cluster);
   });
