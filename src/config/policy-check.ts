@@ -58,11 +58,8 @@ function allowedBy(path: string, entries: readonly string[], home: string): bool
 
 /** How to allow something: the setting, in the policy file the worker reads or in one it would read. */
 export function settingHint(setting: string, policy: WorkerPolicy): string {
-  const file = policy.source.endsWith(`(${workerPolicyEnv})`)
-    ? policy.source.slice(0, -` (${workerPolicyEnv})`.length)
-    : undefined;
-  return file !== undefined
-    ? `${setting} in the worker policy ${file}`
+  return policy.file !== undefined
+    ? `${setting} in the worker policy ${policy.file}`
     : `${setting} in a worker policy file named by ${workerPolicyEnv} (this worker runs with the defaults)`;
 }
 

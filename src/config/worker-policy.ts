@@ -26,6 +26,8 @@ export function isWorkerOwnVariable(name: string): boolean {
 export interface WorkerPolicy {
   /** Where the policy came from, for messages: the file and the variable that named it, or the defaults. */
   source: string;
+  /** The policy file, when one was read: where a refusal tells the operator to widen it. */
+  file?: string;
   /** Absolute paths (home expanded): files, or directories whose files a spec may name as ssh.knownHostsPath. */
   knownHosts: string[];
   /** The same, for ssh.privateKeyPath. */
@@ -95,10 +97,12 @@ export function workerPolicyFrom(
   settings: WorkerPolicySettings,
   source: string,
   home: string = homedir(),
+  file?: string,
 ): WorkerPolicy {
   const merged = { ...defaultWorkerPolicySettings, ...settings };
   return {
     source,
+    ...(file !== undefined ? { file } : {}),
     knownHosts: merged.knownHosts.map((p) => expandWorkerPath(p, home)),
     privateKeys: merged.privateKeys.map((p) => expandWorkerPath(p, home)),
     agent: merged.agent,
@@ -130,7 +134,7 @@ export function readWorkerPolicyFile(file: string, home: string = homedir()): Wo
   if (!parsed.success) {
     throw new WorkerPolicyError(`the worker policy ${file} is invalid:\n${formatIssues(parsed.error)}`);
   }
-  return workerPolicyFrom(parsed.data, `${file} (${workerPolicyEnv})`, home);
+  return workerPolicyFrom(parsed.data, `${file} (${workerPolicyEnv})`, home, file);
 }
 
 /** The policy of a worker started with `env`: the file LIFTOFF_WORKER_POLICY names, else the defaults. */
