@@ -9,7 +9,6 @@ import {
   type ScheduleExecutionResult,
   type ScheduleHandle,
 } from '@temporalio/client';
-import { connectClient } from '../../temporal/connection.js';
 import { deployWorkflowId, searchAttributes } from '../../shared/constants.js';
 import { redactDeep, secretsOfSpec } from '../../shared/secrets.js';
 import type { DeploySpec } from '../../config/schema.js';
@@ -46,15 +45,6 @@ export function memoOf(description: { memo?: Record<string, unknown> }): Schedul
     cron: typeof memo.cron === 'string' ? memo.cron : '',
     timezone: typeof memo.timezone === 'string' && memo.timezone !== '' ? memo.timezone : 'UTC',
   };
-}
-
-export async function withClient<T>(body: (client: Client) => Promise<T>): Promise<T> {
-  const client = await connectClient();
-  try {
-    return await body(client);
-  } finally {
-    await client.connection.close();
-  }
 }
 
 export interface FoundSchedule {

@@ -4,8 +4,8 @@ import { Command } from 'commander';
 import type { Client } from '@temporalio/client';
 import type { DeploySpec } from '../../config/schema.js';
 import { formatDuration } from '../../config/duration.js';
-import { emit, table } from '../../cli/render.js';
-import { runCommand } from '../../cli/run-command.js';
+import { table } from '../../cli/render.js';
+import { printReport } from '../print-report.js';
 import {
   findSchedule,
   formatInZone,
@@ -13,7 +13,6 @@ import {
   redactSpec,
   specSummary,
   storedSpec,
-  withClient,
   type ScheduledRun,
 } from './common.js';
 
@@ -104,9 +103,4 @@ export const scheduleDescribeCommand = new Command('describe')
   .description("show a schedule: its spec (no secrets), the next runs and its recent runs' outcomes")
   .argument('<schedule>', 'schedule id, or cluster name')
   .option('--json', 'print the schedule as JSON')
-  .action((ref: string, opts: { json?: boolean }) =>
-    runCommand(opts, async () => {
-      const details = await withClient((client) => describeSchedule(client, ref));
-      emit(opts, details, renderDetails);
-    }),
-  );
+  .action(printReport(describeSchedule, renderDetails));

@@ -3,7 +3,8 @@ import { Command } from 'commander';
 import { ScheduleNotFoundError, type Client } from '@temporalio/client';
 import { emit, table } from '../../cli/render.js';
 import { runCommand } from '../../cli/run-command.js';
-import { formatInZone, memoOf, scheduledRun, withClient, type ScheduledRun } from './common.js';
+import { withClient } from '../../temporal/connection.js';
+import { formatInZone, memoOf, scheduledRun, type ScheduledRun } from './common.js';
 
 export interface ScheduleListEntry {
   scheduleId: string;
