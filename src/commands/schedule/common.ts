@@ -47,6 +47,27 @@ export function memoOf(description: { memo?: Record<string, unknown> }): Schedul
   };
 }
 
+/** What `schedule list` and `schedule describe` both say of a schedule. */
+export interface ScheduleSummary {
+  scheduleId: string;
+  cluster: string;
+  cron: string;
+  timezone: string;
+  paused: boolean;
+  note?: string;
+}
+
+export function scheduleSummary(description: ScheduleDescription, memo: ScheduleMemo): ScheduleSummary {
+  return {
+    scheduleId: description.scheduleId,
+    cluster: memo.cluster,
+    cron: memo.cron,
+    timezone: memo.timezone,
+    paused: description.state.paused,
+    note: description.state.note || undefined,
+  };
+}
+
 export interface FoundSchedule {
   handle: ScheduleHandle;
   description: ScheduleDescription;

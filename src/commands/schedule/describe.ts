@@ -11,18 +11,14 @@ import {
   formatInZone,
   recentRuns,
   redactSpec,
+  scheduleSummary,
   specSummary,
   storedSpec,
   type ScheduledRun,
+  type ScheduleSummary,
 } from './common.js';
 
-export interface ScheduleDetails {
-  scheduleId: string;
-  cluster: string;
-  cron: string;
-  timezone: string;
-  paused: boolean;
-  note?: string;
+export interface ScheduleDetails extends ScheduleSummary {
   overlap: string;
   catchupWindowMs: number;
   /** Prefix of each run's workflow id (Temporal appends the scheduled time). */
@@ -79,12 +75,7 @@ export async function describeSchedule(client: Client, ref: string): Promise<Sch
   const { description, memo } = await findSchedule(client, ref);
   const spec = storedSpec(description);
   return {
-    scheduleId: description.scheduleId,
-    cluster: memo.cluster,
-    cron: memo.cron,
-    timezone: memo.timezone,
-    paused: description.state.paused,
-    note: description.state.note || undefined,
+    ...scheduleSummary(description, memo),
     overlap: description.policies.overlap ?? 'UNSPECIFIED',
     catchupWindowMs: description.policies.catchupWindow,
     workflowIdPrefix: description.action.workflowId,
