@@ -4,7 +4,7 @@
 import { Command } from 'commander';
 import { WorkflowFailedError } from '@temporalio/client';
 import { CancelledFailure } from '@temporalio/common';
-import { connectClient } from '../temporal/connection.js';
+import { withClient } from '../temporal/connection.js';
 import { emit } from '../cli/render.js';
 import { runCommand, UsageError } from '../cli/run-command.js';
 import { ExitCode } from '../cli/exit-codes.js';
@@ -48,8 +48,7 @@ export const cancelCommand = new Command('cancel')
   .option('--json', 'print the outcome as JSON')
   .action((cluster: string, opts: { wait: boolean; json?: boolean }) =>
     runCommand(opts, async () => {
-      const client = await connectClient();
-      try {
+      return withClient(async (client) => {
         const { workflowId, described } = await describeClusterDeploy(client, cluster);
         if (described.status.name !== 'RUNNING') {
           throw new UsageError(
@@ -86,8 +85,6 @@ export const cancelCommand = new Command('cancel')
         }
         emit(opts, report, renderCancel);
         return report.outcome === 'CANCELLED' ? ExitCode.ok : ExitCode.deployFailed;
-      } finally {
-        await client.connection.close();
-      }
+      });
     }),
   );

@@ -5,7 +5,7 @@ import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import { deployAlreadyRunningMessage } from '../shared/failures.js';
 import { loadSpecFile } from '../config/load.js';
 import { deploySpecSchema } from '../config/schema.js';
-import { connectClient } from '../temporal/connection.js';
+import { withClient } from '../temporal/connection.js';
 import { startDeploy } from '../temporal/start-deploy.js';
 import type { DeployResult } from '../workflows/steps.js';
 import { formatDuration } from '../config/duration.js';
@@ -41,8 +41,7 @@ export const deployCommand = new Command('deploy')
   .action((opts: { config: string; follow?: boolean; json?: boolean }) =>
     runCommand(opts, async () => {
       const spec = loadSpecFile(deploySpecSchema, opts.config);
-      const client = await connectClient();
-      try {
+      return withClient(async (client) => {
         const workflowId = deployWorkflowId(spec.cluster);
         const handle = await startDeploy(client, spec, 'cli').catch((err: unknown) => {
           if (err instanceof WorkflowExecutionAlreadyStartedError) {
@@ -84,8 +83,6 @@ export const deployCommand = new Command('deploy')
           );
           return ExitCode.deployFailed;
         }
-      } finally {
-        await client.connection.close();
-      }
+      });
     }),
   );

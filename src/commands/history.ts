@@ -2,7 +2,7 @@
 // time, trigger, outcome, total and load time, smoke-test tokens/s. Newest first.
 import { Command, InvalidArgumentError } from 'commander';
 import type { Client, WorkflowExecutionInfo } from '@temporalio/client';
-import { connectClient } from '../temporal/connection.js';
+import { withClient } from '../temporal/connection.js';
 import { searchAttributes } from '../shared/constants.js';
 import { emit, table } from '../cli/render.js';
 import { runCommand } from '../cli/run-command.js';
@@ -84,15 +84,12 @@ export const historyCommand = new Command('history')
   .option('--json', 'print the list as JSON')
   .action((cluster: string, opts: { limit: number; json?: boolean }) =>
     runCommand(opts, async () => {
-      const client = await connectClient();
-      try {
+      await withClient(async (client) => {
         const report: HistoryReport = {
           cluster,
           entries: historyEntries(await listClusterRuns(client, cluster), opts.limit),
         };
         emit(opts, report, renderHistory);
-      } finally {
-        await client.connection.close();
-      }
+      });
     }),
   );

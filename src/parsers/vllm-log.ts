@@ -47,11 +47,8 @@ export interface VllmLogSource {
   ip?: string;
 }
 
-export interface VllmLogLine {
-  /** The line without its Ray prefix and colour codes. */
-  text: string;
-  source?: VllmLogSource;
-  phase?: VllmPhase;
+/** How far the load got and how fast it goes, as one line or a run of lines shows it. */
+export interface VllmLoadProgress {
   shard?: ShardProgress;
   graphs?: { done: number; total: number };
   elapsedS?: number;
@@ -60,16 +57,17 @@ export interface VllmLogLine {
   fatal?: VllmFatal;
 }
 
-export interface VllmLogSummary {
+export interface VllmLogLine extends VllmLoadProgress {
+  /** The line without its Ray prefix and colour codes. */
+  text: string;
+  source?: VllmLogSource;
+  phase?: VllmPhase;
+}
+
+export interface VllmLogSummary extends VllmLoadProgress {
   phase: VllmPhase;
   /** When `phase` is `failed`: the furthest phase these lines showed before the failure. */
   reached?: VllmPhase;
-  shard?: ShardProgress;
-  graphs?: { done: number; total: number };
-  elapsedS?: number;
-  etaS?: number;
-  secPerIt?: number;
-  fatal?: VllmFatal;
 }
 
 export interface VllmLogOptions {
