@@ -4,7 +4,7 @@
 // real programs need from separate machines is given here: each host's Ray keeps its sockets and session
 // under its own /root (bind-mounted per host by its sshd's mount namespace), and the generated test models
 // are copied into each host's Hugging Face cache, where a spec's model path points.
-import { chmodSync, cpSync, existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, cpSync, existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -31,10 +31,14 @@ export function hfRepoDir(hfHome: string, model: string): string {
 }
 
 export function realToolsMissing(venv: string = realToolsPaths.venv): string | undefined {
-  for (const need of ['bin/ray', 'bin/python', join('models', 'hub')]) {
+  for (const need of ['bin/ray', 'bin/python', 'pyvenv.cfg', join('models', 'hub')]) {
     if (!existsSync(join(venv, need)))
       return `${join(venv, need)} is missing: run \`bash scripts/setup.sh\` (it installs Ray and vLLM's CPU build there)`;
   }
+  // Every host mounts its own /root, so an interpreter there (pyenv's) does not exist inside the hosts.
+  const home = /^home\s*=\s*(.*)$/m.exec(readFileSync(join(venv, 'pyvenv.cfg'), 'utf8'))?.[1]?.trim();
+  if (home === '/root' || home?.startsWith('/root/'))
+    return `${venv} uses the interpreter in ${home}, which the simulated hosts cannot see (each has its own /root): remove ${venv} and run \`bash scripts/setup.sh\``;
   return undefined;
 }
 
