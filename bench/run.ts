@@ -25,7 +25,7 @@ import { deployWorkflowId } from '../src/shared/constants.js';
 import { shellQuote as quote } from '../src/ssh/quote.js';
 import type { DeployProgress } from '../src/workflows/steps.js';
 import { table } from '../src/cli/render.js';
-import { startWorkerProcess, type WorkerProcess } from '../test/helpers/worker-process.js';
+import { startWorkerProcess, type WorkerProcess } from '../scripts/lib/worker-process.js';
 import {
   activityRuns,
   cpuSecondsBetween,

@@ -5,10 +5,9 @@
 // Everything is real except the hosts: a simulated 2-host cluster, the embedded Temporal dev server, and
 // `liftoff worker` processes. The files are written the way a user exports a history:
 // `temporal workflow show --workflow-id … --run-id … --output json`.
-import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { hostname } from 'node:os';
 import { join, relative } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
@@ -23,7 +22,10 @@ import { paths, readJson, writeJson, type HostConfig } from '../sim/host-state.j
 import { simDeploySpec } from '../sim/spec.js';
 import { projectRoot, temporalCliPath } from '../src/temporal/cli-path.js';
 import { startDevServer, type DevServer } from '../src/temporal/dev-server.js';
-import { TASK_QUEUE, deployWorkflowId, searchAttributes } from '../src/shared/constants.js';
+import { deployWorkflowId } from '../src/shared/constants.js';
+import { startDeploy } from '../src/temporal/start-deploy.js';
+import { startWorkerProcess, type WorkerProcess } from './lib/worker-process.js';
+import { decodedText, historyExportArgs } from './lib/history-export.js';
 import { deploy, progressQuery } from '../src/workflows/index.js';
 
 const simStateDir = '/tmp/liftoff-record-histories';
@@ -62,11 +64,6 @@ const say = (line: string): void => void process.stdout.write(`record-histories:
 
 /** Undo actions, run newest first however the script ends. */
 const cleanups: { name: string; run: () => Promise<void> }[] = [];
-/** Processes to SIGKILL synchronously if the script exits before the cleanups ran. */
-const children = new Set<ChildProcess>();
-process.once('exit', () => {
-  for (const child of children) child.kill('SIGKILL');
-});
 
 async function runCleanups(): Promise<void> {
   for (const cleanup of cleanups.splice(0).reverse()) {
@@ -93,60 +90,15 @@ function freePort(): Promise<number> {
   });
 }
 
-interface WorkerProcess {
-  pid: number;
-  /** The SDK's default identity, as the history's ActivityTaskStarted / WorkflowTaskCompleted events name it. */
-  identity: string;
-  kill(signal: NodeJS.Signals): Promise<void>;
-}
-
 /** `liftoff worker` in its own process, so it can die the way a control host does. */
 async function startWorker(server: DevServer): Promise<WorkerProcess> {
-  const child = spawn(process.execPath, ['bin/liftoff.js', 'worker'], {
-    cwd: projectRoot,
-    env: {
-      ...process.env,
-      TEMPORAL_ADDRESS: server.address,
-      TEMPORAL_NAMESPACE: server.namespace,
-      [plantedSecret.env]: plantedSecret.value,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
+  const worker = await startWorkerProcess({
+    address: server.address,
+    namespace: server.namespace,
+    env: { ...process.env, [plantedSecret.env]: plantedSecret.value },
   });
-  const pid = child.pid;
-  if (pid === undefined) throw new Error('could not spawn `liftoff worker`');
-  children.add(child);
-  const exited = new Promise<void>((resolve) =>
-    child.once('exit', () => {
-      children.delete(child);
-      resolve();
-    }),
-  );
-  const kill = async (signal: NodeJS.Signals) => {
-    if (child.exitCode === null && child.signalCode === null) child.kill(signal);
-    await exited;
-  };
-  cleanups.push({ name: `worker ${pid}`, run: () => kill('SIGKILL') });
-
-  let output = '';
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`worker ${pid} not ready in 60 s:\n${output}`)), 60_000);
-    const onData = (chunk: Buffer) => {
-      output += chunk.toString('utf8');
-      if (/worker polling /.test(output)) {
-        clearTimeout(timer);
-        resolve();
-      }
-    };
-    child.stdout.on('data', onData);
-    child.stderr.on('data', onData);
-    child.once('exit', (code, signal) => {
-      clearTimeout(timer);
-      reject(
-        new Error(`worker ${pid} exited before it was ready (code ${code}, signal ${signal}):\n${output}`),
-      );
-    });
-  });
-  return { pid, identity: `${pid}@${hostname()}`, kill };
+  cleanups.push({ name: `worker ${worker.pid}`, run: () => worker.kill('SIGKILL') });
+  return worker;
 }
 
 function setPace(sim: SimCluster, pace: Partial<HostConfig['vllm']>): void {
@@ -164,24 +116,13 @@ type DeploySpecInput = Omit<SimSpec, 'ray' | 'serve'> & {
   serve: Omit<SimSpec['serve'], 'env'> & { env: EnvInput };
 };
 
-/** Starts the deploy exactly as `liftoff deploy` does. */
-async function startDeploy(
+/** Starts the deploy of the sim cluster's spec (adjusted), exactly as `liftoff deploy` does. */
+function startSimDeploy(
   client: Client,
   sim: SimCluster,
   adjust: (spec: DeploySpecInput) => DeploySpecInput = (spec) => spec,
 ): Promise<WorkflowHandleWithFirstExecutionRunId<typeof deploy>> {
-  const spec = adjust(simDeploySpec(sim, { cluster: clusterName }));
-  return client.workflow.start(deploy, {
-    taskQueue: TASK_QUEUE,
-    workflowId,
-    args: [spec, { trigger: 'cli' }],
-    workflowIdConflictPolicy: 'FAIL',
-    workflowIdReusePolicy: 'ALLOW_DUPLICATE',
-    typedSearchAttributes: [
-      { key: searchAttributes.cluster, value: clusterName },
-      { key: searchAttributes.trigger, value: 'cli' },
-    ],
-  });
+  return startDeploy(client, adjust(simDeploySpec(sim, { cluster: clusterName })), 'cli');
 }
 
 const deployTimeoutMs = 6 * 60_000;
@@ -207,20 +148,7 @@ async function within<T>(result: Promise<T>): Promise<T> {
 async function exportHistory(server: DevServer, runId: string): Promise<string> {
   const { stdout } = await promisify(execFile)(
     temporalCliPath(),
-    [
-      'workflow',
-      'show',
-      '--workflow-id',
-      workflowId,
-      '--run-id',
-      runId,
-      '--output',
-      'json',
-      '--address',
-      server.address,
-      '--namespace',
-      server.namespace,
-    ],
+    historyExportArgs({ address: server.address, namespace: server.namespace, workflowId, runId }),
     { maxBuffer: 64 * 1024 * 1024 },
   );
   return stdout;
@@ -230,17 +158,6 @@ function eventsOf(json: string): HistoryEvent[] {
   const parsed = JSON.parse(json) as { events?: HistoryEvent[] };
   if (!Array.isArray(parsed.events)) throw new Error('`temporal workflow show` printed no events array');
   return parsed.events;
-}
-
-/** The history's text with every payload (base64 `data`) decoded: where a leaked value would show. */
-function decodedText(json: string): string {
-  const decoded: string[] = [json];
-  JSON.parse(json, (key, value: unknown) => {
-    if (key === 'data' && typeof value === 'string')
-      decoded.push(Buffer.from(value, 'base64').toString('utf8'));
-    return value;
-  });
-  return decoded.join('\n');
 }
 
 /** Worker identities in the order they first ran a workflow task or picked up an activity. */
@@ -295,7 +212,7 @@ function recording(
 
 async function recordSucceeded(client: Client, server: DevServer, sim: SimCluster): Promise<Recording> {
   say('deploy 1/3: a successful deploy');
-  const handle = await startDeploy(client, sim);
+  const handle = await startSimDeploy(client, sim);
   const result = await within(handle.result());
   say(`  served at ${result.endpoint}, load ${result.loadSeconds.toFixed(1)} s`);
   const json = await exportHistory(server, handle.firstExecutionRunId);
@@ -316,7 +233,7 @@ async function recordFailed(client: Client, server: DevServer, sim: SimCluster):
   setFaults(simStateDir, head.name, { crashAtShard });
   let handle: WorkflowHandleWithFirstExecutionRunId<typeof deploy>;
   try {
-    handle = await startDeploy(client, sim, (spec) => ({
+    handle = await startSimDeploy(client, sim, (spec) => ({
       ...spec,
       ray: { ...spec.ray, env: { ...spec.ray.env, HF_TOKEN: { fromEnv: plantedSecret.env } } },
       serve: { ...spec.serve, env: { ...spec.serve.env, HF_TOKEN: { fromEnv: plantedSecret.env } } },
@@ -363,7 +280,7 @@ async function recordResumed(
 ): Promise<Recording> {
   say(`deploy 3/3: worker ${first.identity} is SIGKILLed at shard ${killAtShard}, a second worker finishes`);
   setPace(sim, resumePace);
-  const handle = await startDeploy(client, sim);
+  const handle = await startSimDeploy(client, sim);
   const deadline = Date.now() + 180_000;
   for (;;) {
     const progress = await handle.query(progressQuery);

@@ -82,11 +82,6 @@ export async function listNetns(): Promise<string[]> {
     .filter((n) => n.length > 0);
 }
 
-export async function linkExists(name: string, netns?: string): Promise<boolean> {
-  const res = await run('ip', [...(netns ? ['-n', netns] : []), 'link', 'show', 'dev', name]);
-  return res.code === 0;
-}
-
 /**
  * Traffic from the control host to 10.213.0.0/16 must never leave the machine: without this, a
  * fabric address (no route here) would follow the default route out of eth0.

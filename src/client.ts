@@ -1,6 +1,6 @@
 // The `liftoff` CLI: parses arguments, talks to Temporal, renders. No deploy logic lives here.
 import { CommanderError } from 'commander';
-import { buildProgram } from './cli/program.js';
+import { buildProgram } from './commands/index.js';
 import { ExitCode } from './cli/exit-codes.js';
 
 async function main(): Promise<void> {

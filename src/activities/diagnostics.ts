@@ -4,7 +4,7 @@
 import { redactText, secretEnvValues } from '../shared/secrets.js';
 import { tail } from '../ssh/errors.js';
 import { sh, type RemoteCommand } from '../ssh/quote.js';
-import { inspectContainer } from './ray.js';
+import { inspectContainer } from './docker.js';
 import { onHost } from './ssh-context.js';
 import { secretValues } from './secrets.js';
 import type { DiagnosticsInput, HostDiagnostics, NamedHost } from './types.js';

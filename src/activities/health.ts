@@ -5,7 +5,7 @@ import { summarizeVllmLog } from '../parsers/vllm-log.js';
 import type { SshSession } from '../ssh/executor.js';
 import { sh } from '../ssh/quote.js';
 import { redactText, secretEnvValues } from '../shared/secrets.js';
-import { inspectContainer } from './ray.js';
+import { inspectContainer } from './docker.js';
 import { pidAlive } from './serve.js';
 import { onHost } from './ssh-context.js';
 import { resolveValue, secretValues } from './secrets.js';

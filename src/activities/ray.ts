@@ -6,10 +6,12 @@ import { FailureType } from '../shared/failures.js';
 import { parseRayStatus, RayNotRunningError, type RayStatus } from '../parsers/ray-status.js';
 import { tail } from '../ssh/errors.js';
 import type { SshSession } from '../ssh/executor.js';
-import { sh, type RemoteCommand } from '../ssh/quote.js';
-import { isSecretEnvName, redactText } from '../shared/secrets.js';
+import { sh } from '../ssh/quote.js';
+import { redactText } from '../shared/secrets.js';
 import { onHost } from './ssh-context.js';
 import { heartbeat } from './heartbeat.js';
+import { containerLogTail, inspectContainer, logTailLines, pause } from './docker.js';
+import { envTransport } from './env-transport.js';
 import { resolveEnv } from './secrets.js';
 import type {
   NamedHost,
@@ -29,141 +31,6 @@ const verifyWindowMs = 10_000;
 const verifyIntervalMs = 1_000;
 /** While nodes are missing, the workers' container logs are read this often for a definitive error. */
 const workerCheckIntervalMs = 2_000;
-const logTailLines = 50;
-
-// ------------------------------------------------------------------------------------------ helpers
-
-/** Sleeps, ending early with a CancelledFailure when the activity is cancelled. */
-export async function pause(ms: number): Promise<void> {
-  let context: Context | undefined;
-  try {
-    context = Context.current();
-  } catch {
-    context = undefined;
-  }
-  if (context) await context.sleep(ms);
-  else await new Promise((resolve) => setTimeout(resolve, ms));
-}
-
-export interface ContainerState {
-  exists: boolean;
-  id?: string;
-  running: boolean;
-  status?: string;
-  exitCode?: number;
-  labels: Record<string, string>;
-  /** Config.Env as K=V: used only to learn which values to redact. */
-  env: string[];
-}
-
-interface DockerInspectEntry {
-  Id?: unknown;
-  State?: { Running?: unknown; Status?: unknown; ExitCode?: unknown };
-  Config?: { Labels?: unknown; Env?: unknown };
-}
-
-/** `docker inspect` of one container; a missing container is `exists: false`, not an error. */
-export async function inspectContainer(session: SshSession, name: string): Promise<ContainerState> {
-  const res = await session.exec(sh`docker inspect --type container -- ${name}`, {
-    timeoutMs: 20_000,
-    check: false,
-  });
-  if (res.exitCode !== 0) {
-    if (/No such (container|object)/i.test(res.stderr))
-      return { exists: false, running: false, labels: {}, env: [] };
-    throw ApplicationFailure.create({
-      type: FailureType.rayContainerFailed,
-      message: `docker inspect ${name} on ${session.target.name} failed (exit ${res.exitCode}): ${tail(res.stderr.trim(), 1024)}. Check that the docker daemon runs on that host.`,
-    });
-  }
-  let entry: DockerInspectEntry | undefined;
-  try {
-    entry = (JSON.parse(res.stdout) as DockerInspectEntry[])[0];
-  } catch {
-    entry = undefined;
-  }
-  if (!entry) return { exists: false, running: false, labels: {}, env: [] };
-  const labels: Record<string, string> = {};
-  if (entry.Config?.Labels && typeof entry.Config.Labels === 'object') {
-    for (const [k, v] of Object.entries(entry.Config.Labels as Record<string, unknown>)) {
-      if (typeof v === 'string') labels[k] = v;
-    }
-  }
-  const env = Array.isArray(entry.Config?.Env)
-    ? entry.Config.Env.filter((e): e is string => typeof e === 'string')
-    : [];
-  return {
-    exists: true,
-    ...(typeof entry.Id === 'string' ? { id: entry.Id } : {}),
-    running: entry.State?.Running === true,
-    ...(typeof entry.State?.Status === 'string' ? { status: entry.State.Status } : {}),
-    ...(typeof entry.State?.ExitCode === 'number' ? { exitCode: entry.State.ExitCode } : {}),
-    labels,
-    env,
-  };
-}
-
-/** The last lines a container printed (stdout and stderr), redacted; '' when there is none. */
-export async function containerLogTail(
-  session: SshSession,
-  name: string,
-  lines = logTailLines,
-  secrets: readonly string[] = [],
-): Promise<string> {
-  const res = await session.exec(sh`docker logs --tail ${lines} -- ${name} 2>&1`, {
-    timeoutMs: 20_000,
-    check: false,
-  });
-  return redactText(res.stdout.trimEnd(), secrets);
-}
-
-/**
- * Env for a remote command. Plain values go on the command line as `-e K=V`; values that look secret
- * are sent on stdin and exported by the remote shell, and docker gets only `-e K`, which it completes
- * from its own environment: they never appear in a command line, a `ps` listing or an error message.
- */
-export interface EnvTransport {
-  /** `-e K=V` / `-e K` flags for docker run / docker exec. */
-  flags: string[];
-  /** Prefix that exports the secret values read from stdin (one K=V per line). */
-  prelude: RemoteCommand;
-  stdin: string;
-}
-
-const envName = /^[A-Za-z_][A-Za-z0-9_]*$/;
-
-export function envTransport(
-  env: Record<string, string>,
-  secretNames: ReadonlySet<string> = new Set(),
-): EnvTransport {
-  const flags: string[] = [];
-  const stdinLines: string[] = [];
-  for (const [name, value] of Object.entries(env)) {
-    if (!envName.test(name)) {
-      throw ApplicationFailure.create({
-        type: FailureType.invalidSpec,
-        message: `environment variable name ${JSON.stringify(name)} is not a valid name (letters, digits, _; not starting with a digit)`,
-        nonRetryable: true,
-      });
-    }
-    if (isSecretEnvName(name) || secretNames.has(name)) {
-      if (/[\n\r\0]/.test(value)) {
-        throw ApplicationFailure.create({
-          type: FailureType.invalidSpec,
-          message: `the value of ${name} contains a line break, which liftoff cannot pass to docker`,
-          nonRetryable: true,
-        });
-      }
-      flags.push('-e', name);
-      stdinLines.push(`${name}=${value}`);
-    } else {
-      flags.push('-e', `${name}=${value}`);
-    }
-  }
-  // `export "$kv"` assigns the text after the first `=` verbatim: nothing in a value is parsed by the shell.
-  const prelude = sh`while IFS= read -r kv; do [ -n "$kv" ] && export "$kv"; done;`;
-  return { flags, prelude, stdin: stdinLines.length > 0 ? `${stdinLines.join('\n')}\n` : '' };
-}
 
 function failure(
   type: string,

@@ -7,7 +7,7 @@ import { parseRayStatus, RayNotRunningError, RayStatusParseError } from '../pars
 import { tail } from '../ssh/errors.js';
 import type { SshSession } from '../ssh/executor.js';
 import { raw, sh } from '../ssh/quote.js';
-import { envTransport } from './ray.js';
+import { envTransport } from './env-transport.js';
 import { redactText, secretArgValues } from '../shared/secrets.js';
 import { heartbeat } from './heartbeat.js';
 import { resolveEnv } from './secrets.js';

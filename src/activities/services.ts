@@ -7,12 +7,6 @@ import { FailureType } from '../shared/failures.js';
 import { onHost } from './ssh-context.js';
 import type { StopServicesInput, StopServicesResult } from './types.js';
 
-/** Kept for readers of this module; the names live in FailureType. */
-export const ServiceFailureType = {
-  sudoNotPermitted: FailureType.sudoNotPermitted,
-  serviceStillEnabled: FailureType.serviceStillEnabled,
-} as const;
-
 interface UnitState {
   unit: string;
   loadState: string;
@@ -67,7 +61,7 @@ export async function stopServices(input: StopServicesInput): Promise<StopServic
     const stillEnabled = input.disable ? after.filter((u) => enabledStates.has(u.unitFileState)) : [];
     if (stillEnabled.length > 0) {
       throw ApplicationFailure.create({
-        type: ServiceFailureType.serviceStillEnabled,
+        type: FailureType.serviceStillEnabled,
         message:
           `On ${host}, ${stillEnabled.map((u) => u.unit).join(', ')} still enabled after systemctl disable` +
           `${disableOutcome ? describeOutcome(disableOutcome) : ''}; a reboot would start them again. ` +
@@ -99,7 +93,7 @@ function refuseSudoFailure(host: string, outcome: ExecResult): void {
     .find((l) => l.startsWith('sudo:'));
   if (sudoSays === undefined) return;
   throw ApplicationFailure.create({
-    type: ServiceFailureType.sudoNotPermitted,
+    type: FailureType.sudoNotPermitted,
     message:
       `On ${host}, sudo refused to run systemctl without a password (${sudoSays}). ` +
       `Give the SSH user passwordless sudo for systemctl (a sudoers rule such as ` +

@@ -6,8 +6,7 @@ import { deployAlreadyRunningMessage } from '../shared/failures.js';
 import { loadSpecFile } from '../config/load.js';
 import { deploySpecSchema } from '../config/schema.js';
 import { connectClient } from '../temporal/connection.js';
-import { TASK_QUEUE, searchAttributes } from '../shared/constants.js';
-import { deploy } from '../workflows/index.js';
+import { startDeploy } from '../temporal/start-deploy.js';
 import type { DeployResult } from '../workflows/steps.js';
 import { formatDuration } from '../config/duration.js';
 import { emit, colors } from '../cli/render.js';
@@ -45,24 +44,12 @@ export const deployCommand = new Command('deploy')
       const client = await connectClient();
       try {
         const workflowId = deployWorkflowId(spec.cluster);
-        const handle = await client.workflow
-          .start(deploy, {
-            taskQueue: TASK_QUEUE,
-            workflowId,
-            args: [spec, { trigger: 'cli' }],
-            workflowIdConflictPolicy: 'FAIL',
-            workflowIdReusePolicy: 'ALLOW_DUPLICATE',
-            typedSearchAttributes: [
-              { key: searchAttributes.cluster, value: spec.cluster },
-              { key: searchAttributes.trigger, value: 'cli' },
-            ],
-          })
-          .catch((err: unknown) => {
-            if (err instanceof WorkflowExecutionAlreadyStartedError) {
-              throw new DeployRefusedError(deployAlreadyRunningMessage(spec.cluster, workflowId, 'cli'));
-            }
-            throw err;
-          });
+        const handle = await startDeploy(client, spec, 'cli').catch((err: unknown) => {
+          if (err instanceof WorkflowExecutionAlreadyStartedError) {
+            throw new DeployRefusedError(deployAlreadyRunningMessage(spec.cluster, workflowId, 'cli'));
+          }
+          throw err;
+        });
         const history = `temporal workflow show --workflow-id ${workflowId} --run-id ${handle.firstExecutionRunId}`;
         if (!opts.follow) {
           emit(

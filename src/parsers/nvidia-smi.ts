@@ -1,5 +1,5 @@
-// nvidia-smi output: the CSV of --query-compute-apps and --query-gpu (with or without header and units),
-// and the default table. On GB10 (unified memory) memory fields read `[N/A]` or `Not Supported`: those
+// nvidia-smi output: the CSV of --query-compute-apps and --query-gpu (with or without header and units).
+// On GB10 (unified memory) memory fields read `[N/A]` or `Not Supported`: those
 // become null, never 0, so callers cannot mistake "unknown" for "free".
 
 export class NvidiaSmiParseError extends Error {
@@ -167,72 +167,4 @@ export function parseComputeApps(csv: string, fields?: readonly string[]): Compu
       ...(uuid !== undefined && uuid !== '' && !unavailable.has(uuid) ? { gpuUuid: uuid } : {}),
     };
   });
-}
-
-export interface TableGpu {
-  index: number;
-  name: string;
-  memoryUsedMiB: number | null;
-  memoryTotalMiB: number | null;
-}
-
-export interface TableProcess {
-  gpuIndex: number | null;
-  pid: number;
-  /** C (compute), G (graphics), C+G. */
-  type: string;
-  processName: string;
-  usedMiB: number | null;
-}
-
-export interface NvidiaSmiTable {
-  driverVersion: string | null;
-  cudaVersion: string | null;
-  gpus: TableGpu[];
-  processes: TableProcess[];
-}
-
-/** The default `nvidia-smi` table. */
-export function parseNvidiaSmiTable(text: string): NvidiaSmiTable {
-  assertNotAnError(text);
-  // The table, `-q` and `--version` all name the versions, with different spacing and case.
-  const driverVersion = /Driver Version\s*:\s*(\S+)/i.exec(text)?.[1] ?? null;
-  const cudaVersion = /CUDA Version\s*:\s*(\S+)/i.exec(text)?.[1] ?? null;
-  const all = text.split(/\r?\n/);
-  const processesAt = all.findIndex((l) => /\|\s*Processes:/.test(l));
-  const gpuLines = processesAt >= 0 ? all.slice(0, processesAt) : all;
-  const processLines = processesAt >= 0 ? all.slice(processesAt) : [];
-
-  const gpus: TableGpu[] = [];
-  gpuLines.forEach((line, i) => {
-    // `|   0  NVIDIA H200      On  |   00000000:00:06.0 Off |   0 |`: index, name, persistence mode.
-    const head = /^\|\s+(\d+)\s+(.+?)\s+(On|Off)\s+\|/.exec(line);
-    if (!head?.[1] || !head[2]) return;
-    // The next line holds `29231MiB / 143771MiB` (or `Not Supported` on GB10) in its second cell.
-    const memoryCell = (gpuLines[i + 1] ?? '').split('|')[2] ?? '';
-    const memory = /(\d+)\s*MiB\s*\/\s*(\d+)\s*MiB/.exec(memoryCell);
-    gpus.push({
-      index: Number(head[1]),
-      name: head[2],
-      memoryUsedMiB: memory?.[1] !== undefined ? Number(memory[1]) : null,
-      memoryTotalMiB: memory?.[2] !== undefined ? Number(memory[2]) : null,
-    });
-  });
-
-  const processes: TableProcess[] = [];
-  for (const line of processLines) {
-    // `|    0   N/A  N/A             424      C   python3                               29222MiB |`
-    const row = /^\|\s+(\d+|N\/A)\s+(\S+)\s+(\S+)\s+(\d+)\s+(C\+G|C|G)\s+(.+?)\s+(\d+MiB|N\/A)\s*\|$/.exec(
-      line.trimEnd(),
-    );
-    if (!row?.[1] || !row[4] || !row[5] || !row[6] || !row[7]) continue;
-    processes.push({
-      gpuIndex: row[1] === 'N/A' ? null : Number(row[1]),
-      pid: Number(row[4]),
-      type: row[5],
-      processName: row[6],
-      usedMiB: row[7] === 'N/A' ? null : Number(row[7].replace('MiB', '')),
-    });
-  }
-  return { driverVersion, cudaVersion, gpus, processes };
 }

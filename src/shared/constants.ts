@@ -18,4 +18,12 @@ export const searchAttributes = {
   loadSeconds: defineSearchAttributeKey('LiftoffLoadSeconds', SearchAttributeType.DOUBLE),
 } as const;
 
+/** The search attributes every start of a deploy carries (CLI, UI child, schedule): its cluster and trigger. */
+export function deployStartAttributes(cluster: string, trigger: string) {
+  return [
+    { key: searchAttributes.cluster, value: cluster },
+    { key: searchAttributes.trigger, value: trigger },
+  ];
+}
+
 export const allSearchAttributeKeys = Object.values(searchAttributes);

@@ -787,20 +787,6 @@ function keyExchangeOnly(config: ConnectConfig, endpoint: SshErrorEndpoint): Pro
   });
 }
 
-export async function withSshSession<T>(
-  target: SshTarget,
-  auth: SshAuth,
-  fn: (session: SshSession) => Promise<T>,
-  opts?: SshConnectOptions,
-): Promise<T> {
-  const session = await openSshSession(target, auth, opts);
-  try {
-    return await fn(session);
-  } finally {
-    await session.close();
-  }
-}
-
 function targetKey(target: SshTarget): string {
   const self = `${target.user}@${target.host}:${target.port}`;
   return target.jump ? `${self} via ${targetKey(target.jump)}` : self;

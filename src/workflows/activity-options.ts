@@ -7,13 +7,7 @@ import type * as activities from '../activities/index.js';
 import type { DeploySpec } from '../config/schema.js';
 import { parseDuration } from '../config/duration.js';
 import { attemptsWithin } from './retry-budget.js';
-import {
-  aftermathSteps,
-  deploySteps,
-  retryProfileOf,
-  type RetryProfileName,
-  type StepName,
-} from './steps.js';
+import { retryProfileOf, type aftermathSteps, type RetryProfileName, type StepName } from './steps.js';
 
 export type Activities = typeof activities;
 export type ActivityName = keyof Activities;
@@ -109,10 +103,5 @@ export type StepActivities = (step: StepName | AftermathName, activity?: Activit
 
 export function stepActivities(spec: DeploySpec): StepActivities {
   const profiles = retryProfiles(spec);
-  return (step, activity) => {
-    const def = [...deploySteps, ...aftermathSteps].find((s) => s.name === step);
-    const type = activity ?? def?.activities[0]?.type;
-    if (!type) throw new Error(`step ${step} runs no activity`);
-    return proxyActivities<Activities>(profiles[retryProfileOf(step, type)]);
-  };
+  return (step, activity) => proxyActivities<Activities>(profiles[retryProfileOf(step, activity)]);
 }

@@ -81,10 +81,11 @@ export function stepOfActivity(activityType: string): string {
   return stepByActivity.get(activityType) ?? activityType;
 }
 
-/** The retry profile a step runs an activity under. */
-export function retryProfileOf(step: string, activityType: string): RetryProfileName {
-  const def = allSteps.find((s) => s.name === step)?.activities.find((a) => a.type === activityType);
-  if (!def) throw new Error(`step ${step} does not run ${activityType}`);
+/** The retry profile a step runs an activity under; without `activityType`, the step's first activity. */
+export function retryProfileOf(step: string, activityType?: string): RetryProfileName {
+  const activities = allSteps.find((s) => s.name === step)?.activities ?? [];
+  const def = activityType ? activities.find((a) => a.type === activityType) : activities[0];
+  if (!def) throw new Error(`step ${step} does not run ${activityType ?? 'any activity'}`);
   return def.retry;
 }
 

@@ -12,7 +12,7 @@ import {
   upsertSearchAttributes,
 } from '@temporalio/workflow';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
-import { searchAttributes } from '../shared/constants.js';
+import { deployStartAttributes, searchAttributes } from '../shared/constants.js';
 import { deployAlreadyRunningMessage, FailureType, type DeployTriggerName } from '../shared/failures.js';
 import { messageOf, rootApplicationFailure } from './failures.js';
 import { publishDetails } from './step-tracker.js';
@@ -42,10 +42,7 @@ export async function runUnderClusterId(
       args: [input, { trigger }],
       parentClosePolicy: 'REQUEST_CANCEL',
       workflowIdReusePolicy: 'ALLOW_DUPLICATE',
-      typedSearchAttributes: [
-        { key: searchAttributes.cluster, value: progress.cluster },
-        { key: searchAttributes.trigger, value: trigger },
-      ],
+      typedSearchAttributes: deployStartAttributes(progress.cluster, trigger),
     });
   } catch (err) {
     if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;

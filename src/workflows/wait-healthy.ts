@@ -34,6 +34,8 @@ interface LoadWatch {
   tail: string[];
   /** When each host stopped answering; a host that answers again is removed. */
   unreachableSince: Record<string, number>;
+  unreachableMs: number;
+  stallMs: number;
 }
 
 export async function waitHealthy(
@@ -57,6 +59,8 @@ export async function waitHealthy(
     deadline: startedAt + ms(spec.serve.loadTimeout, 25 * 60_000),
     tail: [],
     unreachableSince: {},
+    unreachableMs: ms(spec.serve.hostUnreachableTimeout, 120_000),
+    stallMs: ms(spec.serve.stallTimeout, 5 * 60_000),
   };
   const headPolls = acts('waitHealthy', 'checkServeHealth');
   const workerPolls = acts('waitHealthy', 'checkRayWorker');
@@ -132,8 +136,7 @@ function checkReachable(
   polls: [NamedHost, HostPoll<unknown>][],
   at: { pollStartedAt: number; now: number },
 ): void {
-  const { spec, unreachableSince } = watch;
-  const unreachableMs = parseDuration(spec.serve.hostUnreachableTimeout) ?? 120_000;
+  const { spec, unreachableSince, unreachableMs } = watch;
   for (const [host, poll] of polls) {
     if (poll.ok) {
       delete unreachableSince[host.name];
@@ -203,8 +206,7 @@ function judgePoll(watch: LoadWatch, r: CheckServeResult, pid: number, now: numb
     load.phase = 'ready';
     return true;
   }
-  const stallMs = parseDuration(spec.serve.stallTimeout) ?? 5 * 60_000;
-  if (now - load.lastLogAtMs >= stallMs) {
+  if (now - load.lastLogAtMs >= watch.stallMs) {
     throw loadFailure(
       FailureType.serverHung,
       `vllm looks hung at ${where(load)}: its log has not moved for ${formatDuration(now - load.lastLogAtMs)} (serve.stallTimeout ${spec.serve.stallTimeout}) while the process is alive`,

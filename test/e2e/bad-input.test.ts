@@ -14,7 +14,7 @@ import { WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { startE2eCluster, type E2eCluster } from '../helpers/e2e-cluster.js';
-import { buildProgram } from '../../src/cli/program.js';
+import { buildProgram } from '../../src/commands/index.js';
 import { deploySpecSchema, type DeploySpec } from '../../src/config/schema.js';
 import { parseDuration } from '../../src/config/duration.js';
 import { modelPathFor } from '../../src/config/derive.js';

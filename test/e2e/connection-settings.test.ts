@@ -16,7 +16,7 @@ import { startDevServer, type DevServer } from '../../src/temporal/dev-server.js
 import { projectRoot } from '../../src/temporal/cli-path.js';
 import { TASK_QUEUE, deployWorkflowId } from '../../src/shared/constants.js';
 import { runLiftoff, type CliRun } from '../helpers/cli.js';
-import { startWorkerProcess, type WorkerProcess } from '../helpers/worker-process.js';
+import { startWorkerProcess, type WorkerProcess } from '../../scripts/lib/worker-process.js';
 
 const execFileAsync = promisify(execFile);
 

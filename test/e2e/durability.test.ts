@@ -19,7 +19,7 @@ import { clusterStatus, downCluster, upCluster, type SimCluster } from '../../si
 import { paths, readJson, writeJson, type HostConfig } from '../../sim/host-state.js';
 import { containersLogPath, type ContainerCreation } from '../../sim/tools/docker/state.js';
 import { simDeploySpec } from '../../sim/spec.js';
-import { startWorkerProcess, type WorkerProcess } from '../helpers/worker-process.js';
+import { startWorkerProcess, type WorkerProcess } from '../../scripts/lib/worker-process.js';
 import { isProcessAlive } from '../helpers/processes.js';
 
 const stateDir = '/tmp/liftoff-test-durability';

@@ -22,6 +22,7 @@ import { temporalCliPath } from '../../src/temporal/cli-path.js';
 import { formatDuration } from '../../src/config/duration.js';
 import type { HistoryReport } from '../../src/commands/history.js';
 import type { Postmortem } from '../../src/report/index.js';
+import { historyExportArgs } from '../../scripts/lib/history-export.js';
 
 const execFileAsync = promisify(execFile);
 const stateDir = '/tmp/liftoff-test-history';
@@ -313,20 +314,12 @@ describe('liftoff history and postmortem', () => {
     const file = join(dir, 'failed-history.json');
     const { stdout } = await execFileAsync(
       temporalCliPath(),
-      [
-        'workflow',
-        'show',
-        '--address',
-        cluster?.env.address ?? '',
-        '--namespace',
-        cluster?.env.namespace ?? 'default',
-        '--workflow-id',
+      historyExportArgs({
+        address: cluster?.env.address ?? '',
+        namespace: cluster?.env.namespace ?? 'default',
         workflowId,
-        '--run-id',
-        runIds.failed ?? '',
-        '--output',
-        'json',
-      ],
+        runId: runIds.failed ?? '',
+      }),
       { maxBuffer: 16 * 1024 * 1024 },
     );
     writeFileSync(file, stdout);

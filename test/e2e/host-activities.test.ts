@@ -25,8 +25,7 @@ import { stopServices } from '../../src/activities/services.js';
 import { removeContainers } from '../../src/activities/containers.js';
 import { verifyGpusClear } from '../../src/activities/gpu.js';
 import type { HostRef, PreflightInput, PreflightReport } from '../../src/activities/types.js';
-import { SshConnectError } from '../../src/ssh/errors.js';
-import { withSshSession } from '../../src/ssh/executor.js';
+import { withSshSession } from '../helpers/ssh.js';
 import { sh } from '../../src/ssh/quote.js';
 import { FailureType } from '../../src/shared/failures.js';
 
@@ -181,12 +180,15 @@ describe('host preparation activities on the simulated cluster', () => {
     assert.ok(after.containers.every((c) => c.running));
   });
 
-  it('preflight on a downed host rejects with SshConnectError', async () => {
+  it('preflight on a downed host rejects with a retryable SshConnectError failure', async () => {
     await setHostDown(stateDir, 'spark2', 'sshd');
     try {
       const err = await failureOf(run(preflightHost, goodInput('spark2')));
-      assert.ok(err instanceof SshConnectError, String(err));
-      assert.equal(err.kind, 'refused');
+      // onHost hands the SSH layer's error to Temporal as an ApplicationFailure of its class name.
+      assert.ok(err instanceof ApplicationFailure, String(err));
+      assert.equal(err.type, 'SshConnectError');
+      assert.equal(err.nonRetryable, false, 'a refused connection may be a passing state');
+      assert.match(err.message, /failed \(refused\)/);
       assert.match(err.message, /spark2/);
     } finally {
       await setHostUp(stateDir, 'spark2');

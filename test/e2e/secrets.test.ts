@@ -25,6 +25,7 @@ import { downCluster, upCluster, type SimCluster } from '../../sim/cluster.js';
 import { simDeploySpec } from '../../sim/spec.js';
 import { createDevServerEnv } from '../helpers/temporal.js';
 import { sshRun } from '../helpers/ssh.js';
+import { historyExportArgs } from '../../scripts/lib/history-export.js';
 
 const execFileAsync = promisify(execFile);
 const stateDir = '/tmp/liftoff-test-secrets';
@@ -190,20 +191,15 @@ describe('secrets: nothing secret in an exported history; payload encryption', (
     run(process.execPath, ['bin/liftoff.js', ...args], extraEnv);
 
   async function exportHistory(runId: string): Promise<string> {
-    const r = await run(temporalCliPath(), [
-      'workflow',
-      'show',
-      '--address',
-      env?.address ?? '',
-      '--namespace',
-      env?.namespace ?? 'default',
-      '--workflow-id',
-      workflowId,
-      '--run-id',
-      runId,
-      '--output',
-      'json',
-    ]);
+    const r = await run(
+      temporalCliPath(),
+      historyExportArgs({
+        address: env?.address ?? '',
+        namespace: env?.namespace ?? 'default',
+        workflowId,
+        runId,
+      }),
+    );
     assert.equal(r.code, 0, r.stderr);
     return r.stdout;
   }

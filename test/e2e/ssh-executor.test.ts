@@ -7,13 +7,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { createServer, createConnection, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import {
-  openSshSession,
-  SshPool,
-  withSshSession,
-  type SshAuth,
-  type SshTarget,
-} from '../../src/ssh/executor.js';
+import { openSshSession, SshPool, type SshAuth, type SshTarget } from '../../src/ssh/executor.js';
 import {
   HostKeyMismatchError,
   HostKeyUnknownError,
@@ -23,6 +17,7 @@ import {
   toFailureDetails,
 } from '../../src/ssh/errors.js';
 import { raw, sh } from '../../src/ssh/quote.js';
+import { withSshSession } from '../helpers/ssh.js';
 
 interface Sshd {
   name: string;

@@ -50,7 +50,7 @@ function runCli(args: string[], env: Record<string, string> = {}): Promise<CliRu
 // same commander command and error handling a user gets from `liftoff trust`.
 const trustRunner = `
 const { CommanderError } = await import('commander');
-const { buildProgram } = await import(${JSON.stringify(`${repo}src/cli/program.ts`)});
+const { buildProgram } = await import(${JSON.stringify(`${repo}src/commands/index.ts`)});
 const { trustCommand } = await import(${JSON.stringify(`${repo}src/commands/trust.ts`)});
 const program = buildProgram();
 if (!program.commands.some((c) => c.name() === 'trust')) program.addCommand(trustCommand.exitOverride());

@@ -1,7 +1,15 @@
-// Runs a command on a simulated host with the system's OpenSSH client, as a user would, to read the host's state.
+// Reaching a simulated host from a test: with the system's OpenSSH client, as a user would, to read the host's
+// state; or with liftoff's own SSH executor, one session for the length of a callback.
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import type { SimCluster } from '../../sim/cluster.js';
+import {
+  openSshSession,
+  type SshAuth,
+  type SshConnectOptions,
+  type SshSession,
+  type SshTarget,
+} from '../../src/ssh/executor.js';
 
 const run = promisify(execFile);
 
@@ -10,4 +18,19 @@ export async function sshRun(sim: SimCluster, host: string, command: string): Pr
     timeout: 30_000,
   });
   return stdout;
+}
+
+/** One executor session to `target` for the length of `fn`, closed after however `fn` ends. */
+export async function withSshSession<T>(
+  target: SshTarget,
+  auth: SshAuth,
+  fn: (session: SshSession) => Promise<T>,
+  opts?: SshConnectOptions,
+): Promise<T> {
+  const session = await openSshSession(target, auth, opts);
+  try {
+    return await fn(session);
+  } finally {
+    await session.close();
+  }
 }

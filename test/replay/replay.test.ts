@@ -18,6 +18,7 @@ import { historyFromJSON, type History } from '@temporalio/common/lib/proto-util
 import { DeterminismViolationError } from '@temporalio/workflow';
 import { workflowBundle, workflowsPath } from '../../src/worker.js';
 import { projectRoot } from '../../src/temporal/cli-path.js';
+import { decodedText } from '../../scripts/lib/history-export.js';
 
 const historiesDir = join(projectRoot, 'test', 'histories');
 
@@ -41,17 +42,6 @@ const manifest = JSON.parse(readFileSync(join(historiesDir, 'manifest.json'), 'u
 
 function readHistory(entry: ManifestEntry): History {
   return historyFromJSON(JSON.parse(readFileSync(join(historiesDir, entry.file), 'utf8')));
-}
-
-/** The exported history's text with every payload (base64 `data`) decoded. */
-function decodedText(json: string): string {
-  const decoded: string[] = [json];
-  JSON.parse(json, (key, value: unknown) => {
-    if (key === 'data' && typeof value === 'string')
-      decoded.push(Buffer.from(value, 'base64').toString('utf8'));
-    return value;
-  });
-  return decoded.join('\n');
 }
 
 function entryFor(file: string): ManifestEntry {

@@ -6,7 +6,7 @@ import { ScheduleAlreadyRunning, ScheduleOverlapPolicy } from '@temporalio/clien
 import { loadSpecFile } from '../../config/load.js';
 import { deploySpecSchema } from '../../config/schema.js';
 import { parseDuration, formatDuration } from '../../config/duration.js';
-import { TASK_QUEUE, deployWorkflowId, searchAttributes } from '../../shared/constants.js';
+import { TASK_QUEUE, deployStartAttributes, deployWorkflowId } from '../../shared/constants.js';
 import { deploy } from '../../workflows/index.js';
 import { emit } from '../../cli/render.js';
 import { runCommand, UsageError } from '../../cli/run-command.js';
@@ -103,10 +103,7 @@ export const scheduleCreateCommand = new Command('create')
                 workflowId: workflowIdPrefix,
                 taskQueue: TASK_QUEUE,
                 args: [spec, { trigger: 'schedule' }],
-                typedSearchAttributes: [
-                  { key: searchAttributes.cluster, value: spec.cluster },
-                  { key: searchAttributes.trigger, value: 'schedule' },
-                ],
+                typedSearchAttributes: deployStartAttributes(spec.cluster, 'schedule'),
               },
               policies: { overlap: ScheduleOverlapPolicy.SKIP, catchupWindow: catchupWindowMs },
               memo: { ...memo },

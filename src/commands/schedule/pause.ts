@@ -43,18 +43,28 @@ export async function setPaused(
   };
 }
 
-export const schedulePauseCommand = new Command('pause')
-  .description('pause a schedule: no scheduled run starts until it is unpaused')
-  .argument('<schedule>', 'schedule id, or cluster name')
-  .option(
-    '--note <text>',
-    'why (shown by describe and in the Temporal UI)',
-    'paused with liftoff schedule pause',
-  )
-  .option('--json', 'print the new state as JSON')
-  .action((ref: string, opts: { note: string; json?: boolean }) =>
-    runCommand(opts, async () => {
-      const report = await withClient((client) => setPaused(client, ref, true, opts.note));
-      emit(opts, report, renderPause);
-    }),
-  );
+/** `pause` and `unpause`: one command but for the state it sets. */
+export function setPausedCommand(paused: boolean): Command {
+  const verb = paused ? 'pause' : 'unpause';
+  return new Command(verb)
+    .description(
+      paused
+        ? 'pause a schedule: no scheduled run starts until it is unpaused'
+        : 'unpause a schedule: runs start again at the next matching time',
+    )
+    .argument('<schedule>', 'schedule id, or cluster name')
+    .option(
+      '--note <text>',
+      'why (shown by describe and in the Temporal UI)',
+      `${verb}d with liftoff schedule ${verb}`,
+    )
+    .option('--json', 'print the new state as JSON')
+    .action((ref: string, opts: { note: string; json?: boolean }) =>
+      runCommand(opts, async () => {
+        const report = await withClient((client) => setPaused(client, ref, paused, opts.note));
+        emit(opts, report, renderPause);
+      }),
+    );
+}
+
+export const schedulePauseCommand = setPausedCommand(true);

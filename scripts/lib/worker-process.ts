@@ -1,5 +1,6 @@
-// A `liftoff worker` in its own process, so a test can SIGKILL it the way a control host dies: no graceful
-// shutdown, no chance to report anything to Temporal.
+// A `liftoff worker` in its own process, so a test, the bench or a script can SIGKILL it the way a control host
+// dies: no graceful shutdown, no chance to report anything to Temporal. Tooling shared by test/, bench/ and
+// scripts/, not part of the product.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { hostname } from 'node:os';
 import { projectRoot } from '../../src/temporal/cli-path.js';

@@ -1,16 +1,16 @@
 // Builds the `liftoff` command tree; src/client.ts runs it.
 import { Command } from 'commander';
-import { devCommand } from '../commands/dev.js';
-import { workerCommand } from '../commands/worker.js';
-import { probeCommand } from '../commands/probe.js';
-import { validateCommand } from '../commands/validate.js';
-import { deployCommand } from '../commands/deploy.js';
-import { statusCommand } from '../commands/status.js';
-import { cancelCommand } from '../commands/cancel.js';
-import { historyCommand } from '../commands/history.js';
-import { postmortemCommand } from '../commands/postmortem.js';
-import { scheduleCommand } from '../commands/schedule/index.js';
-import { trustCommand } from '../commands/trust.js';
+import { devCommand } from './dev.js';
+import { workerCommand } from './worker.js';
+import { probeCommand } from './probe.js';
+import { validateCommand } from './validate.js';
+import { deployCommand } from './deploy.js';
+import { statusCommand } from './status.js';
+import { cancelCommand } from './cancel.js';
+import { historyCommand } from './history.js';
+import { postmortemCommand } from './postmortem.js';
+import { scheduleCommand } from './schedule/index.js';
+import { trustCommand } from './trust.js';
 
 export function buildProgram(): Command {
   const program = new Command('liftoff')

@@ -1,0 +1,95 @@
+// Reads of the host's docker state that every step shares: one container's state, its log tail, and a pause
+// that a cancelled activity cuts short.
+import { Context } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
+import { FailureType } from '../shared/failures.js';
+import { redactText } from '../shared/secrets.js';
+import { tail } from '../ssh/errors.js';
+import type { SshSession } from '../ssh/executor.js';
+import { sh } from '../ssh/quote.js';
+
+export const logTailLines = 50;
+
+/** Sleeps, ending early with a CancelledFailure when the activity is cancelled. */
+export async function pause(ms: number): Promise<void> {
+  let context: Context | undefined;
+  try {
+    context = Context.current();
+  } catch {
+    context = undefined;
+  }
+  if (context) await context.sleep(ms);
+  else await new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+export interface ContainerState {
+  exists: boolean;
+  id?: string;
+  running: boolean;
+  status?: string;
+  exitCode?: number;
+  labels: Record<string, string>;
+  /** Config.Env as K=V: used only to learn which values to redact. */
+  env: string[];
+}
+
+interface DockerInspectEntry {
+  Id?: unknown;
+  State?: { Running?: unknown; Status?: unknown; ExitCode?: unknown };
+  Config?: { Labels?: unknown; Env?: unknown };
+}
+
+/** `docker inspect` of one container; a missing container is `exists: false`, not an error. */
+export async function inspectContainer(session: SshSession, name: string): Promise<ContainerState> {
+  const res = await session.exec(sh`docker inspect --type container -- ${name}`, {
+    timeoutMs: 20_000,
+    check: false,
+  });
+  if (res.exitCode !== 0) {
+    if (/No such (container|object)/i.test(res.stderr))
+      return { exists: false, running: false, labels: {}, env: [] };
+    throw ApplicationFailure.create({
+      type: FailureType.rayContainerFailed,
+      message: `docker inspect ${name} on ${session.target.name} failed (exit ${res.exitCode}): ${tail(res.stderr.trim(), 1024)}. Check that the docker daemon runs on that host.`,
+    });
+  }
+  let entry: DockerInspectEntry | undefined;
+  try {
+    entry = (JSON.parse(res.stdout) as DockerInspectEntry[])[0];
+  } catch {
+    entry = undefined;
+  }
+  if (!entry) return { exists: false, running: false, labels: {}, env: [] };
+  const labels: Record<string, string> = {};
+  if (entry.Config?.Labels && typeof entry.Config.Labels === 'object') {
+    for (const [k, v] of Object.entries(entry.Config.Labels as Record<string, unknown>)) {
+      if (typeof v === 'string') labels[k] = v;
+    }
+  }
+  const env = Array.isArray(entry.Config?.Env)
+    ? entry.Config.Env.filter((e): e is string => typeof e === 'string')
+    : [];
+  return {
+    exists: true,
+    ...(typeof entry.Id === 'string' ? { id: entry.Id } : {}),
+    running: entry.State?.Running === true,
+    ...(typeof entry.State?.Status === 'string' ? { status: entry.State.Status } : {}),
+    ...(typeof entry.State?.ExitCode === 'number' ? { exitCode: entry.State.ExitCode } : {}),
+    labels,
+    env,
+  };
+}
+
+/** The last lines a container printed (stdout and stderr), redacted; '' when there is none. */
+export async function containerLogTail(
+  session: SshSession,
+  name: string,
+  lines = logTailLines,
+  secrets: readonly string[] = [],
+): Promise<string> {
+  const res = await session.exec(sh`docker logs --tail ${lines} -- ${name} 2>&1`, {
+    timeoutMs: 20_000,
+    check: false,
+  });
+  return redactText(res.stdout.trimEnd(), secrets);
+}
