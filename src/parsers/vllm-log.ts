@@ -85,6 +85,9 @@ const defaultPlacementWaitFatalS = 60;
 const rayPrefix = /^\((?:([A-Za-z_][\w.:-]*)\s+)?pid=(\d+)(?:,\s*ip=([^)\s]+))?\)\s*/;
 // eslint-disable-next-line no-control-regex
 const ansi = /\x1b\[[0-9;?]*[A-Za-z]/g;
+// `INFO 12-03 13:41:16 [api_utils.py:347] ` (level, month-day, time, source file and line)
+const vllmLoggerPrefix =
+  /^(DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[[^\]]*\] /;
 const repeated = /\s*\[repeated \d+x across cluster\]\s*$/;
 
 function clock(text: string): number | undefined {
@@ -172,7 +175,11 @@ export function parseVllmLogLine(rawLine: string, opts: VllmLogOptions = {}): Vl
   ) {
     return { ...result, phase: 'failed', fatal: { line: text, kind: 'placement_group' } };
   }
-  const fatal = fatalPatterns.find(([pattern]) => pattern.test(text));
+  // vLLM's own logger puts `ERROR 12-03 13:45:51 [file.py:953] ` before each line of a traceback it logs (a
+  // worker process's, say): behind that prefix the traceback's lines are read as if they began the line.
+  const logged = vllmLoggerPrefix.exec(text);
+  const subject = logged?.[1] === 'ERROR' || logged?.[1] === 'CRITICAL' ? text.slice(logged[0].length) : text;
+  const fatal = fatalPatterns.find(([pattern]) => pattern.test(subject));
   if (fatal) return { ...result, phase: 'failed', fatal: { line: text, kind: fatal[1] } };
 
   const phase = phasePatterns.find(([pattern]) => pattern.test(text))?.[1];
