@@ -11,6 +11,8 @@ import { onHost } from './ssh-context.js';
 import type { SmokeTestInput, SmokeTestResult } from './types.js';
 
 const requestTimeoutS = 120;
+/** Answers that say "not now" rather than "no": timeout, too many requests, a gateway's or a busy server's. */
+const transientHttpStatus = new Set([408, 429, 502, 503, 504]);
 
 interface ChatCompletion {
   choices?: Array<{ message?: { content?: unknown; reasoning_content?: unknown } }>;
@@ -31,11 +33,12 @@ export async function smokeTest(input: SmokeTestInput): Promise<SmokeTestResult>
     max_tokens: input.maxTokens,
     stream: false,
   });
-  const fail = (message: string, details: Record<string, unknown>) =>
+  const fail = (message: string, details: Record<string, unknown>, nonRetryable = false) =>
     ApplicationFailure.create({
       type: FailureType.smokeTestFailed,
       message: redactText(`Smoke test on ${host} (POST ${url}): ${message}`, []),
       details: [{ host, url, ...details }],
+      nonRetryable,
     });
 
   const apiKey = await resolveValue('serve.env.VLLM_API_KEY', input.apiKey);
@@ -74,7 +77,14 @@ export async function smokeTest(input: SmokeTestInput): Promise<SmokeTestResult>
     if (httpStatus !== 200) {
       const why =
         [parsed.error?.message, parsed.message].find((m) => typeof m === 'string') ?? payload.trim();
-      throw fail(`HTTP ${httpStatus}: ${tail(why, 1024)}`, { httpStatus });
+      // The server answered, and said no: asking again gets the same answer, or none (vLLM's engine that fails a
+      // request with 500 has died, and the server shuts down after it). Only the statuses of a passing condition
+      // are worth another attempt.
+      throw fail(
+        `HTTP ${httpStatus}: ${tail(why, 1024)}`,
+        { httpStatus },
+        !transientHttpStatus.has(httpStatus),
+      );
     }
     const message = parsed.choices?.[0]?.message;
     const content = typeof message?.content === 'string' ? message.content : '';
