@@ -136,7 +136,7 @@ const phasePatterns: Array<[RegExp, VllmPhase]> = [
   ],
   [/Capturing CUDA graphs|Graph capturing finished|Capturing cudagraphs/, 'capturing_graphs'],
   [
-    /torch\.compile|initial profiling run|Memory profiling takes|Available KV cache memory|GPU KV cache size|Maximum concurrency for|Dynamo bytecode transform|Compiling a graph|# GPU blocks:/,
+    /torch\.compile\b.*\btook|torch\.compile takes|initial profiling run|Memory profiling takes|Available KV cache memory|GPU KV cache size|Maximum concurrency for|Dynamo bytecode transform|Compiling a graph|# GPU blocks:/,
     'profiling',
   ],
   [/Loading weights took|Model loading took/, 'weights_loaded'],

@@ -237,3 +237,17 @@ describe('tracebacks that vLLM logs (vLLM 0.32, CPU build, a truncated safetenso
     );
   });
 });
+
+describe('phases of a real vLLM 0.32 CPU start', () => {
+  it('the --enforce-eager warning that names torch.compile is no profiling phase', () => {
+    const line =
+      '(APIServer pid=2900) WARNING 12-03 13:41:16 [vllm.py:1703] Enforce eager set, disabling torch.compile, CUDAGraphs, and JIT kernel warmup.';
+    assert.equal(parseVllmLogLine(line).phase, undefined);
+    assert.equal(
+      parseVllmLogLine(
+        'INFO 04-19 17:21:40 [backends.py:539] torch.compile and initial profiling run took 31.20 s in total',
+      ).phase,
+      'profiling',
+    );
+  });
+});
