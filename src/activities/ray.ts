@@ -1,5 +1,6 @@
 // The Ray containers: start the head and the workers (`docker run … --entrypoint ray IMAGE start --block`),
 // and verify from the head's `ray status` that every node joined with its GPUs.
+import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { FailureType } from '../shared/failures.js';
 import { hostLines } from '../parsers/host-output.js';
@@ -29,6 +30,8 @@ const rayStarted = /^Ray runtime started\./m;
 /** verifyRayCluster polls this long per attempt; the workflow's retry policy bounds the whole wait. */
 const verifyWindowMs = 10_000;
 const verifyIntervalMs = 1_000;
+/** While nodes are missing, the workers' container logs are read this often for a definitive error. */
+const workerCheckIntervalMs = 2_000;
 
 function failure(
   type: string,
@@ -219,6 +222,13 @@ const joinErrorPatterns: Array<{ pattern: RegExp; whole?: true }> = [
   { pattern: /\b(?:error|failed)\b/i, whole: true },
 ];
 
+// Lines after which a worker cannot join by waiting: it cannot reach the head's GCS at the address it was
+// given (a wrong head address, a blocked port). Ray itself keeps retrying for minutes; only a new deploy helps.
+const definitiveJoinErrors = [
+  /Failed to connect to GCS at address[^\n]*/,
+  /Failed to get cluster ID from GCS[^\n]*/,
+];
+
 export function errorLine(log: string): string | undefined {
   const lines = hostLines(log);
   for (const { pattern, whole } of joinErrorPatterns) {
@@ -262,6 +272,15 @@ async function inspectWorker(worker: NamedHost, container: string): Promise<Work
       }
       // `ray start` prints its banner only once the node registered with the head.
       const joined = rayStarted.test(log);
+      const definitive = joined ? undefined : definitiveJoinErrors.find((p) => p.test(log))?.exec(log)?.[0];
+      if (definitive) {
+        return {
+          host: worker.name,
+          settled: true,
+          joined: false,
+          note: `${worker.name}: container running but cannot join the head: ${definitive.trim()}`,
+        };
+      }
       return {
         host: worker.name,
         settled: false,
@@ -281,10 +300,21 @@ async function inspectWorker(worker: NamedHost, container: string): Promise<Work
   }
 }
 
+/** When the verification began: the first attempt's scheduling, so the message counts every retry. */
+function verificationStartMs(): number {
+  try {
+    return Context.current().info.scheduledTimestampMs;
+  } catch {
+    return Date.now();
+  }
+}
+
 export async function verifyRayCluster(input: VerifyRayClusterInput): Promise<RayClusterState> {
   const head = input.head.name;
+  const startedAt = verificationStartMs();
   const last = await onHost(input.head.ref, async (session) => {
     const deadline = Date.now() + verifyWindowMs;
+    let nextWorkerCheck = 0;
     for (;;) {
       const read = await readRayStatus(session, input.container);
       if (read.status) {
@@ -294,6 +324,14 @@ export async function verifyRayCluster(input: VerifyRayClusterInput): Promise<Ra
         if (nodes >= input.expectedNodes && gpus.total >= input.expectedGpus) {
           return { done: true as const, state: { nodes, gpusTotal: gpus.total, gpusUsed: gpus.used } };
         }
+        // A worker whose log already says it cannot reach the head will not join by waiting: end now.
+        if (nodes < input.expectedNodes && Date.now() >= nextWorkerCheck) {
+          nextWorkerCheck = Date.now() + workerCheckIntervalMs;
+          const findings = await Promise.all(input.workers.map((w) => inspectWorker(w, input.container)));
+          if (findings.some((f) => f.settled && !f.joined)) {
+            return { done: false as const, read, headLog: '', findings };
+          }
+        }
       } else {
         heartbeat({ problem: read.problem });
       }
@@ -301,7 +339,7 @@ export async function verifyRayCluster(input: VerifyRayClusterInput): Promise<Ra
         const headLog = read.status
           ? ''
           : await containerLogTail(session, input.container, await headSecrets(session, input.container), 30);
-        return { done: false as const, read, headLog };
+        return { done: false as const, read, headLog, findings: undefined };
       }
       await pause(verifyIntervalMs);
     }
@@ -309,6 +347,7 @@ export async function verifyRayCluster(input: VerifyRayClusterInput): Promise<Ra
   if (last.done) return last.state;
 
   const { read, headLog } = last;
+  const elapsed = `${((Date.now() - startedAt) / 1000).toFixed(1)} s`;
   if (!read.status) {
     const down = read.headContainerDown === true;
     throw failure(
@@ -325,7 +364,8 @@ export async function verifyRayCluster(input: VerifyRayClusterInput): Promise<Ra
 
   const nodes = read.status.activeNodes.length;
   const gpus = gpuTotal(read.status);
-  const findings = await Promise.all(input.workers.map((w) => inspectWorker(w, input.container)));
+  const findings =
+    last.findings ?? (await Promise.all(input.workers.map((w) => inspectWorker(w, input.container))));
   const missing = findings.filter((f) => !f.joined);
   const missingNames = missing.map((f) => f.host);
   const gpuNote =
@@ -342,7 +382,7 @@ export async function verifyRayCluster(input: VerifyRayClusterInput): Promise<Ra
   const settled = (missing.length > 0 && missing.every((f) => f.settled)) || gpuNote !== '';
   throw failure(
     FailureType.rayClusterIncomplete,
-    `The Ray cluster on ${head} has ${nodes} of ${input.expectedNodes} nodes and ${gpus.total} of ${input.expectedGpus} GPUs after ${verifyWindowMs / 1000} s.${gpuNote}${who}`,
+    `The Ray cluster on ${head} has ${nodes} of ${input.expectedNodes} nodes and ${gpus.total} of ${input.expectedGpus} GPUs after ${elapsed}.${gpuNote}${who}`,
     settled,
     {
       head,

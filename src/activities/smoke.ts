@@ -10,6 +10,8 @@ import { onHost } from './ssh-context.js';
 import type { SmokeTestInput, SmokeTestResult } from './types.js';
 
 const requestTimeoutS = 120;
+/** Answers that say "not now" rather than "no": timeout, too many requests, a gateway's or a busy server's. */
+const transientHttpStatus = new Set([408, 429, 502, 503, 504]);
 
 interface ChatCompletion {
   choices?: Array<{ message?: { content?: unknown; reasoning_content?: unknown } }>;
@@ -34,11 +36,12 @@ export async function smokeTest(input: SmokeTestInput): Promise<SmokeTestResult>
   const secrets = apiKey ? [apiKey] : [];
   // What the server or curl said, redacted before it is cut (a cut secret no longer matches).
   const said = (text: string) => redactedTail(text, secrets, 1024);
-  const fail = (message: string, details: Record<string, unknown>) =>
+  const fail = (message: string, details: Record<string, unknown>, nonRetryable = false) =>
     ApplicationFailure.create({
       type: FailureType.smokeTestFailed,
       message: redactText(`Smoke test on ${host} (POST ${url}): ${message}`, secrets),
       details: [{ host, url, ...details }],
+      nonRetryable,
     });
 
   return onHost(input.head, async (session) => {
@@ -77,7 +80,10 @@ export async function smokeTest(input: SmokeTestInput): Promise<SmokeTestResult>
     if (httpStatus !== 200) {
       const why =
         [parsed.error?.message, parsed.message].find((m) => typeof m === 'string') ?? payload.trim();
-      throw fail(`HTTP ${httpStatus}: ${said(why)}`, { httpStatus });
+      // The server answered, and said no: asking again gets the same answer, or none (vLLM's engine that fails a
+      // request with 500 has died, and the server shuts down after it). Only the statuses of a passing condition
+      // are worth another attempt.
+      throw fail(`HTTP ${httpStatus}: ${said(why)}`, { httpStatus }, !transientHttpStatus.has(httpStatus));
     }
     const message = parsed.choices?.[0]?.message;
     const content = typeof message?.content === 'string' ? message.content : '';
