@@ -8,6 +8,7 @@ import { emit, table } from '../cli/render.js';
 import { runCommand } from '../cli/run-command.js';
 import { describeClusterDeploy } from '../cli/deploy-status.js';
 import { loadLine } from '../cli/follow.js';
+import { describeSupervision, renderSupervision, type SupervisionReport } from './supervise/common.js';
 
 export interface StatusReport {
   cluster: string;
@@ -18,6 +19,8 @@ export interface StatusReport {
   closeTime?: string;
   progress?: DeployProgress;
   result?: DeployResult;
+  /** The cluster's supervisor, when one ever ran: serving, lost, relaunching, degraded or stopped. */
+  supervision?: SupervisionReport;
 }
 
 export function renderStatus(r: StatusReport): string {
@@ -44,6 +47,7 @@ export function renderStatus(r: StatusReport): string {
     lines.push(
       `endpoint: ${r.result.endpoint}  model: ${r.result.model}  load: ${formatDuration(r.result.loadSeconds * 1000)}`,
     );
+  if (r.supervision) lines.push(renderSupervision(r.supervision, Date.now()));
   return lines.join('\n');
 }
 
@@ -69,6 +73,8 @@ export const statusCommand = new Command('status')
           progress,
           result,
         };
+        const supervision = await describeSupervision(client, cluster);
+        if (supervision) report.supervision = supervision.report;
         emit(opts, report, renderStatus);
       } finally {
         await client.connection.close();
