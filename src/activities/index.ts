@@ -10,3 +10,4 @@ export { smokeTest } from './smoke.js';
 export { collectDiagnostics } from './diagnostics.js';
 export { probeServing } from './serving-probe.js';
 export { collectFailureBundle } from './failure-bundle.js';
+export { postWebhook } from './webhook.js';

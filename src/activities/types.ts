@@ -256,3 +256,18 @@ export interface FailureBundle {
   collectedAtMs: number;
   hosts: HostBundle[];
 }
+
+/** One webhook POST: the URL as the spec gives it (text or a secret reference, resolved in the activity). */
+export interface WebhookInput {
+  url: EnvValue;
+  event: string;
+  cluster: string;
+  /** One line for people; sent as Slack's `text` when `slack` is set. */
+  text: string;
+  slack: boolean;
+  /** The event's facts, sent as they are. */
+  details: Record<string, unknown>;
+}
+export interface WebhookResult {
+  status: number;
+}

@@ -6,6 +6,7 @@ import { modelPathFor } from './derive.js';
 import { isSecretEnvName, isSecretFlag } from '../shared/secrets.js';
 import { hostSteeringEnvProblem, reservedEnvNameProblem } from './host-env.js';
 import { superviseSchema } from './supervise.js';
+import { notifySchema } from './notify.js';
 
 const hostName = z
   .string()
@@ -230,6 +231,7 @@ export const deploySpecSchema = z
       .default({ minFreeDiskGiB: 10 }),
     onFailure: z.enum(['leave', 'teardown']).default('leave'),
     supervise: superviseSchema,
+    notify: notifySchema(secretRefSchema),
   })
   .superRefine((spec, ctx) => {
     const heads = spec.hosts.filter((h) => h.role === 'head');

@@ -22,6 +22,7 @@ import { stepActivities, type StepActivities } from './activity-options.js';
 import { preflight } from './preflight.js';
 import { StepTracker } from './step-tracker.js';
 import { collectDiagnostics, tearDown } from './teardown.js';
+import { sendNotification } from './notify.js';
 import { startSupervision, takeOverSupervision } from './supervise-handoff.js';
 import { runUnderClusterId } from './under-cluster-id.js';
 import { waitHealthy } from './wait-healthy.js';
@@ -103,7 +104,12 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
     if (isCancellation(err)) {
       throw tracker.cancelled(err, ['nothing to tear down: no container of this launch had started']);
     }
-    throw tracker.fail(err, undefined);
+    const failure = tracker.fail(err, undefined);
+    await sendNotification(spec, 'deployFailed', `✖ deploy of ${spec.cluster} failed: ${failure.message}`, {
+      launchId,
+      trigger,
+    });
+    throw failure;
   }
 
   // 5–11. From here on, containers run on the hosts: a failure carries diagnostics from every host.
@@ -212,6 +218,17 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
         );
         tracker.detail('record', result.supervision);
       }
+      await sendNotification(
+        spec,
+        'deploySucceeded',
+        `✔ ${spec.cluster} is serving ${modelId} at ${endpoint}`,
+        {
+          launchId,
+          endpoint,
+          trigger,
+          loadSeconds,
+        },
+      );
       return result;
     });
   } catch (err) {
@@ -227,7 +244,12 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
       spec.onFailure === 'teardown'
         ? await CancellationScope.nonCancellable(() => tearDown(spec, hosts, acts))
         : ['left for inspection (onFailure: leave)'];
-    throw tracker.fail(err, diagnostics, teardown);
+    const failure = tracker.fail(err, diagnostics, teardown);
+    await sendNotification(spec, 'deployFailed', `✖ deploy of ${spec.cluster} failed: ${failure.message}`, {
+      launchId,
+      trigger,
+    });
+    throw failure;
   }
 }
 

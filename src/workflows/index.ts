@@ -6,3 +6,5 @@ export { supervise } from './supervise.js';
 export type { SuperviseResult } from './supervise.js';
 export { supervisionQuery, stopSupervisionSignal } from './supervise-api.js';
 export type { SuperviseInput } from './supervise-api.js';
+export { notify } from './notify.js';
+export type { NotifyInput, NotifyResult } from './notify.js';

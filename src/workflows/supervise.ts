@@ -23,6 +23,7 @@ import { FailureType } from '../shared/failures.js';
 import { stepActivities } from './activity-options.js';
 import { clusterHosts, validate } from './deploy.js';
 import { messageOf } from './failures.js';
+import { sendNotification } from './notify.js';
 import { tearDown } from './teardown.js';
 import { stopSupervisionSignal, supervisionQuery, type SuperviseInput } from './supervise-api.js';
 import { collectBundle, relaunchCluster } from './supervise-relaunch.js';
@@ -109,6 +110,10 @@ export async function supervise(input: SuperviseInput): Promise<SuperviseResult>
       state.relaunches.push(entry);
       state.status = 'relaunching';
       publish();
+      await sendNotification(spec, 'relaunched', `↻ relaunching ${spec.cluster} (#${entry.n}): ${cause}`, {
+        n: entry.n,
+        cause,
+      });
       const scope = new CancellationScope();
       relaunchScope = scope;
       let outcome;
@@ -156,10 +161,23 @@ export async function supervise(input: SuperviseInput): Promise<SuperviseResult>
         state.status = 'lost';
         state.lostAtMs = Date.now();
         publish();
+        await sendNotification(spec, 'lost', `✖ ${spec.cluster} is lost: ${causeOf(state.lastProbe)}`, {
+          cause: causeOf(state.lastProbe),
+          rounds: state.consecutiveFailures,
+        });
         const recovered = await recover();
         if (recovered === 'stopped') return end('stopped', stopReason ?? 'stopped');
         if (recovered === 'degraded') return await degrade(spec, hosts, state, publish);
         Object.assign(state, { status: 'serving', consecutiveFailures: 0, unreachableSinceMs: {} });
+        await sendNotification(
+          spec,
+          'recovered',
+          `✔ ${spec.cluster} is serving again (${state.launch.launchId})`,
+          {
+            launchId: state.launch.launchId,
+            endpoint: state.launch.endpoint,
+          },
+        );
         delete state.lostAtMs;
       }
       publish();
@@ -201,6 +219,10 @@ async function degrade(
   state.reason = `${state.reason ?? 'degraded'}\ncontainers: ${containers.join('; ')}`;
   upsertMemo({ supervise: { status: 'degraded', reason: state.reason } });
   publish();
+  await sendNotification(spec, 'degraded', `✖ ${spec.cluster} is degraded: ${state.reason}`, {
+    reason: state.reason,
+    relaunches: state.relaunches.length,
+  });
   throw ApplicationFailure.create({
     type: FailureType.clusterDegraded,
     message: `${spec.cluster} is degraded: ${state.reason}`,

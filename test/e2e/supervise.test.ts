@@ -1,12 +1,14 @@
 // The supervisor on a simulated 2-host cluster, real Temporal dev server and worker, real sshd: a killed vLLM
 // is noticed and the cluster relaunched as one unit (defaults, then interval 2s / threshold 2), a hung engine
 // behind a healthy /health is caught by the completion probe, a manual deploy takes supervision over, a crash
-// loop spends exactly the budget and ends degraded, and the CLI (status, history, supervise stop/start,
-// cancel, --no-supervise) reads and drives it. Launches are counted on the head itself (launches.log). Times
-// are printed as figures, never asserted.
+// loop spends exactly the budget and ends degraded (a webhook hears it; one that is down changes nothing),
+// and the CLI (status, history, supervise stop/start, cancel, --no-supervise) reads and drives it. Launches
+// are counted on the head itself (launches.log). Times are printed as figures, never asserted.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { WorkflowFailedError, type Client } from '@temporalio/client';
@@ -208,8 +210,28 @@ describe('supervise on a simulated 2-host cluster', () => {
   });
 
   it('a crash loop spends exactly maxRelaunches, then ends degraded; no launch after', async () => {
+    // A live receiver on loopback, and one that is down: neither may change what the supervisor does.
+    const heard: { event: string; text?: string }[] = [];
+    const receiver = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        heard.push(JSON.parse(Buffer.concat(chunks).toString('utf8')) as { event: string });
+        res.writeHead(204).end();
+      });
+    });
+    await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
+    const live = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
     const file = join(dir, 'spec.yaml');
-    writeFileSync(file, stringify(spec(fast)));
+    writeFileSync(
+      file,
+      stringify({
+        ...spec(fast),
+        notify: {
+          webhooks: [{ url: live }, { url: 'http://127.0.0.1:9/down', events: ['lost', 'degraded'] }],
+        },
+      }),
+    );
     const deployed = await runLiftoff(['deploy', '-c', file, '--follow', '--json'], cliEnv, 300_000);
     assert.equal(deployed.code, 0, deployed.stdout + deployed.stderr);
     await until(
@@ -246,6 +268,17 @@ describe('supervise on a simulated 2-host cluster', () => {
     await new Promise((r) => setTimeout(r, 5000));
     assert.equal(launches().length, before + 3, 'no further launch');
     setFaults(stateDir, 'spark1', {});
+    // The notifications are abandoned children: they may still be on their way when the supervisor ends.
+    for (let i = 0; i < 100 && !heard.some((h) => h.event === 'degraded'); i++)
+      await new Promise((r) => setTimeout(r, 100));
+    receiver.close();
+    const events = heard.map((h) => h.event);
+    assert.ok(events.includes('deploySucceeded'), events.join(','));
+    assert.equal(events.filter((e) => e === 'lost').length, 1, events.join(','));
+    assert.equal(events.filter((e) => e === 'relaunched').length, 3, events.join(','));
+    assert.equal(events.filter((e) => e === 'deployFailed').length, 3, events.join(','));
+    const degraded = heard.find((h) => h.event === 'degraded');
+    assert.match(degraded?.text ?? '', /supervise is degraded: the relaunch budget is spent/);
   });
 
   it('--no-supervise, supervise start|stop and cancel drive the supervisor by hand', async () => {

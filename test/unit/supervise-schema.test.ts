@@ -70,3 +70,44 @@ describe('spec: supervise', () => {
     });
   }
 });
+
+describe('spec: notify', () => {
+  it('defaults to no webhooks; a webhook hears every event unless told, with a Slack text', () => {
+    assert.deepEqual(deploySpecSchema.parse(example).notify, { webhooks: [] });
+    const spec = deploySpecSchema.parse({
+      ...example,
+      notify: {
+        webhooks: [
+          { url: 'https://hooks.example.com/x' },
+          { url: { fromEnv: 'SLACK_URL' }, events: ['degraded'] },
+        ],
+      },
+    });
+    assert.deepEqual(spec.notify.webhooks[0]?.events, [
+      'deploySucceeded',
+      'deployFailed',
+      'lost',
+      'relaunched',
+      'degraded',
+      'recovered',
+    ]);
+    assert.equal(spec.notify.webhooks[0]?.slack, true);
+    assert.deepEqual(spec.notify.webhooks[1]?.url, { fromEnv: 'SLACK_URL' });
+  });
+
+  it('refuses a URL that is not http(s) and an unknown event, naming the field', () => {
+    const errors = (notify: unknown) => {
+      const r = deploySpecSchema.safeParse({ ...example, notify });
+      assert.equal(r.success, false);
+      return r.success ? '' : formatIssues(r.error);
+    };
+    assert.match(
+      errors({ webhooks: [{ url: 'ftp://x' }] }),
+      /notify\.webhooks\[0\]\.url: .*is not an http\(s\) URL/,
+    );
+    assert.match(
+      errors({ webhooks: [{ url: 'https://x', events: ['exploded'] }] }),
+      /notify\.webhooks\[0\]\.events\[0\]: expected one of deploySucceeded/,
+    );
+  });
+});
