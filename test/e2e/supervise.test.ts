@@ -209,6 +209,21 @@ describe('supervise on a simulated 2-host cluster', () => {
     assert.match(listed.stdout, /relaunch #\d \(.*\) because: .*completion/);
   });
 
+  it('figure: control-host CPU per hour of supervising, scaled from healthy rounds at 2s', async () => {
+    const first = await until('serving', (x) => x.status === 'serving', 60_000);
+    const cpu = process.cpuUsage();
+    await new Promise((r) => setTimeout(r, 30_000));
+    const used = process.cpuUsage(cpu);
+    const last = await state();
+    const rounds = last.rounds - first.rounds;
+    assert.ok(rounds > 0 && last.failedRounds === first.failedRounds, `${rounds} rounds, all passed`);
+    const perRound = (used.user + used.system) / 1e6 / rounds;
+    // This process is the worker (workflow tasks, activities, ssh2) and the test's client; the Temporal server is not counted.
+    figures.push(
+      `CPU: ${perRound.toFixed(3)} CPU-s per round over ${rounds} rounds → ${(perRound * 120).toFixed(1)} CPU-s per hour at the default 30s interval (worker process only)`,
+    );
+  });
+
   it('a crash loop spends exactly maxRelaunches, then ends degraded; no launch after', async () => {
     // A live receiver on loopback, and one that is down: neither may change what the supervisor does.
     const heard: { event: string; text?: string }[] = [];
