@@ -181,6 +181,8 @@ export async function supervise(input: SuperviseInput): Promise<SuperviseResult>
         delete state.lostAtMs;
       }
       publish();
+      // The interval first, so the next run's first round keeps the spacing.
+      if (await condition(stopped, Math.max(0, intervalMs - round.durationMs))) continue;
       if (state.roundsThisRun >= roundsPerRun || workflowInfo().continueAsNewSuggested) {
         trimRelaunchLog(state, budget, Date.now());
         await continueAsNew<typeof supervise>({
@@ -189,7 +191,6 @@ export async function supervise(input: SuperviseInput): Promise<SuperviseResult>
           carry: { ...state, roundsThisRun: 0, runs: state.runs + 1 },
         });
       }
-      await condition(stopped, Math.max(0, intervalMs - round.durationMs));
     }
   } catch (err) {
     if (isCancellation(err)) {
