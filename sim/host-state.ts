@@ -54,6 +54,11 @@ export interface HostFaults {
   gpuHeldAfterKillSeconds?: number;
   /** A Ray worker on this host cannot reach its head. */
   rayCannotReachHead?: boolean;
+  /**
+   * A hung engine: /health stays 200 while chat completions never answer (`hang`) or fail with a 500 (`error`).
+   * The running server reads it on every request, so it can be switched on after the server is up.
+   */
+  completions?: 'hang' | 'error';
 }
 
 export interface GpuProcess {

@@ -171,7 +171,7 @@ async function startRayContainer(
 
 // ------------------------------------------------------------------------------------- verify cluster
 
-interface RayStatusRead {
+export interface RayStatusRead {
   status?: RayStatus;
   /** Why there is no status: the head's container is down, or Ray on it does not answer. */
   problem?: string;
@@ -187,7 +187,7 @@ async function headSecrets(session: SshSession, container: string): Promise<stri
   }
 }
 
-async function readRayStatus(session: SshSession, container: string): Promise<RayStatusRead> {
+export async function readRayStatus(session: SshSession, container: string): Promise<RayStatusRead> {
   const res = await session.exec(sh`docker exec ${container} ray status`, {
     timeoutMs: 30_000,
     check: false,

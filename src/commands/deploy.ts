@@ -37,13 +37,19 @@ export const deployCommand = new Command('deploy')
   .description('launch the cluster described by a spec, as a durable Temporal workflow')
   .requiredOption('-c, --config <file>', 'cluster spec (YAML)')
   .option('--follow', 'show each step and the load progress until the deploy ends')
+  .option('--no-supervise', 'do not start the supervisor after a successful deploy (supervise.enabled)')
   .option('--json', 'print one JSON document (the result, or the error)')
-  .action((opts: { config: string; follow?: boolean; json?: boolean }) =>
+  .action((opts: { config: string; follow?: boolean; json?: boolean; supervise: boolean }) =>
     runCommand(opts, async () => {
       const spec = loadSpecFile(deploySpecSchema, opts.config);
       return withClient(async (client) => {
         const workflowId = deployWorkflowId(spec.cluster);
-        const handle = await startDeploy(client, spec, 'cli').catch((err: unknown) => {
+        const handle = await startDeploy(
+          client,
+          spec,
+          'cli',
+          opts.supervise ? {} : { supervise: false },
+        ).catch((err: unknown) => {
           if (err instanceof WorkflowExecutionAlreadyStartedError) {
             throw new DeployRefusedError(deployAlreadyRunningMessage(spec.cluster, workflowId, 'cli'));
           }

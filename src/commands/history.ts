@@ -54,6 +54,14 @@ export async function listClusterRuns(
 export function renderHistory(r: HistoryReport): string {
   if (r.entries.length === 0) return `no deploys of cluster ${r.cluster} found`;
   const seconds = (s: number | undefined) => (s === undefined ? '-' : formatDuration(s * 1000));
+  const relaunches = r.entries.filter((e) => e.relaunch);
+  const causes = relaunches.map(
+    (e) => `relaunch #${e.relaunch?.n ?? '?'} (${e.runId}) because: ${e.relaunch?.cause ?? 'unknown'}`,
+  );
+  return [rows(r, seconds), ...(causes.length ? ['', ...causes] : [])].join('\n');
+}
+
+function rows(r: HistoryReport, seconds: (s: number | undefined) => string): string {
   return table([
     ['STARTED', 'TRIGGER', 'OUTCOME', 'TOTAL', 'LOAD', 'TOKENS/S', 'WORKFLOW', 'RUN'],
     ...r.entries.map((e) => [

@@ -8,6 +8,7 @@ import { table } from '../cli/render.js';
 import { printReport } from './print-report.js';
 import { describeClusterDeploy } from '../cli/deploy-status.js';
 import { loadLine } from '../cli/follow.js';
+import { describeSupervision, renderSupervision, type SupervisionReport } from './supervise/common.js';
 
 export interface StatusReport {
   cluster: string;
@@ -18,6 +19,8 @@ export interface StatusReport {
   closeTime?: string;
   progress?: DeployProgress;
   result?: DeployResult;
+  /** The cluster's supervisor, when one ever ran: serving, lost, relaunching, degraded or stopped. */
+  supervision?: SupervisionReport;
 }
 
 export function renderStatus(r: StatusReport): string {
@@ -44,6 +47,7 @@ export function renderStatus(r: StatusReport): string {
     lines.push(
       `endpoint: ${r.result.endpoint}  model: ${r.result.model}  load: ${formatDuration(r.result.loadSeconds * 1000)}`,
     );
+  if (r.supervision) lines.push(renderSupervision(r.supervision, Date.now()));
   return lines.join('\n');
 }
 
@@ -52,6 +56,7 @@ export async function clusterStatus(client: Client, cluster: string): Promise<St
   const progress = await handle.query(progressQuery).catch(() => undefined);
   const result =
     described.status.name === 'COMPLETED' ? ((await handle.result()) as DeployResult) : undefined;
+  const supervision = await describeSupervision(client, cluster);
   return {
     cluster,
     workflowId,
@@ -61,6 +66,7 @@ export async function clusterStatus(client: Client, cluster: string): Promise<St
     closeTime: described.closeTime?.toISOString(),
     progress,
     result,
+    ...(supervision ? { supervision: supervision.report } : {}),
   };
 }
 

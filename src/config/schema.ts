@@ -5,6 +5,8 @@ import { parseDuration } from './duration.js';
 import { modelPathFor } from './derive.js';
 import { isSecretEnvName, isSecretFlag } from '../shared/secrets.js';
 import { hostSteeringEnvProblem, reservedEnvNameProblem } from './host-env.js';
+import { superviseSchema } from './supervise.js';
+import { notifySchema } from './notify.js';
 
 const hostName = z
   .string()
@@ -228,6 +230,8 @@ export const deploySpecSchema = z
       .strictObject({ minFreeDiskGiB: z.number().min(0).default(10) })
       .default({ minFreeDiskGiB: 10 }),
     onFailure: z.enum(['leave', 'teardown']).default('leave'),
+    supervise: superviseSchema,
+    notify: notifySchema(secretRefSchema),
   })
   .superRefine((spec, ctx) => {
     const heads = spec.hosts.filter((h) => h.role === 'head');

@@ -385,6 +385,32 @@ describe('simulated vllm', () => {
     assert.deepEqual(liveGpuProcesses(bareHost), []);
   });
 
+  it('a hung engine, switched on while serving: /health 200, completions never answer or fail with 500', async () => {
+    const proc = serve(bareHost, ['tiny/model', '--port', String(apiPort)]);
+    await proc.waitFor(/Application startup complete\./);
+    const url = `http://127.0.1.4:${apiPort}`;
+    const chat = (signal?: AbortSignal) =>
+      fetch(`${url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ messages: [{ role: 'user', content: 'hi' }], max_tokens: 1 }),
+        ...(signal ? { signal } : {}),
+      });
+    assert.equal((await chat()).status, 200, 'answers before the fault');
+    writeFaults(bareHost, { completions: 'hang' });
+    assert.equal((await fetch(`${url}/health`)).status, 200);
+    await assert.rejects(chat(AbortSignal.timeout(1500)), /aborted|timeout/i);
+    writeFaults(bareHost, { completions: 'error' });
+    assert.equal((await fetch(`${url}/health`)).status, 200);
+    const failed = await chat();
+    assert.equal(failed.status, 500);
+    assert.match(await failed.text(), /EngineCore encountered an issue/);
+    writeFaults(bareHost, {});
+    assert.equal((await chat()).status, 200, 'answers again once the fault is off');
+    proc.child.kill('SIGTERM');
+    assert.equal(await proc.exited, 0);
+  });
+
   it('dies when a worker node of its placement group goes away', async () => {
     const proc = serve(headHost, tp2OverRay);
     await proc.waitFor(/Application startup complete\./);
