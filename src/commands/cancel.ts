@@ -84,7 +84,7 @@ export const cancelCommand = new Command('cancel')
             return ExitCode.ok;
           }
           throw new UsageError(
-            `the deploy of ${cluster} is not running (workflow ${workflowId} is ${described?.status.name ?? 'missing'}) and no supervisor runs; nothing to cancel`,
+            `the deploy of ${cluster} is not running (workflow ${workflowId} is ${described?.status.name ?? 'missing'}); nothing to cancel`,
           );
         }
         const run = client.workflow.getHandle(workflowId, described.runId);

@@ -20,7 +20,10 @@ import { loadSpecFile } from '../../src/config/load.js';
 import { deploySpecSchema } from '../../src/config/schema.js';
 import { deployWorkflowId } from '../../src/shared/constants.js';
 
-const spec = loadSpecFile(deploySpecSchema, 'examples/spark-qwen35.yaml');
+// The example spec's shape, never its hosts: every activity here is scripted. No supervisor: this worker has
+// none of its probes, and its rounds would keep the time-skipping server from skipping.
+const exampleSpec = loadSpecFile(deploySpecSchema, 'examples/spark-qwen35.yaml');
+const spec = { ...exampleSpec, supervise: { ...exampleSpec.supervise, enabled: false } };
 const shards = 39;
 
 /** A scripted load: shard progress follows the (skipped) clock; ready at `readyAfterMs`, or never. */
