@@ -99,9 +99,11 @@ const envRecord = z
       }
     }
   });
-// zod's record drops a `__proto__` key without a word, so the raw object's own keys are checked first.
+// zod's record drops a `__proto__` key without a word, so the raw object's own keys are checked first. An absent
+// env stays allowed (optional here, then envRecord's default of {}).
 const envMap = z
   .custom<z.input<typeof envRecord>>()
+  .optional()
   .superRefine((raw, ctx) => {
     if (typeof raw !== 'object' || raw === null) return;
     for (const name of Object.keys(raw)) {
