@@ -212,9 +212,12 @@ function gpuTotal(status: RayStatus): { total: number; used: number } {
 // The line of a Ray container's log that tells why a node did not join, most specific first: the rest of
 // the line from the match, or (`whole`) the whole line. Each runs on one line cut to a few KB; the generic
 // one was `[^\n]*\b(?:error|failed)\b[^\n]*`, which retried from every character of a long line.
-const joinErrorPatterns: Array<{ pattern: RegExp; whole?: true }> = [
-  { pattern: /Failed to connect to GCS at address/ },
-  { pattern: /Failed to get cluster ID from GCS/ },
+// A `definitive` line means the worker cannot join by waiting: it cannot reach the head's GCS at the address
+// it was given (a wrong head address, a blocked port). Ray itself keeps retrying for minutes; only a new
+// deploy helps.
+const joinErrorPatterns: Array<{ pattern: RegExp; whole?: true; definitive?: true }> = [
+  { pattern: /Failed to connect to GCS at address/, definitive: true },
+  { pattern: /Failed to get cluster ID from GCS/, definitive: true },
   { pattern: /Unable to connect to GCS/ },
   { pattern: /ConnectionError/ },
   { pattern: /(?:Value|Runtime|OS)Error/ },
@@ -222,22 +225,20 @@ const joinErrorPatterns: Array<{ pattern: RegExp; whole?: true }> = [
   { pattern: /\b(?:error|failed)\b/i, whole: true },
 ];
 
-// Lines after which a worker cannot join by waiting: it cannot reach the head's GCS at the address it was
-// given (a wrong head address, a blocked port). Ray itself keeps retrying for minutes; only a new deploy helps.
-const definitiveJoinErrors = [
-  /Failed to connect to GCS at address[^\n]*/,
-  /Failed to get cluster ID from GCS[^\n]*/,
-];
-
-export function errorLine(log: string): string | undefined {
+function joinError(log: string): { line: string; definitive: boolean } | undefined {
   const lines = hostLines(log);
-  for (const { pattern, whole } of joinErrorPatterns) {
+  for (const { pattern, whole, definitive } of joinErrorPatterns) {
     for (const line of lines) {
       const match = pattern.exec(line);
-      if (match) return (whole ? line : line.slice(match.index)).trim();
+      if (match)
+        return { line: (whole ? line : line.slice(match.index)).trim(), definitive: definitive === true };
     }
   }
   return undefined;
+}
+
+export function errorLine(log: string): string | undefined {
+  return joinError(log)?.line;
 }
 
 interface WorkerFinding {
@@ -261,7 +262,8 @@ async function inspectWorker(worker: NamedHost, container: string): Promise<Work
         };
       }
       const log = await containerLogTail(session, container, containerSecrets(state), 200);
-      const cause = errorLine(log);
+      const found = joinError(log);
+      const cause = found?.line;
       if (!state.running) {
         return {
           host: worker.name,
@@ -272,13 +274,13 @@ async function inspectWorker(worker: NamedHost, container: string): Promise<Work
       }
       // `ray start` prints its banner only once the node registered with the head.
       const joined = rayStarted.test(log);
-      const definitive = joined ? undefined : definitiveJoinErrors.find((p) => p.test(log))?.exec(log)?.[0];
+      const definitive = !joined && found?.definitive ? found.line : undefined;
       if (definitive) {
         return {
           host: worker.name,
           settled: true,
           joined: false,
-          note: `${worker.name}: container running but cannot join the head: ${definitive.trim()}`,
+          note: `${worker.name}: container running but cannot join the head: ${definitive}`,
         };
       }
       return {
