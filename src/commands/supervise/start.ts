@@ -5,7 +5,7 @@ import { Command } from 'commander';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import { decodeFromPayloadsAtIndex } from '@temporalio/common/lib/internal-non-workflow/index.js';
 import type { Client } from '@temporalio/client';
-import { connectClient } from '../../temporal/connection.js';
+import { withClient } from '../../temporal/connection.js';
 import { loadSpecFile } from '../../config/load.js';
 import { deploySpecSchema } from '../../config/schema.js';
 import { TASK_QUEUE, superviseWorkflowId } from '../../shared/constants.js';
@@ -42,8 +42,7 @@ export const superviseStartCommand = new Command('start')
   .option('--json', 'print the started supervisor as JSON')
   .action((cluster: string, opts: { config?: string; json?: boolean }) =>
     runCommand(opts, async () => {
-      const client = await connectClient();
-      try {
+      return withClient(async (client) => {
         const { workflowId, handle, described } = await describeClusterDeploy(client, cluster);
         if (described.status.name !== 'COMPLETED') {
           throw new UsageError(
@@ -91,8 +90,6 @@ export const superviseStartCommand = new Command('start')
           report,
           (r) => `supervising ${r.cluster}: ${r.workflowId} (run ${r.runId}); spec from ${r.specFrom}`,
         );
-      } finally {
-        await client.connection.close();
-      }
+      });
     }),
   );

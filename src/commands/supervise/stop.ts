@@ -2,7 +2,7 @@
 // progress is cancelled with it (the relaunch deploy tears down what it started).
 import { Command } from 'commander';
 import { WorkflowFailedError } from '@temporalio/client';
-import { connectClient } from '../../temporal/connection.js';
+import { withClient } from '../../temporal/connection.js';
 import { emit } from '../../cli/render.js';
 import { runCommand, UsageError } from '../../cli/run-command.js';
 import { stopSupervisionSignal } from '../../workflows/supervise-api.js';
@@ -14,8 +14,7 @@ export const superviseStopCommand = new Command('stop')
   .option('--json', 'print the supervisor as it ended, as JSON')
   .action((cluster: string, opts: { json?: boolean }) =>
     runCommand(opts, async () => {
-      const client = await connectClient();
-      try {
+      return withClient(async (client) => {
         const found = await describeSupervision(client, cluster);
         if (!found || found.report.runStatus !== 'RUNNING') {
           throw new UsageError(
@@ -28,8 +27,6 @@ export const superviseStopCommand = new Command('stop')
         });
         const after = (await describeSupervision(client, cluster))?.report ?? found.report;
         emit(opts, after, (r: SupervisionReport) => renderSupervision(r, Date.now()));
-      } finally {
-        await client.connection.close();
-      }
+      });
     }),
   );
