@@ -5,6 +5,50 @@ import { builtinModules } from 'node:module';
 
 const nodeBuiltins = [...builtinModules, ...builtinModules.map((m) => `node:${m}`)];
 
+// The layers of src/ (docs/architecture.md): a file imports only its own layer and those below it. Each layer
+// lists what it must not import (values and types alike, except where `typesFrom` allows types); product code
+// never imports sim/, test/, bench/ or scripts/. src/workflows has its own rule below.
+const outsideProduct = ['**/sim/**', '**/test/**', '**/bench/**', '**/scripts/**'];
+const aboveBase = [
+  '**/commands/**',
+  '**/cli/**',
+  '**/temporal/**',
+  '**/activities/**',
+  '**/workflows/**',
+  '**/report/**',
+];
+const layers = [
+  { files: 'src/cli/**/*.ts', banned: ['**/commands/**'] },
+  { files: 'src/temporal/**/*.ts', banned: ['**/commands/**', '**/cli/**'] },
+  {
+    files: 'src/activities/**/*.ts',
+    banned: ['**/commands/**', '**/cli/**', '**/temporal/**', '**/workflows/**', '**/report/**'],
+  },
+  // The report decrypts payloads with the codec (a leaf of src/temporal) and reads activity result types.
+  {
+    files: 'src/report/**/*.ts',
+    banned: ['**/commands/**', '**/cli/**', '**/ssh/**', '**/temporal/*', '!**/temporal/codec.js'],
+    typesFrom: ['**/activities/**'],
+  },
+  { files: 'src/ssh/**/*.ts', banned: [...aboveBase, '**/config/**', '**/parsers/**'] },
+  { files: 'src/{config,parsers,shared}/**/*.ts', banned: [...aboveBase, '**/ssh/**'] },
+];
+const layerMessage = 'Imports run down the layers (docs/architecture.md).';
+const layerRules = layers.map(({ files, banned, typesFrom = [] }) => ({
+  files: [files],
+  rules: {
+    'no-restricted-imports': [
+      'error',
+      {
+        patterns: [
+          { group: [...banned, ...outsideProduct], message: layerMessage },
+          ...(typesFrom.length ? [{ group: typesFrom, message: layerMessage, allowTypeImports: true }] : []),
+        ],
+      },
+    ],
+  },
+}));
+
 export default tseslint.config(
   { ignores: ['node_modules/**', '.venv/**', '.liftoff/**', 'eslint.config.js', 'bin/**'] },
   js.configs.recommended,
@@ -31,6 +75,7 @@ export default tseslint.config(
       ],
     },
   },
+  ...layerRules,
   {
     // Workflow code is replayed by Temporal and must stay deterministic: no Node builtins, no I/O.
     files: ['src/workflows/**/*.ts'],
@@ -47,6 +92,10 @@ export default tseslint.config(
               group: ['../activities/*', '../ssh/*', '../temporal/*'],
               message: 'Workflows import activity types only via `import type`.',
               allowTypeImports: true,
+            },
+            {
+              group: ['**/commands/**', '**/cli/**', '**/report/**', ...outsideProduct],
+              message: layerMessage,
             },
           ],
         },

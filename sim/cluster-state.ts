@@ -29,6 +29,8 @@ export interface SimClusterOptions {
    * 10.213.(2k+1).0/24 + 10.213.(2k+2).0/24 and lf<k>-<name>. In loopback mode hosts are 127.0.(k+1).N.
    */
   netIndex?: number;
+  /** `ray` and `vllm` run the real programs from .venv-real (sim/real-tools.ts). Netns mode only. */
+  realTools?: boolean;
 }
 
 export interface SimHost {

@@ -4,6 +4,7 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { join, resolve } from 'node:path';
 import { buildSimTools } from './build-tools.js';
+import { installRealTools } from './real-tools.js';
 import { downCluster, removeStrayNetwork } from './cluster-down.js';
 import {
   clusterFile,
@@ -284,6 +285,13 @@ async function bringUp(opts: SimClusterOptions, cluster: SimCluster, hosts: Plan
   writeFileSync(cluster.knownHostsPath, `${knownHosts}\n`);
   writeFileSync(cluster.sshConfigPath, sshClientConfig(cluster));
   writeSimWorkerPolicy(stateDir);
+  if (opts.realTools) {
+    if (cluster.mode !== 'netns') throw new Error('realTools needs netns mode (a per-host /root for Ray)');
+    installRealTools(
+      clusterPaths.bin(stateDir),
+      hosts.map((h) => paths.home(h.hostDir)),
+    );
+  }
 
   await mapLimit(cluster.hosts, 16, (h) => startHostSshd(h));
   if (opts.seedReferenceState ?? true) await seedEveryHost(cluster);

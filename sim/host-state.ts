@@ -54,6 +54,11 @@ export interface HostFaults {
   gpuHeldAfterKillSeconds?: number;
   /** A Ray worker on this host cannot reach its head. */
   rayCannotReachHead?: boolean;
+  /**
+   * A hung engine: /health stays 200 while chat completions never answer (`hang`) or fail with a 500 (`error`).
+   * The running server reads it on every request, so it can be switched on after the server is up.
+   */
+  completions?: 'hang' | 'error';
 }
 
 export interface GpuProcess {
@@ -196,13 +201,15 @@ export function refreshMeminfo(dir: string): void {
     `MemFree:        ${availKb} kB`,
     `MemAvailable:   ${availKb} kB`,
     `Buffers:          120000 kB`,
-    `Cached:          2400000 kB`,
     '',
   ].join('\n');
   // Written in place (a rename would detach the bind mount over /proc/meminfo), and never truncated: every
   // version has the same size and goes out in one write, so a concurrent `cat`, or a writer killed half way
   // (`docker rm -f` of a process releasing its memory), can never leave the file empty.
-  const body = `${text}${' '.repeat(Math.max(0, meminfoBytes - 1 - text.length))}\n`;
+  // The padding is the spacing of the last line, as the kernel aligns values: every line parses (psutil, Ray).
+  const last = ['Cached:', '2400000 kB'] as const;
+  const pad = Math.max(1, meminfoBytes - 1 - text.length - last[0].length - last[1].length);
+  const body = `${text}${last[0]}${' '.repeat(pad)}${last[1]}\n`;
   const file = paths.meminfo(dir);
   const fd = openSync(file, existsSync(file) ? 'r+' : 'w');
   try {

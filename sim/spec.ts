@@ -64,5 +64,8 @@ export function simDeploySpec(sim: SimCluster, opts: SimSpecOptions = {}) {
       stallTimeout: '30s',
     },
     smoke: { prompt: 'Reply with one word: ready?', maxTokens: 16 },
+    // Tests count launches, sessions and commands on the hosts: a supervisor probing behind them would change
+    // those counts. The supervision tests switch it on with their own settings.
+    supervise: { enabled: false },
   };
 }

@@ -11,6 +11,7 @@ import type { DiagnosticsInput, HostDiagnostics, NamedHost } from './types.js';
 
 const partBytes = 8 * 1024;
 const tailLines = 50;
+const rayStatusTimeoutS = 15;
 
 function envRecord(env: readonly string[]): Record<string, string> {
   return Object.fromEntries(
@@ -40,7 +41,9 @@ async function collectHost(input: DiagnosticsInput, host: NamedHost): Promise<Ho
         try {
           const res = await session.exec(cmd, { timeoutMs: 30_000, check: false });
           const text = `${res.stdout}${res.stderr ? (res.stdout ? '\n' : '') + res.stderr : ''}`.trimEnd();
-          if (res.exitCode !== 0) errors.push(`${what}: exit code ${res.exitCode}`);
+          // 124: `timeout` ended the command.
+          if (res.exitCode === 124) errors.push(`${what}: no answer within ${rayStatusTimeoutS} s`);
+          else if (res.exitCode !== 0) errors.push(`${what}: exit code ${res.exitCode}`);
           return tail(redactText(text, secrets), partBytes);
         } catch (err) {
           errors.push(`${what}: ${firstLine(err, secrets)}`);
@@ -49,7 +52,9 @@ async function collectHost(input: DiagnosticsInput, host: NamedHost): Promise<Ho
       };
       const [containerLogTail, rayStatus, nvidiaSmi, serveLogTail] = await Promise.all([
         part('docker logs', sh`docker logs --tail ${tailLines} -- ${input.container}`),
-        part('ray status', sh`docker exec ${input.container} ray status`),
+        // Real Ray's `ray status` on a worker that cannot reach the head's GCS blocks for about 40 s before it
+        // gives up; the report should not wait that long for a section that then says nothing.
+        part('ray status', sh`timeout ${rayStatusTimeoutS} docker exec ${input.container} ray status`),
         part('nvidia-smi', sh`nvidia-smi`),
         isHead ? part('serve log', sh`tail -n ${tailLines} -- ${input.logPath}`) : undefined,
       ]);

@@ -1,5 +1,6 @@
 // The Ray containers: start the head and the workers (`docker run … --entrypoint ray IMAGE start --block`),
 // and verify from the head's `ray status` that every node joined with its GPUs.
+import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { FailureType } from '../shared/failures.js';
 import { hostLines } from '../parsers/host-output.js';
@@ -29,6 +30,8 @@ const rayStarted = /^Ray runtime started\./m;
 /** verifyRayCluster polls this long per attempt; the workflow's retry policy bounds the whole wait. */
 const verifyWindowMs = 10_000;
 const verifyIntervalMs = 1_000;
+/** While nodes are missing, the workers' container logs are read this often for a definitive error. */
+const workerCheckIntervalMs = 2_000;
 
 function failure(
   type: string,
@@ -173,7 +176,7 @@ async function startRayContainer(
 
 // ------------------------------------------------------------------------------------- verify cluster
 
-interface RayStatusRead {
+export interface RayStatusRead {
   status?: RayStatus;
   /** Why there is no status: the head's container is down, or Ray on it does not answer. */
   problem?: string;
@@ -189,7 +192,7 @@ async function headSecrets(session: SshSession, container: string): Promise<stri
   }
 }
 
-async function readRayStatus(session: SshSession, container: string): Promise<RayStatusRead> {
+export async function readRayStatus(session: SshSession, container: string): Promise<RayStatusRead> {
   const res = await session.exec(sh`docker exec ${container} ray status`, {
     timeoutMs: 30_000,
     check: false,
@@ -214,9 +217,12 @@ function gpuTotal(status: RayStatus): { total: number; used: number } {
 // The line of a Ray container's log that tells why a node did not join, most specific first: the rest of
 // the line from the match, or (`whole`) the whole line. Each runs on one line cut to a few KB; the generic
 // one was `[^\n]*\b(?:error|failed)\b[^\n]*`, which retried from every character of a long line.
-const joinErrorPatterns: Array<{ pattern: RegExp; whole?: true }> = [
-  { pattern: /Failed to connect to GCS at address/ },
-  { pattern: /Failed to get cluster ID from GCS/ },
+// A `definitive` line means the worker cannot join by waiting: it cannot reach the head's GCS at the address
+// it was given (a wrong head address, a blocked port). Ray itself keeps retrying for minutes; only a new
+// deploy helps.
+const joinErrorPatterns: Array<{ pattern: RegExp; whole?: true; definitive?: true }> = [
+  { pattern: /Failed to connect to GCS at address/, definitive: true },
+  { pattern: /Failed to get cluster ID from GCS/, definitive: true },
   { pattern: /Unable to connect to GCS/ },
   { pattern: /ConnectionError/ },
   { pattern: /(?:Value|Runtime|OS)Error/ },
@@ -224,15 +230,20 @@ const joinErrorPatterns: Array<{ pattern: RegExp; whole?: true }> = [
   { pattern: /\b(?:error|failed)\b/i, whole: true },
 ];
 
-export function errorLine(log: string): string | undefined {
+function joinError(log: string): { line: string; definitive: boolean } | undefined {
   const lines = hostLines(log);
-  for (const { pattern, whole } of joinErrorPatterns) {
+  for (const { pattern, whole, definitive } of joinErrorPatterns) {
     for (const line of lines) {
       const match = pattern.exec(line);
-      if (match) return (whole ? line : line.slice(match.index)).trim();
+      if (match)
+        return { line: (whole ? line : line.slice(match.index)).trim(), definitive: definitive === true };
     }
   }
   return undefined;
+}
+
+export function errorLine(log: string): string | undefined {
+  return joinError(log)?.line;
 }
 
 interface WorkerFinding {
@@ -256,7 +267,8 @@ async function inspectWorker(worker: NamedHost, container: string): Promise<Work
         };
       }
       const log = await containerLogTail(session, container, containerSecrets(state), 200);
-      const cause = errorLine(log);
+      const found = joinError(log);
+      const cause = found?.line;
       if (!state.running) {
         return {
           host: worker.name,
@@ -267,6 +279,15 @@ async function inspectWorker(worker: NamedHost, container: string): Promise<Work
       }
       // `ray start` prints its banner only once the node registered with the head.
       const joined = rayStarted.test(log);
+      const definitive = !joined && found?.definitive ? found.line : undefined;
+      if (definitive) {
+        return {
+          host: worker.name,
+          settled: true,
+          joined: false,
+          note: `${worker.name}: container running but cannot join the head: ${definitive}`,
+        };
+      }
       return {
         host: worker.name,
         settled: false,
@@ -286,10 +307,21 @@ async function inspectWorker(worker: NamedHost, container: string): Promise<Work
   }
 }
 
+/** When the verification began: the first attempt's scheduling, so the message counts every retry. */
+function verificationStartMs(): number {
+  try {
+    return Context.current().info.scheduledTimestampMs;
+  } catch {
+    return Date.now();
+  }
+}
+
 export async function verifyRayCluster(input: VerifyRayClusterInput): Promise<RayClusterState> {
   const head = input.head.name;
+  const startedAt = verificationStartMs();
   const last = await onHost(input.head.ref, async (session) => {
     const deadline = Date.now() + verifyWindowMs;
+    let nextWorkerCheck = 0;
     for (;;) {
       const read = await readRayStatus(session, input.container);
       if (read.status) {
@@ -299,6 +331,14 @@ export async function verifyRayCluster(input: VerifyRayClusterInput): Promise<Ra
         if (nodes >= input.expectedNodes && gpus.total >= input.expectedGpus) {
           return { done: true as const, state: { nodes, gpusTotal: gpus.total, gpusUsed: gpus.used } };
         }
+        // A worker whose log already says it cannot reach the head will not join by waiting: end now.
+        if (nodes < input.expectedNodes && Date.now() >= nextWorkerCheck) {
+          nextWorkerCheck = Date.now() + workerCheckIntervalMs;
+          const findings = await Promise.all(input.workers.map((w) => inspectWorker(w, input.container)));
+          if (findings.some((f) => f.settled && !f.joined)) {
+            return { done: false as const, read, headLog: '', findings };
+          }
+        }
       } else {
         heartbeat({ problem: read.problem });
       }
@@ -306,7 +346,7 @@ export async function verifyRayCluster(input: VerifyRayClusterInput): Promise<Ra
         const headLog = read.status
           ? ''
           : await containerLogTail(session, input.container, await headSecrets(session, input.container), 30);
-        return { done: false as const, read, headLog };
+        return { done: false as const, read, headLog, findings: undefined };
       }
       await pause(verifyIntervalMs);
     }
@@ -314,6 +354,7 @@ export async function verifyRayCluster(input: VerifyRayClusterInput): Promise<Ra
   if (last.done) return last.state;
 
   const { read, headLog } = last;
+  const elapsed = `${((Date.now() - startedAt) / 1000).toFixed(1)} s`;
   if (!read.status) {
     const down = read.headContainerDown === true;
     throw failure(
@@ -330,7 +371,8 @@ export async function verifyRayCluster(input: VerifyRayClusterInput): Promise<Ra
 
   const nodes = read.status.activeNodes.length;
   const gpus = gpuTotal(read.status);
-  const findings = await Promise.all(input.workers.map((w) => inspectWorker(w, input.container)));
+  const findings =
+    last.findings ?? (await Promise.all(input.workers.map((w) => inspectWorker(w, input.container))));
   const missing = findings.filter((f) => !f.joined);
   const missingNames = missing.map((f) => f.host);
   const gpuNote =
@@ -347,7 +389,7 @@ export async function verifyRayCluster(input: VerifyRayClusterInput): Promise<Ra
   const settled = (missing.length > 0 && missing.every((f) => f.settled)) || gpuNote !== '';
   throw failure(
     FailureType.rayClusterIncomplete,
-    `The Ray cluster on ${head} has ${nodes} of ${input.expectedNodes} nodes and ${gpus.total} of ${input.expectedGpus} GPUs after ${verifyWindowMs / 1000} s.${gpuNote}${who}`,
+    `The Ray cluster on ${head} has ${nodes} of ${input.expectedNodes} nodes and ${gpus.total} of ${input.expectedGpus} GPUs after ${elapsed}.${gpuNote}${who}`,
     settled,
     {
       head,

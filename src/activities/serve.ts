@@ -79,7 +79,22 @@ async function readMarker(session: SshSession, path: string): Promise<ServeMarke
   }
 }
 
+/** `--pipeline-parallel-size N` / `-pp N` (or `=N`) in the serve args; 1 when absent or unreadable. */
+export function pipelineParallelSize(args: readonly string[]): number {
+  let size = 1;
+  args.forEach((arg, i) => {
+    const m = /^(?:--pipeline-parallel-size|-pp)(?:=(.*))?$/.exec(arg);
+    if (!m) return;
+    const n = Number(m[1] ?? args[i + 1]);
+    if (Number.isInteger(n) && n > 0) size = n;
+  });
+  return size;
+}
+
 export function serveArgv(input: LaunchServeInput): string[] {
+  // One worker process needs no distributed executor, and platforms without Ray support (vLLM's CPU
+  // build) refuse the flag; past one, the workers are placed over the Ray cluster liftoff started.
+  const distributed = input.tensorParallelSize * pipelineParallelSize(input.args) > 1;
   return [
     'vllm',
     'serve',
@@ -88,8 +103,7 @@ export function serveArgv(input: LaunchServeInput): string[] {
     String(input.port),
     '--tensor-parallel-size',
     String(input.tensorParallelSize),
-    '--distributed-executor-backend',
-    'ray',
+    ...(distributed ? ['--distributed-executor-backend', 'ray'] : []),
     ...(input.servedModelName ? ['--served-model-name', input.servedModelName] : []),
     ...input.args,
   ];

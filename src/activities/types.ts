@@ -198,3 +198,78 @@ export interface HostDiagnostics {
   serveLogTail?: string;
   errors: string[];
 }
+
+// ------------------------------------------------------------------------------------------ supervision
+
+/** One probe of a serving cluster: `/health`, a one-token completion, `ray status`, a Ray container. */
+export type ProbeName = 'health' | 'completion' | 'rayStatus' | 'container';
+export interface ProbeCheck {
+  name: ProbeName;
+  host: string;
+  ok: boolean;
+  latencyMs?: number;
+  /** Why it failed, as the host or the server said it (secrets redacted). */
+  error?: string;
+  detail?: string;
+}
+
+export interface ProbeServingInput {
+  head: HostRef;
+  clusterIp: string;
+  container: string;
+  port: number;
+  model: string;
+  /** serve.env.VLLM_API_KEY: the server then wants it on /v1 routes. */
+  apiKey?: EnvValue;
+  completionTimeoutS: number;
+  /** What the launch verified: `ray status` must still show as many nodes and GPUs. */
+  expectedNodes: number;
+  expectedGpus: number;
+}
+export interface ProbeServingResult {
+  host: string;
+  checks: ProbeCheck[];
+}
+
+export interface FailureBundleInput {
+  hosts: NamedHost[];
+  headName: string;
+  container: string;
+  logPath: string;
+  secretEnv?: EnvSpec[];
+}
+/** What a host showed when the cluster was declared lost, before anything was removed. */
+export interface HostBundle {
+  host: string;
+  reachable: boolean;
+  container?: { exists: boolean; running: boolean; status?: string; exitCode?: number };
+  /** Head only: the serve log's last lines, and the exception that caused the failure (not vLLM's wrapper). */
+  serveLogTail?: string;
+  rootException?: string;
+  rayStatus?: string;
+  /** `nvidia-smi --query-compute-apps`: who holds the GPUs. */
+  gpuApps?: string;
+  containerLogTail?: string;
+  /** OOM-killer and out-of-memory lines of the kernel log, where the login may read it. */
+  kernelOom?: string;
+  errors: string[];
+}
+export interface FailureBundle {
+  collectedAtMs: number;
+  hosts: HostBundle[];
+}
+
+/** One webhook POST: the URL as the spec gives it (text or a secret reference, resolved in the activity). */
+export interface WebhookInput {
+  url: EnvValue;
+  event: string;
+  cluster: string;
+  /** One line for people; sent as Slack's `text` when `slack` is set. */
+  text: string;
+  slack: boolean;
+  /** The event's facts, sent as they are. */
+  details: Record<string, unknown>;
+}
+export interface WebhookResult {
+  status: number;
+}

@@ -4,26 +4,39 @@
 import { Command } from 'commander';
 import { WorkflowFailedError } from '@temporalio/client';
 import { CancelledFailure } from '@temporalio/common';
-import { connectClient } from '../temporal/connection.js';
+import { withClient } from '../temporal/connection.js';
 import { emit } from '../cli/render.js';
 import { runCommand, UsageError } from '../cli/run-command.js';
 import { ExitCode } from '../cli/exit-codes.js';
 import { describeClusterDeploy, describeFailure } from '../cli/deploy-status.js';
+import type { Client } from '@temporalio/client';
+import { describeSupervision } from './supervise/common.js';
 
 export interface CancelReport {
   cluster: string;
   workflowId: string;
   runId: string;
   /** How the deploy ended: CANCELLED normally; COMPLETED or FAILED if it ended before the cancel reached it. */
-  outcome: 'CANCELLED' | 'COMPLETED' | 'FAILED' | 'REQUESTED';
+  outcome: 'CANCELLED' | 'COMPLETED' | 'FAILED' | 'REQUESTED' | 'NOT_RUNNING';
   /** The step the cancel interrupted. */
   step?: string;
   /** What teardown did, one line per host. */
   teardown: string[];
   error?: string;
+  /** The cluster's supervisor, stopped by this cancel (it leaves a serving cluster as it is). */
+  supervisor?: { workflowId: string; runId: string; outcome: string };
 }
 
 export function renderCancel(r: CancelReport): string {
+  const supervisor = r.supervisor
+    ? `supervisor ${r.supervisor.workflowId} (run ${r.supervisor.runId}) ${r.supervisor.outcome.toLowerCase()}`
+    : undefined;
+  const deploy = renderDeployCancel(r);
+  return supervisor ? (deploy ? `${supervisor}\n${deploy}` : supervisor) : deploy;
+}
+
+function renderDeployCancel(r: CancelReport): string {
+  if (r.outcome === 'NOT_RUNNING') return '';
   if (r.outcome === 'REQUESTED')
     return `cancel requested for ${r.workflowId} (run ${r.runId}); see it end with: liftoff status ${r.cluster}`;
   if (r.outcome !== 'CANCELLED')
@@ -41,19 +54,37 @@ interface CancelMemo {
 
 export const cancelCommand = new Command('cancel')
   .description(
-    'cancel the running deploy of a cluster; its teardown stops the server and removes its containers',
+    'cancel the running deploy of a cluster (its teardown stops the server and removes its containers) and stop its supervisor',
   )
   .argument('<cluster>', 'cluster name from the spec')
   .option('--no-wait', 'return once the cancel is requested, without waiting for the teardown')
   .option('--json', 'print the outcome as JSON')
   .action((cluster: string, opts: { wait: boolean; json?: boolean }) =>
     runCommand(opts, async () => {
-      const client = await connectClient();
-      try {
-        const { workflowId, described } = await describeClusterDeploy(client, cluster);
-        if (described.status.name !== 'RUNNING') {
+      return withClient(async (client) => {
+        // The supervisor first: cancelled mid-relaunch, it cancels its relaunch deploy too.
+        const supervisor = await cancelSupervisor(client, cluster, opts.wait);
+        const { workflowId, described } = await describeClusterDeploy(client, cluster).catch(
+          (err: unknown) => {
+            if (supervisor && err instanceof UsageError) return { workflowId: '', described: undefined };
+            throw err;
+          },
+        );
+        if (!described || described.status.name !== 'RUNNING') {
+          if (supervisor) {
+            const report: CancelReport = {
+              cluster,
+              workflowId,
+              runId: described?.runId ?? '',
+              outcome: 'NOT_RUNNING',
+              teardown: [],
+              supervisor,
+            };
+            emit(opts, report, renderCancel);
+            return ExitCode.ok;
+          }
           throw new UsageError(
-            `the deploy of ${cluster} is not running (workflow ${workflowId} is ${described.status.name}); nothing to cancel`,
+            `the deploy of ${cluster} is not running (workflow ${workflowId} is ${described?.status.name ?? 'missing'}); nothing to cancel`,
           );
         }
         const run = client.workflow.getHandle(workflowId, described.runId);
@@ -64,6 +95,7 @@ export const cancelCommand = new Command('cancel')
           runId: described.runId,
           outcome: 'REQUESTED',
           teardown: [],
+          ...(supervisor ? { supervisor } : {}),
         };
         if (!opts.wait) {
           emit(opts, report, renderCancel);
@@ -86,8 +118,27 @@ export const cancelCommand = new Command('cancel')
         }
         emit(opts, report, renderCancel);
         return report.outcome === 'CANCELLED' ? ExitCode.ok : ExitCode.deployFailed;
-      } finally {
-        await client.connection.close();
-      }
+      });
     }),
   );
+
+/** Cancels the running supervisor of the cluster, if any, and (unless told not to) waits for it to end. */
+async function cancelSupervisor(
+  client: Client,
+  cluster: string,
+  wait: boolean,
+): Promise<CancelReport['supervisor']> {
+  const found = await describeSupervision(client, cluster);
+  if (!found || found.report.runStatus !== 'RUNNING') return undefined;
+  const run = client.workflow.getHandle(found.report.workflowId, found.report.runId);
+  await run.cancel();
+  let outcome = 'REQUESTED';
+  if (wait) {
+    outcome = await run.result().then(
+      () => 'COMPLETED',
+      (err: unknown) =>
+        err instanceof WorkflowFailedError && err.cause instanceof CancelledFailure ? 'CANCELLED' : 'FAILED',
+    );
+  }
+  return { workflowId: found.report.workflowId, runId: found.report.runId, outcome };
+}

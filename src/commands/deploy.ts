@@ -5,7 +5,7 @@ import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import { deployAlreadyRunningMessage } from '../shared/failures.js';
 import { loadSpecFile } from '../config/load.js';
 import { deploySpecSchema } from '../config/schema.js';
-import { connectClient } from '../temporal/connection.js';
+import { withClient } from '../temporal/connection.js';
 import { startDeploy } from '../temporal/start-deploy.js';
 import type { DeployResult } from '../workflows/steps.js';
 import { formatDuration } from '../config/duration.js';
@@ -37,14 +37,19 @@ export const deployCommand = new Command('deploy')
   .description('launch the cluster described by a spec, as a durable Temporal workflow')
   .requiredOption('-c, --config <file>', 'cluster spec (YAML)')
   .option('--follow', 'show each step and the load progress until the deploy ends')
+  .option('--no-supervise', 'do not start the supervisor after a successful deploy (supervise.enabled)')
   .option('--json', 'print one JSON document (the result, or the error)')
-  .action((opts: { config: string; follow?: boolean; json?: boolean }) =>
+  .action((opts: { config: string; follow?: boolean; json?: boolean; supervise: boolean }) =>
     runCommand(opts, async () => {
       const spec = loadSpecFile(deploySpecSchema, opts.config);
-      const client = await connectClient();
-      try {
+      return withClient(async (client) => {
         const workflowId = deployWorkflowId(spec.cluster);
-        const handle = await startDeploy(client, spec, 'cli').catch((err: unknown) => {
+        const handle = await startDeploy(
+          client,
+          spec,
+          'cli',
+          opts.supervise ? {} : { supervise: false },
+        ).catch((err: unknown) => {
           if (err instanceof WorkflowExecutionAlreadyStartedError) {
             throw new DeployRefusedError(deployAlreadyRunningMessage(spec.cluster, workflowId, 'cli'));
           }
@@ -84,8 +89,6 @@ export const deployCommand = new Command('deploy')
           );
           return ExitCode.deployFailed;
         }
-      } finally {
-        await client.connection.close();
-      }
+      });
     }),
   );

@@ -2,7 +2,7 @@
 // time, trigger, outcome, total and load time, smoke-test tokens/s. Newest first.
 import { Command, InvalidArgumentError } from 'commander';
 import type { Client, WorkflowExecutionInfo } from '@temporalio/client';
-import { connectClient } from '../temporal/connection.js';
+import { withClient } from '../temporal/connection.js';
 import { searchAttributes } from '../shared/constants.js';
 import { emit, table } from '../cli/render.js';
 import { runCommand } from '../cli/run-command.js';
@@ -54,6 +54,14 @@ export async function listClusterRuns(
 export function renderHistory(r: HistoryReport): string {
   if (r.entries.length === 0) return `no deploys of cluster ${r.cluster} found`;
   const seconds = (s: number | undefined) => (s === undefined ? '-' : formatDuration(s * 1000));
+  const relaunches = r.entries.filter((e) => e.relaunch);
+  const causes = relaunches.map(
+    (e) => `relaunch #${e.relaunch?.n ?? '?'} (${e.runId}) because: ${e.relaunch?.cause ?? 'unknown'}`,
+  );
+  return [rows(r, seconds), ...(causes.length ? ['', ...causes] : [])].join('\n');
+}
+
+function rows(r: HistoryReport, seconds: (s: number | undefined) => string): string {
   return table([
     ['STARTED', 'TRIGGER', 'OUTCOME', 'TOTAL', 'LOAD', 'TOKENS/S', 'WORKFLOW', 'RUN'],
     ...r.entries.map((e) => [
@@ -84,15 +92,12 @@ export const historyCommand = new Command('history')
   .option('--json', 'print the list as JSON')
   .action((cluster: string, opts: { limit: number; json?: boolean }) =>
     runCommand(opts, async () => {
-      const client = await connectClient();
-      try {
+      await withClient(async (client) => {
         const report: HistoryReport = {
           cluster,
           entries: historyEntries(await listClusterRuns(client, cluster), opts.limit),
         };
         emit(opts, report, renderHistory);
-      } finally {
-        await client.connection.close();
-      }
+      });
     }),
   );

@@ -11,6 +11,7 @@ import { historyCommand } from './history.js';
 import { postmortemCommand } from './postmortem.js';
 import { scheduleCommand } from './schedule/index.js';
 import { trustCommand } from './trust.js';
+import { superviseCommand } from './supervise/index.js';
 
 export function buildProgram(): Command {
   const program = new Command('liftoff')
@@ -25,6 +26,7 @@ export function buildProgram(): Command {
     historyCommand,
     postmortemCommand,
     scheduleCommand,
+    superviseCommand,
     devCommand,
     workerCommand,
     probeCommand,

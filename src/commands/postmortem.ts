@@ -4,7 +4,7 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { Command, InvalidArgumentError } from 'commander';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
-import { connectClient } from '../temporal/connection.js';
+import { withClient } from '../temporal/connection.js';
 import { deployWorkflowId } from '../shared/constants.js';
 import { runCommand, UsageError } from '../cli/run-command.js';
 import { print } from '../cli/render.js';
@@ -137,12 +137,7 @@ export const postmortemCommand = new Command('postmortem')
       } else {
         if (target === undefined)
           throw new UsageError('name a cluster or workflow id, or give --history FILE');
-        const client = await connectClient();
-        try {
-          pm = await postmortemOnline(client, target, opts.run);
-        } finally {
-          await client.connection.close();
-        }
+        pm = await withClient((client) => postmortemOnline(client, target, opts.run));
       }
       const text = renderPostmortem(pm, format);
       if (opts.output === undefined) {

@@ -4,7 +4,7 @@ import { WorkflowFailedError } from '@temporalio/client';
 import { describeFailure } from '../cli/deploy-status.js';
 import { loadSpecFile } from '../config/load.js';
 import { probeSpecSchema } from '../config/schema.js';
-import { connectClient } from '../temporal/connection.js';
+import { withClient } from '../temporal/connection.js';
 import { TASK_QUEUE, searchAttributes } from '../shared/constants.js';
 import { emit, table } from '../cli/render.js';
 import { runCommand } from '../cli/run-command.js';
@@ -33,8 +33,7 @@ export const probeCommand = new Command('probe')
   .action((opts: { config: string; json?: boolean }) =>
     runCommand(opts, async () => {
       const spec = loadSpecFile(probeSpecSchema, opts.config);
-      const client = await connectClient();
-      try {
+      await withClient(async (client) => {
         const result = await client.workflow
           .execute(probeCluster, {
             taskQueue: TASK_QUEUE,
@@ -51,8 +50,6 @@ export const probeCommand = new Command('probe')
             throw err;
           });
         emit(opts, result, renderProbe);
-      } finally {
-        await client.connection.close();
-      }
+      });
     }),
   );

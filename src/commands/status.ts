@@ -1,13 +1,14 @@
 // `liftoff status CLUSTER`: the latest deploy of a cluster: state, steps with timings, load progress, result.
 import { Command } from 'commander';
-import { connectClient } from '../temporal/connection.js';
+import type { Client } from '@temporalio/client';
 import { progressQuery } from '../workflows/deploy.js';
 import type { DeployProgress, DeployResult } from '../workflows/steps.js';
 import { formatDuration } from '../config/duration.js';
-import { emit, table } from '../cli/render.js';
-import { runCommand } from '../cli/run-command.js';
+import { table } from '../cli/render.js';
+import { printReport } from './print-report.js';
 import { describeClusterDeploy } from '../cli/deploy-status.js';
 import { loadLine } from '../cli/follow.js';
+import { describeSupervision, renderSupervision, type SupervisionReport } from './supervise/common.js';
 
 export interface StatusReport {
   cluster: string;
@@ -18,6 +19,8 @@ export interface StatusReport {
   closeTime?: string;
   progress?: DeployProgress;
   result?: DeployResult;
+  /** The cluster's supervisor, when one ever ran: serving, lost, relaunching, degraded or stopped. */
+  supervision?: SupervisionReport;
 }
 
 export function renderStatus(r: StatusReport): string {
@@ -44,34 +47,31 @@ export function renderStatus(r: StatusReport): string {
     lines.push(
       `endpoint: ${r.result.endpoint}  model: ${r.result.model}  load: ${formatDuration(r.result.loadSeconds * 1000)}`,
     );
+  if (r.supervision) lines.push(renderSupervision(r.supervision, Date.now()));
   return lines.join('\n');
+}
+
+export async function clusterStatus(client: Client, cluster: string): Promise<StatusReport> {
+  const { workflowId, handle, described } = await describeClusterDeploy(client, cluster);
+  const progress = await handle.query(progressQuery).catch(() => undefined);
+  const result =
+    described.status.name === 'COMPLETED' ? ((await handle.result()) as DeployResult) : undefined;
+  const supervision = await describeSupervision(client, cluster);
+  return {
+    cluster,
+    workflowId,
+    runId: described.runId,
+    status: described.status.name,
+    startTime: described.startTime.toISOString(),
+    closeTime: described.closeTime?.toISOString(),
+    progress,
+    result,
+    ...(supervision ? { supervision: supervision.report } : {}),
+  };
 }
 
 export const statusCommand = new Command('status')
   .description("show a cluster's latest deploy: state, steps, load progress")
   .argument('<cluster>', 'cluster name from the spec')
   .option('--json', 'print the status as JSON')
-  .action((cluster: string, opts: { json?: boolean }) =>
-    runCommand(opts, async () => {
-      const client = await connectClient();
-      try {
-        const { workflowId, handle, described } = await describeClusterDeploy(client, cluster);
-        const progress = await handle.query(progressQuery).catch(() => undefined);
-        const result =
-          described.status.name === 'COMPLETED' ? ((await handle.result()) as DeployResult) : undefined;
-        const report: StatusReport = {
-          cluster,
-          workflowId,
-          runId: described.runId,
-          status: described.status.name,
-          startTime: described.startTime.toISOString(),
-          closeTime: described.closeTime?.toISOString(),
-          progress,
-          result,
-        };
-        emit(opts, report, renderStatus);
-      } finally {
-        await client.connection.close();
-      }
-    }),
-  );
+  .action(printReport(clusterStatus, renderStatus));

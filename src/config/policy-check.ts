@@ -33,6 +33,8 @@ export interface PolicySubject {
   ssh: SshAuthRequest;
   ray?: { env: EnvSpec };
   serve?: { env: EnvSpec };
+  /** A webhook URL may be a secret reference (a Slack URL is a credential). */
+  notify?: { webhooks: ReadonlyArray<{ url: string | SecretRef }> };
 }
 
 function within(path: string, entry: string): boolean {
@@ -159,6 +161,11 @@ export function policyRefusals(
       if (refusal) out.push(refusal);
     }
   }
+  (spec.notify?.webhooks ?? []).forEach(({ url }, i) => {
+    if (typeof url === 'string') return;
+    const refusal = refRefusal(formatPath(['notify', 'webhooks', i, 'url']), url, policy, home);
+    if (refusal) out.push(refusal);
+  });
   return out;
 }
 

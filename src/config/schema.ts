@@ -11,6 +11,8 @@ import {
   logPathProblem,
   protectedUnitProblem,
 } from './host-guards.js';
+import { superviseSchema } from './supervise.js';
+import { notifySchema } from './notify.js';
 
 /** A host or cluster name: what becomes part of a workflow id and a search attribute. */
 export const hostNamePattern = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;
@@ -115,9 +117,11 @@ const envRecord = z
       }
     }
   });
-// zod's record drops a `__proto__` key without a word, so the raw object's own keys are checked first.
+// zod's record drops a `__proto__` key without a word, so the raw object's own keys are checked first. An absent
+// env stays allowed (optional here, then envRecord's default of {}).
 const envMap = z
   .custom<z.input<typeof envRecord>>()
+  .optional()
   .superRefine((raw, ctx) => {
     if (typeof raw !== 'object' || raw === null) return;
     for (const name of Object.keys(raw)) {
@@ -258,6 +262,8 @@ export const deploySpecSchema = z
       .strictObject({ minFreeDiskGiB: z.number().min(0).default(10) })
       .default({ minFreeDiskGiB: 10 }),
     onFailure: z.enum(['leave', 'teardown']).default('leave'),
+    supervise: superviseSchema,
+    notify: notifySchema(secretRefSchema),
   })
   .superRefine((spec, ctx) => {
     const heads = spec.hosts.filter((h) => h.role === 'head');

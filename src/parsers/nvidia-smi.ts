@@ -82,28 +82,25 @@ function looksLikeHeader(cells: string[], fields?: readonly string[]): boolean {
   return cells.some((c) => c.includes('.') || c.includes('[') || c === 'pid');
 }
 
+/** The cells of a `--format=csv` answer: its header's field names (none under `noheader`) and its data rows. */
+function csvRows(csv: string, fields?: readonly string[]): { header?: string[]; data: string[][] } {
+  assertNotAnError(csv);
+  const rows = lines(csv).map(splitCsvLine);
+  const first = rows[0];
+  if (first && looksLikeHeader(first, fields)) return { header: first.map(fieldName), data: rows.slice(1) };
+  return { data: rows };
+}
+
 /**
  * `--query-gpu=… --format=csv[,noheader][,nounits]`. With a header the keys come from it (units stripped);
  * without one pass the queried field list. Numbers are parsed; unavailable values are null.
  */
 export function parseQueryGpu(csv: string, fields?: readonly string[]): QueryRecord[] {
-  assertNotAnError(csv);
-  const rows = lines(csv).map(splitCsvLine);
-  const first = rows[0];
-  if (!first) return [];
-  let keys: readonly string[];
-  let data: string[][];
-  if (looksLikeHeader(first, fields)) {
-    keys = fields ?? first.map(fieldName);
-    data = rows.slice(1);
-  } else {
-    if (!fields) {
-      throw new NvidiaSmiParseError(
-        'nvidia-smi --query-gpu output has no header: pass the queried field list',
-      );
-    }
-    keys = fields;
-    data = rows;
+  const { header, data } = csvRows(csv, fields);
+  if (!header && data.length === 0) return [];
+  const keys = header ? (fields ?? header) : fields;
+  if (!keys) {
+    throw new NvidiaSmiParseError('nvidia-smi --query-gpu output has no header: pass the queried field list');
   }
   return data.map((cells, row) => {
     if (cells.length !== keys.length) {
@@ -127,19 +124,9 @@ const defaultComputeAppFields = ['pid', 'process_name', 'used_gpu_memory', 'gpu_
  * holds ", " is rejoined, since nvidia-smi does not quote it.
  */
 export function parseComputeApps(csv: string, fields?: readonly string[]): ComputeApp[] {
-  assertNotAnError(csv);
-  const rows = lines(csv).map(splitCsvLine);
-  const first = rows[0];
-  if (!first) return [];
-  let columns: readonly string[];
-  let data: string[][];
-  if (looksLikeHeader(first, fields)) {
-    columns = first.map(fieldName);
-    data = rows.slice(1);
-  } else {
-    columns = fields ?? defaultComputeAppFields;
-    data = rows;
-  }
+  const { header, data } = csvRows(csv, fields);
+  if (!header && data.length === 0) return [];
+  const columns = header ?? fields ?? defaultComputeAppFields;
   const pidAt = columns.indexOf('pid');
   const nameAt = columns.indexOf('process_name');
   if (pidAt < 0)

@@ -47,11 +47,8 @@ export interface VllmLogSource {
   ip?: string;
 }
 
-export interface VllmLogLine {
-  /** The line without its Ray prefix and colour codes. */
-  text: string;
-  source?: VllmLogSource;
-  phase?: VllmPhase;
+/** How far the load got and how fast it goes, as one line or a run of lines shows it. */
+export interface VllmLoadProgress {
   shard?: ShardProgress;
   graphs?: { done: number; total: number };
   elapsedS?: number;
@@ -60,16 +57,17 @@ export interface VllmLogLine {
   fatal?: VllmFatal;
 }
 
-export interface VllmLogSummary {
+export interface VllmLogLine extends VllmLoadProgress {
+  /** The line without its Ray prefix and colour codes. */
+  text: string;
+  source?: VllmLogSource;
+  phase?: VllmPhase;
+}
+
+export interface VllmLogSummary extends VllmLoadProgress {
   phase: VllmPhase;
   /** When `phase` is `failed`: the furthest phase these lines showed before the failure. */
   reached?: VllmPhase;
-  shard?: ShardProgress;
-  graphs?: { done: number; total: number };
-  elapsedS?: number;
-  etaS?: number;
-  secPerIt?: number;
-  fatal?: VllmFatal;
 }
 
 export interface VllmLogOptions {
@@ -96,6 +94,9 @@ function withoutRepeatNote(text: string): string {
   if (at < 0 || !repeated.test(text.slice(at))) return text;
   return text.slice(0, at).trimEnd();
 }
+// `INFO 12-03 13:41:16 [api_utils.py:347] ` (level, month-day, time, source file and line)
+const vllmLoggerPrefix =
+  /^(DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[[^\]]*\] /;
 
 function clock(text: string): number | undefined {
   if (text === '?' || text === '') return undefined;
@@ -143,7 +144,7 @@ const phasePatterns: Array<[RegExp, VllmPhase]> = [
   ],
   [/Capturing CUDA graphs|Graph capturing finished|Capturing cudagraphs/, 'capturing_graphs'],
   [
-    /torch\.compile|initial profiling run|Memory profiling takes|Available KV cache memory|GPU KV cache size|Maximum concurrency for|Dynamo bytecode transform|Compiling a graph|# GPU blocks:/,
+    /torch\.compile\b.*\btook|torch\.compile takes|initial profiling run|Memory profiling takes|Available KV cache memory|GPU KV cache size|Maximum concurrency for|Dynamo bytecode transform|Compiling a graph|# GPU blocks:/,
     'profiling',
   ],
   [/Loading weights took|Model loading took/, 'weights_loaded'],
@@ -191,7 +192,11 @@ export function parseVllmLogLine(rawLine: string, opts: VllmLogOptions = {}): Vl
   ) {
     return { ...result, phase: 'failed', fatal: { line: text, kind: 'placement_group' } };
   }
-  const fatal = fatalPatterns.find(([pattern]) => pattern.test(text));
+  // vLLM's own logger puts `ERROR 12-03 13:45:51 [file.py:953] ` before each line of a traceback it logs (a
+  // worker process's, say): behind that prefix the traceback's lines are read as if they began the line.
+  const logged = vllmLoggerPrefix.exec(text);
+  const subject = logged?.[1] === 'ERROR' || logged?.[1] === 'CRITICAL' ? text.slice(logged[0].length) : text;
+  const fatal = fatalPatterns.find(([pattern]) => pattern.test(subject));
   if (fatal) return { ...result, phase: 'failed', fatal: { line: text, kind: fatal[1] } };
 
   const phase = phasePatterns.find(([pattern]) => pattern.test(text))?.[1];

@@ -116,5 +116,12 @@ function notes(record: RunRecord, trigger: TriggerReport, invalidSpec: boolean):
       `This run only held the ${trigger.kind} trigger: the deploy ran as the child ${child.workflowId}${child.runId ? ` (run ${child.runId})` : ''}. Its postmortem has the steps.`,
     );
   }
+  const { relaunch } = trigger;
+  if (relaunch) {
+    const run = relaunch.supervisorRunId ? ` --run-id ${relaunch.supervisorRunId}` : '';
+    out.push(
+      `The supervisor relaunched the cluster after declaring it lost${relaunch.cause ? ` (${relaunch.cause})` : ''}. The failure bundle it kept first (every host's serve log and exception, ray status, GPU processes, container state, kernel OOM lines) is the collectFailureBundle result in its history: temporal workflow show --workflow-id ${relaunch.supervisorWorkflowId}${run}`,
+    );
+  }
   return out;
 }

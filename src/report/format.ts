@@ -68,6 +68,7 @@ export function triggerLine(pm: Postmortem): string {
     parts.push(
       `started as a child of ${t.parent.workflowId}${t.parent.runId ? ` (run ${t.parent.runId})` : ''}`,
     );
+  if (t.relaunch) parts.push(`relaunch #${t.relaunch.n ?? '?'} by ${t.relaunch.supervisorWorkflowId}`);
   if (t.startedBy) parts.push(`started by ${t.startedBy}`);
   return parts.join(', ');
 }

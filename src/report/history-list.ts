@@ -26,6 +26,8 @@ export interface HistoryEntry {
   totalSeconds?: number;
   loadSeconds?: number;
   tokensPerSecond?: number;
+  /** A relaunch by the cluster's supervisor (trigger supervise): which one, and what it answered. */
+  relaunch?: { n?: number; cause?: string; supervisorWorkflowId?: string };
 }
 
 /**
@@ -56,6 +58,16 @@ export function historyEntries(runs: readonly ListedRun[], limit: number): Histo
       if (load !== undefined) entry.loadSeconds = load;
       const tps = numberOr(summary.tokensPerSecond);
       if (tps !== undefined) entry.tokensPerSecond = tps;
+      const relaunch = isRecord(r.memo?.relaunch) ? r.memo.relaunch : undefined;
+      if (relaunch) {
+        entry.relaunch = {
+          ...(numberOr(relaunch.n) !== undefined ? { n: numberOr(relaunch.n) } : {}),
+          ...(typeof relaunch.cause === 'string' ? { cause: relaunch.cause } : {}),
+          ...(typeof relaunch.supervisorWorkflowId === 'string'
+            ? { supervisorWorkflowId: relaunch.supervisorWorkflowId }
+            : {}),
+        };
+      }
       return entry;
     });
 }

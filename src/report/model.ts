@@ -112,6 +112,8 @@ export interface TriggerReport {
   parent?: { workflowId: string; runId?: string };
   /** This run only held the trigger: the deploy ran as this child. */
   child?: { workflowId: string; runId?: string };
+  /** A relaunch by the cluster's supervisor: which one, why, and the run whose history holds the bundle. */
+  relaunch?: { supervisorWorkflowId: string; supervisorRunId?: string; n?: number; cause?: string };
 }
 
 export type BaselineReport =

@@ -28,5 +28,17 @@ export function triggerReport(record: RunRecord): TriggerReport {
           }
         : undefined,
     child: child ? { workflowId: child.workflowId, runId: child.runId } : undefined,
+    relaunch: relaunchOf(record.memo.relaunch),
+  };
+}
+
+/** The memo a supervisor gives its relaunch deploy (src/workflows/supervise-relaunch.ts). */
+function relaunchOf(memo: unknown): TriggerReport['relaunch'] {
+  if (!isRecord(memo) || typeof memo.supervisorWorkflowId !== 'string') return undefined;
+  return {
+    supervisorWorkflowId: memo.supervisorWorkflowId,
+    ...(typeof memo.supervisorRunId === 'string' ? { supervisorRunId: memo.supervisorRunId } : {}),
+    ...(typeof memo.n === 'number' ? { n: memo.n } : {}),
+    ...(typeof memo.cause === 'string' ? { cause: memo.cause } : {}),
   };
 }

@@ -10,6 +10,11 @@ export function deployWorkflowId(cluster: string): string {
   return `liftoff-${cluster}`;
 }
 
+/** The one supervising workflow of a cluster; at most one runs per cluster, like the deploy. */
+export function superviseWorkflowId(cluster: string): string {
+  return `${deployWorkflowId(cluster)}-supervise`;
+}
+
 /** Search attributes liftoff sets on its workflows; the dev server registers them at start. */
 export const searchAttributes = {
   cluster: defineSearchAttributeKey('LiftoffCluster', SearchAttributeType.KEYWORD),

@@ -22,6 +22,8 @@ export const FailureType = {
   /** A host printed what no real tool prints (a negative or infinite figure): final, the check cannot judge it. */
   hostOutputInvalid: 'HostOutputInvalid',
   deployAlreadyRunning: 'DeployAlreadyRunning',
+  /** The supervisor spent its relaunch budget: the cluster is left degraded. */
+  clusterDegraded: 'ClusterDegraded',
   /** A deploy failed with no typed cause (the workflow's own fallback). */
   deployFailed: 'DeployFailed',
   // The SSH layer's errors keep their class names as types (src/ssh/errors.ts).
@@ -34,8 +36,8 @@ export const FailureType = {
 
 export type FailureTypeName = (typeof FailureType)[keyof typeof FailureType];
 
-/** Who started the deploy that was refused: the CLI, the Temporal UI's form or a schedule. */
-export type DeployTriggerName = 'cli' | 'ui' | 'schedule';
+/** Who started a deploy: the CLI, the Temporal UI's form, a schedule, or the supervisor's relaunch. */
+export type DeployTriggerName = 'cli' | 'ui' | 'schedule' | 'supervise';
 
 /** The one message for a deploy refused because another deploy of the cluster runs. */
 export function deployAlreadyRunningMessage(

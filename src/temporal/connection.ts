@@ -58,6 +58,16 @@ export async function connectClient(settings = loadTemporalSettings()): Promise<
   }
 }
 
+/** Runs `body` with a client of the configured Temporal, closing its connection however `body` ends. */
+export async function withClient<T>(body: (client: Client) => Promise<T>): Promise<T> {
+  const client = await connectClient();
+  try {
+    return await body(client);
+  } finally {
+    await client.connection.close();
+  }
+}
+
 export async function connectWorkerConnection(settings = loadTemporalSettings()): Promise<NativeConnection> {
   // Loaded here, not at the top: the worker SDK (native core, bundler) adds a third to every CLI command's start.
   const { NativeConnection } = await import('@temporalio/worker');

@@ -49,36 +49,26 @@ export function searchAttributeFlags(): string[] {
 }
 
 /**
- * The server's folder (0700) and its database and log (0600), made private before the server starts: the
- * database holds every workflow's history, and the server has no authentication of its own. SQLite gives its
- * -wal and -shm files the database's permissions. Existing ones are tightened too.
+ * The server's folder (0700) and its log (0600), made private before the server starts: the database holds
+ * every workflow's history, and the server has no authentication of its own. The database is not created here:
+ * start-dev takes an existing file, even an empty one, for a database it made before and skips creating its
+ * tables. The server is started with umask 077 instead, so the database and SQLite's -wal and -shm files are
+ * born 0600. Existing ones are tightened.
  */
 export function prepareStateFiles(stateDir: string): { dbFile: string; logFile: string } {
   mkdirSync(stateDir, { recursive: true, mode: 0o700 });
   chmodSync(stateDir, 0o700);
   const dbFile = join(stateDir, 'temporal.db');
   const logFile = join(stateDir, 'temporal-server.log');
-  // An empty file is an empty database to SQLite.
-  for (const file of [dbFile, logFile]) closeSync(openSync(file, 'a', 0o600));
+  closeSync(openSync(logFile, 'a', 0o600));
   for (const file of [dbFile, `${dbFile}-wal`, `${dbFile}-shm`, logFile]) {
     if (existsSync(file)) chmodSync(file, 0o600);
   }
   return { dbFile, logFile };
 }
 
-export async function startDevServer(options: DevServerOptions): Promise<DevServer> {
-  const opts = { ...defaults, ...options };
-  for (const port of [opts.port, opts.uiPort]) {
-    if (await portAcceptsConnections(opts.ip, port)) {
-      throw new Error(
-        `port ${opts.ip}:${port} is already in use (another \`liftoff dev\` or Temporal server?); ` +
-          'stop it, or pick other ports with --port/--ui-port',
-      );
-    }
-  }
-  const { dbFile, logFile } = prepareStateFiles(opts.stateDir);
-  const logFd = openSync(logFile, 'a', 0o600);
-  const child = spawn(
+function spawnServer(dbFile: string, opts: typeof defaults & DevServerOptions, logFd: number): ChildProcess {
+  return spawn(
     temporalCliPath(),
     [
       'server',
@@ -99,7 +89,29 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
     ],
     { stdio: ['ignore', logFd, logFd] },
   );
-  closeSync(logFd);
+}
+
+export async function startDevServer(options: DevServerOptions): Promise<DevServer> {
+  const opts = { ...defaults, ...options };
+  for (const port of [opts.port, opts.uiPort]) {
+    if (await portAcceptsConnections(opts.ip, port)) {
+      throw new Error(
+        `port ${opts.ip}:${port} is already in use (another \`liftoff dev\` or Temporal server?); ` +
+          'stop it, or pick other ports with --port/--ui-port',
+      );
+    }
+  }
+  const { dbFile, logFile } = prepareStateFiles(opts.stateDir);
+  const logFd = openSync(logFile, 'a', 0o600);
+  // umask is per process and spawn forks synchronously: the 077 applies to the server alone.
+  const umask = process.umask(0o077);
+  let child: ChildProcess;
+  try {
+    child = spawnServer(dbFile, opts, logFd);
+  } finally {
+    process.umask(umask);
+    closeSync(logFd);
+  }
   const address = `${opts.ip}:${opts.port}`;
   let exited: { code: number | null; signal: NodeJS.Signals | null } | undefined;
   child.once('exit', (code, signal) => (exited = { code, signal }));

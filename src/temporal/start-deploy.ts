@@ -3,7 +3,7 @@
 import type { Client, WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
 import type { DeploySpecInput } from '../config/schema.js';
 import { TASK_QUEUE, deployStartAttributes, deployWorkflowId } from '../shared/constants.js';
-import { deploy, type DeployTrigger } from '../workflows/index.js';
+import { deploy, type DeployOptions, type DeployTrigger } from '../workflows/index.js';
 
 /**
  * Starts the deploy of `spec` under the cluster's workflow id. Refused by Temporal (WorkflowExecutionAlreadyStartedError)
@@ -13,11 +13,12 @@ export function startDeploy(
   client: Client,
   spec: DeploySpecInput,
   trigger: DeployTrigger,
+  options: Omit<DeployOptions, 'trigger'> = {},
 ): Promise<WorkflowHandleWithFirstExecutionRunId<typeof deploy>> {
   return client.workflow.start(deploy, {
     taskQueue: TASK_QUEUE,
     workflowId: deployWorkflowId(spec.cluster),
-    args: [spec, { trigger }],
+    args: [spec, { trigger, ...options }],
     workflowIdConflictPolicy: 'FAIL',
     workflowIdReusePolicy: 'ALLOW_DUPLICATE',
     typedSearchAttributes: deployStartAttributes(spec.cluster, trigger),

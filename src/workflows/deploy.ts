@@ -22,6 +22,8 @@ import { stepActivities, type StepActivities } from './activity-options.js';
 import { preflight } from './preflight.js';
 import { StepTracker } from './step-tracker.js';
 import { collectDiagnostics, tearDown } from './teardown.js';
+import { sendNotification } from './notify.js';
+import { startSupervision, takeOverSupervision } from './supervise-handoff.js';
 import { runUnderClusterId } from './under-cluster-id.js';
 import { waitHealthy } from './wait-healthy.js';
 import { deploySteps, type DeployProgress, type DeployResult, type StepState } from './steps.js';
@@ -32,9 +34,14 @@ export type DeployTrigger = DeployTriggerName;
 
 export interface DeployOptions {
   trigger?: DeployTrigger;
+  /** false: do not start the supervisor after a successful deploy (`liftoff deploy --no-supervise`). */
+  supervise?: boolean;
 }
 
-type ClusterHost = NamedHost & { role: 'head' | 'worker'; address: string };
+/** Deploys recorded before supervision existed neither take it over nor start it (test/histories replay). */
+export const supervisionPatch = 'supervision';
+
+export type ClusterHost = NamedHost & { role: 'head' | 'worker'; address: string };
 
 export async function deploy(input: unknown, options: DeployOptions = {}): Promise<DeployResult> {
   const info = workflowInfo();
@@ -91,9 +98,13 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
   if (!head) throw ApplicationFailure.nonRetryable('no head host', FailureType.invalidSpec);
   const workers = hosts.filter((h) => h !== head);
 
+  let supervised = false;
   // 1–4: read, stop, remove, check. Nothing of this launch runs yet, so a failure leaves nothing to tear down.
   try {
     await tracker.run('preflight', () => preflight(spec, hosts, head, acts));
+    // Every host passed, so this deploy goes ahead: the old supervisor must not relaunch what it removes.
+    supervised = patched(supervisionPatch);
+    if (supervised) await takeOverSupervision(spec.cluster, trigger);
     await tracker.run('stopServices', () => stopServices(spec, hosts, acts, tracker));
     await tracker.run('removeContainers', () => removeOldContainers(spec, hosts, acts, tracker));
     await tracker.run('verifyGpusClear', async () => {
@@ -105,7 +116,12 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
     if (isCancellation(err)) {
       throw tracker.cancelled(err, ['nothing to tear down: no container of this launch had started']);
     }
-    throw tracker.fail(err, undefined);
+    const failure = tracker.fail(err, undefined);
+    await sendNotification(spec, 'deployFailed', `✖ deploy of ${spec.cluster} failed: ${failure.message}`, {
+      launchId,
+      trigger,
+    });
+    throw failure;
   }
 
   // 5–11. From here on, containers run on the hosts: a failure carries diagnostics from every host.
@@ -174,7 +190,7 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
       }),
     );
     const endpoint = `http://${head.address}:${spec.serve.port}/v1`;
-    return await tracker.run('record', () => {
+    return await tracker.run('record', async () => {
       progress.endpoint = endpoint;
       progress.status = 'succeeded';
       upsertSearchAttributes([
@@ -205,7 +221,27 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
           tokensPerSecond: smoke.tokensPerSecond,
         },
       };
-      return Promise.resolve(result);
+      if (supervised) {
+        result.supervision = await startSupervision(
+          spec.cluster,
+          spec,
+          { launchId, servingSinceMs: Date.now(), endpoint },
+          { spec: spec.supervise.enabled, option: options.supervise !== false },
+        );
+        tracker.detail('record', result.supervision);
+      }
+      await sendNotification(
+        spec,
+        'deploySucceeded',
+        `✔ ${spec.cluster} is serving ${modelId} at ${endpoint}`,
+        {
+          launchId,
+          endpoint,
+          trigger,
+          loadSeconds,
+        },
+      );
+      return result;
     });
   } catch (err) {
     if (isCancellation(err)) {
@@ -220,11 +256,16 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
       spec.onFailure === 'teardown'
         ? await CancellationScope.nonCancellable(() => tearDown(spec, hosts, acts))
         : ['left for inspection (onFailure: leave)'];
-    throw tracker.fail(err, diagnostics, teardown);
+    const failure = tracker.fail(err, diagnostics, teardown);
+    await sendNotification(spec, 'deployFailed', `✖ deploy of ${spec.cluster} failed: ${failure.message}`, {
+      launchId,
+      trigger,
+    });
+    throw failure;
   }
 }
 
-function validate(input: unknown): DeploySpec {
+export function validate(input: unknown): DeploySpec {
   const parsed = deploySpecSchema.safeParse(input);
   if (!parsed.success) {
     throw ApplicationFailure.create({
@@ -237,7 +278,7 @@ function validate(input: unknown): DeploySpec {
 }
 
 /** The spec's hosts as activities address them: SSH target (jump chain resolved) and key references. */
-function clusterHosts(spec: DeploySpec): ClusterHost[] {
+export function clusterHosts(spec: DeploySpec): ClusterHost[] {
   const auth = {
     privateKeyPath: spec.ssh.privateKeyPath,
     useAgent: spec.ssh.useAgent,

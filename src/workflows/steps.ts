@@ -147,4 +147,6 @@ export interface DeployResult {
   totalSeconds: number;
   loadSeconds: number;
   smoke: { text: string; completionTokens: number; tokensPerSecond: number };
+  /** Whether a supervisor watches the cluster now, and which (src/workflows/supervise.ts). */
+  supervision?: string;
 }

@@ -4,9 +4,8 @@
 // namespace hosts (spark2 reachable only through spark1).
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync, rmSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
-import { join } from 'node:path';
 import { Client, Connection, WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { NativeConnection, type Worker } from '@temporalio/worker';
@@ -21,6 +20,9 @@ import { downCluster, upCluster, type SimCluster } from '../../sim/cluster.js';
 import { paths, readHostConfig, writeJson } from '../../sim/host-state.js';
 import { simDeploySpec } from '../../sim/spec.js';
 import { launchChromium, newPage, type RecordedRequest } from '../helpers/browser.js';
+import { headLaunches } from '../helpers/host-logs.js';
+import { tearDown } from '../helpers/teardown.js';
+import { waitUntil } from '../helpers/wait.js';
 
 const stateDir = '/tmp/liftoff-test-ui';
 const temporalDir = '/tmp/liftoff-test-ui-temporal';
@@ -40,15 +42,6 @@ function freePort(): Promise<number> {
       probe.close(() => resolve(port));
     });
   });
-}
-
-async function waitUntil(what: string, check: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  while (Date.now() < until) {
-    if (await check().catch(() => false)) return;
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  throw new Error(`timed out waiting for ${what}`);
 }
 
 async function failureOf(run: Promise<unknown>): Promise<unknown> {
@@ -120,40 +113,25 @@ describe('the Temporal UI: live progress of a deploy, and the Start Workflow for
     ({ page, requests } = await newPage(browser));
   });
 
-  after(async () => {
-    const errors: unknown[] = [];
-    const attempt = async (fn: () => Promise<unknown>) => {
-      try {
-        await fn();
-      } catch (err) {
-        errors.push(err);
-      }
-    };
-    await attempt(async () => browser?.close());
-    await attempt(async () => {
-      worker?.shutdown();
-      await workerRunning;
-    });
-    await attempt(async () => workerConnection?.close());
-    await attempt(async () => connection?.close());
-    await attempt(async () => server?.stop());
-    await attempt(() => downCluster(stateDir));
-    rmSync(temporalDir, { recursive: true, force: true });
-    if (errors.length > 0) throw new AggregateError(errors, 'cleanup failed');
-  });
+  after(() =>
+    tearDown([
+      () => browser?.close(),
+      async () => {
+        worker?.shutdown();
+        await workerRunning;
+      },
+      () => workerConnection?.close(),
+      () => connection?.close(),
+      () => server?.stop(),
+      () => downCluster(stateDir),
+      () => rmSync(temporalDir, { recursive: true, force: true }),
+    ]),
+  );
 
   const ui = (path: string) => `${server?.uiUrl ?? ''}/namespaces/${namespace}${path}`;
   const spec = () => simDeploySpec(sim, { cluster: clusterName });
 
-  function launches(): number {
-    const head = sim.hosts[0];
-    assert.ok(head);
-    try {
-      return readFileSync(join(head.hostDir, 'launches.log'), 'utf8').split('\n').filter(Boolean).length;
-    } catch {
-      return 0;
-    }
-  }
+  const launches = () => headLaunches(sim);
 
   /** When the UI does not do what a step expects, keep what the browser saw: a screenshot, the URL, the text. */
   async function withEvidence<T>(name: string, step: () => Promise<T>): Promise<T> {
@@ -315,6 +293,7 @@ describe('the Temporal UI: live progress of a deploy, and the Start Workflow for
     await waitUntil(
       'the deploy to be loading',
       async () => ((await firstDeploy.query(progressQuery)).load?.shardsDone ?? 0) >= 2,
+      60_000,
     );
     const openedAt = Date.now();
 
@@ -338,6 +317,7 @@ describe('the Temporal UI: live progress of a deploy, and the Start Workflow for
     await waitUntil(
       'the load to move on',
       async () => ((await firstDeploy.query(progressQuery)).load?.shardsDone ?? 0) > firstShard + 2,
+      60_000,
     );
     await page.locator('body').press('r');
     let refreshedShard = firstShard;

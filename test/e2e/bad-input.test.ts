@@ -12,15 +12,14 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { startE2eCluster, type E2eCluster } from '../helpers/e2e-cluster.js';
+import { useE2eCluster } from '../helpers/e2e-cluster.js';
 import { buildProgram } from '../../src/commands/index.js';
 import { deploySpecSchema, type DeploySpec } from '../../src/config/schema.js';
 import { parseDuration } from '../../src/config/duration.js';
 import { modelPathFor } from '../../src/config/derive.js';
 import { deployWorkflowId, TASK_QUEUE } from '../../src/shared/constants.js';
 import { deploy } from '../../src/workflows/index.js';
-import { countSshHandshakes, type SimCluster } from '../../sim/cluster.js';
+import { countSshHandshakes } from '../../sim/cluster.js';
 import { simDeploySpec } from '../../sim/spec.js';
 
 const stateDir = '/tmp/liftoff-test-bad-input';
@@ -466,9 +465,11 @@ const hostileValues: Json[] = [
 ];
 
 describe('invalid specs are refused before anything starts (CLI and UI paths)', () => {
-  let cluster: E2eCluster | undefined;
-  let env: TestWorkflowEnvironment;
-  let sim: SimCluster;
+  const e2e = useE2eCluster({
+    stateDir,
+    netIndex: 16,
+    seedReferenceState: false,
+  });
   let valid: JsonObject;
   let dir = '';
   const cases: InvalidCase[] = [];
@@ -479,31 +480,20 @@ describe('invalid specs are refused before anything starts (CLI and UI paths)', 
   const uiRunIds: string[] = [];
   const savedEnv = { address: process.env.TEMPORAL_ADDRESS, namespace: process.env.TEMPORAL_NAMESPACE };
 
-  before(async () => {
-    cluster = await startE2eCluster({
-      hosts: 2,
-      mode: 'netns',
-      stateDir,
-      netIndex: 16,
-      clusterOnly: ['spark2'],
-      seedReferenceState: false,
-    });
-    ({ sim, env } = cluster);
-    valid = simDeploySpec(sim, { cluster: clusterName });
+  before(() => {
+    valid = simDeploySpec(e2e.sim, { cluster: clusterName });
     dir = mkdtempSync(join(tmpdir(), 'liftoff-bad-input-'));
-    for (const h of sim.hosts) handshakesBefore.set(h.name, countSshHandshakes(stateDir, h.name));
+    for (const h of e2e.sim.hosts) handshakesBefore.set(h.name, countSshHandshakes(stateDir, h.name));
     // The in-process CLI reads Temporal's address from the environment, like the real one.
-    process.env.TEMPORAL_ADDRESS = env.address;
-    process.env.TEMPORAL_NAMESPACE = env.namespace ?? 'default';
+    Object.assign(process.env, e2e.temporalEnv);
   });
 
-  after(async () => {
+  after(() => {
     if (savedEnv.address === undefined) delete process.env.TEMPORAL_ADDRESS;
     else process.env.TEMPORAL_ADDRESS = savedEnv.address;
     if (savedEnv.namespace === undefined) delete process.env.TEMPORAL_NAMESPACE;
     else process.env.TEMPORAL_NAMESPACE = savedEnv.namespace;
     if (dir) rmSync(dir, { recursive: true, force: true });
-    await cluster?.stop();
   });
 
   it('the unmutated spec is valid (so every refusal below is the mutation)', () => {
@@ -622,7 +612,7 @@ describe('invalid specs are refused before anything starts (CLI and UI paths)', 
         cases.slice(start, start + batch).map(async (c, k) => {
           const i = start + k;
           const workflowId = `${uiIdPrefix}${i}`;
-          const handle = await env.client.workflow.start(deploy, {
+          const handle = await e2e.client.workflow.start(deploy, {
             taskQueue: TASK_QUEUE,
             workflowId,
             args: [c.spec],
@@ -653,7 +643,7 @@ describe('invalid specs are refused before anything starts (CLI and UI paths)', 
     let activities = 0;
     let children = 0;
     for (const workflowId of uiRunIds) {
-      const history = await env.client.workflow.getHandle(workflowId).fetchHistory();
+      const history = await e2e.client.workflow.getHandle(workflowId).fetchHistory();
       for (const e of history.events ?? []) {
         if (e.activityTaskScheduledEventAttributes) activities++;
         if (e.startChildWorkflowExecutionInitiatedEventAttributes) children++;
@@ -665,7 +655,7 @@ describe('invalid specs are refused before anything starts (CLI and UI paths)', 
     // Visibility lags the runs a little: wait until every UI run is listed, then nothing else may be.
     const listed = async (): Promise<string[]> => {
       const ids: string[] = [];
-      for await (const wf of env.client.workflow.list()) ids.push(wf.workflowId);
+      for await (const wf of e2e.client.workflow.list()) ids.push(wf.workflowId);
       return ids;
     };
     let ids = await listed();
@@ -677,11 +667,11 @@ describe('invalid specs are refused before anything starts (CLI and UI paths)', 
     assert.deepEqual(strangers, [], 'workflows not started by the UI path');
     assert.equal(ids.length, uiRunIds.length);
     await assert.rejects(
-      env.client.workflow.getHandle(deployWorkflowId(clusterName)).describe(),
+      e2e.client.workflow.getHandle(deployWorkflowId(clusterName)).describe(),
       WorkflowNotFoundError,
     );
 
-    for (const h of sim.hosts) {
+    for (const h of e2e.sim.hosts) {
       assert.equal(
         countSshHandshakes(stateDir, h.name),
         handshakesBefore.get(h.name),
@@ -689,7 +679,7 @@ describe('invalid specs are refused before anything starts (CLI and UI paths)', 
       );
     }
     const workflowsStartedByCli = strangers.length;
-    const logins = sim.hosts.reduce(
+    const logins = e2e.sim.hosts.reduce(
       (n, h) => n + countSshHandshakes(stateDir, h.name) - (handshakesBefore.get(h.name) ?? 0),
       0,
     );

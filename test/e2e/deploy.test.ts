@@ -1,17 +1,16 @@
 // The whole deploy, end to end on two simulated DGX Spark hosts in namespace mode: real Temporal dev server,
 // real worker, real sshd (spark2 reachable only through spark1), simulated tools. Every check reads the hosts'
 // own state, not liftoff's report of it.
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { startE2eCluster, type E2eCluster } from '../helpers/e2e-cluster.js';
+import { useE2eCluster } from '../helpers/e2e-cluster.js';
 import { TASK_QUEUE } from '../../src/shared/constants.js';
 import { deploy, progressQuery } from '../../src/workflows/index.js';
 import type { DeployResult } from '../../src/workflows/steps.js';
 import { parseRayStatus } from '../../src/parsers/ray-status.js';
-import { clusterStatus, setFaults, type SimCluster } from '../../sim/cluster.js';
+import { clusterStatus, setFaults } from '../../sim/cluster.js';
 import { WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import type { HostDiagnostics } from '../../src/activities/types.js';
@@ -26,24 +25,17 @@ const execFileAsync = promisify(execFile);
 const stateDir = '/tmp/liftoff-test-deploy';
 
 describe('deploy on a simulated 2-host cluster', () => {
-  let cluster: E2eCluster | undefined;
-  let env: TestWorkflowEnvironment;
-  let sim: SimCluster;
+  const e2e = useE2eCluster({
+    stateDir,
+    netIndex: 5,
+    vllm: { shards: 39, shardSeconds: 0.08, graphCaptureSeconds: 0.5 },
+  });
   let result: DeployResult;
   let stepTimes: Record<string, { startedAtMs?: number; endedAtMs?: number }> = {};
 
   before(async () => {
-    cluster = await startE2eCluster({
-      hosts: 2,
-      mode: 'netns',
-      stateDir,
-      netIndex: 5,
-      clusterOnly: ['spark2'],
-      vllm: { shards: 39, shardSeconds: 0.08, graphCaptureSeconds: 0.5 },
-    });
-    ({ sim, env } = cluster);
-    const spec = simDeploySpec(sim, { cluster: 'e2e-deploy' });
-    const handle = await env.client.workflow.start(deploy, {
+    const spec = simDeploySpec(e2e.sim, { cluster: 'e2e-deploy' });
+    const handle = await e2e.client.workflow.start(deploy, {
       taskQueue: TASK_QUEUE,
       workflowId: 'liftoff-e2e-deploy',
       args: [spec, { trigger: 'cli' }],
@@ -51,10 +43,6 @@ describe('deploy on a simulated 2-host cluster', () => {
     result = await handle.result();
     const progress = await handle.query(progressQuery);
     stepTimes = Object.fromEntries(progress.steps.map((s) => [s.name, s]));
-  });
-
-  after(async () => {
-    await cluster?.stop();
   });
 
   it('stops and disables the old units on every host', async () => {
@@ -76,8 +64,8 @@ describe('deploy on a simulated 2-host cluster', () => {
 
   it('had the GPUs clear before Ray started (host container record vs. the verify step)', async () => {
     const verifiedAt = stepTimes.verifyGpusClear?.endedAtMs ?? Infinity;
-    for (const h of sim.hosts) {
-      const inspect = await sshRun(sim, h.name, 'docker inspect --format "{{json .State}}" vllm_qwen35');
+    for (const h of e2e.sim.hosts) {
+      const inspect = await sshRun(e2e.sim, h.name, 'docker inspect --format "{{json .State}}" vllm_qwen35');
       const state = JSON.parse(inspect) as { StartedAt: string };
       assert.ok(
         Date.parse(state.StartedAt) >= verifiedAt - 1000,
@@ -85,7 +73,7 @@ describe('deploy on a simulated 2-host cluster', () => {
       );
       // Only the new server's memory is held now: no seeded python3 hog survived.
       const apps = await sshRun(
-        sim,
+        e2e.sim,
         h.name,
         'nvidia-smi --query-compute-apps=pid,process_name,used_gpu_memory --format=csv,noheader',
       );
@@ -94,20 +82,20 @@ describe('deploy on a simulated 2-host cluster', () => {
   });
 
   it('has a Ray cluster of 2 nodes and 2 GPUs, reserved by the server', async () => {
-    const text = await sshRun(sim, 'spark1', 'docker exec vllm_qwen35 ray status');
+    const text = await sshRun(e2e.sim, 'spark1', 'docker exec vllm_qwen35 ray status');
     const status = parseRayStatus(text);
     assert.equal(status.activeNodes.length, 2);
     assert.deepEqual(status.resources.GPU, { used: 2, total: 2 });
   });
 
   it('launched exactly one server', () => {
-    const head = sim.hosts[0]!;
+    const head = e2e.sim.hosts[0]!;
     const launches = readFileSync(join(head.hostDir, 'launches.log'), 'utf8').trim().split('\n');
     assert.equal(launches.length, 1);
   });
 
   it('serves the model and answered the smoke test', async () => {
-    const head = sim.hosts[0]!;
+    const head = e2e.sim.hosts[0]!;
     const models = (await (await fetch(`http://${head.address}:30000/v1/models`)).json()) as {
       data: { id: string }[];
     };
@@ -143,11 +131,7 @@ describe('deploy on a simulated 2-host cluster', () => {
       process.execPath,
       ['--import', 'tsx', 'src/client.ts', 'status', 'e2e-deploy', '--json'],
       {
-        env: {
-          ...process.env,
-          TEMPORAL_ADDRESS: env.address,
-          TEMPORAL_NAMESPACE: env.namespace ?? 'default',
-        },
+        env: { ...process.env, ...e2e.temporalEnv },
         timeout: 60_000,
       },
     );
@@ -161,8 +145,8 @@ describe('deploy on a simulated 2-host cluster', () => {
 
   it('a server crash fails within a poll, with diagnostics from every host, and onFailure: teardown removes the containers', async () => {
     setFaults(stateDir, 'spark1', { crashAtShard: 5 });
-    const spec = { ...simDeploySpec(sim, { cluster: 'e2e-deploy' }), onFailure: 'teardown' };
-    const handle = await env.client.workflow.start(deploy, {
+    const spec = { ...simDeploySpec(e2e.sim, { cluster: 'e2e-deploy' }), onFailure: 'teardown' };
+    const handle = await e2e.client.workflow.start(deploy, {
       taskQueue: TASK_QUEUE,
       workflowId: 'liftoff-e2e-deploy',
       args: [spec, { trigger: 'cli' }],

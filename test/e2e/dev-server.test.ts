@@ -2,7 +2,7 @@
 // keeps history in its database file across a restart, and stops cleanly.
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
@@ -25,6 +25,11 @@ describe('embedded Temporal dev server', () => {
 
   it('registers the search attributes and keeps history across a restart', async () => {
     server = await startDevServer({ stateDir: dir, ...ports, namespace: 'liftoff-test' });
+    // The server made its database in an empty folder, private from birth (umask 077).
+    const dbFiles = readdirSync(dir).filter((f) => f.startsWith('temporal.db'));
+    assert.ok(dbFiles.includes('temporal.db'), dbFiles.join(', '));
+    for (const f of [...dbFiles, 'temporal-server.log'])
+      assert.equal(statSync(join(dir, f)).mode & 0o777, 0o600, f);
     let connection = await Connection.connect({ address: server.address });
     const attrs = await connection.operatorService.listSearchAttributes({ namespace: 'liftoff-test' });
     for (const key of allSearchAttributeKeys)

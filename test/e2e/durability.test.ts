@@ -5,7 +5,7 @@
 // hosts' own logs (launches.log, containers.log), never from liftoff's report.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync, rmSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
@@ -20,7 +20,10 @@ import { paths, readJson, writeJson, type HostConfig } from '../../sim/host-stat
 import { containersLogPath, type ContainerCreation } from '../../sim/tools/docker/state.js';
 import { simDeploySpec } from '../../sim/spec.js';
 import { startWorkerProcess, type WorkerProcess } from '../../scripts/lib/worker-process.js';
+import { headLaunches, hostLogLines } from '../helpers/host-logs.js';
 import { isProcessAlive } from '../helpers/processes.js';
+import { tearDown } from '../helpers/teardown.js';
+import { waitFor } from '../helpers/wait.js';
 
 const stateDir = '/tmp/liftoff-test-durability';
 const temporalDir = '/tmp/liftoff-test-durability-temporal';
@@ -109,16 +112,6 @@ function viewOf(events: HistoryEvent[]): HistoryView {
   return view;
 }
 
-function readLines(file: string): string[] {
-  try {
-    return readFileSync(file, 'utf8')
-      .split('\n')
-      .filter((l) => l.trim() !== '');
-  } catch {
-    return [];
-  }
-}
-
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 
 describe('durability: the control host and the Temporal server die mid-deploy', () => {
@@ -146,22 +139,15 @@ describe('durability: the control host and the Temporal server die mid-deploy', 
     client = new Client({ connection, namespace });
   });
 
-  after(async () => {
-    const errors: unknown[] = [];
-    const attempt = async (fn: () => Promise<unknown>) => {
-      try {
-        await fn();
-      } catch (err) {
-        errors.push(err);
-      }
-    };
-    for (const w of workers) await attempt(() => w.kill());
-    await attempt(async () => connection?.close());
-    await attempt(async () => server?.stop());
-    await attempt(() => downCluster(stateDir));
-    rmSync(temporalDir, { recursive: true, force: true });
-    if (errors.length > 0) throw errors[0];
-  });
+  after(() =>
+    tearDown([
+      ...workers.map((w) => () => w.kill()),
+      () => connection?.close(),
+      () => server?.stop(),
+      () => downCluster(stateDir),
+      () => rmSync(temporalDir, { recursive: true, force: true }),
+    ]),
+  );
 
   async function startWorker(): Promise<WorkerProcess> {
     assert.ok(server);
@@ -196,14 +182,10 @@ describe('durability: the control host and the Temporal server die mid-deploy', 
     }
   }
 
-  function launchCount(): number {
-    const head = sim.hosts[0];
-    assert.ok(head);
-    return readLines(paths.launches(head.hostDir)).length;
-  }
+  const launchCount = () => headLaunches(sim);
 
   function rayCreations(hostDir: string): ContainerCreation[] {
-    return readLines(containersLogPath(hostDir))
+    return hostLogLines(containersLogPath(hostDir))
       .map((l) => JSON.parse(l) as ContainerCreation)
       .filter((c) => c.name === rayContainer);
   }
@@ -227,22 +209,6 @@ describe('durability: the control host and the Temporal server die mid-deploy', 
       return await connection.withDeadline(Date.now() + 5000, () => handle.query(progressQuery));
     } catch {
       return undefined;
-    }
-  }
-
-  async function waitFor<T>(
-    what: string,
-    probe: () => Promise<T | undefined>,
-    timeoutMs: number,
-    intervalMs = 200,
-  ): Promise<T> {
-    const until = Date.now() + timeoutMs;
-    for (;;) {
-      const value = await probe();
-      if (value !== undefined) return value;
-      if (Date.now() > until)
-        throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}\n${workerOutputs()}`);
-      await sleep(intervalMs);
     }
   }
 
@@ -333,6 +299,7 @@ describe('durability: the control host and the Temporal server die mid-deploy', 
               'the new worker to answer the progress query',
               () => progressOf(handle),
               120_000,
+              { detail: workerOutputs },
             );
             midLoadKill = { before, after, firstAnswerMs: Date.now() - killedAtMs };
             continue;
@@ -413,6 +380,7 @@ describe('durability: the control host and the Temporal server die mid-deploy', 
         'the load to pass a third of the shards',
         async () => midLoad(await progressOf(handle)),
         180_000,
+        { detail: workerOutputs },
       );
 
       // The busy worker is the one running an activity right now, as the server sees it.
@@ -426,7 +394,7 @@ describe('durability: the control host and the Temporal server die mid-deploy', 
           return running?.lastWorkerIdentity ?? undefined;
         },
         60_000,
-        20,
+        { everyMs: 20, detail: workerOutputs },
       );
       const busy = [first, second].find((w) => w.identity === busyIdentity);
       assert.ok(
@@ -473,6 +441,7 @@ describe('durability: the control host and the Temporal server die mid-deploy', 
         'the load to pass a third of the shards',
         async () => midLoad(await progressOf(handle)),
         180_000,
+        { detail: workerOutputs },
       );
 
       const killed = server;
@@ -482,7 +451,7 @@ describe('durability: the control host and the Temporal server die mid-deploy', 
         'the server process to die',
         () => Promise.resolve(isProcessAlive(killed.pid) ? undefined : true),
         10_000,
-        20,
+        { everyMs: 20, detail: workerOutputs },
       );
       server = undefined;
       server = await startDevServer({ stateDir: temporalDir, ...serverPorts, namespace });

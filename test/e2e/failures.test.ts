@@ -1,41 +1,29 @@
 // Failure scenarios of the deploy on a real simulated cluster (part of issue 4): a deploy that cannot succeed must
 // not tear down the running one, and a failure must name the host and the cause.
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { startE2eCluster, type E2eCluster } from '../helpers/e2e-cluster.js';
+import { useE2eCluster } from '../helpers/e2e-cluster.js';
 import { TASK_QUEUE, deployWorkflowId } from '../../src/shared/constants.js';
 import { deploy } from '../../src/workflows/index.js';
-import { clusterStatus, setFaults, setHostDown, setHostUp, type SimCluster } from '../../sim/cluster.js';
+import { clusterStatus, setFaults, setHostDown, setHostUp } from '../../sim/cluster.js';
 import { simDeploySpec } from '../../sim/spec.js';
 
 const stateDir = '/tmp/liftoff-test-failures';
 type Spec = ReturnType<typeof simDeploySpec>;
 
 describe('deploy failures on a simulated cluster', () => {
-  let cluster: E2eCluster | undefined;
-  let env: TestWorkflowEnvironment;
-  let sim: SimCluster;
-
-  before(async () => {
-    cluster = await startE2eCluster({
-      hosts: 2,
-      mode: 'netns',
-      stateDir,
-      netIndex: 7,
-      vllm: { shards: 6, shardSeconds: 0.2, graphCaptureSeconds: 0.2 },
-    });
-    ({ sim, env } = cluster);
-  });
-
-  after(async () => {
-    await cluster?.stop();
+  const e2e = useE2eCluster({
+    stateDir,
+    netIndex: 7,
+    // Both hosts have a management link of their own: no jump host in these scenarios.
+    clusterOnly: [],
+    vllm: { shards: 6, shardSeconds: 0.2, graphCaptureSeconds: 0.2 },
   });
 
   async function deployExpectingFailure(spec: Spec): Promise<ApplicationFailure> {
-    const error = await env.client.workflow
+    const error = await e2e.client.workflow
       .execute(deploy, {
         taskQueue: TASK_QUEUE,
         workflowId: deployWorkflowId('failures'),
@@ -70,7 +58,7 @@ describe('deploy failures on a simulated cluster', () => {
     }
   }
 
-  const base = () => simDeploySpec(sim, { cluster: 'failures' });
+  const base = () => simDeploySpec(e2e.sim, { cluster: 'failures' });
 
   for (const [name, mutate, expected] of [
     [

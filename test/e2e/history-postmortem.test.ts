@@ -10,9 +10,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import type { Client } from '@temporalio/client';
 import { runLiftoff, type CliRun } from '../helpers/cli.js';
-import { startE2eCluster, type E2eCluster } from '../helpers/e2e-cluster.js';
+import { useE2eCluster } from '../helpers/e2e-cluster.js';
 import { TASK_QUEUE, deployWorkflowId } from '../../src/shared/constants.js';
 import { deploy } from '../../src/workflows/index.js';
 import { deploySteps, type DeployResult } from '../../src/workflows/steps.js';
@@ -31,11 +30,14 @@ const workflowId = deployWorkflowId(clusterName);
 const secrets = ['hf_historySecretToken', 'sk-history-api-key'];
 
 describe('liftoff history and postmortem', () => {
-  let cluster: E2eCluster | undefined;
-  let client: Client;
+  const e2e = useE2eCluster({
+    stateDir,
+    netIndex: 13,
+    vllm: { shards: 8, shardSeconds: 0.15, graphCaptureSeconds: 0.3 },
+  });
+  const spec = () => simDeploySpec(e2e.sim, { cluster: clusterName });
   let cliEnv: NodeJS.ProcessEnv;
   let dir: string;
-  let spec: () => ReturnType<typeof simDeploySpec>;
   const results: DeployResult[] = [];
   const runIds: {
     first?: string;
@@ -48,22 +50,8 @@ describe('liftoff history and postmortem', () => {
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'liftoff-history-'));
-    cluster = await startE2eCluster({
-      hosts: 2,
-      mode: 'netns',
-      stateDir,
-      netIndex: 13,
-      clusterOnly: ['spark2'],
-      vllm: { shards: 8, shardSeconds: 0.15, graphCaptureSeconds: 0.3 },
-    });
-    client = cluster.env.client;
-    cliEnv = {
-      ...process.env,
-      TEMPORAL_ADDRESS: cluster.env.address,
-      TEMPORAL_NAMESPACE: cluster.env.namespace ?? 'default',
-    };
-    const sim = cluster.sim;
-    spec = () => simDeploySpec(sim, { cluster: clusterName });
+    cliEnv = { ...process.env, ...e2e.temporalEnv };
+    const { client } = e2e;
 
     // 0. A spec pasted into the UI with literal secrets: validation refuses it, but the input (secrets and
     // all) is in that run's history, which a postmortem must not repeat.
@@ -126,8 +114,7 @@ describe('liftoff history and postmortem', () => {
     }
   });
 
-  after(async () => {
-    await cluster?.stop();
+  after(() => {
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
@@ -315,8 +302,8 @@ describe('liftoff history and postmortem', () => {
     const { stdout } = await execFileAsync(
       temporalCliPath(),
       historyExportArgs({
-        address: cluster?.env.address ?? '',
-        namespace: cluster?.env.namespace ?? 'default',
+        address: e2e.temporalEnv.TEMPORAL_ADDRESS,
+        namespace: e2e.temporalEnv.TEMPORAL_NAMESPACE,
         workflowId,
         runId: runIds.failed ?? '',
       }),

@@ -2,7 +2,7 @@
 // failure after Ray starts carries redacted diagnostics from every host. Real Temporal dev server, real sshd,
 // simulated tools with their fault switches; every timing is measured on the host (the serve log's mtime)
 // and in the workflow's history, never taken from liftoff's own report of it.
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
@@ -11,15 +11,15 @@ import { WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { tsToMs } from '@temporalio/common/lib/time.js';
 import proto from '@temporalio/proto';
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { startE2eCluster, type E2eCluster } from '../helpers/e2e-cluster.js';
+import { useE2eCluster } from '../helpers/e2e-cluster.js';
+import { hostLogLines } from '../helpers/host-logs.js';
 import { sshRun } from '../helpers/ssh.js';
 import { TASK_QUEUE, deployWorkflowId } from '../../src/shared/constants.js';
 import { deploy } from '../../src/workflows/index.js';
 import type { DeployProgress } from '../../src/workflows/steps.js';
 import type { HostDiagnostics } from '../../src/activities/types.js';
-import { setFaults, type SimCluster, type SimHost } from '../../sim/cluster.js';
-import { paths } from '../../sim/host-state.js';
+import { setFaults, type SimHost } from '../../sim/cluster.js';
+import { paths, type HostFaults } from '../../sim/host-state.js';
 import { simDeploySpec } from '../../sim/spec.js';
 
 const stateDir = '/tmp/liftoff-test-load-faults';
@@ -60,16 +60,6 @@ const memoryMonitorHint = /RAY_memory_monitor_refresh_ms/;
 function headPath(head: SimHost, remotePath: string): string {
   // The head's /home is its hostDir/home, bind-mounted in its mount namespace.
   return join(paths.home(head.hostDir), relative('/home', remotePath));
-}
-
-function countLines(file: string): number {
-  try {
-    return readFileSync(file, 'utf8')
-      .split('\n')
-      .filter((l) => l.trim() !== '').length;
-  } catch {
-    return 0;
-  }
 }
 
 function eventName(e: HistoryEvent): string {
@@ -138,9 +128,13 @@ function secretHits(history: HistoryEvent[], secret: string): string[] {
 }
 
 describe('load faults: crash, hang, OOM and diagnostics on a simulated cluster', () => {
-  let cluster: E2eCluster | undefined;
-  let env: TestWorkflowEnvironment;
-  let sim: SimCluster;
+  const e2e = useE2eCluster({
+    stateDir,
+    netIndex: 10,
+    vllm: { shards, shardSeconds: 0.3, graphCaptureSeconds: 0.4 },
+    // The worker lets specs read the test's variables (its own setting; LIFTOFF_* never could be).
+    workerPolicy: { fromEnv: ['SIM_TEST_RAY_HF_TOKEN', 'SIM_TEST_SERVE_HF_TOKEN', 'SIM_TEST_API_KEY'] },
+  });
   let head: SimHost;
   const secrets = {
     rayEnvToken: `ray-env-secret-${randomBytes(9).toString('hex')}`,
@@ -153,55 +147,46 @@ describe('load faults: crash, hang, OOM and diagnostics on a simulated cluster',
   /** The crash deploy carries the secrets; the diagnostics test reads what it left. */
   let crashed: FailedDeploy | undefined;
 
-  before(async () => {
-    cluster = await startE2eCluster({
-      hosts: 2,
-      mode: 'netns',
-      stateDir,
-      netIndex: 10,
-      clusterOnly: ['spark2'],
-      vllm: { shards, shardSeconds: 0.3, graphCaptureSeconds: 0.4 },
-      // The worker lets specs read the test's variables (its own setting; LIFTOFF_* never could be).
-      workerPolicy: { fromEnv: ['SIM_TEST_RAY_HF_TOKEN', 'SIM_TEST_SERVE_HF_TOKEN', 'SIM_TEST_API_KEY'] },
-    });
-    ({ sim, env } = cluster);
-    const first = sim.hosts[0];
+  before(() => {
+    const first = e2e.sim.hosts[0];
     assert.ok(first);
     head = first;
   });
 
-  after(async () => {
-    await cluster?.stop();
-  });
-
   function baseSpec(): Spec {
-    const spec = simDeploySpec(sim, { cluster: clusterName });
+    const spec = simDeploySpec(e2e.sim, { cluster: clusterName });
     spec.serve.pollInterval = `${pollSeconds}s`;
     return spec;
   }
 
-  async function deployExpectingFailure(spec: unknown): Promise<FailedDeploy> {
-    const launchesLog = paths.launches(head.hostDir);
-    const launchesBefore = countLines(launchesLog);
-    const handle = await env.client.workflow.start(deploy, {
-      taskQueue: TASK_QUEUE,
-      workflowId: deployWorkflowId(clusterName),
-      args: [spec, { trigger: 'cli' }],
-    });
-    const error = await handle.result().then(
-      () => undefined,
-      (e: unknown) => e,
-    );
-    const serveLogWrittenAtMs = statSync(headPath(head, baseSpec().serve.logPath)).mtimeMs;
-    assert.ok(error instanceof WorkflowFailedError, `the deploy failed: ${String(error)}`);
-    assert.ok(error.cause instanceof ApplicationFailure, `an ApplicationFailure: ${String(error.cause)}`);
-    const history = (await handle.fetchHistory()).events ?? [];
-    return {
-      failure: error.cause,
-      history,
-      launches: countLines(launchesLog) - launchesBefore,
-      serveLogWrittenAtMs,
-    };
+  /** Deploys `spec` with `faults` switched on on the head for this deploy only, expecting it to fail. */
+  async function deployExpectingFailure(spec: unknown, faults: HostFaults): Promise<FailedDeploy> {
+    setFaults(stateDir, 'spark1', faults);
+    try {
+      const launchesLog = paths.launches(head.hostDir);
+      const launchesBefore = hostLogLines(launchesLog).length;
+      const handle = await e2e.client.workflow.start(deploy, {
+        taskQueue: TASK_QUEUE,
+        workflowId: deployWorkflowId(clusterName),
+        args: [spec, { trigger: 'cli' }],
+      });
+      const error = await handle.result().then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      const serveLogWrittenAtMs = statSync(headPath(head, baseSpec().serve.logPath)).mtimeMs;
+      assert.ok(error instanceof WorkflowFailedError, `the deploy failed: ${String(error)}`);
+      assert.ok(error.cause instanceof ApplicationFailure, `an ApplicationFailure: ${String(error.cause)}`);
+      const history = (await handle.fetchHistory()).events ?? [];
+      return {
+        failure: error.cause,
+        history,
+        launches: hostLogLines(launchesLog).length - launchesBefore,
+        serveLogWrittenAtMs,
+      };
+    } finally {
+      setFaults(stateDir, 'spark1', {});
+    }
   }
 
   function detailsOf(failure: ApplicationFailure): FailureDetails {
@@ -226,16 +211,11 @@ describe('load faults: crash, hang, OOM and diagnostics on a simulated cluster',
         },
       },
     };
-    setFaults(stateDir, 'spark1', { crashAtShard: crashShard });
-    try {
-      crashed = await deployExpectingFailure(spec);
-    } finally {
-      setFaults(stateDir, 'spark1', {});
-    }
+    crashed = await deployExpectingFailure(spec, { crashAtShard: crashShard });
     const { failure, history, serveLogWrittenAtMs } = crashed;
     // The references were resolved on the worker and reached the containers (onFailure: leave keeps them).
-    for (const h of sim.hosts) {
-      const inspect = await sshRun(sim, h.name, 'docker inspect vllm_qwen35');
+    for (const h of e2e.sim.hosts) {
+      const inspect = await sshRun(e2e.sim, h.name, 'docker inspect vllm_qwen35');
       assert.ok(
         inspect.includes(`HF_TOKEN=${secrets.rayEnvToken}`),
         `${h.name}: the Ray container got HF_TOKEN`,
@@ -272,14 +252,9 @@ describe('load faults: crash, hang, OOM and diagnostics on a simulated cluster',
     const hangShard = 3;
     const spec = baseSpec();
     spec.serve.stallTimeout = '6s';
-    setFaults(stateDir, 'spark1', { hangAtShard: hangShard });
-    let failed: FailedDeploy;
-    try {
-      failed = await deployExpectingFailure(spec);
-    } finally {
-      setFaults(stateDir, 'spark1', {});
-    }
-    const { failure, history, serveLogWrittenAtMs } = failed;
+    const { failure, history, serveLogWrittenAtMs } = await deployExpectingFailure(spec, {
+      hangAtShard: hangShard,
+    });
 
     assert.equal(failure.type, 'ServerHung', failure.message);
     assert.match(failure.message, /serve\.stallTimeout 6s/);
@@ -295,7 +270,7 @@ describe('load faults: crash, hang, OOM and diagnostics on a simulated cluster',
     const vllmPid = (JSON.parse(launches[launches.length - 1] ?? '{}') as { pid?: number }).pid;
     assert.ok(vllmPid, 'launches.log names the vllm pid');
     const alive = await sshRun(
-      sim,
+      e2e.sim,
       'spark1',
       `for p in ${marker.pid} ${vllmPid}; do kill -0 $p 2>/dev/null && echo "$p alive"; done; true`,
     );
@@ -317,17 +292,21 @@ describe('load faults: crash, hang, OOM and diagnostics on a simulated cluster',
     const fixture = readFileSync('/work/shared/fixtures/vllm-logs/fatal.txt', 'utf8');
     assert.match(fixture, rayOomLine, 'the expected Ray OOM line is the one in the fixtures');
 
+    /** A deploy of `spec` whose vllm runs out of memory at graph capture: fatal, never relaunched. */
+    async function deployOomAtGraphCapture(spec: unknown): Promise<FailedDeploy> {
+      const failed = await deployExpectingFailure(spec, { oomAtGraphCapture: true });
+      assert.equal(failed.failure.type, 'ServerFatal', failed.failure.message);
+      assert.equal(failed.failure.nonRetryable, true);
+      assert.equal(failed.launches, 1, 'vllm was launched once: no relaunch after a fatal OOM');
+      return failed;
+    }
+
     const unset = baseSpec();
     const { RAY_memory_monitor_refresh_ms: _monitorOff, ...rayEnvWithoutIt } = unset.ray.env;
-    let monitorOn: FailedDeploy;
-    setFaults(stateDir, 'spark1', { oomAtGraphCapture: true });
-    try {
-      monitorOn = await deployExpectingFailure({ ...unset, ray: { ...unset.ray, env: rayEnvWithoutIt } });
-    } finally {
-      setFaults(stateDir, 'spark1', {});
-    }
-    assert.equal(monitorOn.failure.type, 'ServerFatal', monitorOn.failure.message);
-    assert.equal(monitorOn.failure.nonRetryable, true);
+    const monitorOn = await deployOomAtGraphCapture({
+      ...unset,
+      ray: { ...unset.ray, env: rayEnvWithoutIt },
+    });
     assert.match(monitorOn.failure.message, /\(ray_oom\)/);
     assert.match(monitorOn.failure.message, rayOomLine);
     assert.match(
@@ -336,22 +315,12 @@ describe('load faults: crash, hang, OOM and diagnostics on a simulated cluster',
     );
     // The quoted tail shows where it died.
     assert.match(monitorOn.failure.message, /\nCapturing CUDA graphs \(/);
-    assert.equal(monitorOn.launches, 1, 'vllm was launched once: no relaunch after a fatal OOM');
 
-    setFaults(stateDir, 'spark1', { oomAtGraphCapture: true });
-    let monitorOff: FailedDeploy;
-    try {
-      monitorOff = await deployExpectingFailure(baseSpec());
-    } finally {
-      setFaults(stateDir, 'spark1', {});
-    }
-    assert.equal(monitorOff.failure.type, 'ServerFatal', monitorOff.failure.message);
-    assert.equal(monitorOff.failure.nonRetryable, true);
+    const monitorOff = await deployOomAtGraphCapture(baseSpec());
     assert.match(monitorOff.failure.message, /\(cuda_oom\)/);
     assert.match(monitorOff.failure.message, cudaOomLine);
     assert.doesNotMatch(monitorOff.failure.message, memoryMonitorHint);
     assert.doesNotMatch(monitorOff.failure.message, /ray\.exceptions\.OutOfMemoryError/);
-    assert.equal(monitorOff.launches, 1);
 
     console.log(
       `FIGURE: OOM at CUDA graph capture: RAY_memory_monitor_refresh_ms unset → ${monitorOn.failure.type} (ray_oom) with the hint, non-retryable, ${monitorOn.launches} launch; set to "0" → ${monitorOff.failure.type} (cuda_oom), no hint, ${monitorOff.launches} launch`,
@@ -364,7 +333,7 @@ describe('load faults: crash, hang, OOM and diagnostics on a simulated cluster',
     const details = detailsOf(failure);
     assert.equal(details.step, 'waitHealthy');
 
-    const hosts = sim.hosts.map((h) => h.name);
+    const hosts = e2e.sim.hosts.map((h) => h.name);
     assert.deepEqual(details.diagnostics.map((d) => d.host).sort(), [...hosts].sort());
     // Every missing section is listed, so one run shows all that is wrong.
     const missing: string[] = [];

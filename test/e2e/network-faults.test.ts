@@ -2,14 +2,15 @@
 // worker, in the middle of a step; a 20 s partition of the worker during the load; and a partition longer
 // than serve.hostUnreachableTimeout. Real Temporal dev server, real worker, real sshd in namespace hosts;
 // the faults are real (links taken down with ip, sshd processes killed). Every check reads the hosts' state.
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import type { temporal } from '@temporalio/proto';
-import { startE2eCluster, type E2eCluster } from '../helpers/e2e-cluster.js';
+import { useE2eCluster } from '../helpers/e2e-cluster.js';
+import { waitFor } from '../helpers/wait.js';
+import { headLaunches } from '../helpers/host-logs.js';
 import { sshRun } from '../helpers/ssh.js';
 import { TASK_QUEUE, deployWorkflowId } from '../../src/shared/constants.js';
 import { deploy, progressQuery } from '../../src/workflows/index.js';
@@ -41,47 +42,25 @@ const seconds = (ms: number): string => (ms / 1000).toFixed(1);
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 describe('network faults during a deploy', () => {
-  let cluster: E2eCluster | undefined;
-  let sim: SimCluster;
-
-  before(async () => {
-    cluster = await startE2eCluster({
-      hosts: 2,
-      mode: 'netns',
-      stateDir,
-      netIndex: 9,
-      clusterOnly: ['spark2'],
-      vllm: { shards: 6, shardSeconds: 0.2, graphCaptureSeconds: 0.2 },
-    });
-    sim = cluster.sim;
+  const e2e = useE2eCluster({
+    stateDir,
+    netIndex: 9,
+    vllm: { shards: 6, shardSeconds: 0.2, graphCaptureSeconds: 0.2 },
   });
-
-  after(async () => {
-    await cluster?.stop();
-  });
-
-  function client() {
-    assert.ok(cluster);
-    return cluster.env.client;
-  }
 
   /** The simulated vllm reads its pace from host.json at each launch. */
   function setPace(pace: Pace): void {
-    for (const h of sim.hosts) {
+    for (const h of e2e.sim.hosts) {
       const config = readJson<HostConfig>(paths.config(h.hostDir));
       assert.ok(config, `${h.name} has a host.json`);
       writeJson(paths.config(h.hostDir), { ...config, vllm: { ...config.vllm, ...pace } });
     }
   }
 
-  function launches(): number {
-    const file = join(sim.hosts[0]?.hostDir ?? '', 'launches.log');
-    if (!existsSync(file)) return 0;
-    return readFileSync(file, 'utf8').split('\n').filter(Boolean).length;
-  }
+  const launches = () => headLaunches(e2e.sim);
 
   function spec(hostUnreachableTimeout?: string) {
-    const base = simDeploySpec(sim, { cluster: clusterName });
+    const base = simDeploySpec(e2e.sim, { cluster: clusterName });
     return {
       ...base,
       serve: { ...base.serve, ...(hostUnreachableTimeout ? { hostUnreachableTimeout } : {}) },
@@ -89,7 +68,7 @@ describe('network faults during a deploy', () => {
   }
 
   function startDeploy(s: ReturnType<typeof spec>): Promise<DeployHandle> {
-    return client().workflow.start(deploy, {
+    return e2e.client.workflow.start(deploy, {
       taskQueue: TASK_QUEUE,
       workflowId,
       args: [s, { trigger: 'cli' }],
@@ -100,19 +79,16 @@ describe('network faults during a deploy', () => {
     return handle.query(progressQuery).catch(() => undefined);
   }
 
-  async function waitFor<T>(
-    what: string,
-    probe: () => Promise<T | undefined>,
-    timeoutMs: number,
-    everyMs = 200,
-  ): Promise<T> {
-    const until = Date.now() + timeoutMs;
-    while (Date.now() < until) {
-      const value = await probe();
-      if (value !== undefined) return value;
-      await sleep(everyMs);
-    }
-    throw new Error(`timed out after ${seconds(timeoutMs)} s waiting for ${what}`);
+  /** Takes spark2's link down once the load is loading the weights; returns when it went down. */
+  async function partitionSpark2MidLoad(handle: DeployHandle): Promise<number> {
+    await waitFor(
+      'the load to reach loading_weights',
+      async () => ((await progressOf(handle))?.load?.phase === 'loading_weights' ? true : undefined),
+      120_000,
+      { everyMs: 100 },
+    );
+    await setHostDown(stateDir, 'spark2', 'link');
+    return Date.now();
   }
 
   /** What an undisturbed deploy leaves: old units stopped and disabled, only the Ray container runs, model served. */
@@ -129,9 +105,9 @@ describe('network faults during a deploy', () => {
         `${host.name} runs only the Ray container`,
       );
     }
-    const ray = parseRayStatus(await sshRun(sim, 'spark1', 'docker exec vllm_qwen35 ray status'));
+    const ray = parseRayStatus(await sshRun(e2e.sim, 'spark1', 'docker exec vllm_qwen35 ray status'));
     assert.equal(ray.activeNodes.length, 2, 'both hosts are in the Ray cluster');
-    const head = sim.hosts[0];
+    const head = e2e.sim.hosts[0];
     assert.ok(head);
     const models = (await (await fetch(`http://${head.address}:30000/v1/models`)).json()) as {
       data: { id: string }[];
@@ -161,9 +137,9 @@ describe('network faults during a deploy', () => {
         'the deploy to reach verifyGpusClear',
         async () => ((await progressOf(handle))?.currentStep === 'verifyGpusClear' ? true : undefined),
         120_000,
-        50,
+        { everyMs: 50 },
       );
-      restart = await restartSshdDuringSession(sim, 'spark1');
+      restart = await restartSshdDuringSession(e2e.sim, 'spark1');
       result = await handle.result();
     } finally {
       attemptFailures.stop();
@@ -230,14 +206,7 @@ describe('network faults during a deploy', () => {
     let unreachableSinceMs: number | undefined;
     let clearedAt: number | undefined;
     try {
-      await waitFor(
-        'the load to reach loading_weights',
-        async () => ((await progressOf(handle))?.load?.phase === 'loading_weights' ? true : undefined),
-        120_000,
-        100,
-      );
-      await setHostDown(stateDir, 'spark2', 'link');
-      downAt = Date.now();
+      downAt = await partitionSpark2MidLoad(handle);
       while (Date.now() - downAt < partitionMs) {
         const since = (await progressOf(handle))?.load?.unreachableSinceMs?.spark2;
         if (since !== undefined && noticedAt === undefined) {
@@ -288,14 +257,7 @@ describe('network faults during a deploy', () => {
     let failedAt = 0;
     let error: unknown;
     try {
-      await waitFor(
-        'the load to reach loading_weights',
-        async () => ((await progressOf(handle))?.load?.phase === 'loading_weights' ? true : undefined),
-        120_000,
-        100,
-      );
-      await setHostDown(stateDir, 'spark2', 'link');
-      downAt = Date.now();
+      downAt = await partitionSpark2MidLoad(handle);
       error = await handle.result().then(
         () => undefined,
         (e: unknown) => e,

@@ -1,21 +1,23 @@
 // One deploy per cluster, whoever starts it (CLI, the Temporal UI under another workflow id, a schedule), and
 // `liftoff cancel`: teardown stops the server, Ray and the containers, and the command says what it did.
 // Real dev server, real worker, real sshd on two namespace hosts; the CLI runs as a separate process.
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import { WorkflowFailedError, type Client } from '@temporalio/client';
+import { WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { runLiftoff, type CliRun } from '../helpers/cli.js';
-import { startE2eCluster, type E2eCluster } from '../helpers/e2e-cluster.js';
+import { useE2eCluster } from '../helpers/e2e-cluster.js';
+import { headLaunches } from '../helpers/host-logs.js';
+import { waitUntil } from '../helpers/wait.js';
 import { TASK_QUEUE, deployWorkflowId, searchAttributes } from '../../src/shared/constants.js';
 import { deploy, progressQuery } from '../../src/workflows/index.js';
 import type { DeployProgress } from '../../src/workflows/steps.js';
 import type { CancelReport } from '../../src/commands/cancel.js';
-import { clusterStatus, type SimCluster } from '../../sim/cluster.js';
+import { clusterStatus } from '../../sim/cluster.js';
 import { simDeploySpec } from '../../sim/spec.js';
 
 const stateDir = '/tmp/liftoff-test-one-deploy';
@@ -23,61 +25,26 @@ const clusterName = 'one-deploy';
 const workflowId = deployWorkflowId(clusterName);
 
 describe('one deploy per cluster, and cancel', () => {
-  let cluster: E2eCluster | undefined;
-  let sim: SimCluster;
-  let client: Client;
+  const e2e = useE2eCluster({
+    stateDir,
+    netIndex: 11,
+    vllm: { shards: 39, shardSeconds: 0.25, graphCaptureSeconds: 0.5 },
+    workerPolicy: { fromEnv: ['SIM_TEST_VLLM_API_KEY'] },
+  });
   let specFile: string;
-  let cliEnv: NodeJS.ProcessEnv;
 
-  before(async () => {
-    cluster = await startE2eCluster({
-      hosts: 2,
-      mode: 'netns',
-      stateDir,
-      netIndex: 11,
-      clusterOnly: ['spark2'],
-      vllm: { shards: 39, shardSeconds: 0.25, graphCaptureSeconds: 0.5 },
-      workerPolicy: { fromEnv: ['SIM_TEST_VLLM_API_KEY'] },
-    });
-    sim = cluster.sim;
-    client = cluster.env.client;
+  before(() => {
     specFile = join(mkdtempSync(join(tmpdir(), 'liftoff-one-deploy-')), 'cluster.yaml');
-    writeFileSync(specFile, stringify(simDeploySpec(sim, { cluster: clusterName })));
-    cliEnv = {
-      ...process.env,
-      TEMPORAL_ADDRESS: cluster.env.address,
-      TEMPORAL_NAMESPACE: cluster.env.namespace ?? 'default',
-    };
+    writeFileSync(specFile, stringify(simDeploySpec(e2e.sim, { cluster: clusterName })));
   });
 
-  after(async () => {
-    await cluster?.stop();
-  });
+  const liftoff = (args: string[]): Promise<CliRun> =>
+    runLiftoff(args, { ...process.env, ...e2e.temporalEnv });
 
-  const liftoff = (args: string[]): Promise<CliRun> => runLiftoff(args, cliEnv);
-
-  function launches(): number {
-    const head = sim.hosts[0];
-    assert.ok(head);
-    try {
-      return readFileSync(join(head.hostDir, 'launches.log'), 'utf8').trim().split('\n').filter(Boolean)
-        .length;
-    } catch {
-      return 0;
-    }
-  }
+  const launches = () => headLaunches(e2e.sim);
 
   async function progressOf(): Promise<DeployProgress> {
-    return client.workflow.getHandle(workflowId).query(progressQuery);
-  }
-
-  async function waitUntil(what: string, check: () => Promise<boolean>, timeoutMs = 90_000): Promise<void> {
-    const until = Date.now() + timeoutMs;
-    while (Date.now() < until) {
-      if (await check().catch(() => false)) return;
-      await new Promise((r) => setTimeout(r, 200));
-    }
-    throw new Error(`timed out waiting for ${what}`);
+    return e2e.client.workflow.getHandle(workflowId).query(progressQuery);
   }
 
   async function expectRefused(run: Promise<unknown>): Promise<ApplicationFailure> {
@@ -96,6 +63,7 @@ describe('one deploy per cluster, and cancel', () => {
     await waitUntil(
       'the first deploy to reach the load',
       async () => (await progressOf()).load !== undefined,
+      90_000,
     );
 
     const second = await liftoff(['deploy', '-c', specFile]);
@@ -108,10 +76,10 @@ describe('one deploy per cluster, and cancel', () => {
     // The Temporal UI starts the workflow type with a generated id and the spec as input.
     const uiStartedAt = Date.now();
     const ui = await expectRefused(
-      client.workflow.execute(deploy, {
+      e2e.client.workflow.execute(deploy, {
         taskQueue: TASK_QUEUE,
         workflowId: `ui-${Date.now()}`,
-        args: [simDeploySpec(sim, { cluster: clusterName })],
+        args: [simDeploySpec(e2e.sim, { cluster: clusterName })],
       }),
     );
     assert.equal(ui.type, 'DeployAlreadyRunning');
@@ -122,7 +90,7 @@ describe('one deploy per cluster, and cancel', () => {
     console.log(`FIGURE: UI-started run (other workflow id) refused in ${Date.now() - uiStartedAt} ms`);
 
     const scheduleId = `${clusterName}-nightly`;
-    const schedule = await client.schedule.create({
+    const schedule = await e2e.client.schedule.create({
       scheduleId,
       spec: { intervals: [{ every: '365 days' }] },
       action: {
@@ -130,22 +98,26 @@ describe('one deploy per cluster, and cancel', () => {
         workflowType: deploy,
         workflowId: `${workflowId}-scheduled`,
         taskQueue: TASK_QUEUE,
-        args: [simDeploySpec(sim, { cluster: clusterName })],
+        args: [simDeploySpec(e2e.sim, { cluster: clusterName })],
       },
       state: { paused: true },
     });
     try {
       await schedule.trigger();
       let scheduledId: string | undefined;
-      await waitUntil('the scheduled run to start', async () => {
-        scheduledId = (await schedule.describe()).info.recentActions[0]?.action.workflow.workflowId;
-        return scheduledId !== undefined;
-      });
+      await waitUntil(
+        'the scheduled run to start',
+        async () => {
+          scheduledId = (await schedule.describe()).info.recentActions[0]?.action.workflow.workflowId;
+          return scheduledId !== undefined;
+        },
+        90_000,
+      );
       assert.ok(scheduledId);
-      const scheduled = await expectRefused(client.workflow.getHandle(scheduledId).result());
+      const scheduled = await expectRefused(e2e.client.workflow.getHandle(scheduledId).result());
       assert.equal(scheduled.type, 'DeployAlreadyRunning');
       assert.match(scheduled.message, /this schedule run started nothing/);
-      const described = await client.workflow.getHandle(scheduledId).describe();
+      const described = await e2e.client.workflow.getHandle(scheduledId).describe();
       assert.equal(described.typedSearchAttributes.get(searchAttributes.trigger), 'schedule');
       assert.equal(described.typedSearchAttributes.get(searchAttributes.outcome), 'refused');
       console.log(`FIGURE: scheduled run ${scheduledId} refused; trigger=schedule, outcome=refused`);
@@ -154,7 +126,7 @@ describe('one deploy per cluster, and cancel', () => {
     }
 
     // The refused runs touched nothing: the first deploy goes on and finishes with its one launch.
-    const result = await client.workflow.getHandle<typeof deploy>(workflowId).result();
+    const result = await e2e.client.workflow.getHandle<typeof deploy>(workflowId).result();
     assert.equal(result.cluster, clusterName);
     assert.equal(launches(), 1, 'one launch: the refused runs launched nothing');
   });
@@ -164,7 +136,7 @@ describe('one deploy per cluster, and cancel', () => {
     // The key is a reference the worker (this process) resolves: the health check and the smoke test must send it.
     const apiKey = `sk-test-${Date.now().toString(36)}`;
     process.env.SIM_TEST_VLLM_API_KEY = apiKey;
-    const base = simDeploySpec(sim, { cluster: clusterName });
+    const base = simDeploySpec(e2e.sim, { cluster: clusterName });
     const spec = {
       ...base,
       serve: {
@@ -172,12 +144,12 @@ describe('one deploy per cluster, and cancel', () => {
         env: { ...base.serve.env, VLLM_API_KEY: { fromEnv: 'SIM_TEST_VLLM_API_KEY' } },
       },
     };
-    const result = await client.workflow.execute(deploy, {
+    const result = await e2e.client.workflow.execute(deploy, {
       taskQueue: TASK_QUEUE,
       workflowId: uiId,
       args: [spec],
     });
-    const head = sim.hosts[0];
+    const head = e2e.sim.hosts[0];
     assert.ok(head);
     const models = `http://${head.address}:30000/v1/models`;
     assert.equal((await fetch(models)).status, 401, 'the server wants the key');
@@ -191,12 +163,12 @@ describe('one deploy per cluster, and cancel', () => {
       else if (Array.isArray(v)) v.forEach(walk);
       else if (v && typeof v === 'object') Object.values(v).forEach(walk);
     };
-    walk((await client.workflow.getHandle(workflowId).fetchHistory()).events);
+    walk((await e2e.client.workflow.getHandle(workflowId).fetchHistory()).events);
     const history = texts.join('\n');
     assert.ok(history.includes('VLLM_API_KEY'), 'the scan sees payload text');
     assert.ok(!history.includes(apiKey), 'the key is not in the history');
     assert.equal(result.cluster, clusterName);
-    const child = await client.workflow.getHandle(workflowId).describe();
+    const child = await e2e.client.workflow.getHandle(workflowId).describe();
     assert.equal(child.status.name, 'COMPLETED');
     assert.equal(child.parentExecution?.workflowId, uiId);
     assert.equal(child.typedSearchAttributes.get(searchAttributes.trigger), 'ui');
@@ -209,6 +181,7 @@ describe('one deploy per cluster, and cancel', () => {
     await waitUntil(
       'the load to be under way',
       async () => ((await progressOf()).load?.shardsDone ?? 0) >= 5,
+      90_000,
     );
     const cancel = await liftoff(['cancel', clusterName, '--json']);
     assert.equal(cancel.code, 0, cancel.stderr + cancel.stdout);
@@ -236,10 +209,10 @@ describe('one deploy per cluster, and cancel', () => {
         `${host.name} GPU processes`,
       );
     }
-    const head = sim.hosts[0];
+    const head = e2e.sim.hosts[0];
     assert.ok(head);
     await assert.rejects(fetch(`http://${head.address}:30000/health`), 'the server port is closed');
-    const described = await client.workflow.getHandle(workflowId).describe();
+    const described = await e2e.client.workflow.getHandle(workflowId).describe();
     assert.equal(described.status.name, 'CANCELLED');
     assert.equal(described.typedSearchAttributes.get(searchAttributes.outcome), 'cancelled');
     assert.equal(launches(), 3, 'the cancelled deploy launched once and nothing relaunched');

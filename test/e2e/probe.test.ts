@@ -1,50 +1,34 @@
 // The chain, end to end: real Temporal dev server → liftoff worker → ssh2 with verified host keys → real sshd in
 // two network namespaces (one reachable only through the other) → simulated nvidia-smi → parsers.
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFileSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { ActivityFailure, ApplicationFailure, WorkflowFailedError } from '@temporalio/client';
 import { RetryState } from '@temporalio/common';
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { startE2eCluster, type E2eCluster } from '../helpers/e2e-cluster.js';
+import { useE2eCluster } from '../helpers/e2e-cluster.js';
 import { TASK_QUEUE } from '../../src/shared/constants.js';
-import { type SimCluster } from '../../sim/cluster.js';
 import { simClusterSpec } from '../../sim/spec.js';
 import { probeCluster } from '../../src/workflows/index.js';
 
 const stateDir = '/tmp/liftoff-test-probe';
 
 describe('probe workflow over the simulated cluster (namespace mode)', () => {
-  let cluster: E2eCluster | undefined;
-  let env: TestWorkflowEnvironment;
-  let sim: SimCluster;
-
-  before(async () => {
-    cluster = await startE2eCluster({
-      hosts: 2,
-      mode: 'netns',
-      stateDir,
-      netIndex: 6,
-      clusterOnly: ['spark2'],
-      // The worker trusts this test's own known_hosts and keys too (its setting, never the spec's): the cases
-      // below are about what the hosts say to a wrong key, not about the policy.
-      workerPolicy: { knownHosts: [stateDir], privateKeys: [stateDir] },
-    });
-    ({ sim, env } = cluster);
-  });
-
-  after(async () => {
-    await cluster?.stop();
+  const e2e = useE2eCluster({
+    stateDir,
+    netIndex: 6,
+    // The worker trusts this test's own known_hosts and keys too (its setting, never the spec's): the cases
+    // below are about what the hosts say to a wrong key, not about the policy.
+    workerPolicy: { knownHosts: [stateDir], privateKeys: [stateDir] },
   });
 
   it('reads every host GPU state, the second host through the head as jump host', async () => {
-    assert.equal(sim.mode, 'netns');
-    const spec = simClusterSpec(sim, { cluster: 'probe-e2e' });
+    assert.equal(e2e.sim.mode, 'netns');
+    const spec = simClusterSpec(e2e.sim, { cluster: 'probe-e2e' });
     assert.equal(spec.hosts[1]?.jumpHost, 'spark1', 'spark2 is reachable only through spark1');
 
-    const result = await env.client.workflow.execute(probeCluster, {
+    const result = await e2e.client.workflow.execute(probeCluster, {
       taskQueue: TASK_QUEUE,
       workflowId: 'probe-e2e',
       args: [spec],
@@ -68,17 +52,17 @@ describe('probe workflow over the simulated cluster (namespace mode)', () => {
   });
 
   it('refuses a host whose key does not match known_hosts, without retrying', async () => {
-    const spec = simClusterSpec(sim, { cluster: 'probe-bad-key' });
+    const spec = simClusterSpec(e2e.sim, { cluster: 'probe-bad-key' });
     // Swap the two hosts' keys in a copy of known_hosts: each host now presents a key we did not pin for it.
-    const known = readFileSync(sim.knownHostsPath, 'utf8').split('\n').filter(Boolean);
+    const known = readFileSync(e2e.sim.knownHostsPath, 'utf8').split('\n').filter(Boolean);
     const keyOf = (addr: string) =>
       known
         .find((l) => l.split(' ')[0]?.split(',').includes(addr))
         ?.split(' ')
         .slice(1)
         .join(' ');
-    const h1 = sim.hosts[0]!;
-    const h2 = sim.hosts[1]!;
+    const h1 = e2e.sim.hosts[0]!;
+    const h2 = e2e.sim.hosts[1]!;
     const swapped = [
       `${h1.address} ${keyOf(h2.address)}`,
       `${h2.address} ${keyOf(h1.address)}`,
@@ -88,7 +72,7 @@ describe('probe workflow over the simulated cluster (namespace mode)', () => {
     writeFileSync(badKnownHosts, `${swapped.join('\n')}\n`);
     spec.ssh.knownHostsPath = badKnownHosts;
 
-    const err = await env.client.workflow
+    const err = await e2e.client.workflow
       .execute(probeCluster, { taskQueue: TASK_QUEUE, workflowId: 'probe-bad-key', args: [spec] })
       .then(
         () => undefined,
@@ -104,8 +88,8 @@ describe('probe workflow over the simulated cluster (namespace mode)', () => {
   });
 
   it('rejects an invalid spec as non-retryable, naming the field', async () => {
-    const spec = { ...simClusterSpec(sim), hosts: [{ name: 'x y', address: '' }] };
-    const err = await env.client.workflow
+    const spec = { ...simClusterSpec(e2e.sim), hosts: [{ name: 'x y', address: '' }] };
+    const err = await e2e.client.workflow
       .execute(probeCluster, { taskQueue: TASK_QUEUE, workflowId: 'probe-invalid', args: [spec] })
       .then(
         () => undefined,
@@ -116,12 +100,12 @@ describe('probe workflow over the simulated cluster (namespace mode)', () => {
   });
 
   it('fails a refused login at once: the SSH error says retrying cannot help, and no attempt is repeated', async () => {
-    const spec = simClusterSpec(sim, { cluster: 'probe-refused-login' });
+    const spec = simClusterSpec(e2e.sim, { cluster: 'probe-refused-login' });
     // A key the hosts were never told about: sshd refuses it, which no retry can change.
     const strangerKey = join(stateDir, 'id_stranger');
     execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', strangerKey], { input: 'y\n' });
     spec.ssh.privateKeyPath = strangerKey;
-    const handle = await env.client.workflow.start(probeCluster, {
+    const handle = await e2e.client.workflow.start(probeCluster, {
       taskQueue: TASK_QUEUE,
       workflowId: 'probe-refused-login',
       args: [spec],

@@ -32,6 +32,7 @@ import type {
   LaunchServeInput,
   NamedHost,
   RayContainerInput,
+  VerifyRayClusterInput,
 } from '../../src/activities/types.js';
 
 const stateDir = '/tmp/liftoff-test-ray-serve';
@@ -85,6 +86,15 @@ describe('ray, serve, health, smoke and diagnostics activities (simulated cluste
       ...(h === worker ? { headAddress: `${head.clusterIp}:${rayPort}` } : {}),
       ...extra,
     }) satisfies RayContainerInput;
+
+  /** The two-node, two-GPU cluster of `head` and `worker`, as verifyRayCluster checks it. */
+  const verifyInput = (): VerifyRayClusterInput => ({
+    head: named(head),
+    workers: [named(worker)],
+    container,
+    expectedNodes: 2,
+    expectedGpus: 2,
+  });
 
   const serveInput = (launchId: string): LaunchServeInput => ({
     head: ref(head),
@@ -175,13 +185,7 @@ describe('ray, serve, health, smoke and diagnostics activities (simulated cluste
     assert.equal(parsed.activeNodes.length, 2);
     assert.equal(parsed.resources.GPU?.total, 2);
 
-    const state = await run(verifyRayCluster, {
-      head: named(head),
-      workers: [named(worker)],
-      container,
-      expectedNodes: 2,
-      expectedGpus: 2,
-    });
+    const state = await run(verifyRayCluster, verifyInput());
     assert.deepEqual(state, { nodes: 2, gpusTotal: 2, gpusUsed: 0 });
 
     // The container got the flags and env the design asks for; the secret arrived without being on a command line.
@@ -231,13 +235,7 @@ describe('ray, serve, health, smoke and diagnostics activities (simulated cluste
     const workerStatus = (await clusterStatus(stateDir)).find((h) => h.name === worker.name);
     assert.equal(workerStatus?.containers.length, 1, 'the old container is gone');
     // The replacement joins the same head.
-    const state = await run(verifyRayCluster, {
-      head: named(head),
-      workers: [named(worker)],
-      container,
-      expectedNodes: 2,
-      expectedGpus: 2,
-    });
+    const state = await run(verifyRayCluster, verifyInput());
     assert.equal(state.nodes, 2);
   });
 
@@ -355,15 +353,7 @@ describe('ray, serve, health, smoke and diagnostics activities (simulated cluste
     const env = new MockActivityEnvironment(undefined, { logger: quiet });
     const heartbeats: unknown[] = [];
     env.on('heartbeat', (d: unknown) => heartbeats.push(d));
-    const err = await failureOf(
-      env.run(verifyRayCluster, {
-        head: named(head),
-        workers: [named(worker)],
-        container,
-        expectedNodes: 2,
-        expectedGpus: 2,
-      }),
-    );
+    const err = await failureOf(env.run(verifyRayCluster, verifyInput()));
     assert.ok(heartbeats.length >= 5, 'the poll heartbeats while it waits');
     assert.deepEqual(heartbeats.at(-1), { nodes: 1, gpusTotal: 1 });
     assert.equal(err.type, FailureType.rayClusterIncomplete);

@@ -4,14 +4,15 @@
 // a CLI deploy runs is refused), pause/unpause, delete.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import { ScheduleNotFoundError, type Client } from '@temporalio/client';
+import { ScheduleNotFoundError } from '@temporalio/client';
 import { TypedSearchAttributes } from '@temporalio/common';
 import { runLiftoff, type CliRun } from '../helpers/cli.js';
-import { startE2eCluster, type E2eCluster } from '../helpers/e2e-cluster.js';
+import { useE2eCluster } from '../helpers/e2e-cluster.js';
+import { headLaunches } from '../helpers/host-logs.js';
 import { deployWorkflowId, searchAttributes } from '../../src/shared/constants.js';
 import type { DeployResult } from '../../src/workflows/steps.js';
 import type { ScheduleCreated } from '../../src/commands/schedule/create.js';
@@ -20,7 +21,6 @@ import type { ScheduleDetails } from '../../src/commands/schedule/describe.js';
 import type { SchedulePauseReport } from '../../src/commands/schedule/pause.js';
 import type { ScheduleTriggerReport } from '../../src/commands/schedule/trigger.js';
 import type { ScheduleDeleteReport } from '../../src/commands/schedule/delete.js';
-import type { SimCluster } from '../../sim/cluster.js';
 import { simDeploySpec } from '../../sim/spec.js';
 
 const stateDir = '/tmp/liftoff-test-schedule';
@@ -39,46 +39,36 @@ function hourIn(iso: string, timeZone: string): number {
 }
 
 describe('liftoff schedule (real dev server, CLI as a separate process)', () => {
-  let cluster: E2eCluster | undefined;
-  let sim: SimCluster;
-  let client: Client;
   let workDir: string;
   let specFile: string;
   let cliEnv: NodeJS.ProcessEnv;
 
-  before(async () => {
+  before(() => {
     process.env[secretVar] = secret;
-    cluster = await startE2eCluster({
-      hosts: 2,
-      mode: 'netns',
-      stateDir,
-      netIndex: 14,
-      clusterOnly: ['spark2'],
-      // A load of a few seconds: long enough for a second trigger to find the first run still going.
-      vllm: { shards: 20, shardSeconds: 0.15, graphCaptureSeconds: 0.3 },
-      workerPolicy: { fromEnv: [secretVar] },
-    });
-    sim = cluster.sim;
-    client = cluster.env.client;
+  });
+  const e2e = useE2eCluster({
+    stateDir,
+    netIndex: 14,
+    // A load of a few seconds: long enough for a second trigger to find the first run still going.
+    vllm: { shards: 20, shardSeconds: 0.15, graphCaptureSeconds: 0.3 },
+    workerPolicy: { fromEnv: [secretVar] },
+  });
+
+  before(() => {
     workDir = mkdtempSync(join(tmpdir(), 'liftoff-schedule-'));
     specFile = join(workDir, 'cluster.yaml');
     writeSpec(specFile, secretRef);
     const { [secretVar]: _workerOnly, ...withoutSecret } = process.env;
-    cliEnv = {
-      ...withoutSecret,
-      TEMPORAL_ADDRESS: cluster.env.address,
-      TEMPORAL_NAMESPACE: cluster.env.namespace ?? 'default',
-    };
+    cliEnv = { ...withoutSecret, ...e2e.temporalEnv };
   });
 
-  after(async () => {
-    await cluster?.stop();
+  after(() => {
     delete process.env[secretVar];
     if (workDir) rmSync(workDir, { recursive: true, force: true });
   });
 
   function writeSpec(file: string, hfToken: string | typeof secretRef): void {
-    const spec = simDeploySpec(sim, { cluster: clusterName });
+    const spec = simDeploySpec(e2e.sim, { cluster: clusterName });
     writeFileSync(
       file,
       stringify({ ...spec, serve: { ...spec.serve, env: { ...spec.serve.env, HF_TOKEN: hfToken } } }),
@@ -86,6 +76,17 @@ describe('liftoff schedule (real dev server, CLI as a separate process)', () => 
   }
 
   const liftoff = (args: string[]): Promise<CliRun> => runLiftoff(args, cliEnv);
+  /** `schedule create` of the spec, daily at 04:00 in `timezone`. */
+  const createAt4In = (timezone: string) => [
+    'schedule',
+    'create',
+    '-c',
+    specFile,
+    '--cron',
+    '0 4 * * *',
+    '--timezone',
+    timezone,
+  ];
 
   async function liftoffJson<T>(args: string[], expectedCode = 0): Promise<T> {
     const run = await liftoff([...args, '--json']);
@@ -94,16 +95,7 @@ describe('liftoff schedule (real dev server, CLI as a separate process)', () => 
     return JSON.parse(run.stdout) as T;
   }
 
-  function launches(): number {
-    const head = sim.hosts[0];
-    assert.ok(head);
-    try {
-      return readFileSync(join(head.hostDir, 'launches.log'), 'utf8').trim().split('\n').filter(Boolean)
-        .length;
-    } catch {
-      return 0;
-    }
-  }
+  const launches = () => headLaunches(e2e.sim);
 
   it('create refuses a bad spec, cron or time zone with exit 2, naming the field, and creates nothing', async () => {
     // The spec is stored in Temporal, so the deploy loader's rules apply: a secret written out is refused.
@@ -118,16 +110,7 @@ describe('liftoff schedule (real dev server, CLI as a separate process)', () => 
     assert.equal(badCron.code, 2, badCron.stderr);
     assert.match(badCron.stderr, /--cron "0 25 \* \* \*" hour field "25": 25 is out of range 0-23/);
 
-    const badZone = await liftoff([
-      'schedule',
-      'create',
-      '-c',
-      specFile,
-      '--cron',
-      '0 4 * * *',
-      '--timezone',
-      'Mars/Olympus',
-    ]);
+    const badZone = await liftoff(createAt4In('Mars/Olympus'));
     assert.equal(badZone.code, 2, badZone.stderr);
     assert.match(badZone.stderr, /--timezone "Mars\/Olympus" is not a time zone name/);
 
@@ -135,28 +118,19 @@ describe('liftoff schedule (real dev server, CLI as a separate process)', () => 
     assert.equal(missing.code, 2, 'a missing --cron is a usage error');
 
     const schedules: string[] = [];
-    for await (const summary of client.schedule.list()) schedules.push(summary.scheduleId);
+    for await (const summary of e2e.client.schedule.list()) schedules.push(summary.scheduleId);
     assert.deepEqual(schedules, []);
   });
 
   it('create stores the spec in a SKIP schedule; list and describe show it, its next runs and no secret', async () => {
-    const created = await liftoffJson<ScheduleCreated>([
-      'schedule',
-      'create',
-      '-c',
-      specFile,
-      '--cron',
-      '0 4 * * *',
-      '--timezone',
-      'Europe/Paris',
-    ]);
+    const created = await liftoffJson<ScheduleCreated>(createAt4In('Europe/Paris'));
     assert.equal(created.scheduleId, scheduleId);
     assert.equal(created.paused, false);
     assert.ok(created.nextRuns.length >= 3, 'next runs listed');
     for (const t of created.nextRuns) assert.equal(hourIn(t, 'Europe/Paris'), 4, `${t} is 04:00 in Paris`);
 
     // What Temporal holds: the deploy workflow with the validated spec, SKIP, the cluster in memo and attributes.
-    const held = await client.schedule.getHandle(scheduleId).describe();
+    const held = await e2e.client.schedule.getHandle(scheduleId).describe();
     assert.equal(held.policies.overlap, 'SKIP');
     assert.equal(held.action.workflowType, 'deploy');
     assert.equal(held.action.taskQueue, 'liftoff');
@@ -223,14 +197,14 @@ describe('liftoff schedule (real dev server, CLI as a separate process)', () => 
     assert.equal(overlapping.outcome, 'skipped');
     assert.deepEqual(overlapping.running, [run.workflowId]);
 
-    const parent = await client.workflow.getHandle(run.workflowId, run.runId).describe();
+    const parent = await e2e.client.workflow.getHandle(run.workflowId, run.runId).describe();
     assert.equal(parent.typedSearchAttributes.get(searchAttributes.trigger), 'schedule');
     assert.equal(parent.typedSearchAttributes.get(searchAttributes.cluster), clusterName);
     assert.equal(parent.memo?.deployWorkflowId, deployWorkflowId(clusterName));
 
-    const result = (await client.workflow.getHandle(run.workflowId, run.runId).result()) as DeployResult;
+    const result = (await e2e.client.workflow.getHandle(run.workflowId, run.runId).result()) as DeployResult;
     assert.equal(result.cluster, clusterName);
-    const child = await client.workflow.getHandle(deployWorkflowId(clusterName)).describe();
+    const child = await e2e.client.workflow.getHandle(deployWorkflowId(clusterName)).describe();
     assert.equal(child.status.name, 'COMPLETED');
     assert.equal(child.parentExecution?.workflowId, run.workflowId);
     assert.equal(child.typedSearchAttributes.get(searchAttributes.trigger), 'schedule');
@@ -268,7 +242,7 @@ describe('liftoff schedule (real dev server, CLI as a separate process)', () => 
     assert.ok(refusedId);
 
     // The CLI's deploy was not disturbed.
-    const cliDeploy = client.workflow.getHandle(deployWorkflowId(clusterName));
+    const cliDeploy = e2e.client.workflow.getHandle(deployWorkflowId(clusterName));
     const described = await cliDeploy.describe();
     assert.equal(described.typedSearchAttributes.get(searchAttributes.trigger), 'cli');
     await cliDeploy.result();
@@ -299,7 +273,7 @@ describe('liftoff schedule (real dev server, CLI as a separate process)', () => 
       'GPU maintenance',
     ]);
     assert.deepEqual({ paused: paused.paused, note: paused.note }, { paused: true, note: 'GPU maintenance' });
-    const held = await client.schedule.getHandle(scheduleId).describe();
+    const held = await e2e.client.schedule.getHandle(scheduleId).describe();
     assert.equal(held.state.paused, true);
     assert.equal(held.state.note, 'GPU maintenance');
     const whilePaused = await liftoffJson<ScheduleDetails>(['schedule', 'describe', scheduleId]);
@@ -309,11 +283,11 @@ describe('liftoff schedule (real dev server, CLI as a separate process)', () => 
     const unpaused = await liftoffJson<SchedulePauseReport>(['schedule', 'unpause', scheduleId]);
     assert.equal(unpaused.paused, false);
     assert.ok(unpaused.nextRun && hourIn(unpaused.nextRun, 'Europe/Paris') === 4);
-    assert.equal((await client.schedule.getHandle(scheduleId).describe()).state.paused, false);
+    assert.equal((await e2e.client.schedule.getHandle(scheduleId).describe()).state.paused, false);
 
     const deleted = await liftoffJson<ScheduleDeleteReport>(['schedule', 'delete', clusterName]);
     assert.deepEqual(deleted, { scheduleId, cluster: clusterName, deleted: true, stillRunning: [] });
-    await assert.rejects(client.schedule.getHandle(scheduleId).describe(), ScheduleNotFoundError);
+    await assert.rejects(e2e.client.schedule.getHandle(scheduleId).describe(), ScheduleNotFoundError);
 
     for (const command of ['describe', 'trigger']) {
       const gone = await liftoff(['schedule', command, clusterName]);

@@ -6,8 +6,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { startE2eCluster, type E2eCluster } from '../helpers/e2e-cluster.js';
+import { useE2eCluster } from '../helpers/e2e-cluster.js';
 import { sshRun } from '../helpers/ssh.js';
 import { deploySpecSchema, type DeploySpecInput } from '../../src/config/schema.js';
 import { dirnameOf } from '../../src/config/derive.js';
@@ -61,9 +60,6 @@ function onHostDisk(sim: SimCluster, host: number, path: string): string {
 }
 
 describe('shell canaries in every free-text field never fire', () => {
-  let e2e: E2eCluster | undefined;
-  let env: TestWorkflowEnvironment;
-  let sim: SimCluster;
   let result: DeployResult;
   const serveArgs: string[] = [];
   const rayEnv: Record<string, string> = {};
@@ -75,34 +71,27 @@ describe('shell canaries in every free-text field never fire', () => {
   const refusedFields = new Set<string>();
   let refusedCanaries = 0;
 
-  before(async () => {
+  const removeCanaryFiles = () => {
     for (const n of canaryFilesInTmp()) rmSync(join('/tmp', n), { force: true });
-    e2e = await startE2eCluster({
-      hosts: 2,
-      mode: 'netns',
-      stateDir,
-      netIndex: 17,
-      clusterOnly: ['spark2'],
-      seedReferenceState: false,
-      vllm: { shards: 4, shardSeconds: 0.05, graphCaptureSeconds: 0.2 },
-    });
-    ({ sim, env } = e2e);
+  };
+  before(removeCanaryFiles);
+  const e2e = useE2eCluster({
+    stateDir,
+    netIndex: 17,
+    seedReferenceState: false,
+    vllm: { shards: 4, shardSeconds: 0.05, graphCaptureSeconds: 0.2 },
   });
-
-  after(async () => {
-    await e2e?.stop();
-    for (const n of canaryFilesInTmp()) rmSync(join('/tmp', n), { force: true });
-  });
+  after(removeCanaryFiles);
 
   it('a canary does fire when a shell parses it (the probe works)', async () => {
     const file = `/tmp/${canaryPrefix}control`;
-    await sshRun(sim, 'spark2', `echo ${`;touch ${file}`}`);
+    await sshRun(e2e.sim, 'spark2', `echo ${`;touch ${file}`}`);
     assert.ok(existsSync(file), 'an unquoted canary on spark2 creates its file in the shared /tmp');
     rmSync(file);
   });
 
   it('the schema refuses canaries in names, images, units, sizes and users', () => {
-    const base: DeploySpecInput = simDeploySpec(sim, { cluster });
+    const base: DeploySpecInput = simDeploySpec(e2e.sim, { cluster });
     const restricted: [string, (s: DeploySpecInput, v: string) => void][] = [
       ['cluster', (s, v) => (s.cluster = v)],
       ['hosts[].name', (s, v) => (s.hosts[1]!.name = v)],
@@ -138,7 +127,7 @@ describe('shell canaries in every free-text field never fire', () => {
   });
 
   it('a deploy whose free-text fields carry canaries succeeds', async () => {
-    const spec: DeploySpecInput = simDeploySpec(sim, { cluster });
+    const spec: DeploySpecInput = simDeploySpec(e2e.sim, { cluster });
     shapes.forEach((shape, k) => serveArgs.push(`--canary-arg-${k}`, canary('serve.args', shape)));
     shapes.forEach((shape, k) => (rayEnv[`CANARY_RAY_${k}`] = canary('ray.env values', shape)));
     shapes.forEach((shape, k) => (serveEnv[`CANARY_SERVE_${k}`] = canary('serve.env values', shape)));
@@ -149,12 +138,12 @@ describe('shell canaries in every free-text field never fire', () => {
     const volumeHost = `/home/aurora/vol${canary('ray.volumes', shapes[1]!)}${canary('ray.volumes', shapes[3]!)}`;
     volume = `${volumeHost}:/mnt/canary${canary('ray.volumes', shapes[0]!)}`;
     modelPath = `/home/aurora/model${canary('serve.modelPath', shapes[1]!)}${canary('serve.modelPath', shapes[2]!)}`;
-    mkdirSync(onHostDisk(sim, 0, dirnameOf(logPath)), { recursive: true });
-    for (const i of sim.hosts.keys()) {
-      mkdirSync(onHostDisk(sim, i, volumeHost), { recursive: true });
-      mkdirSync(dirnameOf(onHostDisk(sim, i, modelPath)), { recursive: true });
+    mkdirSync(onHostDisk(e2e.sim, 0, dirnameOf(logPath)), { recursive: true });
+    for (const i of e2e.sim.hosts.keys()) {
+      mkdirSync(onHostDisk(e2e.sim, i, volumeHost), { recursive: true });
+      mkdirSync(dirnameOf(onHostDisk(e2e.sim, i, modelPath)), { recursive: true });
       // The target as the host sees it: the link is followed inside the host's mount namespace.
-      symlinkSync(referenceModelDir, onHostDisk(sim, i, modelPath));
+      symlinkSync(referenceModelDir, onHostDisk(e2e.sim, i, modelPath));
     }
 
     spec.ray.env = { ...spec.ray.env, ...rayEnv };
@@ -168,7 +157,7 @@ describe('shell canaries in every free-text field never fire', () => {
     const parsed = deploySpecSchema.safeParse(spec);
     assert.ok(parsed.success, parsed.success ? '' : parsed.error.message);
 
-    const handle = await env.client.workflow.start(deploy, {
+    const handle = await e2e.client.workflow.start(deploy, {
       taskQueue: TASK_QUEUE,
       workflowId: deployWorkflowId(cluster),
       args: [spec, { trigger: 'cli' }],
@@ -178,8 +167,8 @@ describe('shell canaries in every free-text field never fire', () => {
   });
 
   it('the Ray containers carry ray.env values and the volume byte for byte', async () => {
-    for (const h of sim.hosts) {
-      const inspect = JSON.parse(await sshRun(sim, h.name, 'docker inspect vllm_qwen35')) as {
+    for (const h of e2e.sim.hosts) {
+      const inspect = JSON.parse(await sshRun(e2e.sim, h.name, 'docker inspect vllm_qwen35')) as {
         Config: { Env: string[] };
         Mounts: { Source: string; Destination: string }[];
       }[];
@@ -200,7 +189,7 @@ describe('shell canaries in every free-text field never fire', () => {
   });
 
   it('the server got the args and served model name literally, and the serve.env values in its environment', () => {
-    const head = sim.hosts[0]!;
+    const head = e2e.sim.hosts[0]!;
     const launches = readFileSync(join(head.hostDir, 'launches.log'), 'utf8').trim().split('\n');
     const launch = JSON.parse(launches.at(-1) ?? '{}') as { args: string[]; pid: number };
     const args = launch.args;
@@ -217,7 +206,7 @@ describe('shell canaries in every free-text field never fire', () => {
   });
 
   it('the server log is at the literal serve.logPath', async () => {
-    assert.ok(existsSync(onHostDisk(sim, 0, logPath)), JSON.stringify(logPath));
+    assert.ok(existsSync(onHostDisk(e2e.sim, 0, logPath)), JSON.stringify(logPath));
     const models = (await (await fetch(`${result.endpoint}/models`)).json()) as { data: { id: string }[] };
     assert.deepEqual(
       models.data.map((m) => m.id),
@@ -228,7 +217,7 @@ describe('shell canaries in every free-text field never fire', () => {
   it('no canary fired on any host or on the control host', () => {
     const fired = canaryFilesInTmp();
     assert.deepEqual(fired, [], 'canary files in /tmp (shared by the control host and every simulated host)');
-    for (const h of sim.hosts) {
+    for (const h of e2e.sim.hosts) {
       // A canary fired with a relative path or a changed working directory would land in a home folder.
       for (const home of ['home', 'roothome']) {
         // Folders of that name exist on purpose (the path canaries were made into real folders): look for files.

@@ -10,8 +10,8 @@ import { promisify } from 'node:util';
 import { stringify as toYaml } from 'yaml';
 import { ActivityFailure, WorkflowFailedError } from '@temporalio/client';
 import { RetryState } from '@temporalio/common';
-import { startE2eCluster, type E2eCluster } from '../helpers/e2e-cluster.js';
-import { countSshHandshakes, restartSshd, type SimCluster, type SimHost } from '../../sim/cluster.js';
+import { useE2eCluster } from '../helpers/e2e-cluster.js';
+import { countSshHandshakes, restartSshd, type SimHost } from '../../sim/cluster.js';
 import { generateKeyPair, sshdPaths } from '../../sim/sshd.js';
 import { simClusterSpec } from '../../sim/spec.js';
 import type { TrustReport } from '../../src/commands/trust.js';
@@ -92,11 +92,9 @@ async function opensshKnows(file: string, name: string): Promise<boolean> {
 }
 
 describe('liftoff trust: pinning host keys through a jump host (namespace mode)', () => {
-  let cluster: E2eCluster | undefined;
-  let sim: SimCluster;
+  const e2e = useE2eCluster({ stateDir, netIndex: 19 });
   let spark1: SimHost;
   let spark2: SimHost;
-  let temporalEnv: Record<string, string>;
   const dir = join(stateDir, 'trust');
   const knownHosts = join(dir, 'known_hosts');
   const specFile = join(dir, 'spec.yaml');
@@ -105,25 +103,25 @@ describe('liftoff trust: pinning host keys through a jump host (namespace mode)'
   /** Writes a spec that uses `knownHostsFile`, with the lines of the sim's known_hosts for `keep` only. */
   function specWith(name: string, knownHostsFile: string, keep: SimHost[]): string {
     const addressesOf = (h: SimHost) => [h.address, h.clusterIp];
-    const kept = readFileSync(sim.knownHostsPath, 'utf8')
+    const kept = readFileSync(e2e.sim.knownHostsPath, 'utf8')
       .split('\n')
       .filter((line) => {
         const patterns = line.split(' ')[0]?.split(',') ?? [];
         return keep.some((h) => addressesOf(h).some((a) => patterns.includes(a)));
       });
     writeFileSync(knownHostsFile, `${kept.join('\n')}\n`);
-    const spec = simClusterSpec(sim, { cluster: 'trust-e2e' });
+    const spec = simClusterSpec(e2e.sim, { cluster: 'trust-e2e' });
     spec.ssh.knownHostsPath = knownHostsFile;
     const file = join(dir, name);
     writeFileSync(file, toYaml(spec));
     return file;
   }
 
-  const probe = () => runCli(['bin/liftoff.js', 'probe', '-c', specFile], temporalEnv);
+  const probe = () => runCli(['bin/liftoff.js', 'probe', '-c', specFile], e2e.temporalEnv);
 
   /** The probe's failure: the activity's error, and whether Temporal gave up on it as non-retryable. */
   async function probeFailure(): Promise<{ type: string; message: string; nonRetryable: boolean }> {
-    const handle = cluster!.env.client.workflow.getHandle('liftoff-probe-trust-e2e');
+    const handle = e2e.client.workflow.getHandle('liftoff-probe-trust-e2e');
     const err = await handle.result().then(
       () => undefined,
       (e: unknown) => e,
@@ -144,28 +142,15 @@ describe('liftoff trust: pinning host keys through a jump host (namespace mode)'
     };
   }
 
-  before(async () => {
-    cluster = await startE2eCluster({
-      hosts: 2,
-      mode: 'netns',
-      stateDir,
-      netIndex: 19,
-      clusterOnly: ['spark2'],
-    });
-    sim = cluster.sim;
-    [spark1, spark2] = sim.hosts as [SimHost, SimHost];
+  before(() => {
+    [spark1, spark2] = e2e.sim.hosts as [SimHost, SimHost];
     assert.equal(spark2.reachableFromControl, false, 'spark2 is reachable only through spark1');
-    temporalEnv = {
-      TEMPORAL_ADDRESS: cluster.env.address,
-      TEMPORAL_NAMESPACE: cluster.env.namespace ?? 'default',
-    };
     mkdirSync(dir, { recursive: true });
     specWith('spec.yaml', knownHosts, [spark1]);
   });
 
-  after(async () => {
+  after(() => {
     for (const line of figures) console.log(line);
-    await cluster?.stop();
   });
 
   it('refuses an unknown host before anything runs on it, with its fingerprint and the trust hint', async () => {

@@ -20,34 +20,32 @@ import { randomBytes } from 'node:crypto';
 import { stringify } from 'yaml';
 import { WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
-import { MockActivityEnvironment, type TestWorkflowEnvironment } from '@temporalio/testing';
+import { MockActivityEnvironment } from '@temporalio/testing';
 import { DefaultLogger } from '@temporalio/worker';
-import { startE2eCluster, type E2eCluster } from '../helpers/e2e-cluster.js';
+import { useE2eCluster } from '../helpers/e2e-cluster.js';
 import { runLiftoff } from '../helpers/cli.js';
 import { sshRun } from '../helpers/ssh.js';
 import { deployWorkflowId, searchAttributes, TASK_QUEUE } from '../../src/shared/constants.js';
 import { deploy, probeCluster } from '../../src/workflows/index.js';
 import { smokeTest } from '../../src/activities/smoke.js';
-import { countSshConnections, countSshHandshakes, type SimCluster } from '../../sim/cluster.js';
+import { countSshConnections, countSshHandshakes } from '../../sim/cluster.js';
 import { simClusterSpec, simDeploySpec } from '../../sim/spec.js';
 
 const stateDir = '/tmp/liftoff-test-worker-policy';
 const clusterName = 'policy';
 
 describe('the worker decides what a spec may reach', () => {
-  let cluster: E2eCluster | undefined;
-  let env: TestWorkflowEnvironment;
-  let sim: SimCluster;
+  const e2e = useE2eCluster({ stateDir, netIndex: 31, seedReferenceState: false });
   let dir = '';
   let plantedKnownHosts = '';
   let cliEnv: NodeJS.ProcessEnv;
 
-  const connections = () => sim.hosts.reduce((n, h) => n + countSshConnections(stateDir, h.name), 0);
-  const logins = () => sim.hosts.reduce((n, h) => n + countSshHandshakes(stateDir, h.name), 0);
+  const connections = () => e2e.sim.hosts.reduce((n, h) => n + countSshConnections(stateDir, h.name), 0);
+  const logins = () => e2e.sim.hosts.reduce((n, h) => n + countSshHandshakes(stateDir, h.name), 0);
 
   /** The attack: the author's own known_hosts (which would verify the real hosts) and the worker's payload key. */
   function plantedSpec() {
-    const base = simDeploySpec(sim, { cluster: clusterName });
+    const base = simDeploySpec(e2e.sim, { cluster: clusterName });
     return {
       ...base,
       ssh: { ...base.ssh, knownHostsPath: plantedKnownHosts },
@@ -70,39 +68,25 @@ describe('the worker decides what a spec may reach', () => {
     );
   }
 
-  before(async () => {
-    cluster = await startE2eCluster({
-      hosts: 2,
-      mode: 'netns',
-      stateDir,
-      netIndex: 27,
-      clusterOnly: ['spark2'],
-      seedReferenceState: false,
-    });
-    ({ sim, env } = cluster);
+  before(() => {
     dir = mkdtempSync(join(tmpdir(), 'liftoff-worker-policy-'));
     plantedKnownHosts = join(dir, 'planted_known_hosts');
-    copyFileSync(sim.knownHostsPath, plantedKnownHosts);
-    cliEnv = {
-      ...process.env,
-      TEMPORAL_ADDRESS: env.address,
-      TEMPORAL_NAMESPACE: env.namespace ?? 'default',
-    };
+    copyFileSync(e2e.sim.knownHostsPath, plantedKnownHosts);
+    cliEnv = { ...process.env, ...e2e.temporalEnv };
   });
 
-  after(async () => {
-    await cluster?.stop();
+  after(() => {
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
   it('the count works: a probe with the worker-allowed known_hosts connects to every host', async () => {
     const before = connections();
-    await env.client.workflow.execute(probeCluster, {
+    await e2e.client.workflow.execute(probeCluster, {
       taskQueue: TASK_QUEUE,
       workflowId: 'policy-probe-allowed',
-      args: [simClusterSpec(sim, { cluster: clusterName })],
+      args: [simClusterSpec(e2e.sim, { cluster: clusterName })],
     });
-    assert.ok(connections() - before >= sim.hosts.length, 'each sshd logged the connection');
+    assert.ok(connections() - before >= e2e.sim.hosts.length, 'each sshd logged the connection');
   });
 
   it('a planted known_hosts and fromEnv LIFTOFF_PAYLOAD_KEY are refused in validate on every path, with 0 SSH connections', async () => {
@@ -120,7 +104,7 @@ describe('the worker decides what a spec may reach', () => {
 
     // The Temporal UI's path: another workflow id, which would start the deploy as a child.
     const uiId = `policy-ui-${randomBytes(3).toString('hex')}`;
-    const ui = await env.client.workflow.start(deploy, {
+    const ui = await e2e.client.workflow.start(deploy, {
       taskQueue: TASK_QUEUE,
       workflowId: uiId,
       args: [plantedSpec()],
@@ -137,7 +121,7 @@ describe('the worker decides what a spec may reach', () => {
 
     // Both histories: the one activity is the policy check, no child started.
     for (const workflowId of [deployWorkflowId(clusterName), uiId]) {
-      const history = await env.client.workflow.getHandle(workflowId).fetchHistory();
+      const history = await e2e.client.workflow.getHandle(workflowId).fetchHistory();
       const scheduled = (history.events ?? []).flatMap((e) =>
         e.activityTaskScheduledEventAttributes
           ? [e.activityTaskScheduledEventAttributes.activityType?.name]
@@ -148,11 +132,11 @@ describe('the worker decides what a spec may reach', () => {
     }
 
     // The probe checks the same at each SSH connection (not in a validate step): refused before connecting.
-    const probeErr = await env.client.workflow
+    const probeErr = await e2e.client.workflow
       .execute(probeCluster, {
         taskQueue: TASK_QUEUE,
         workflowId: 'policy-probe-planted',
-        args: [{ ...simClusterSpec(sim, { cluster: clusterName }), ssh: plantedSpec().ssh }],
+        args: [{ ...simClusterSpec(e2e.sim, { cluster: clusterName }), ssh: plantedSpec().ssh }],
       })
       .then(
         () => assert.fail('the probe should be refused'),
@@ -177,7 +161,7 @@ describe('the worker decides what a spec may reach', () => {
   it("a refused spec's cluster goes into the search attributes only when it is a cluster name", async () => {
     const run = async (cluster: string) => {
       const workflowId = `policy-guess-${randomBytes(3).toString('hex')}`;
-      const handle = await env.client.workflow.start(deploy, {
+      const handle = await e2e.client.workflow.start(deploy, {
         taskQueue: TASK_QUEUE,
         workflowId,
         args: [{ cluster, hosts: [] }],
@@ -191,14 +175,14 @@ describe('the worker decides what a spec may reach', () => {
   });
 
   it('the smoke test leaves no file holding the API key when its command is killed on the host', async () => {
-    const head = sim.hosts[0];
+    const head = e2e.sim.hosts[0];
     assert.ok(head);
     const apiKey = `sk-smoke-kill-${randomBytes(12).toString('hex')}`;
     const port = 30_000 + Math.floor(Math.random() * 20_000);
     // A server that accepts the connection and never answers: curl waits, holding the header.
     const listener = (
       await sshRun(
-        sim,
+        e2e.sim,
         head.name,
         `nohup python3 -c 'import socket,time; s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("0.0.0.0", ${port})); s.listen(8); time.sleep(120)' >/dev/null 2>&1 & echo $!`,
       )
@@ -207,15 +191,15 @@ describe('the worker decides what a spec may reach', () => {
     const startedMs = Date.now() - 1000;
     process.env.VLLM_API_KEY = apiKey;
     // Outside a worker, activities take this process's policy: the sim's key and known_hosts.
-    process.env.LIFTOFF_WORKER_POLICY = sim.workerPolicyPath;
+    process.env.LIFTOFF_WORKER_POLICY = e2e.sim.workerPolicyPath;
     try {
       const url = `${head.clusterIp}:${port}`;
       const smoke = new MockActivityEnvironment(undefined, { logger: new DefaultLogger('ERROR') }).run(
         smokeTest,
         {
           head: {
-            target: { name: head.name, host: head.address, port: head.sshPort, user: sim.sshUser },
-            auth: { privateKeyPath: sim.privateKeyPath, knownHostsPath: sim.knownHostsPath },
+            target: { name: head.name, host: head.address, port: head.sshPort, user: e2e.sim.sshUser },
+            auth: { privateKeyPath: e2e.sim.privateKeyPath, knownHostsPath: e2e.sim.knownHostsPath },
           },
           clusterIp: head.clusterIp,
           port,
@@ -257,7 +241,7 @@ describe('the worker decides what a spec may reach', () => {
     } finally {
       delete process.env.VLLM_API_KEY;
       delete process.env.LIFTOFF_WORKER_POLICY;
-      await sshRun(sim, head.name, `kill ${listener} 2>/dev/null; true`);
+      await sshRun(e2e.sim, head.name, `kill ${listener} 2>/dev/null; true`);
     }
   });
 });

@@ -1,4 +1,7 @@
 // What every end-to-end test stands on: a simulated cluster, a real Temporal dev server and a liftoff worker.
+import { after, before } from 'node:test';
+import assert from 'node:assert/strict';
+import type { Client } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { createLiftoffWorker } from '../../src/worker.js';
 import { upCluster, downCluster, type SimCluster, type SimClusterOptions } from '../../sim/cluster.js';
@@ -6,14 +9,14 @@ import { createDevServerEnv } from './temporal.js';
 import { simWorkerPolicy } from './worker-policy.js';
 import type { WorkerPolicySettings } from '../../src/config/worker-policy.js';
 
-export interface E2eCluster {
+interface E2eCluster {
   sim: SimCluster;
   env: TestWorkflowEnvironment;
   /** Stops the worker, the server and the cluster. */
   stop(): Promise<void>;
 }
 
-export async function startE2eCluster(
+async function startE2eCluster(
   opts: SimClusterOptions & {
     stateDir: string;
     /** What the worker allows beyond the sim's key and known_hosts (its settings, never the spec's). */
@@ -36,6 +39,57 @@ export async function startE2eCluster(
       await running;
       await env.teardown();
       await downCluster(opts.stateDir);
+    },
+  };
+}
+
+/** What `useE2eCluster` brought up; read it in tests and in hooks registered after it, once its `before` ran. */
+export interface E2eClusterHandle {
+  readonly sim: SimCluster;
+  readonly env: TestWorkflowEnvironment;
+  readonly client: Client;
+  /** The variables that point a liftoff CLI run as a separate process at this dev server. */
+  readonly temporalEnv: { TEMPORAL_ADDRESS: string; TEMPORAL_NAMESPACE: string };
+}
+
+export type E2eClusterOptions = Partial<SimClusterOptions> & {
+  stateDir: string;
+  netIndex: number;
+  /** What the worker allows beyond the sim's key and known_hosts (its settings, never the spec's). */
+  workerPolicy?: WorkerPolicySettings;
+};
+
+/**
+ * Registers the enclosing suite's hooks: `before` brings up the simulated cluster, a dev server and a worker;
+ * `after` stops them. The cluster is the reference layout unless `opts` says otherwise: two hosts in network
+ * namespaces, spark2 reachable only through spark1 as its jump host. Hooks run in the order
+ * registered: a `before` the suite adds after this call finds the cluster up, an `after` finds it stopped.
+ */
+export function useE2eCluster(opts: E2eClusterOptions): E2eClusterHandle {
+  let cluster: E2eCluster | undefined;
+  before(async () => {
+    cluster = await startE2eCluster({ hosts: 2, mode: 'netns', clusterOnly: ['spark2'], ...opts });
+  });
+  after(async () => {
+    await cluster?.stop();
+  });
+  const up = (): E2eCluster => {
+    assert.ok(cluster, 'the e2e cluster is read only after its before hook brought it up');
+    return cluster;
+  };
+  return {
+    get sim() {
+      return up().sim;
+    },
+    get env() {
+      return up().env;
+    },
+    get client() {
+      return up().env.client;
+    },
+    get temporalEnv() {
+      const { env } = up();
+      return { TEMPORAL_ADDRESS: env.address, TEMPORAL_NAMESPACE: env.namespace ?? 'default' };
     },
   };
 }

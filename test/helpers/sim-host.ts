@@ -2,18 +2,34 @@
 // built once into a bin dir, running or starting a tool shim with the host's environment, and finding and
 // killing the processes a test left behind.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { after, before } from 'node:test';
+import { buildSimTools } from '../../sim/build-tools.js';
 import { isAlive, readJson, safeReaddir, type HostConfig } from '../../sim/host-state.js';
 
 /** Ray client variables of the outer environment that must not leak into a simulated `ray` or `vllm`. */
 export const RAY_CLIENT_ENV: readonly string[] = ['RAY_ADDRESS', 'RAY_memory_monitor_refresh_ms'];
 
 /** Makes a temp dir `root` (named from `prefix`) and names its `bin` dir, for `buildSimTools` to fill. */
-export function makeSimRoot(prefix: string): { root: string; binDir: string } {
+function makeSimRoot(prefix: string): { root: string; binDir: string } {
   const root = mkdtempSync(join(tmpdir(), prefix));
   return { root, binDir: join(root, 'bin') };
+}
+
+/**
+ * A test file's sim root (see `makeSimRoot`), with hooks: before the tests, `buildSimTools` fills its bin dir;
+ * after them, `cleanup` ends what the tests left running, then the root is removed.
+ */
+export function useSimRoot(prefix: string, cleanup: () => void): { root: string; binDir: string } {
+  const dirs = makeSimRoot(prefix);
+  before(() => buildSimTools(dirs.binDir));
+  after(() => {
+    cleanup();
+    rmSync(dirs.root, { recursive: true, force: true });
+  });
+  return dirs;
 }
 
 /**
@@ -186,12 +202,7 @@ export async function eventually(check: () => Promise<boolean> | boolean, timeou
 
 /** True when `pid` is gone or a zombie. */
 export function deadOrZombie(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.charAt(stat.lastIndexOf(')') + 2) === 'Z';
-  } catch {
-    return true;
-  }
+  return !isAlive(pid);
 }
 
 /** Living pids (not this process, not zombies) with an environment entry that passes `test`. */

@@ -1,21 +1,21 @@
 // The simulated docker: a container is a process group (plus tagged escapees), and the CLI answers like docker.
-import { readFileSync, readdirSync, rmSync, existsSync, mkdirSync } from 'node:fs';
+import { readFileSync, readdirSync, existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import { buildSimTools } from '../../sim/build-tools.js';
+import { before, describe, it } from 'node:test';
 import {
   deadOrZombie,
   killSimHostProcesses,
   makeSimHost,
-  makeSimRoot,
   pidsWithEnv,
   runSimTool,
+  useSimRoot,
 } from '../helpers/sim-host.js';
+import { isProcessAlive } from '../helpers/processes.js';
 
-let root = '';
-let hostDir = '';
-let binDir = '';
+// Every process any tool started inherits the host dir variable: the cleanup sweeps them all, whatever the test left.
+const { root, binDir } = useSimRoot('liftoff-docker-', () => killSimHostProcesses(hostDir));
+const hostDir = join(root, 'host');
 
 const run = (tool: string, args: string[], env: Record<string, string> = {}) =>
   runSimTool(binDir, hostDir, tool, args, { env, timeoutMs: 20_000 });
@@ -32,20 +32,11 @@ function procField(pid: number, index: number): string | undefined {
 }
 const pgrpOf = (pid: number) => Number(procField(pid, 2));
 
-function signal0Fails(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return false;
-  } catch {
-    return true;
-  }
-}
-
 /** kill -0 keeps succeeding for a zombie until PID 1 reaps it, which may take a couple of seconds. */
 async function waitKill0Fails(pids: number[], timeoutMs = 6000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  while (pids.some((p) => !signal0Fails(p))) {
-    assert.ok(Date.now() < deadline, `still alive: ${pids.filter((p) => !signal0Fails(p)).join(' ')}`);
+  while (pids.some(isProcessAlive)) {
+    assert.ok(Date.now() < deadline, `still alive: ${pids.filter(isProcessAlive).join(' ')}`);
     await new Promise((r) => setTimeout(r, 50));
   }
 }
@@ -74,9 +65,7 @@ function groupMembers(pgid: number): number[] {
     .filter((pid) => Number.isInteger(pid) && pgrpOf(pid) === pgid && !deadOrZombie(pid));
 }
 
-void before(async () => {
-  ({ root, binDir } = makeSimRoot('liftoff-docker-'));
-  hostDir = join(root, 'host');
+void before(() => {
   mkdirSync(join(hostDir, 'models'), { recursive: true });
   makeSimHost(hostDir, {
     name: 'sim-docker-test',
@@ -84,13 +73,6 @@ void before(async () => {
     images: ['vllm/vllm-openai:v0.11.0', 'busybox'],
     modelDirs: [join(hostDir, 'models')],
   });
-  await buildSimTools(binDir);
-});
-
-void after(() => {
-  // Every process any tool started inherits the host dir variable: sweep them all, whatever the test left.
-  killSimHostProcesses(hostDir);
-  rmSync(root, { recursive: true, force: true });
 });
 
 describe('docker run / rm -f', () => {

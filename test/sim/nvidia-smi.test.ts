@@ -1,20 +1,18 @@
 // The simulated nvidia-smi against the captured outputs in fixtures/nvidia-smi, for both flavours, and the GPU
 // memory a gpu-hog holds: shown while it lives, gone after a kill, kept a while under the held-memory fault.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import { buildSimTools } from '../../sim/build-tools.js';
+import { describe, it } from 'node:test';
 import type { GpuFlavour } from '../../sim/host-state.js';
-import { killChildren, makeSimHost, makeSimRoot, runSimTool, simToolEnv } from '../helpers/sim-host.js';
+import { killChildren, makeSimHost, runSimTool, simToolEnv, useSimRoot } from '../helpers/sim-host.js';
 
 const fixtures = '/work/shared/fixtures/nvidia-smi';
 const fixture = (name: string) => readFileSync(join(fixtures, name), 'utf8');
 
-let root = '';
-let binDir = '';
 const hogs: ChildProcess[] = [];
+const { root, binDir } = useSimRoot('liftoff-smi-', () => killChildren(hogs));
 
 function makeHost(name: string, flavour: GpuFlavour, gpuCount = 1): string {
   return makeSimHost(join(root, name), { name, flavour, gpuCount });
@@ -46,16 +44,6 @@ function exited(child: ChildProcess): Promise<void> {
 
 const dateLine =
   /^(Mon|Tue|Wed|Thu|Fri|Sat|Sun) (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ 1-3]\d \d\d:\d\d:\d\d \d{4} {7}$/;
-
-void before(async () => {
-  ({ root, binDir } = makeSimRoot('liftoff-smi-'));
-  await buildSimTools(binDir);
-});
-
-void after(() => {
-  killChildren(hogs);
-  rmSync(root, { recursive: true, force: true });
-});
 
 describe('nvidia-smi, h200 flavour', () => {
   it('prints the idle table exactly as captured, apart from the clock', async () => {

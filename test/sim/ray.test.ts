@@ -1,17 +1,16 @@
 // The simulated `ray`: a head and a worker joined over real TCP on two loopback IPs, `ray status` in the
 // fixture format, the GCS connection failure, the rayCannotReachHead fault, daemon mode and `ray stop`.
-import { after, before, describe, it } from 'node:test';
+import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync, rmSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { buildSimTools } from '../../sim/build-tools.js';
 import { isAlive, readJson, writeFaults } from '../../sim/host-state.js';
 import {
   RAY_CLIENT_ENV,
   eventually,
   killRayProcs,
   makeRayHost,
-  makeSimRoot,
+  useSimRoot,
   simTools,
 } from '../helpers/sim-host.js';
 
@@ -19,7 +18,7 @@ const fixture = readFileSync('/work/shared/fixtures/ray-status/two-nodes.txt', '
 const NO_RAY =
   'ConnectionError: Could not find any running Ray instance. Please specify the one to connect to by setting --address flag or RAY_ADDRESS environment variable.';
 
-const { root: tmp, binDir: bin } = makeSimRoot('liftoff-ray-test-');
+const { root: tmp, binDir: bin } = useSimRoot('liftoff-ray-test-', () => killChildren());
 const port = 16379 + Math.floor(Math.random() * 1000);
 const { run, background, killChildren } = simTools(bin, { unsetEnv: RAY_CLIENT_ENV });
 
@@ -43,15 +42,9 @@ describe('simulated ray', () => {
   const worker = makeHost('worker', '127.0.1.2');
   const spare = makeHost('spare', '127.0.1.3');
 
-  before(async () => {
-    await buildSimTools(bin);
-  });
-
   after(() => {
-    killChildren();
     // Daemonized heads are not our children: find them through the records they left.
     killRayProcs([head, worker, spare]);
-    rmSync(tmp, { recursive: true, force: true });
   });
 
   it('joins a worker to the head over TCP; status shows both nodes and their GPUs, then drops a killed worker', async () => {

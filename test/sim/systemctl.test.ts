@@ -1,22 +1,20 @@
 // The simulated systemctl: a started unit is a process group (plus processes that left it, found by the
 // unit's invocation id); stop ends them all; verbs print and exit like systemd 255.
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import { buildSimTools } from '../../sim/build-tools.js';
+import { before, describe, it } from 'node:test';
 import {
   deadOrZombie,
   killSimHostProcesses,
   makeSimHost,
-  makeSimRoot,
   pidsWithEnvPrefix,
   runSimTool,
+  useSimRoot,
 } from '../helpers/sim-host.js';
 
-let root = '';
-let hostDir = '';
-let binDir = '';
+const { root, binDir } = useSimRoot('liftoff-systemctl-', () => killSimHostProcesses(hostDir));
+const hostDir = join(root, 'host');
 
 const run = (tool: string, args: string[]) => runSimTool(binDir, hostDir, tool, args, { timeoutMs: 15_000 });
 const systemctl = (...args: string[]) => run('systemctl', args);
@@ -53,17 +51,9 @@ async function until<T>(probe: () => T | undefined, what: string, timeoutMs = 50
   }
 }
 
-void before(async () => {
-  ({ root, binDir } = makeSimRoot('liftoff-systemctl-'));
-  hostDir = join(root, 'host');
+void before(() => {
   mkdirSync(join(hostDir, 'units'), { recursive: true });
   makeSimHost(hostDir, { name: 'sim-systemctl-test' });
-  await buildSimTools(binDir);
-});
-
-void after(() => {
-  killSimHostProcesses(hostDir);
-  rmSync(root, { recursive: true, force: true });
 });
 
 describe('systemctl', () => {

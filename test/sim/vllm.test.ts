@@ -3,17 +3,16 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { readFileSync, rmSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
-import { buildSimTools } from '../../sim/build-tools.js';
 import { liveGpuProcesses, readJson, registerGpuProcess, writeFaults } from '../../sim/host-state.js';
 import {
   RAY_CLIENT_ENV,
   eventually,
   killRayProcs,
   makeRayHost,
-  makeSimRoot,
+  useSimRoot,
   simTools,
   type Background,
   type SimToolResult as RunResult,
@@ -23,7 +22,7 @@ const SHARDS = 4;
 const NO_RAY =
   'ConnectionError: Could not find any running Ray instance. Please specify the one to connect to by setting --address flag or RAY_ADDRESS environment variable.';
 
-const { root: tmp, binDir: bin } = makeSimRoot('liftoff-vllm-test-');
+const { root: tmp, binDir: bin } = useSimRoot('liftoff-vllm-test-', () => killChildren());
 const port = 17500 + Math.floor(Math.random() * 1000);
 const { run, background, children, killChildren } = simTools(bin, { unsetEnv: RAY_CLIENT_ENV });
 
@@ -86,7 +85,6 @@ describe('simulated vllm', () => {
   }
 
   before(async () => {
-    await buildSimTools(bin);
     const headRay = background(headHost, 'ray', ['start', '--head', '--block', '--port', String(port)]);
     const loneRay = background(loneHost, 'ray', ['start', '--head', '--block', '--port', String(port)], {
       RAY_memory_monitor_refresh_ms: '0',
@@ -98,9 +96,7 @@ describe('simulated vllm', () => {
   });
 
   after(() => {
-    killChildren();
     killRayProcs([headHost, workerHost, loneHost, bareHost]);
-    rmSync(tmp, { recursive: true, force: true });
   });
 
   it('fails with Ray ConnectionError when no Ray head runs', async () => {
@@ -387,6 +383,32 @@ describe('simulated vllm', () => {
     proc.child.kill('SIGTERM');
     assert.equal(await proc.exited, 0);
     assert.deepEqual(liveGpuProcesses(bareHost), []);
+  });
+
+  it('a hung engine, switched on while serving: /health 200, completions never answer or fail with 500', async () => {
+    const proc = serve(bareHost, ['tiny/model', '--port', String(apiPort)]);
+    await proc.waitFor(/Application startup complete\./);
+    const url = `http://127.0.1.4:${apiPort}`;
+    const chat = (signal?: AbortSignal) =>
+      fetch(`${url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ messages: [{ role: 'user', content: 'hi' }], max_tokens: 1 }),
+        ...(signal ? { signal } : {}),
+      });
+    assert.equal((await chat()).status, 200, 'answers before the fault');
+    writeFaults(bareHost, { completions: 'hang' });
+    assert.equal((await fetch(`${url}/health`)).status, 200);
+    await assert.rejects(chat(AbortSignal.timeout(1500)), /aborted|timeout/i);
+    writeFaults(bareHost, { completions: 'error' });
+    assert.equal((await fetch(`${url}/health`)).status, 200);
+    const failed = await chat();
+    assert.equal(failed.status, 500);
+    assert.match(await failed.text(), /EngineCore encountered an issue/);
+    writeFaults(bareHost, {});
+    assert.equal((await chat()).status, 200, 'answers again once the fault is off');
+    proc.child.kill('SIGTERM');
+    assert.equal(await proc.exited, 0);
   });
 
   it('dies when a worker node of its placement group goes away', async () => {

@@ -48,6 +48,14 @@ const home = { HOME: dir };
 after(() => rmSync(dir, { recursive: true, force: true }));
 
 const bytes = (file: string) => new Uint8Array(readFileSync(file));
+/** The settings from a profile of the config file above, with `variables` set besides. */
+const fromProfile = (profile: string, variables: Record<string, string> = {}) =>
+  loadTemporalSettings({
+    ...home,
+    TEMPORAL_CONFIG_FILE: configFile,
+    TEMPORAL_PROFILE: profile,
+    ...variables,
+  });
 
 describe('loadTemporalSettings', () => {
   it('defaults to the embedded server and the default namespace, without TLS', () => {
@@ -66,11 +74,7 @@ describe('loadTemporalSettings', () => {
   });
 
   it("passes an mTLS profile's client certificate, key, server CA and server name to the connection", () => {
-    const settings = loadTemporalSettings({
-      ...home,
-      TEMPORAL_CONFIG_FILE: configFile,
-      TEMPORAL_PROFILE: 'mtls',
-    });
+    const settings = fromProfile('mtls');
     const tls = settings.connectionOptions.tls;
     assert.ok(tls && typeof tls === 'object', 'TLS is configured');
     assert.deepEqual(tls.clientCertPair?.crt, bytes(certFile));
@@ -81,11 +85,7 @@ describe('loadTemporalSettings', () => {
   });
 
   it("passes a Temporal Cloud profile's API key, with TLS on, and its account-qualified namespace", () => {
-    const settings = loadTemporalSettings({
-      ...home,
-      TEMPORAL_CONFIG_FILE: configFile,
-      TEMPORAL_PROFILE: 'cloud',
-    });
+    const settings = fromProfile('cloud');
     assert.equal(settings.address, 'us-east-1.aws.api.temporal.io:7233');
     assert.equal(settings.namespace, 'liftoff-prod.a1b2c');
     assert.equal(settings.connectionOptions.apiKey, 'profile-api-key');
@@ -93,10 +93,7 @@ describe('loadTemporalSettings', () => {
   });
 
   it('lets the TEMPORAL_* variables override a profile, and configure TLS and an API key alone', () => {
-    const overridden = loadTemporalSettings({
-      ...home,
-      TEMPORAL_CONFIG_FILE: configFile,
-      TEMPORAL_PROFILE: 'cloud',
+    const overridden = fromProfile('cloud', {
       TEMPORAL_NAMESPACE: 'other.a1b2c',
       TEMPORAL_API_KEY: 'env-api-key',
     });
@@ -117,11 +114,7 @@ describe('loadTemporalSettings', () => {
   });
 
   it('names the address, and neither the API key nor the key file, when Temporal cannot be reached', () => {
-    const settings = loadTemporalSettings({
-      ...home,
-      TEMPORAL_CONFIG_FILE: configFile,
-      TEMPORAL_PROFILE: 'cloud',
-    });
+    const settings = fromProfile('cloud');
     const err = new TemporalUnreachableError(settings.address, new Error('connect ECONNREFUSED'));
     assert.match(err.message, /cannot reach Temporal at us-east-1\.aws\.api\.temporal\.io:7233/);
     assert.ok(!err.message.includes('profile-api-key'));

@@ -89,3 +89,20 @@ describe('__proto__ as an env name', () => {
     assert.ok(check((s) => (s.serve.env = fromYaml.env)));
   });
 });
+
+describe('an absent env', () => {
+  it('is still allowed in ray and serve, and reads as {} (the key check in front must not make it required)', () => {
+    assert.equal(
+      check((s) => {
+        delete s.ray.env;
+        delete s.serve.env;
+      }),
+      undefined,
+    );
+    const spec = structuredClone(example) as unknown as EnvSpec;
+    delete spec.ray.env;
+    delete spec.serve.env;
+    const parsed = deploySpecSchema.parse(spec);
+    assert.deepEqual([parsed.ray.env, parsed.serve.env], [{}, {}]);
+  });
+});

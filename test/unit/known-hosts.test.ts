@@ -14,6 +14,7 @@ import {
   parseKnownHosts,
   sshFingerprint,
   verifyHostKey,
+  type KnownHostEntry,
 } from '../../src/ssh/known-hosts.js';
 
 interface Key {
@@ -94,6 +95,12 @@ describe('parseKnownHosts', () => {
   });
 });
 
+/** Asserts, for each `[host, port, matches]`, whether `entry` matches that host and port. */
+function assertMatches(entry: KnownHostEntry, cases: [host: string, port: number, matches: boolean][]): void {
+  for (const [host, port, matches] of cases)
+    assert.equal(entryMatchesHost(entry, host, port), matches, `${host}:${port}`);
+}
+
 describe('host matching', () => {
   it('uses [host]:port for ports other than 22', () => {
     assert.equal(knownHostsName('10.0.0.1', 22), '10.0.0.1');
@@ -103,21 +110,27 @@ describe('host matching', () => {
     );
     const [plain, bracketed] = entries;
     assert.ok(plain && bracketed);
-    assert.equal(entryMatchesHost(plain, '10.0.0.1', 22), true);
-    assert.equal(entryMatchesHost(plain, '10.0.0.1', 2222), false);
-    assert.equal(entryMatchesHost(bracketed, '10.0.0.2', 2222), true);
-    assert.equal(entryMatchesHost(bracketed, '10.0.0.2', 22), false);
+    assertMatches(plain, [
+      ['10.0.0.1', 22, true],
+      ['10.0.0.1', 2222, false],
+    ]);
+    assertMatches(bracketed, [
+      ['10.0.0.2', 2222, true],
+      ['10.0.0.2', 22, false],
+    ]);
   });
 
   it('honours wildcards, negation and case-insensitive names', () => {
     const [entry] = parseKnownHosts(line('spark-?.lab,*.cluster,!spark-9.lab', keys.ed25519)).entries;
     assert.ok(entry);
-    assert.equal(entryMatchesHost(entry, 'spark-1.lab', 22), true);
-    assert.equal(entryMatchesHost(entry, 'SPARK-2.LAB', 22), true);
-    assert.equal(entryMatchesHost(entry, 'a.b.cluster', 22), true);
-    assert.equal(entryMatchesHost(entry, 'spark-9.lab', 22), false);
-    assert.equal(entryMatchesHost(entry, 'spark-10.lab', 22), false);
-    assert.equal(entryMatchesHost(entry, 'sparkx1.lab', 22), false);
+    assertMatches(entry, [
+      ['spark-1.lab', 22, true],
+      ['SPARK-2.LAB', 22, true],
+      ['a.b.cluster', 22, true],
+      ['spark-9.lab', 22, false],
+      ['spark-10.lab', 22, false],
+      ['sparkx1.lab', 22, false],
+    ]);
   });
 
   it('matches entries hashed by ssh-keygen -H, with and without a port', () => {
@@ -132,11 +145,15 @@ describe('host matching', () => {
     assert.ok(entries.every((e) => e.names.kind === 'hashed'));
     const [first, second] = entries;
     assert.ok(first && second);
-    assert.equal(entryMatchesHost(first, 'spark-1', 22), true);
-    assert.equal(entryMatchesHost(first, 'spark-2', 22), false);
-    assert.equal(entryMatchesHost(first, 'spark-1', 2222), false);
-    assert.equal(entryMatchesHost(second, '10.213.0.12', 2222), true);
-    assert.equal(entryMatchesHost(second, '10.213.0.12', 22), false);
+    assertMatches(first, [
+      ['spark-1', 22, true],
+      ['spark-2', 22, false],
+      ['spark-1', 2222, false],
+    ]);
+    assertMatches(second, [
+      ['10.213.0.12', 2222, true],
+      ['10.213.0.12', 22, false],
+    ]);
   });
 });
 

@@ -311,6 +311,30 @@ describe('retries, secrets and triggers (derived from the recorded histories)', 
       assert.ok(pm.spec?.redactedFields.includes(field), field);
   });
 
+  it('a relaunch by the supervisor names the supervisor run whose history holds the failure bundle', () => {
+    const json = load('deploy-succeeded.json');
+    const start = attrs(json.events[0] as JsonEvent, 'workflowExecutionStartedEventAttributes');
+    const relaunch = {
+      supervisorWorkflowId: 'liftoff-replay-supervise',
+      supervisorRunId: 'run-7',
+      n: 2,
+      cause: 'spark1 health: GET /health failed (curl exit 7)',
+    };
+    start.memo = {
+      fields: {
+        relaunch: { metadata: { encoding: b64('json/plain') }, data: b64(JSON.stringify(relaunch)) },
+      },
+    };
+    const pm = buildPostmortem(json);
+    assert.deepEqual(pm.trigger.relaunch, relaunch);
+    const md = renderMarkdown(pm);
+    assert.match(md, /relaunch #2 by liftoff-replay-supervise/);
+    assert.match(
+      md,
+      /declaring it lost \(spark1 health: GET \/health failed \(curl exit 7\)\)\. The failure bundle .* collectFailureBundle result in its history: temporal workflow show --workflow-id liftoff-replay-supervise --run-id run-7/,
+    );
+  });
+
   it('a run started by a schedule says so, with the schedule id', () => {
     const json = load('deploy-succeeded.json');
     const start = attrs(json.events[0] as JsonEvent, 'workflowExecutionStartedEventAttributes');

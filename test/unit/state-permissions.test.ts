@@ -1,7 +1,8 @@
 // .liftoff/ is 0700 and the embedded Temporal's database and log 0600, also when they existed with wider modes.
+// test/e2e/dev-server.test.ts checks the modes a real server gives the database it creates.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stateDir } from '../../src/cli/state-dir.js';
@@ -25,12 +26,13 @@ describe('local state permissions', () => {
     }
   });
 
-  it('the Temporal folder is 0700 and its database, WAL and log 0600, new or existing', () => {
+  it('the Temporal folder is 0700 and its log 0600; a new database is left for the server to create', () => {
     const root = mkdtempSync(join(tmpdir(), 'liftoff-state-'));
     try {
       const fresh = prepareStateFiles(join(root, 'fresh'));
       assert.equal(mode(join(root, 'fresh')), 0o700);
-      assert.equal(mode(fresh.dbFile), 0o600);
+      // An empty file would pass for a database start-dev made before: it would skip creating its tables.
+      assert.equal(existsSync(fresh.dbFile), false);
       assert.equal(mode(fresh.logFile), 0o600);
 
       const old = join(root, 'old');

@@ -194,3 +194,60 @@ describe('summarizeVllmLog', () => {
     assert.deepEqual(summary.fatal, { line: cause, kind: 'no_kv_cache' });
   });
 });
+
+describe('tracebacks that vLLM logs (vLLM 0.32, CPU build, a truncated safetensors shard)', () => {
+  // Lines as the real server printed them: the worker's traceback comes first, through vLLM's logger at ERROR,
+  // then the engine core's wrapper errors.
+  const worker = '(Worker pid=8357) ERROR 12-03 13:45:51 [multiproc_executor.py:953] ';
+  const core = '(EngineCore pid=8198) ERROR 12-03 13:45:53 [core.py:1510] ';
+  const cause =
+    'safetensors._safetensors_rust.SafetensorError: Error while deserializing header: incomplete metadata, file not fully covered';
+  const log = [
+    'Loading safetensors checkpoint shards:  50% Completed | 8/16 [00:00<00:00, 1541.53it/s]',
+    `${worker}WorkerProc failed to start.`,
+    `${worker}Traceback (most recent call last):`,
+    `${worker}  File "/v/vllm/model_executor/model_loader/weight_utils.py", line 1208, in safetensors_weights_iterator`,
+    `${worker}    with safe_open(st_file, framework="pt") as f:`,
+    `${worker}${cause}`,
+    `${core}EngineCore failed to start.`,
+    `${core}Exception: WorkerProc initialization failed due to an exception in a background process. See stack trace for root cause.`,
+    'RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}',
+  ];
+
+  it("reads an exception line behind the logger's ERROR prefix as the cause", () => {
+    const parsed = parseVllmLogLine(`${worker}${cause}`);
+    assert.equal(parsed.fatal?.kind, 'other');
+    assert.ok(parsed.fatal?.line.endsWith(cause));
+  });
+
+  it('reports the first exception, the root cause, not the wrappers after it', () => {
+    const summary = summarizeVllmLog(log);
+    assert.equal(summary.phase, 'failed');
+    assert.equal(summary.reached, 'loading_weights');
+    assert.ok(summary.fatal?.line.endsWith(cause), JSON.stringify(summary.fatal));
+  });
+
+  it('an exception named in an INFO or WARNING line is not fatal', () => {
+    const text = 'ValueError: only mentioned';
+    assert.equal(parseVllmLogLine(`INFO 12-03 13:45:51 [x.py:1] ${text}`).fatal, undefined);
+    assert.equal(parseVllmLogLine(`(Worker pid=1) WARNING 12-03 13:45:51 [x.py:1] ${text}`).fatal, undefined);
+    assert.equal(
+      parseVllmLogLine(`(Worker pid=1) ERROR 12-03 13:45:51 [x.py:1] ${text}`).fatal?.kind,
+      'other',
+    );
+  });
+});
+
+describe('phases of a real vLLM 0.32 CPU start', () => {
+  it('the --enforce-eager warning that names torch.compile is no profiling phase', () => {
+    const line =
+      '(APIServer pid=2900) WARNING 12-03 13:41:16 [vllm.py:1703] Enforce eager set, disabling torch.compile, CUDAGraphs, and JIT kernel warmup.';
+    assert.equal(parseVllmLogLine(line).phase, undefined);
+    assert.equal(
+      parseVllmLogLine(
+        'INFO 04-19 17:21:40 [backends.py:539] torch.compile and initial profiling run took 31.20 s in total',
+      ).phase,
+      'profiling',
+    );
+  });
+});

@@ -146,6 +146,21 @@ describe('the worker policy: what a spec may name', () => {
     assert.match(named?.message ?? '', /list AWS_SECRET under fromEnv in a worker policy file/);
   });
 
+  it('a webhook URL given as a reference is held to the same rules', () => {
+    const webhooks = {
+      webhooks: [
+        { url: 'https://hooks.example.com/plain' },
+        { url: { fromEnv: 'LIFTOFF_PAYLOAD_KEY' } },
+        { url: { fromEnv: 'HF_TOKEN' } },
+        { url: { fromFile: join(elsewhere, 'known_hosts') } },
+      ],
+    };
+    assert.deepEqual(refusedFields({ ...subject(), notify: webhooks }), [
+      'notify.webhooks[1].url.fromEnv',
+      'notify.webhooks[3].url.fromFile',
+    ]);
+  });
+
   it('fromFile: a regular file in the secrets folder, within the size cap, links followed', () => {
     writeFileSync(join(secrets, 'big'), 'x'.repeat(70_000));
     mkdirSync(join(secrets, 'folder'));

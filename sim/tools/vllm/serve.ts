@@ -303,6 +303,7 @@ export class VllmServe {
       maxModelLen: numberOption(this.parsed, 'max-model-len') ?? 262_144,
       log: print,
       apiKey: this.parsed.values.get('api-key') ?? process.env.VLLM_API_KEY,
+      completionFault: () => (this.dir ? readFaults(this.dir).completions : undefined),
     });
     const host = this.bindAddress();
     try {

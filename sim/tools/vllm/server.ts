@@ -12,6 +12,8 @@ export interface ApiOptions {
   log: (line: string) => void;
   /** Like vLLM's --api-key / VLLM_API_KEY: every /v1 route then needs `Authorization: Bearer <key>`. */
   apiKey?: string;
+  /** The host's `completions` fault, read per request: a hung engine behind a healthy /health. */
+  completionFault?: () => 'hang' | 'error' | undefined;
 }
 
 interface ChatMessage {
@@ -73,6 +75,7 @@ const STATUS_TEXT: Record<number, string> = {
   400: 'Bad Request',
   404: 'Not Found',
   405: 'Method Not Allowed',
+  500: 'Internal Server Error',
 };
 
 export class VllmApi {
@@ -182,6 +185,17 @@ export class VllmApi {
   }
 
   private async chat(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const fault = this.opts.completionFault?.();
+    if (fault === 'hang') return; // the request is read and never answered, as by a stuck engine
+    if (fault === 'error') {
+      openAiError(
+        res,
+        500,
+        'InternalServerError',
+        'EngineCore encountered an issue. See stack trace (above) for the root cause.',
+      );
+      return;
+    }
     let body: ChatRequest;
     try {
       body = JSON.parse(await readBody(req)) as ChatRequest;

@@ -9,7 +9,6 @@ import {
   type ScheduleExecutionResult,
   type ScheduleHandle,
 } from '@temporalio/client';
-import { connectClient } from '../../temporal/connection.js';
 import { deployWorkflowId, searchAttributes } from '../../shared/constants.js';
 import { redactDeep, secretsOfSpec } from '../../shared/secrets.js';
 import type { DeploySpec } from '../../config/schema.js';
@@ -48,13 +47,25 @@ export function memoOf(description: { memo?: Record<string, unknown> }): Schedul
   };
 }
 
-export async function withClient<T>(body: (client: Client) => Promise<T>): Promise<T> {
-  const client = await connectClient();
-  try {
-    return await body(client);
-  } finally {
-    await client.connection.close();
-  }
+/** What `schedule list` and `schedule describe` both say of a schedule. */
+export interface ScheduleSummary {
+  scheduleId: string;
+  cluster: string;
+  cron: string;
+  timezone: string;
+  paused: boolean;
+  note?: string;
+}
+
+export function scheduleSummary(description: ScheduleDescription, memo: ScheduleMemo): ScheduleSummary {
+  return {
+    scheduleId: description.scheduleId,
+    cluster: memo.cluster,
+    cron: memo.cron,
+    timezone: memo.timezone,
+    paused: description.state.paused,
+    note: description.state.note || undefined,
+  };
 }
 
 export interface FoundSchedule {

@@ -10,14 +10,9 @@ import { TASK_QUEUE, deployStartAttributes, deployWorkflowId } from '../../share
 import { deploy } from '../../workflows/index.js';
 import { emit } from '../../cli/render.js';
 import { runCommand, UsageError } from '../../cli/run-command.js';
+import { withClient } from '../../temporal/connection.js';
 import { cronProblem, timezoneProblem } from './cron.js';
-import {
-  formatInZone,
-  scheduleIdFor,
-  scheduledWorkflowIdFor,
-  withClient,
-  type ScheduleMemo,
-} from './common.js';
+import { formatInZone, scheduleIdFor, scheduledWorkflowIdFor, type ScheduleMemo } from './common.js';
 
 export interface ScheduleCreated {
   scheduleId: string;

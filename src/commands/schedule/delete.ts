@@ -1,9 +1,9 @@
 // `liftoff schedule delete ID|CLUSTER`: removes the schedule (and the spec it stored). A run it started that is
 // still going carries on: say so, and how to stop it.
 import { Command } from 'commander';
-import { emit } from '../../cli/render.js';
-import { runCommand } from '../../cli/run-command.js';
-import { findSchedule, withClient } from './common.js';
+import type { Client } from '@temporalio/client';
+import { printReport } from '../print-report.js';
+import { findSchedule } from './common.js';
 
 export interface ScheduleDeleteReport {
   scheduleId: string;
@@ -22,22 +22,19 @@ export function renderDelete(r: ScheduleDeleteReport): string {
   return lines.join('\n');
 }
 
+export async function deleteSchedule(client: Client, ref: string): Promise<ScheduleDeleteReport> {
+  const { handle, description, memo } = await findSchedule(client, ref);
+  await handle.delete();
+  return {
+    scheduleId: handle.scheduleId,
+    cluster: memo.cluster,
+    deleted: true,
+    stillRunning: description.info.runningActions.map((a) => a.workflow.workflowId),
+  };
+}
+
 export const scheduleDeleteCommand = new Command('delete')
   .description('delete a schedule; a run it started that is still going is not stopped')
   .argument('<schedule>', 'schedule id, or cluster name')
   .option('--json', 'print the outcome as JSON')
-  .action((ref: string, opts: { json?: boolean }) =>
-    runCommand(opts, async () => {
-      const report = await withClient(async (client): Promise<ScheduleDeleteReport> => {
-        const { handle, description, memo } = await findSchedule(client, ref);
-        await handle.delete();
-        return {
-          scheduleId: handle.scheduleId,
-          cluster: memo.cluster,
-          deleted: true,
-          stillRunning: description.info.runningActions.map((a) => a.workflow.workflowId),
-        };
-      });
-      emit(opts, report, renderDelete);
-    }),
-  );
+  .action(printReport(deleteSchedule, renderDelete));

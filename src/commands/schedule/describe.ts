@@ -4,26 +4,21 @@ import { Command } from 'commander';
 import type { Client } from '@temporalio/client';
 import type { DeploySpec } from '../../config/schema.js';
 import { formatDuration } from '../../config/duration.js';
-import { emit, table } from '../../cli/render.js';
-import { runCommand } from '../../cli/run-command.js';
+import { table } from '../../cli/render.js';
+import { printReport } from '../print-report.js';
 import {
   findSchedule,
   formatInZone,
   recentRuns,
   redactSpec,
+  scheduleSummary,
   specSummary,
   storedSpec,
-  withClient,
   type ScheduledRun,
+  type ScheduleSummary,
 } from './common.js';
 
-export interface ScheduleDetails {
-  scheduleId: string;
-  cluster: string;
-  cron: string;
-  timezone: string;
-  paused: boolean;
-  note?: string;
+export interface ScheduleDetails extends ScheduleSummary {
   overlap: string;
   catchupWindowMs: number;
   /** Prefix of each run's workflow id (Temporal appends the scheduled time). */
@@ -80,12 +75,7 @@ export async function describeSchedule(client: Client, ref: string): Promise<Sch
   const { description, memo } = await findSchedule(client, ref);
   const spec = storedSpec(description);
   return {
-    scheduleId: description.scheduleId,
-    cluster: memo.cluster,
-    cron: memo.cron,
-    timezone: memo.timezone,
-    paused: description.state.paused,
-    note: description.state.note || undefined,
+    ...scheduleSummary(description, memo),
     overlap: description.policies.overlap ?? 'UNSPECIFIED',
     catchupWindowMs: description.policies.catchupWindow,
     workflowIdPrefix: description.action.workflowId,
@@ -104,9 +94,4 @@ export const scheduleDescribeCommand = new Command('describe')
   .description("show a schedule: its spec (no secrets), the next runs and its recent runs' outcomes")
   .argument('<schedule>', 'schedule id, or cluster name')
   .option('--json', 'print the schedule as JSON')
-  .action((ref: string, opts: { json?: boolean }) =>
-    runCommand(opts, async () => {
-      const details = await withClient((client) => describeSchedule(client, ref));
-      emit(opts, details, renderDetails);
-    }),
-  );
+  .action(printReport(describeSchedule, renderDetails));

@@ -3,15 +3,17 @@ import { Command } from 'commander';
 import { ScheduleNotFoundError, type Client } from '@temporalio/client';
 import { emit, table } from '../../cli/render.js';
 import { runCommand } from '../../cli/run-command.js';
-import { formatInZone, memoOf, scheduledRun, withClient, type ScheduledRun } from './common.js';
+import { withClient } from '../../temporal/connection.js';
+import {
+  formatInZone,
+  memoOf,
+  scheduledRun,
+  scheduleSummary,
+  type ScheduledRun,
+  type ScheduleSummary,
+} from './common.js';
 
-export interface ScheduleListEntry {
-  scheduleId: string;
-  cluster: string;
-  cron: string;
-  timezone: string;
-  paused: boolean;
-  note?: string;
+export interface ScheduleListEntry extends ScheduleSummary {
   /** ISO time of the next run; absent when paused or when the cron matches no future time. */
   nextRun?: string;
   lastRun?: ScheduledRun;
@@ -51,12 +53,7 @@ export async function listSchedules(client: Client): Promise<ScheduleListEntry[]
       if (!description || !memo) return undefined;
       const last = description.info.recentActions.at(-1);
       return {
-        scheduleId,
-        cluster: memo.cluster,
-        cron: memo.cron,
-        timezone: memo.timezone,
-        paused: description.state.paused,
-        note: description.state.note || undefined,
+        ...scheduleSummary(description, memo),
         nextRun: description.state.paused ? undefined : description.info.nextActionTimes[0]?.toISOString(),
         lastRun: last ? await scheduledRun(client, last) : undefined,
       };

@@ -4,7 +4,8 @@ import { Command } from 'commander';
 import type { Client } from '@temporalio/client';
 import { emit } from '../../cli/render.js';
 import { runCommand } from '../../cli/run-command.js';
-import { findSchedule, formatInZone, withClient } from './common.js';
+import { withClient } from '../../temporal/connection.js';
+import { findSchedule, formatInZone } from './common.js';
 
 export interface SchedulePauseReport {
   scheduleId: string;

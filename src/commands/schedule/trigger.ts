@@ -5,8 +5,9 @@ import { Command } from 'commander';
 import { ScheduleOverlapPolicy, type Client, type ScheduleExecutionResult } from '@temporalio/client';
 import { emit } from '../../cli/render.js';
 import { runCommand } from '../../cli/run-command.js';
+import { withClient } from '../../temporal/connection.js';
 import { ExitCode } from '../../cli/exit-codes.js';
-import { findSchedule, scheduledRun, withClient, type ScheduledRun } from './common.js';
+import { findSchedule, scheduledRun, type ScheduledRun } from './common.js';
 
 export interface ScheduleTriggerReport {
   scheduleId: string;

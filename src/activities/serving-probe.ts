@@ -1,0 +1,111 @@
+// One round of the supervisor's probes on the head of a serving cluster, over one SSH session: the Ray
+// container runs, `/health` answers 200, a real one-token completion comes back within a short timeout (a
+// server can be healthy and still unable to generate), and `ray status` shows the nodes and GPUs the launch
+// verified. The workflow decides what a failed round means; this activity only observes. A host that cannot
+// be reached fails the activity itself, so the workflow counts it against its unreachable window.
+import { redactText } from '../shared/secrets.js';
+import { tail } from '../shared/text.js';
+import type { SshSession } from '../ssh/executor.js';
+import { SshConnectError } from '../ssh/errors.js';
+import { sh } from '../ssh/quote.js';
+import { containerSecrets, inspectContainer } from './docker.js';
+import { baseUrl } from './health.js';
+import { readRayStatus } from './ray.js';
+import { resolveValue } from './secrets.js';
+import { chatCompletion } from './smoke.js';
+import { onHost } from './ssh-context.js';
+import type { ProbeCheck, ProbeName, ProbeServingInput, ProbeServingResult } from './types.js';
+
+const healthTimeoutS = 5;
+
+export async function probeServing(input: ProbeServingInput): Promise<ProbeServingResult> {
+  const host = input.head.target.name;
+  return onHost(input.head, async (session) => {
+    let secrets: string[] = [];
+    const checks: ProbeCheck[] = [];
+    // Each probe is judged on its own; only a lost connection ends the round (the host is unreachable).
+    const probe = async (name: ProbeName, body: () => Promise<Omit<ProbeCheck, 'name' | 'host'>>) => {
+      const started = Date.now();
+      try {
+        const seen = await body();
+        checks.push({ name, host, latencyMs: Date.now() - started, ...seen });
+      } catch (err) {
+        if (err instanceof SshConnectError) throw err;
+        const message = err instanceof Error ? err.message : String(err);
+        checks.push({
+          name,
+          host,
+          ok: false,
+          latencyMs: Date.now() - started,
+          error: tail(redactText(message, secrets), 2048),
+        });
+      }
+    };
+    await probe('container', async () => {
+      const state = await inspectContainer(session, input.container);
+      secrets = containerSecrets(state);
+      if (state.running) return { ok: true };
+      return {
+        ok: false,
+        error: state.exists
+          ? `the Ray container ${input.container} is ${state.status ?? 'not running'} (exit code ${state.exitCode ?? 'unknown'})`
+          : `the Ray container ${input.container} is gone`,
+      };
+    });
+    const url = baseUrl(input.clusterIp, input.port);
+    await probe('health', () => health(session, url));
+    await probe('completion', async () => {
+      const apiKey = await resolveValue('serve.env.VLLM_API_KEY', input.apiKey);
+      if (apiKey) secrets = [...secrets, apiKey];
+      const started = Date.now();
+      const r = await chatCompletion(
+        session,
+        {
+          head: input.head,
+          clusterIp: input.clusterIp,
+          port: input.port,
+          model: input.model,
+          prompt: 'ping',
+          maxTokens: 1,
+          ...(input.apiKey !== undefined ? { apiKey: input.apiKey } : {}),
+        },
+        input.completionTimeoutS,
+      );
+      return {
+        ok: true,
+        latencyMs: r.seconds > 0 ? Math.round(r.seconds * 1000) : Date.now() - started,
+        detail: `${r.completionTokens} token(s)`,
+      };
+    });
+    await probe('rayStatus', async () => {
+      const read = await readRayStatus(session, input.container);
+      if (!read.status) return { ok: false, error: `ray status: ${read.problem ?? 'no answer'}` };
+      const nodes = read.status.activeNodes.length;
+      const gpus = read.status.resources.GPU?.total ?? 0;
+      const detail = `${nodes} of ${input.expectedNodes} nodes, ${gpus} of ${input.expectedGpus} GPUs`;
+      const ok = nodes >= input.expectedNodes && gpus >= input.expectedGpus;
+      return ok ? { ok, detail } : { ok, detail, error: `ray status shows ${detail}` };
+    });
+    return { host, checks };
+  });
+}
+
+/** `/health`: 200 within a few seconds; anything else is the error, as curl or the server said it. */
+async function health(session: SshSession, url: string): Promise<Omit<ProbeCheck, 'name' | 'host'>> {
+  const res = await session.exec(
+    sh`curl -sS --max-time ${healthTimeoutS} -o /dev/null -w ${'%{http_code} %{time_total}'} ${`${url}/health`}`,
+    { timeoutMs: (healthTimeoutS + 10) * 1000, check: false },
+  );
+  const [code = '', seconds = ''] = res.stdout.trim().split(' ');
+  const latencyMs = Number.isFinite(Number(seconds)) ? Math.round(Number(seconds) * 1000) : undefined;
+  if (res.exitCode === 0 && code === '200')
+    return { ok: true, ...(latencyMs !== undefined ? { latencyMs } : {}) };
+  const said = res.stderr.trim().split('\n')[0] ?? '';
+  return {
+    ok: false,
+    error:
+      res.exitCode === 0
+        ? `GET /health answered HTTP ${code}`
+        : `GET /health failed (curl exit ${res.exitCode}${said ? `: ${said}` : ''})`,
+  };
+}

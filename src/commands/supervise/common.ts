@@ -1,0 +1,75 @@
+// What the `liftoff supervise` commands and `liftoff status` share: a cluster's supervisor read back, its latest
+// run and its state, from the query (a worker answers, also for a closed run) or else the memo it leaves.
+import { WorkflowNotFoundError, type Client, type WorkflowHandle } from '@temporalio/client';
+import { superviseWorkflowId } from '../../shared/constants.js';
+import { supervisionQuery, type SuperviseState } from '../../workflows/supervise-api.js';
+import { formatDuration } from '../../config/duration.js';
+
+export interface SupervisionReport {
+  workflowId: string;
+  runId: string;
+  /** Temporal's status of the latest run: RUNNING, COMPLETED, FAILED, CANCELLED, … */
+  runStatus: string;
+  state?: SuperviseState;
+  /** What the ended run left in its memo, when no worker answered the query. */
+  ended?: { status?: string; reason?: string };
+}
+
+export async function describeSupervision(
+  client: Client,
+  cluster: string,
+): Promise<{ handle: WorkflowHandle; report: SupervisionReport } | undefined> {
+  const workflowId = superviseWorkflowId(cluster);
+  const handle = client.workflow.getHandle(workflowId);
+  const described = await handle.describe().catch((err: unknown) => {
+    if (err instanceof WorkflowNotFoundError) return undefined;
+    throw err;
+  });
+  if (!described) return undefined;
+  const state = await handle.query(supervisionQuery).catch(() => undefined);
+  const memo = (described.memo ?? {}) as { supervise?: { status?: string; reason?: string } };
+  return {
+    handle,
+    report: {
+      workflowId,
+      runId: described.runId,
+      runStatus: described.status.name,
+      ...(state ? { state } : {}),
+      ...(memo.supervise ? { ended: memo.supervise } : {}),
+    },
+  };
+}
+
+/** The supervision part of `liftoff status`: state, uptime, last probe with latency, relaunches with causes. */
+export function renderSupervision(r: SupervisionReport, nowMs: number): string {
+  const s = r.state;
+  const head = `supervisor ${r.workflowId} (run ${r.runId}, ${r.runStatus})`;
+  if (!s) {
+    return `${head}: ${r.ended?.status ?? 'state unavailable (no worker answered the query)'}${r.ended?.reason ? `: ${r.ended.reason}` : ''}`;
+  }
+  const lines = [
+    `${head}: ${s.status}${s.reason ? ` (${s.reason.split('\n')[0] ?? ''})` : ''}`,
+    `  uptime since last launch: ${formatDuration(Math.max(0, nowMs - s.launch.servingSinceMs))} (launch ${s.launch.launchId})`,
+    `  rounds: ${s.rounds}, failed ${s.failedRounds} (${s.consecutiveFailures} in a row), probes ${s.probes}, runs ${s.runs}`,
+  ];
+  const p = s.lastProbe;
+  if (p) {
+    const latency = p.checks
+      .filter((c) => c.latencyMs !== undefined && (c.name === 'health' || c.name === 'completion'))
+      .map((c) => `${c.name} ${formatDuration(c.latencyMs ?? 0)}`)
+      .join(', ');
+    lines.push(
+      `  last probe: ${p.verdict} at ${new Date(p.atMs).toISOString()}${latency ? ` (${latency})` : ''}`,
+      ...p.failures.map((f) => `    ✗ ${f}`),
+    );
+  }
+  if (s.relaunches.length > 0) {
+    lines.push('  relaunches:');
+    for (const x of s.relaunches) {
+      lines.push(
+        `    #${x.n} ${new Date(x.startedAtMs).toISOString()} ${x.outcome ?? 'running'}: ${x.cause}${x.error ? ` → ${x.error.split('\n')[0] ?? ''}` : ''}`,
+      );
+    }
+  }
+  return lines.join('\n');
+}

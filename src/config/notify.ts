@@ -1,0 +1,33 @@
+// The `notify` section of the spec: webhooks that hear of deploys and of the supervisor's decisions. A URL may
+// be a secret reference (a Slack webhook URL is a credential), resolved by the worker inside the activity.
+import { z } from 'zod';
+
+export const notifyEvents = [
+  'deploySucceeded',
+  'deployFailed',
+  'lost',
+  'relaunched',
+  'degraded',
+  'recovered',
+] as const;
+export type NotifyEvent = (typeof notifyEvents)[number];
+
+const httpUrl = z.string().refine((s) => /^https?:\/\/[^\s/]+/.test(s), {
+  error: (issue) =>
+    `${JSON.stringify(issue.input)} is not an http(s) URL; write e.g. https://hooks.example.com/liftoff, or { fromEnv: NAME } when the URL is a secret`,
+});
+
+/** Built with the spec's secret-reference schema (schema.ts owns it; importing it here would be a cycle). */
+export function notifySchema<R extends z.ZodType>(secretRef: R) {
+  const webhook = z.strictObject({
+    url: z.union([httpUrl, secretRef]),
+    /** Which events to send; default every one. */
+    events: z
+      .array(z.enum(notifyEvents, { error: `expected one of ${notifyEvents.join(', ')}` }))
+      .min(1, 'expected at least one event (or leave events out for all)')
+      .default([...notifyEvents]),
+    /** Add a Slack-compatible `text` field to the JSON. */
+    slack: z.boolean().default(true),
+  });
+  return z.strictObject({ webhooks: z.array(webhook).default([]) }).default({ webhooks: [] });
+}

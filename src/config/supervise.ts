@@ -1,0 +1,83 @@
+// The `supervise` section of the spec: how the supervising workflow probes a serving cluster, when it calls the
+// cluster lost, and how many whole-cluster relaunches it may make. Pure (workflows validate with it).
+import { z } from 'zod';
+import { formatDuration, parseDuration } from './duration.js';
+
+/** A duration of at least `minMs`, e.g. the probe interval: errors say what was given and what to write. */
+function durationAtLeast(minMs: number, example: string) {
+  return z.string().superRefine((text, ctx) => {
+    const ms = parseDuration(text);
+    if (ms === undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `${JSON.stringify(text)} is not a duration (expected e.g. "${example}")`,
+      });
+    } else if (ms < minMs) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `${JSON.stringify(text)} is shorter than ${formatDuration(minMs)}; use e.g. "${example}"`,
+      });
+    }
+  });
+}
+
+export const superviseDefaults = {
+  enabled: true,
+  interval: '30s',
+  failureThreshold: 3,
+  maxRelaunches: 3,
+  window: '1h',
+  backoff: '1m',
+} as const;
+
+/** The completion probe's timeout when the spec sets none: 10 s, or the interval when that is shorter. */
+const defaultProbeTimeoutMs = 10_000;
+
+export const superviseSchema = z
+  .strictObject({
+    /** Start the supervising workflow after a successful deploy (`liftoff deploy --no-supervise` overrides). */
+    enabled: z.boolean().default(superviseDefaults.enabled),
+    /** Time between probe rounds. */
+    interval: durationAtLeast(1000, '30s').default(superviseDefaults.interval),
+    /** Consecutive failed rounds after which the cluster is lost. */
+    failureThreshold: z
+      .number()
+      .int('expected a whole number of rounds')
+      .min(1, 'expected at least 1 round')
+      .max(100, 'expected at most 100 rounds; raise supervise.interval instead')
+      .default(superviseDefaults.failureThreshold),
+    /** Relaunches allowed within `window`; past them the cluster is left degraded. 0: never relaunch. */
+    maxRelaunches: z
+      .number()
+      .int('expected a whole number of relaunches')
+      .min(0, 'expected 0 or more (0: never relaunch, only report)')
+      .max(20, 'expected at most 20: a cluster that needs more relaunches than that needs a person')
+      .default(superviseDefaults.maxRelaunches),
+    /** The window the relaunch budget counts over. */
+    window: durationAtLeast(60_000, '1h').default(superviseDefaults.window),
+    /** Wait before the second relaunch in the window; doubles for each further one. */
+    backoff: durationAtLeast(1000, '1m').default(superviseDefaults.backoff),
+    /** How long the one-token completion probe may take; default 10s, or the interval when shorter. */
+    probeTimeout: durationAtLeast(1000, '10s').optional(),
+  })
+  .superRefine((s, ctx) => {
+    const interval = parseDuration(s.interval);
+    const probe = s.probeTimeout === undefined ? undefined : parseDuration(s.probeTimeout);
+    if (s.probeTimeout !== undefined && interval !== undefined && probe !== undefined && probe > interval) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['probeTimeout'],
+        message: `${s.probeTimeout} is longer than supervise.interval ${s.interval}: a round would outlast the interval; lower probeTimeout or raise interval`,
+      });
+    }
+  })
+  .default(superviseDefaults);
+
+export type SuperviseSpec = z.infer<typeof superviseSchema>;
+
+/** The completion probe's timeout in ms. */
+export function probeTimeoutMs(s: SuperviseSpec): number {
+  const interval = parseDuration(s.interval) ?? 30_000;
+  const set = s.probeTimeout === undefined ? undefined : parseDuration(s.probeTimeout);
+  return set ?? Math.min(defaultProbeTimeoutMs, interval);
+}

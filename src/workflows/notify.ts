@@ -1,0 +1,70 @@
+// Notifications: a small workflow per event that POSTs to every webhook subscribed to it, each retried with
+// backoff, and records what failed. Deploys and the supervisor start it and do not wait for it (abandoned
+// child), so a webhook that is down never blocks them; its failures are in this workflow's history and result.
+import { proxyActivities, startChild, uuid4 } from '@temporalio/workflow';
+import type { DeploySpec } from '../config/schema.js';
+import type { NotifyEvent } from '../config/notify.js';
+import { deployWorkflowId } from '../shared/constants.js';
+import type { Activities } from './activity-options.js';
+import { messageOf } from './failures.js';
+
+export interface NotifyInput {
+  cluster: string;
+  event: NotifyEvent;
+  text: string;
+  details: Record<string, unknown>;
+  webhooks: DeploySpec['notify']['webhooks'];
+}
+
+export interface NotifyResult {
+  delivered: number;
+  failed: string[];
+}
+
+const { postWebhook } = proxyActivities<Activities>({
+  startToCloseTimeout: '30s',
+  retry: { initialInterval: '2s', backoffCoefficient: 2, maximumInterval: '1m', maximumAttempts: 6 },
+});
+
+export async function notify(input: NotifyInput): Promise<NotifyResult> {
+  const results = await Promise.allSettled(
+    input.webhooks.map((w) =>
+      postWebhook({
+        url: w.url,
+        event: input.event,
+        cluster: input.cluster,
+        text: input.text,
+        slack: w.slack,
+        details: input.details,
+      }),
+    ),
+  );
+  const failed = results.flatMap((r, i) =>
+    r.status === 'rejected' ? [`webhook ${i + 1}: ${messageOf(r.reason)}`] : [],
+  );
+  return { delivered: results.length - failed.length, failed };
+}
+
+/**
+ * Starts the notification of `event` to the spec's webhooks that want it; nothing at all (no command in
+ * history) when none does. Never throws: a notification that cannot start is not the caller's failure.
+ */
+export async function sendNotification(
+  spec: DeploySpec,
+  event: NotifyEvent,
+  text: string,
+  details: Record<string, unknown> = {},
+): Promise<void> {
+  const webhooks = spec.notify.webhooks.filter((w) => w.events.includes(event));
+  if (webhooks.length === 0) return;
+  const input: NotifyInput = { cluster: spec.cluster, event, text, details, webhooks };
+  try {
+    await startChild(notify, {
+      workflowId: `${deployWorkflowId(spec.cluster)}-notify-${event}-${uuid4()}`,
+      args: [input],
+      parentClosePolicy: 'ABANDON',
+    });
+  } catch {
+    // Recorded in history as the failed start; the deploy or supervision goes on.
+  }
+}

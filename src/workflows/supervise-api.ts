@@ -1,0 +1,26 @@
+// How the rest of liftoff talks to a supervising workflow: its input, the query that answers with its state, and
+// the signal that ends it (a new deploy taking over, `liftoff supervise stop`). No workflow code here, so the
+// deploy, the CLI and the supervisor all import it without importing each other.
+import { defineQuery, defineSignal } from '@temporalio/workflow';
+import type { LaunchInfo, SuperviseState } from './supervise-state.js';
+
+/** The workflow type names, for starting one workflow from another without importing it. */
+export const superviseWorkflowType = 'supervise';
+export const deployWorkflowType = 'deploy';
+
+export interface SuperviseInput {
+  /** The deploy spec the cluster was launched with (secrets only as references): a relaunch deploys it again. */
+  spec: unknown;
+  launch: LaunchInfo;
+  /** The state carried over by continue-as-new. */
+  carry?: SuperviseState;
+}
+
+export const supervisionQuery = defineQuery<SuperviseState>('supervision');
+
+export interface StopSupervision {
+  reason: string;
+}
+export const stopSupervisionSignal = defineSignal<[StopSupervision]>('stopSupervision');
+
+export type { LaunchInfo, SuperviseState };

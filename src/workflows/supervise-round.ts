@@ -1,0 +1,117 @@
+// One probe round of the supervisor: the head's probes (container, /health, a one-token completion,
+// `ray status`) and every worker's Ray container, in parallel, judged into a ProbeRound. A host that does not
+// answer is given serve.hostUnreachableTimeout, as during the load, before its silence fails the round.
+import { isCancellation, proxyActivities, type ActivityOptions } from '@temporalio/workflow';
+import type { NamedHost, ProbeCheck } from '../activities/types.js';
+import type { DeploySpec } from '../config/schema.js';
+import { formatDuration, parseDuration } from '../config/duration.js';
+import { probeTimeoutMs } from '../config/supervise.js';
+import { heartbeatTimeout, type Activities } from './activity-options.js';
+import { messageOf } from './failures.js';
+import type { ProbeRound, SuperviseState } from './supervise-state.js';
+
+/** One try per round: a failed probe is data for the workflow's count, not something to retry. */
+function probeOptions(spec: DeploySpec): ActivityOptions {
+  return {
+    startToCloseTimeout: `${Math.round(probeTimeoutMs(spec.supervise) / 1000) + 60}s`,
+    heartbeatTimeout,
+    retry: { maximumAttempts: 1 },
+  };
+}
+
+export interface ClusterHosts {
+  head: NamedHost;
+  workers: NamedHost[];
+}
+
+export async function probeRound(
+  spec: DeploySpec,
+  { head, workers }: ClusterHosts,
+  state: SuperviseState,
+): Promise<ProbeRound> {
+  const acts = proxyActivities<Activities>(probeOptions(spec));
+  const startedAt = Date.now();
+  const hosts = [head, ...workers];
+  const settle = <T>(p: Promise<T>) =>
+    p.then(
+      (value) => ({ ok: true as const, value }),
+      (err: unknown) => {
+        if (isCancellation(err)) throw err;
+        return { ok: false as const, error: messageOf(err) };
+      },
+    );
+  const [headPoll, ...workerPolls] = await Promise.all([
+    settle(
+      acts.probeServing({
+        head: head.ref,
+        clusterIp: head.clusterIp,
+        container: spec.ray.container,
+        port: spec.serve.port,
+        model: spec.serve.servedModelName ?? spec.serve.model,
+        ...(spec.serve.env.VLLM_API_KEY !== undefined ? { apiKey: spec.serve.env.VLLM_API_KEY } : {}),
+        completionTimeoutS: Math.max(1, Math.round(probeTimeoutMs(spec.supervise) / 1000)),
+        expectedNodes: hosts.length,
+        expectedGpus: hosts.length * spec.gpu.perHost,
+      }),
+    ),
+    ...workers.map((w) =>
+      settle(acts.checkRayWorker({ host: w.ref, container: spec.ray.container })).then((r) =>
+        r.ok
+          ? {
+              ok: true as const,
+              value: [
+                {
+                  name: 'container' as const,
+                  host: w.name,
+                  ok: r.value.containerRunning,
+                  ...(r.value.containerRunning
+                    ? {}
+                    : {
+                        error: `the Ray container ${spec.ray.container} is ${r.value.containerStatus ?? 'gone'}`,
+                      }),
+                },
+              ],
+            }
+          : r,
+      ),
+    ),
+  ]);
+  const now = Date.now();
+  const checks: ProbeCheck[] = [];
+  const failures: string[] = [];
+  const unreachable: Record<string, string> = {};
+  const unreachableMs = parseDuration(spec.serve.hostUnreachableTimeout) ?? 120_000;
+  let unknown = false;
+  const polls = [
+    { host: head, poll: headPoll.ok ? { ok: true as const, value: headPoll.value.checks } : headPoll },
+    ...workers.map((w, i) => ({
+      host: w,
+      poll: workerPolls[i] ?? { ok: false as const, error: 'no answer' },
+    })),
+  ];
+  for (const { host, poll } of polls) {
+    if (poll.ok) {
+      delete state.unreachableSinceMs[host.name];
+      checks.push(...poll.value);
+      for (const c of poll.value) if (!c.ok) failures.push(`${c.host} ${c.name}: ${c.error ?? 'failed'}`);
+      continue;
+    }
+    unreachable[host.name] = poll.error;
+    // Silent since this round began, not since it gave up.
+    const since = (state.unreachableSinceMs[host.name] ??= startedAt);
+    const downMs = now - since;
+    if (downMs >= unreachableMs) {
+      failures.push(
+        `${host.name} has not answered for ${formatDuration(downMs)} (serve.hostUnreachableTimeout ${spec.serve.hostUnreachableTimeout}): ${poll.error}`,
+      );
+    } else unknown = true;
+  }
+  return {
+    atMs: startedAt,
+    durationMs: now - startedAt,
+    verdict: failures.length > 0 ? 'failed' : unknown ? 'unknown' : 'passed',
+    checks,
+    failures,
+    unreachable,
+  };
+}

@@ -1,0 +1,182 @@
+// What the supervising workflow knows about its cluster, carried across continue-as-new: the counters, the last
+// probe round, the relaunch log with each relaunch's failure bundle. Pure: the rules for judging a round, the
+// relaunch budget and the backoff are here, tested without a server; supervise.ts does the waiting and acting.
+import type { FailureBundle, ProbeCheck } from '../activities/types.js';
+import { formatDuration } from '../config/duration.js';
+
+export type SuperviseStatus = 'serving' | 'lost' | 'relaunching' | 'degraded' | 'stopped';
+
+export interface ProbeRound {
+  atMs: number;
+  durationMs: number;
+  /** passed: every probe passed; failed: one did (or a host stayed unreachable past the window); unknown: a host
+   * did not answer but is still within its window, so the round neither counts against the cluster nor for it. */
+  verdict: 'passed' | 'failed' | 'unknown';
+  checks: ProbeCheck[];
+  /** Why the round failed, one line per failed probe. */
+  failures: string[];
+  /** Hosts that did not answer, with the error. */
+  unreachable: Record<string, string>;
+}
+
+export interface RelaunchEntry {
+  /** 1 for the first relaunch this supervisor made. */
+  n: number;
+  lostAtMs: number;
+  /** The failed probes (or the failed relaunch) that led to it. */
+  cause: string;
+  /** What every host showed before anything was removed; dropped from entries older than the budget window. */
+  bundle?: FailureBundle;
+  startedAtMs: number;
+  endedAtMs?: number;
+  /** refused: another deploy of the cluster ran, so this one started nothing (not counted in the budget). */
+  outcome?: 'serving' | 'failed' | 'cancelled' | 'refused';
+  error?: string;
+  deployWorkflowId: string;
+  deployRunId?: string;
+  launchId?: string;
+}
+
+export interface LaunchInfo {
+  launchId: string;
+  /** When this launch started serving: uptime counts from here. */
+  servingSinceMs: number;
+  endpoint?: string;
+}
+
+export interface SuperviseState {
+  cluster: string;
+  status: SuperviseStatus;
+  /** Why it is degraded or stopped. */
+  reason?: string;
+  supervisingSinceMs: number;
+  launch: LaunchInfo;
+  /** Rounds and probes since supervision started (all runs); failed rounds among them. */
+  rounds: number;
+  probes: number;
+  failedRounds: number;
+  consecutiveFailures: number;
+  /** This run's rounds: the history stays bounded by continuing as new after a fixed number. */
+  roundsThisRun: number;
+  /** How many runs supervision has continued as new through. */
+  runs: number;
+  lastProbe?: ProbeRound;
+  /** The last failed rounds (bounded): each probe failure with its error. */
+  recentFailures: ProbeRound[];
+  /** When each host stopped answering; a host that answers again is removed. */
+  unreachableSinceMs: Record<string, number>;
+  lostAtMs?: number;
+  relaunches: RelaunchEntry[];
+  /** The bundle collected when the budget was found spent: the evidence of the last failure. */
+  finalBundle?: FailureBundle;
+}
+
+export interface Budget {
+  maxRelaunches: number;
+  windowMs: number;
+  backoffMs: number;
+}
+
+/** Entries kept in the relaunch log; older ones are dropped (their bundles are in the history of their run). */
+export const relaunchLogLimit = 20;
+const recentFailuresLimit = 5;
+
+/** Relaunches started within the budget window before `nowMs`. */
+export function relaunchesInWindow(state: SuperviseState, budget: Budget, nowMs: number): RelaunchEntry[] {
+  return state.relaunches.filter((r) => r.outcome !== 'refused' && nowMs - r.startedAtMs < budget.windowMs);
+}
+
+/**
+ * What to do next about a lost cluster: relaunch after `waitMs` (0 for the first in the window, then the
+ * backoff, doubling), or stop: the budget of maxRelaunches per window is spent.
+ */
+export function nextRelaunch(
+  state: SuperviseState,
+  budget: Budget,
+  nowMs: number,
+): { relaunch: true; waitMs: number } | { relaunch: false; reason: string } {
+  const recent = relaunchesInWindow(state, budget, nowMs);
+  if (recent.length >= budget.maxRelaunches) {
+    return {
+      relaunch: false,
+      reason:
+        budget.maxRelaunches === 0
+          ? 'supervise.maxRelaunches is 0: the cluster is lost and is not relaunched'
+          : `the relaunch budget is spent: ${recent.length} relaunches within supervise.window ${formatDuration(budget.windowMs)} (supervise.maxRelaunches ${budget.maxRelaunches})`,
+    };
+  }
+  const last = recent.at(-1);
+  if (!last) return { relaunch: true, waitMs: 0 };
+  const backoff = budget.backoffMs * 2 ** (recent.length - 1);
+  const sinceLast = nowMs - (last.endedAtMs ?? last.startedAtMs);
+  return { relaunch: true, waitMs: Math.max(0, backoff - sinceLast) };
+}
+
+/** Folds a round into the state: counters, the consecutive-failure count, the bounded failure record. */
+export function recordRound(state: SuperviseState, round: ProbeRound): void {
+  state.rounds += 1;
+  state.roundsThisRun += 1;
+  state.probes += round.checks.length;
+  state.lastProbe = round;
+  if (round.verdict === 'passed') state.consecutiveFailures = 0;
+  if (round.verdict !== 'failed') return;
+  state.failedRounds += 1;
+  state.consecutiveFailures += 1;
+  state.recentFailures = [...state.recentFailures, round].slice(-recentFailuresLimit);
+}
+
+/** Bounds the relaunch log: at most relaunchLogLimit entries, bundles only within the budget window. */
+export function trimRelaunchLog(state: SuperviseState, budget: Budget, nowMs: number): void {
+  state.relaunches = state.relaunches.slice(-relaunchLogLimit).map((r) => {
+    if (nowMs - r.startedAtMs < budget.windowMs || r.bundle === undefined) return r;
+    const { bundle: _dropped, ...rest } = r;
+    return rest;
+  });
+}
+
+export function initialState(cluster: string, launch: LaunchInfo, nowMs: number): SuperviseState {
+  return {
+    cluster,
+    status: 'serving',
+    supervisingSinceMs: nowMs,
+    launch,
+    rounds: 0,
+    probes: 0,
+    failedRounds: 0,
+    consecutiveFailures: 0,
+    roundsThisRun: 0,
+    runs: 1,
+    recentFailures: [],
+    unreachableSinceMs: {},
+    relaunches: [],
+  };
+}
+
+/** The last round's failures in one line: the cause of a loss. */
+export function causeOf(round: ProbeRound | undefined): string {
+  if (!round || round.failures.length === 0) return 'no probe result';
+  return round.failures.join('; ');
+}
+
+/** The workflow's current details, as the Temporal UI renders them (markdown). */
+export function detailsMarkdown(state: SuperviseState, nowMs: number): string {
+  const lines = [
+    `**${state.cluster}** — ${state.status}${state.reason ? `: ${state.reason}` : ''}`,
+    '',
+    `- uptime since the last launch: ${formatDuration(Math.max(0, nowMs - state.launch.servingSinceMs))}`,
+    `- rounds: ${state.rounds} (${state.failedRounds} failed, ${state.consecutiveFailures} in a row), probes: ${state.probes}`,
+  ];
+  const p = state.lastProbe;
+  if (p) {
+    const latency = p.checks.find((c) => c.name === 'completion')?.latencyMs;
+    lines.push(
+      `- last probe: ${p.verdict}${latency !== undefined ? `, completion ${formatDuration(latency)}` : ''}${p.failures.length ? ` (${p.failures.join('; ')})` : ''}`,
+    );
+  }
+  if (state.relaunches.length > 0) {
+    lines.push('', 'relaunches:', '');
+    for (const r of state.relaunches.slice(-5))
+      lines.push(`- #${r.n} ${r.outcome ?? 'running'}: ${r.cause}${r.error ? ` → ${r.error}` : ''}`);
+  }
+  return lines.join('\n');
+}

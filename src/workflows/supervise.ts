@@ -1,0 +1,233 @@
+// The supervisor of a serving cluster, `liftoff-<cluster>-supervise` (at most one per cluster): every
+// supervise.interval a probe round (supervise-round.ts); after supervise.failureThreshold failed rounds in a row
+// the cluster is lost: a failure bundle from every host goes into history first, then the whole cluster is
+// relaunched through the normal deploy (supervise-relaunch.ts), within a budget of supervise.maxRelaunches per
+// supervise.window, with doubling backoff. Past the budget it tears down or leaves as onFailure says and ends
+// degraded, with the reason and every bundle. It continues as new after a fixed number of rounds, carrying its
+// state, so its history stays bounded however long the cluster serves.
+import {
+  ApplicationFailure,
+  CancellationScope,
+  condition,
+  continueAsNew,
+  isCancellation,
+  setCurrentDetails,
+  setHandler,
+  upsertMemo,
+  workflowInfo,
+} from '@temporalio/workflow';
+import { parseDuration } from '../config/duration.js';
+import type { DeploySpec } from '../config/schema.js';
+import { deployWorkflowId } from '../shared/constants.js';
+import { FailureType } from '../shared/failures.js';
+import { stepActivities } from './activity-options.js';
+import { clusterHosts, validate } from './deploy.js';
+import { messageOf } from './failures.js';
+import { sendNotification } from './notify.js';
+import { tearDown } from './teardown.js';
+import { stopSupervisionSignal, supervisionQuery, type SuperviseInput } from './supervise-api.js';
+import { collectBundle, relaunchCluster } from './supervise-relaunch.js';
+import { probeRound, type ClusterHosts } from './supervise-round.js';
+import {
+  causeOf,
+  detailsMarkdown,
+  initialState,
+  nextRelaunch,
+  recordRound,
+  trimRelaunchLog,
+  type Budget,
+  type RelaunchEntry,
+  type SuperviseState,
+} from './supervise-state.js';
+
+/** Rounds per run before continuing as new: about 15 events a round keeps a run near 3,000 events. */
+export const roundsPerRun = 200;
+
+export interface SuperviseResult {
+  state: SuperviseState;
+}
+
+export async function supervise(input: SuperviseInput): Promise<SuperviseResult> {
+  const spec = validate(input.spec);
+  const state: SuperviseState = input.carry ?? initialState(spec.cluster, input.launch, Date.now());
+  const hosts = clusterHosts(spec);
+  const head = hosts.find((h) => h.role === 'head');
+  if (!head) throw ApplicationFailure.nonRetryable('no head host', FailureType.invalidSpec);
+  const cluster: ClusterHosts = { head, workers: hosts.filter((h) => h !== head) };
+  const intervalMs = parseDuration(spec.supervise.interval) ?? 30_000;
+  const budget: Budget = {
+    maxRelaunches: spec.supervise.maxRelaunches,
+    windowMs: parseDuration(spec.supervise.window) ?? 3_600_000,
+    backoffMs: parseDuration(spec.supervise.backoff) ?? 60_000,
+  };
+
+  let stopReason: string | undefined;
+  let relaunchScope: CancellationScope | undefined;
+  setHandler(supervisionQuery, () => state);
+  setHandler(stopSupervisionSignal, ({ reason }) => {
+    stopReason ??= reason;
+    relaunchScope?.cancel();
+  });
+  const publish = () => setCurrentDetails(detailsMarkdown(state, Date.now()));
+  const stopped = () => stopReason !== undefined;
+  publish();
+
+  /** Ends the supervision with the reason in the state, the memo (read without a worker) and the details. */
+  const end = (status: 'stopped' | 'degraded', reason: string): SuperviseResult => {
+    state.status = status;
+    state.reason = reason;
+    upsertMemo({ supervise: { status, reason } });
+    publish();
+    return { state };
+  };
+
+  /** After a loss: bundle, budget, backoff, relaunch, until serving again, out of budget, or stopped. */
+  const recover = async (): Promise<'serving' | 'degraded' | 'stopped'> => {
+    let cause = causeOf(state.lastProbe);
+    for (;;) {
+      if (stopped()) return 'stopped';
+      // The evidence first: nothing of the failed launch has been removed yet.
+      const bundle = await collectBundle(spec, hosts, head);
+      const next = nextRelaunch(state, budget, Date.now());
+      if (!next.relaunch) {
+        state.finalBundle = bundle;
+        state.reason = `${next.reason}; last failure: ${cause}`;
+        return 'degraded';
+      }
+      const entry: RelaunchEntry = {
+        n: (state.relaunches.at(-1)?.n ?? 0) + 1,
+        lostAtMs: state.lostAtMs ?? Date.now(),
+        cause,
+        bundle,
+        startedAtMs: Date.now(),
+        deployWorkflowId: deployWorkflowId(spec.cluster),
+      };
+      if (next.waitMs > 0) {
+        publish();
+        if (await condition(stopped, next.waitMs)) return 'stopped';
+        entry.startedAtMs = Date.now();
+      }
+      state.relaunches.push(entry);
+      state.status = 'relaunching';
+      publish();
+      await sendNotification(spec, 'relaunched', `↻ relaunching ${spec.cluster} (#${entry.n}): ${cause}`, {
+        n: entry.n,
+        cause,
+      });
+      const scope = new CancellationScope();
+      relaunchScope = scope;
+      let outcome;
+      try {
+        outcome = await scope.run(() => relaunchCluster(spec, entry));
+      } catch (err) {
+        if (!isCancellation(err) || !stopped()) throw err;
+        entry.outcome = 'cancelled';
+        entry.endedAtMs = Date.now();
+        return 'stopped';
+      } finally {
+        relaunchScope = undefined;
+      }
+      entry.endedAtMs = Date.now();
+      if (outcome.kind === 'serving') {
+        entry.outcome = 'serving';
+        entry.launchId = outcome.result.launchId;
+        state.launch = {
+          launchId: outcome.result.launchId,
+          servingSinceMs: Date.now(),
+          endpoint: outcome.result.endpoint,
+        };
+        return 'serving';
+      }
+      entry.outcome = outcome.kind;
+      entry.error = outcome.error;
+      state.status = 'lost';
+      publish();
+      if (outcome.kind === 'refused') {
+        delete entry.bundle;
+        // Someone else is deploying the cluster; their deploy takes supervision over once it passes preflight.
+        if (await condition(stopped, intervalMs)) return 'stopped';
+        continue;
+      }
+      cause = `relaunch #${entry.n} failed: ${outcome.error}`;
+    }
+  };
+
+  try {
+    for (;;) {
+      if (stopped()) return end('stopped', stopReason ?? 'stopped');
+      const round = await probeRound(spec, cluster, state);
+      recordRound(state, round);
+      if (state.consecutiveFailures >= spec.supervise.failureThreshold) {
+        state.status = 'lost';
+        state.lostAtMs = Date.now();
+        publish();
+        await sendNotification(spec, 'lost', `✖ ${spec.cluster} is lost: ${causeOf(state.lastProbe)}`, {
+          cause: causeOf(state.lastProbe),
+          rounds: state.consecutiveFailures,
+        });
+        const recovered = await recover();
+        if (recovered === 'stopped') return end('stopped', stopReason ?? 'stopped');
+        if (recovered === 'degraded') return await degrade(spec, hosts, state, publish);
+        Object.assign(state, { status: 'serving', consecutiveFailures: 0, unreachableSinceMs: {} });
+        await sendNotification(
+          spec,
+          'recovered',
+          `✔ ${spec.cluster} is serving again (${state.launch.launchId})`,
+          {
+            launchId: state.launch.launchId,
+            endpoint: state.launch.endpoint,
+          },
+        );
+        delete state.lostAtMs;
+      }
+      publish();
+      // The interval first, so the next run's first round keeps the spacing.
+      if (await condition(stopped, Math.max(0, intervalMs - round.durationMs))) continue;
+      if (state.roundsThisRun >= roundsPerRun || workflowInfo().continueAsNewSuggested) {
+        trimRelaunchLog(state, budget, Date.now());
+        await continueAsNew<typeof supervise>({
+          spec: input.spec,
+          launch: state.launch,
+          carry: { ...state, roundsThisRun: 0, runs: state.runs + 1 },
+        });
+      }
+    }
+  } catch (err) {
+    if (isCancellation(err)) {
+      state.status = 'stopped';
+      state.reason = 'cancelled';
+      upsertMemo({ supervise: { status: 'stopped', reason: 'cancelled' } });
+      publish();
+    }
+    throw err;
+  }
+}
+
+/** Past the budget: tear down or leave as onFailure says, then end degraded with the reason and every bundle. */
+async function degrade(
+  spec: DeploySpec,
+  hosts: ReturnType<typeof clusterHosts>,
+  state: SuperviseState,
+  publish: () => void,
+): Promise<never> {
+  state.status = 'degraded';
+  const containers =
+    spec.onFailure === 'teardown'
+      ? await CancellationScope.nonCancellable(() => tearDown(spec, hosts, stepActivities(spec))).catch(
+          (err: unknown) => [`teardown failed: ${messageOf(err)}`],
+        )
+      : ['left for inspection (onFailure: leave)'];
+  state.reason = `${state.reason ?? 'degraded'}\ncontainers: ${containers.join('; ')}`;
+  upsertMemo({ supervise: { status: 'degraded', reason: state.reason } });
+  publish();
+  await sendNotification(spec, 'degraded', `✖ ${spec.cluster} is degraded: ${state.reason}`, {
+    reason: state.reason,
+    relaunches: state.relaunches.length,
+  });
+  throw ApplicationFailure.create({
+    type: FailureType.clusterDegraded,
+    message: `${spec.cluster} is degraded: ${state.reason}`,
+    nonRetryable: true,
+    details: [{ state }],
+  });
+}

@@ -1,0 +1,114 @@
+// 24 hours of healthy supervision on the time-skipping test server: the supervisor continues as new every
+// roundsPerRun rounds, so each run's history stays bounded however long the cluster serves, and the counters
+// it carries add up across runs. The probes are scripted here (this tests the workflow's clock and history, not
+// SSH; test/e2e/supervise.test.ts runs the real probes against real sshd).
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { Worker } from '@temporalio/worker';
+import type { History } from '@temporalio/common/lib/proto-utils.js';
+import { createTimeSkippingEnv } from '../helpers/temporal.js';
+import { workflowBundle } from '../../src/worker.js';
+import { supervise, stopSupervisionSignal, supervisionQuery } from '../../src/workflows/index.js';
+import { roundsPerRun } from '../../src/workflows/supervise.js';
+import type * as activities from '../../src/activities/index.js';
+import { superviseWorkflowId } from '../../src/shared/constants.js';
+
+// A spec no host answers to: the scripted activities below are all that runs.
+const spec = {
+  cluster: 'timeskip',
+  ssh: { user: 'nobody', knownHostsPath: '/nonexistent/known_hosts' },
+  hosts: [
+    { name: 'a', address: '127.0.0.1', clusterIp: '10.0.0.1', role: 'head' },
+    { name: 'b', address: '127.0.0.2', clusterIp: '10.0.0.2', role: 'worker' },
+  ],
+  ray: { image: 'img', container: 'ray_c', env: {}, volumes: ['/m:/root/.cache/huggingface'] },
+  serve: { model: 'org/m', tensorParallelSize: 2, env: {}, logPath: '/tmp/serve.log' },
+};
+
+describe('supervise for 24 h (time-skipping server)', () => {
+  let env: TestWorkflowEnvironment;
+  before(async () => {
+    env = await createTimeSkippingEnv();
+  });
+  after(async () => {
+    await env?.teardown();
+  });
+
+  it('continues as new: every run bounded, probes counted across runs', async () => {
+    let probeCalls = 0;
+    const impl: Partial<typeof activities> = {
+      probeServing: (i) => {
+        probeCalls += 1;
+        return Promise.resolve({
+          host: i.head.target.name,
+          checks: (['container', 'health', 'completion', 'rayStatus'] as const).map((name) => ({
+            name,
+            host: i.head.target.name,
+            ok: true,
+            latencyMs: 5,
+          })),
+        });
+      },
+      checkRayWorker: (i) => Promise.resolve({ host: i.host.target.name, containerRunning: true }),
+    };
+    const taskQueue = 'supervise-timeskip';
+    const worker = await Worker.create({
+      connection: env.nativeConnection,
+      taskQueue,
+      workflowBundle: await workflowBundle(),
+      activities: impl,
+    });
+    const workflowId = superviseWorkflowId(spec.cluster);
+    const cpuBefore = process.cpuUsage();
+    const realStart = Date.now();
+    const { state, runs } = await worker.runUntil(async () => {
+      const handle = await env.client.workflow.start(supervise, {
+        taskQueue,
+        workflowId,
+        args: [{ spec, launch: { launchId: 'l1', servingSinceMs: Date.now() } }],
+      });
+      await env.sleep('24h');
+      const state = await handle.query(supervisionQuery);
+      await handle.signal(stopSupervisionSignal, { reason: 'test over' });
+      await handle.result();
+      // Walk the chain of runs from the first: each ends continued-as-new, naming the next.
+      const runs: { runId: string; events: number }[] = [];
+      let runId: string | undefined = handle.firstExecutionRunId;
+      while (runId) {
+        const history: History = await env.client.workflow.getHandle(workflowId, runId).fetchHistory();
+        const events = history.events ?? [];
+        runs.push({ runId, events: events.length });
+        runId = events.at(-1)?.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId ?? undefined;
+      }
+      return { state, runs };
+    });
+    const cpu = process.cpuUsage(cpuBefore);
+    // Workflow time supervised: the skipped clock runs on a little while the test sends its query.
+    const elapsedMs = (state.lastProbe?.atMs ?? 0) - state.supervisingSinceMs;
+    assert.ok(elapsedMs >= 24 * 3_600_000 - 30_000, `${elapsedMs} ms supervised`);
+    // Never more rounds than 30 s intervals fit in the time supervised; the probes counted are the probes made.
+    assert.ok(
+      state.rounds <= Math.floor(elapsedMs / 30_000) + 1,
+      `${state.rounds} rounds in ${elapsedMs} ms`,
+    );
+    // Real time spent in activities moves the skipped clock too; half the intervals is far below any load seen.
+    assert.ok(state.rounds >= elapsedMs / 30_000 / 2, `${state.rounds} rounds`);
+    assert.equal(state.probes, state.rounds * 5, 'four probes on the head, one on the worker, each round');
+    assert.ok(
+      Math.abs(probeCalls - state.rounds) <= 1,
+      `${probeCalls} probe activities, ${state.rounds} rounds`,
+    );
+    assert.equal(state.failedRounds, 0);
+    assert.equal(state.status, 'serving');
+    assert.equal(runs.length, state.runs, 'the runs the state counted are the runs in Temporal');
+    assert.ok(runs.length >= Math.floor(state.rounds / roundsPerRun), `${runs.length} runs`);
+    const most = Math.max(...runs.map((r) => r.events));
+    // About 15 events a round; the bound is what continue-as-new is for.
+    assert.ok(most <= roundsPerRun * 20 + 100, `a run of ${most} events`);
+    process.stdout.write(
+      `# ${(elapsedMs / 3_600_000).toFixed(2)} h supervised: ${state.rounds} rounds, ${state.probes} probes, ${runs.length} runs; events per run: ${runs.map((r) => r.events).join(', ')}\n` +
+        `# real time ${((Date.now() - realStart) / 1000).toFixed(0)} s; this process's CPU ${((cpu.user + cpu.system) / 1e6).toFixed(1)} s (workflow replay and scripted activities, no SSH)\n`,
+    );
+  });
+});

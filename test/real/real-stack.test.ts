@@ -1,0 +1,318 @@
+// liftoff against the real programs: Ray 2.60 (PyPI) and vLLM's CPU build inside two simulated hosts (spark2
+// reachable only through spark1), serving a tiny model generated at setup. docker, systemctl and nvidia-smi
+// stay simulated (sim/real-tools.ts). One cluster and one Temporal serve every scenario; each scenario is a
+// whole deploy. Runs alone (scripts/test.ts): a real vLLM start takes both cores.
+// Timings are printed as FIGURE lines, never asserted.
+import { before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
+import { useE2eCluster } from '../helpers/e2e-cluster.js';
+import { runLiftoff } from '../helpers/cli.js';
+import { sshRun } from '../helpers/ssh.js';
+import { startDeploy } from '../../src/temporal/start-deploy.js';
+import { progressQuery, type deploy } from '../../src/workflows/deploy.js';
+import type { DeployProgress, StepName } from '../../src/workflows/steps.js';
+import { parseRayStatus } from '../../src/parsers/ray-status.js';
+import type { SimCluster, SimHost } from '../../sim/cluster.js';
+import { simDeploySpec } from '../../sim/spec.js';
+import { allPids, readEnvVar } from '../../sim/processes.js';
+import { hfRepoDir, realHfHome, realModels, realToolsMissing } from '../../sim/real-tools.js';
+
+const stateDir = '/tmp/liftoff-test-real';
+const cluster = 'e2e-real';
+const serveLog = '/home/aurora/vllm-real-serve.log';
+const container = 'vllm_qwen35';
+
+function realSpec(sim: SimCluster, model: string = realModels.tiny) {
+  const base = simDeploySpec(sim, { cluster });
+  return {
+    ...base,
+    ray: { ...base.ray, verifyTimeout: '60s' },
+    serve: {
+      ...base.serve,
+      model,
+      // vLLM's CPU build: one worker process (it refuses the Ray executor), a small context and KV cache, and
+      // no torch.compile warm-up (on 2 cores it doubles the start). The simulated docker applies no volumes,
+      // so HF_HOME names the host's cache that the spec's volume would mount.
+      tensorParallelSize: 1,
+      args: ['--max-model-len', '256', '--enforce-eager'],
+      env: { HF_HOME: realHfHome, HF_HUB_OFFLINE: '1', VLLM_CPU_KVCACHE_SPACE: '1' },
+      logPath: serveLog,
+      loadTimeout: '10m',
+      // A busy 2-core machine: the engine's start prints nothing for a while.
+      stallTimeout: '5m',
+    },
+    smoke: { prompt: 'Reply with one word: ready?', maxTokens: 16 },
+    onFailure: 'teardown' as const,
+  };
+}
+
+const seconds = (ms: number): string => `${(ms / 1000).toFixed(1)} s`;
+const loadAverage = (): string => readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
+
+function host(sim: SimCluster, name: string): SimHost {
+  const h = sim.hosts.find((x) => x.name === name);
+  assert.ok(h, `no host ${name}`);
+  return h;
+}
+
+/** A path on a host, as this machine sees it (each host's /home is its own folder). */
+function onDisk(h: SimHost, path: string): string {
+  assert.ok(path.startsWith('/home/'));
+  return join(h.hostDir, 'home', path.slice('/home/'.length));
+}
+
+/** The host's copy of a generated model's snapshot folder. */
+function snapshotDir(h: SimHost, model: string): string {
+  const repo = onDisk(h, hfRepoDir(realHfHome, model));
+  const commit = readFileSync(join(repo, 'refs', 'main'), 'utf8').trim();
+  return join(repo, 'snapshots', commit);
+}
+
+/** Pids of the real vLLM API server started on a host (found by its module name and the host's folder). */
+function realVllmPids(h: SimHost): number[] {
+  return allPids().filter((pid) => {
+    try {
+      const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+      return (
+        cmd.includes('vllm.entrypoints.openai.api_server') &&
+        readEnvVar(pid, 'LIFTOFF_SIM_HOST_DIR') === h.hostDir
+      );
+    } catch {
+      return false;
+    }
+  });
+}
+
+async function waitFor<T>(what: string, timeoutMs: number, probe: () => T | undefined): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** When the host's serve log first holds a line matching `pattern` (checked every 100 ms), or undefined. */
+function watchLog(h: SimHost, pattern: RegExp): { seenAt: () => number | undefined; stop: () => void } {
+  const file = onDisk(h, serveLog);
+  let seen: number | undefined;
+  const timer = setInterval(() => {
+    if (seen === undefined && existsSync(file) && pattern.test(readFileSync(file, 'utf8'))) seen = Date.now();
+  }, 100);
+  return { seenAt: () => seen, stop: () => clearInterval(timer) };
+}
+
+type Handle = WorkflowHandle<typeof deploy>;
+
+interface Failed {
+  type: string;
+  message: string;
+  progress: DeployProgress;
+}
+
+function step(progress: DeployProgress, name: StepName) {
+  const s = progress.steps.find((x) => x.name === name);
+  assert.ok(s, `no step ${name}`);
+  return s;
+}
+
+/** From the start of the Ray workers to the end of the cluster's verification: how long the workers took to join. */
+function rayJoinMs(progress: DeployProgress): number {
+  return (
+    (step(progress, 'verifyRayCluster').endedAtMs ?? NaN) -
+    (step(progress, 'startRayWorkers').startedAtMs ?? NaN)
+  );
+}
+
+describe('the deploy against real Ray and real vLLM (CPU build)', () => {
+  before(() => {
+    // scripts/setup.sh installs them; without them this file fails rather than pass by skipping.
+    const missing = realToolsMissing();
+    if (missing) throw new Error(missing);
+  });
+  const e2e = useE2eCluster({ stateDir, netIndex: 21, realTools: true });
+  let sim: SimCluster;
+  before(() => {
+    sim = e2e.sim;
+  });
+
+  async function start(spec: ReturnType<typeof realSpec>): Promise<Handle> {
+    return startDeploy(e2e.client, spec, 'cli');
+  }
+
+  async function fails(handle: Handle): Promise<Failed> {
+    const error = await handle.result().then(
+      (r) => assert.fail(`the deploy succeeded: ${JSON.stringify(r.smoke)}`),
+      (e: unknown) => e,
+    );
+    assert.ok(error instanceof WorkflowFailedError, String(error));
+    const cause = error.cause;
+    assert.ok(cause instanceof ApplicationFailure, String(cause));
+    return { type: cause.type ?? '', message: cause.message, progress: await handle.query(progressQuery) };
+  }
+
+  it('a: deploys end to end: 2 real Ray nodes with 2 GPUs, real vLLM serving the generated model', async () => {
+    const load = loadAverage();
+    const handle = await start(realSpec(sim));
+    const result = await handle.result();
+    const progress = await handle.query(progressQuery);
+
+    // The cluster the deploy verified, read again from real Ray.
+    const status = parseRayStatus(await sshRun(sim, 'spark1', `docker exec ${container} ray status`));
+    assert.equal(status.activeNodes.length, 2, 'real ray status lists both nodes');
+    assert.equal(status.resources.GPU?.total, 2, 'the declared GPUs (--num-gpus 1 on each node)');
+    assert.match(await sshRun(sim, 'spark2', `docker logs ${container} 2>&1`), /Ray runtime started\./);
+    assert.match(step(progress, 'verifyRayCluster').detail ?? '', /2 nodes, 2 GPUs/);
+
+    const log = readFileSync(onDisk(host(sim, 'spark1'), serveLog), 'utf8');
+    assert.match(log, /Loading safetensors checkpoint shards: 100% Completed \| 16\/16/);
+    assert.match(log, /Starting vLLM (API )?server on/);
+    assert.doesNotMatch(log, /distributed_executor_backend|does not support ray/);
+    assert.equal(progress.load?.phase, 'ready');
+    assert.deepEqual([progress.load?.shardsDone, progress.load?.shardsTotal], [16, 16]);
+
+    const head = host(sim, 'spark1');
+    const models = (await (await fetch(`http://${head.address}:30000/v1/models`)).json()) as {
+      data: { id: string }[];
+    };
+    assert.deepEqual(
+      models.data.map((m) => m.id),
+      [realModels.tiny],
+    );
+    assert.ok(result.smoke.text.length > 0, 'real tokens');
+    assert.ok(result.smoke.completionTokens > 0);
+    assert.ok(result.smoke.tokensPerSecond > 0);
+
+    const env = { ...process.env, TEMPORAL_ADDRESS: e2e.env.address, TEMPORAL_NAMESPACE: 'default' };
+    const statusRun = await runLiftoff(['status', cluster, '--json'], env);
+    assert.equal(statusRun.code, 0, statusRun.stderr);
+    const report = JSON.parse(statusRun.stdout) as {
+      status: string;
+      progress?: DeployProgress;
+      result?: { model?: string; smoke?: { tokensPerSecond?: number } };
+    };
+    assert.equal(report.status, 'COMPLETED');
+    assert.equal(report.progress?.load?.phase, 'ready');
+    assert.equal(report.result?.model, realModels.tiny);
+    assert.equal(report.result?.smoke?.tokensPerSecond, result.smoke.tokensPerSecond);
+    const postmortem = await runLiftoff(['postmortem', cluster], env);
+    assert.equal(postmortem.code, 0, postmortem.stderr);
+    assert.match(postmortem.stdout, /succeeded/);
+    assert.ok(postmortem.stdout.includes(realModels.tiny), postmortem.stdout);
+    assert.match(postmortem.stdout, /16\/16/);
+
+    console.log(
+      `FIGURE: real stack a (deploy): total ${result.totalSeconds.toFixed(1)} s; Ray workers joined ${seconds(rayJoinMs(progress))} after their start ` +
+        `(head ${seconds(step(progress, 'startRayHead').durationMs ?? NaN)}); vLLM time to healthy ${result.loadSeconds.toFixed(1)} s; ` +
+        `smoke ${result.smoke.completionTokens} tokens at ${result.smoke.tokensPerSecond.toFixed(1)} tok/s ${JSON.stringify(result.smoke.text)}; load average ${load}`,
+    );
+  });
+
+  it('d: the head_dim-16 model answers /health but fails the deploy at the smoke test with its 500', async () => {
+    const load = loadAverage();
+    const failed = await fails(await start(realSpec(sim, realModels.headDim16)));
+    assert.equal(failed.type, 'SmokeTestFailed', failed.message);
+    assert.match(
+      failed.message,
+      /^smokeTest failed: Smoke test on spark1 .*: HTTP 500: EngineCore encountered an issue/,
+    );
+    assert.equal(step(failed.progress, 'waitHealthy').status, 'done', 'the server did come up healthy');
+    assert.equal(failed.progress.load?.phase, 'ready');
+    const log = readFileSync(onDisk(host(sim, 'spark1'), serveLog), 'utf8');
+    assert.match(log, /Unsupported CPU attention configuration/, 'the root cause, in the real log');
+    const smoke = step(failed.progress, 'smokeTest');
+    console.log(
+      `FIGURE: real stack d (healthy but cannot serve): healthy after ${seconds(step(failed.progress, 'waitHealthy').durationMs ?? NaN)}, ` +
+        `SmokeTestFailed ${seconds(smoke.durationMs ?? NaN)} into the smoke test: ${failed.message.split('\n')[0]}; load average ${load}`,
+    );
+  });
+
+  it('c: a truncated safetensors shard fails the load as ServerFatal with the real error line, within a poll', async () => {
+    const load = loadAverage();
+    const head = host(sim, 'spark1');
+    const shard = join(snapshotDir(head, realModels.tiny), 'model-00009-of-00016.safetensors');
+    const original = readFileSync(shard);
+    truncateSync(shard, Math.floor(statSync(shard).size / 2));
+    const watch = watchLog(head, /SafetensorError/);
+    try {
+      const failed = await fails(await start(realSpec(sim)));
+      assert.equal(failed.type, 'ServerFatal', failed.message);
+      // The root cause the worker process printed, not the engine core's "failed to start" after it.
+      assert.match(
+        failed.message,
+        /SafetensorError: Error while deserializing header: incomplete metadata, file not fully covered/,
+      );
+      assert.match(failed.message, /shard 8\/16/, 'the load stopped at the shard vLLM read last');
+      const seenAt = watch.seenAt();
+      assert.ok(seenAt !== undefined, 'the real safetensors error is in the serve log');
+      const detected = (step(failed.progress, 'waitHealthy').endedAtMs ?? NaN) - seenAt;
+      console.log(
+        `FIGURE: real stack c (truncated shard): ServerFatal ${seconds(detected)} after the error reached the log; ${failed.message.split('\n')[0]}; load average ${load}`,
+      );
+    } finally {
+      watch.stop();
+      writeFileSync(shard, original);
+    }
+  });
+
+  it('e: the real vLLM process killed mid-load is detected as ServerExited within a poll', async () => {
+    const load = loadAverage();
+    const head = host(sim, 'spark1');
+    const handle = await start(realSpec(sim));
+    // Mid-load: the engine is being built (its process started), the API port is not open yet.
+    const pid = await waitFor('the real vLLM engine to start loading', 300_000, () => {
+      const file = onDisk(head, serveLog);
+      if (!existsSync(file) || !/Initializing a V1 LLM engine/.test(readFileSync(file, 'utf8')))
+        return undefined;
+      return realVllmPids(head)[0];
+    });
+    process.kill(pid, 'SIGKILL');
+    const killedAt = Date.now();
+    const failed = await fails(handle);
+    assert.equal(failed.type, 'ServerExited', failed.message);
+    assert.match(failed.message, /vllm \(pid \d+\) exited at phase /);
+    const detected = (step(failed.progress, 'waitHealthy').endedAtMs ?? NaN) - killedAt;
+    console.log(
+      `FIGURE: real stack e (vLLM SIGKILLed mid-load): ServerExited ${seconds(detected)} after the kill; ${failed.message.split('\n')[0]}; load average ${load}`,
+    );
+  });
+
+  it('b: a worker that cannot reach the head port fails verifyRayCluster at once with Ray’s own line, naming the host', async () => {
+    const load = loadAverage();
+    const worker = host(sim, 'spark2');
+    assert.ok(worker.netns);
+    // A firewall rule in the worker's namespace rejects TCP to the head's GCS port (6379); SSH still passes.
+    const rule = ['-n', worker.netns, 'rule', '%', 'ipproto', 'tcp', 'dport', '6379', 'unreachable'];
+    execFileSync(
+      'ip',
+      rule.map((a) => (a === '%' ? 'add' : a)),
+    );
+    try {
+      const failed = await fails(await start(realSpec(sim)));
+      assert.equal(failed.type, 'RayClusterIncomplete', failed.message);
+      assert.match(failed.message, /Missing: spark2/);
+      assert.match(
+        failed.message,
+        /spark2: container running but cannot join the head: .*Failed to connect to GCS at address \S+:6379 within \d+ seconds/,
+      );
+      const said = /after (\d+(?:\.\d+)?) s\./.exec(failed.message);
+      assert.ok(said, `the message gives the elapsed time: ${failed.message}`);
+      const verify = step(failed.progress, 'verifyRayCluster');
+      console.log(
+        `FIGURE: real stack b (GCS port blocked): RayClusterIncomplete ${seconds(rayJoinMs(failed.progress))} after the worker's start ` +
+          `(verifyRayCluster ${seconds(verify.durationMs ?? NaN)}, its message says ${said[1]} s); load average ${load}`,
+      );
+    } finally {
+      execFileSync(
+        'ip',
+        rule.map((a) => (a === '%' ? 'del' : a)),
+      );
+    }
+  });
+});

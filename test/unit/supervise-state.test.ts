@@ -1,0 +1,89 @@
+// The supervisor's pure rules: consecutive failed rounds, the relaunch budget per window, the doubling backoff,
+// and the bounded relaunch log that continue-as-new carries.
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import {
+  initialState,
+  nextRelaunch,
+  recordRound,
+  relaunchLogLimit,
+  trimRelaunchLog,
+  type Budget,
+  type ProbeRound,
+  type RelaunchEntry,
+} from '../../src/workflows/supervise-state.js';
+
+const budget: Budget = { maxRelaunches: 3, windowMs: 3_600_000, backoffMs: 60_000 };
+const round = (verdict: ProbeRound['verdict']): ProbeRound => ({
+  atMs: 0,
+  durationMs: 10,
+  verdict,
+  checks: [{ name: 'health', host: 'h', ok: verdict !== 'failed' }],
+  failures: verdict === 'failed' ? ['h health: refused'] : [],
+  unreachable: {},
+});
+const relaunch = (n: number, startedAtMs: number, extra: Partial<RelaunchEntry> = {}): RelaunchEntry => ({
+  n,
+  lostAtMs: startedAtMs,
+  cause: 'x',
+  startedAtMs,
+  endedAtMs: startedAtMs + 1000,
+  deployWorkflowId: 'liftoff-c',
+  outcome: 'failed',
+  bundle: { collectedAtMs: startedAtMs, hosts: [] },
+  ...extra,
+});
+
+describe('supervise state', () => {
+  it('counts failed rounds in a row; a passed round resets, an unknown one neither counts nor resets', () => {
+    const s = initialState('c', { launchId: 'l', servingSinceMs: 0 }, 0);
+    recordRound(s, round('failed'));
+    recordRound(s, round('unknown'));
+    recordRound(s, round('failed'));
+    assert.equal(s.consecutiveFailures, 2);
+    recordRound(s, round('passed'));
+    assert.equal(s.consecutiveFailures, 0);
+    assert.deepEqual([s.rounds, s.failedRounds, s.probes, s.roundsThisRun], [4, 2, 4, 4]);
+    assert.equal(s.recentFailures.length, 2);
+    assert.equal(s.lastProbe?.verdict, 'passed');
+  });
+
+  it('relaunches at once, then after the backoff doubling, and stops at maxRelaunches per window', () => {
+    const s = initialState('c', { launchId: 'l', servingSinceMs: 0 }, 0);
+    assert.deepEqual(nextRelaunch(s, budget, 0), { relaunch: true, waitMs: 0 });
+    s.relaunches.push(relaunch(1, 0));
+    // Ended at 1 s: the second waits 1m from then.
+    assert.deepEqual(nextRelaunch(s, budget, 1000), { relaunch: true, waitMs: 60_000 });
+    s.relaunches.push(relaunch(2, 61_000));
+    assert.deepEqual(nextRelaunch(s, budget, 62_000), { relaunch: true, waitMs: 120_000 });
+    s.relaunches.push(relaunch(3, 182_000));
+    const spent = nextRelaunch(s, budget, 183_000);
+    assert.equal(spent.relaunch, false);
+    assert.match(spent.relaunch ? '' : spent.reason, /3 relaunches within supervise\.window 60m/);
+    // An hour after the first, it falls out of the window and one more is allowed.
+    assert.equal(nextRelaunch(s, budget, 3_600_001).relaunch, true);
+  });
+
+  it('does not count a refused relaunch (another deploy ran) against the budget', () => {
+    const s = initialState('c', { launchId: 'l', servingSinceMs: 0 }, 0);
+    for (let i = 1; i <= 5; i++) s.relaunches.push(relaunch(i, i * 1000, { outcome: 'refused' }));
+    assert.deepEqual(nextRelaunch(s, budget, 10_000), { relaunch: true, waitMs: 0 });
+  });
+
+  it('maxRelaunches 0 never relaunches', () => {
+    const s = initialState('c', { launchId: 'l', servingSinceMs: 0 }, 0);
+    const next = nextRelaunch(s, { ...budget, maxRelaunches: 0 }, 0);
+    assert.equal(next.relaunch, false);
+  });
+
+  it('bounds the relaunch log and keeps bundles only within the window', () => {
+    const s = initialState('c', { launchId: 'l', servingSinceMs: 0 }, 0);
+    for (let i = 1; i <= relaunchLogLimit + 5; i++) s.relaunches.push(relaunch(i, i * 600_000));
+    const now = (relaunchLogLimit + 5) * 600_000;
+    trimRelaunchLog(s, budget, now);
+    assert.equal(s.relaunches.length, relaunchLogLimit);
+    assert.equal(s.relaunches[0]?.n, 6);
+    const withBundle = s.relaunches.filter((r) => r.bundle).map((r) => r.n);
+    assert.deepEqual(withBundle, [20, 21, 22, 23, 24, 25]);
+  });
+});
