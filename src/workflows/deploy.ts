@@ -27,6 +27,7 @@ import { startSupervision, takeOverSupervision } from './supervise-handoff.js';
 import { runUnderClusterId } from './under-cluster-id.js';
 import { waitHealthy } from './wait-healthy.js';
 import { deploySteps, type DeployProgress, type DeployResult, type StepState } from './steps.js';
+import { patches } from './patches.js';
 
 export const progressQuery = defineQuery<DeployProgress>('progress');
 
@@ -37,9 +38,6 @@ export interface DeployOptions {
   /** false: do not start the supervisor after a successful deploy (`liftoff deploy --no-supervise`). */
   supervise?: boolean;
 }
-
-/** Deploys recorded before supervision existed neither take it over nor start it (test/histories replay). */
-export const supervisionPatch = 'supervision';
 
 export type ClusterHost = NamedHost & { role: 'head' | 'worker'; address: string };
 
@@ -72,7 +70,7 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
   try {
     spec = await tracker.run('validate', async () => {
       const parsed = validate(input);
-      if (patched(workerPolicyPatch)) {
+      if (patched(patches.workerPolicy)) {
         await stepActivities(parsed)('validate').checkWorkerPolicy({ spec: parsed });
       }
       return parsed;
@@ -103,7 +101,7 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
   try {
     await tracker.run('preflight', () => preflight(spec, hosts, head, acts));
     // Every host passed, so this deploy goes ahead: the old supervisor must not relaunch what it removes.
-    supervised = patched(supervisionPatch);
+    supervised = patched(patches.supervision);
     if (supervised) await takeOverSupervision(spec.cluster, trigger);
     await tracker.run('stopServices', () => stopServices(spec, hosts, acts, tracker));
     await tracker.run('removeContainers', () => removeOldContainers(spec, hosts, acts, tracker));
@@ -333,6 +331,3 @@ function isRecord(v: unknown): v is Record<string, unknown> {
 }
 
 const scheduledByIdKey = { name: 'TemporalScheduledById', type: 'KEYWORD' } as const;
-
-/** The patch that added the worker-policy check to validate. */
-const workerPolicyPatch = 'validate-worker-policy';

@@ -18,7 +18,7 @@ import { liftoffDataConverter, ENCRYPTED_ENCODING } from '../../src/temporal/cod
 import { temporalCliPath } from '../../src/temporal/cli-path.js';
 import { TASK_QUEUE, deployWorkflowId } from '../../src/shared/constants.js';
 import { deploy } from '../../src/workflows/index.js';
-import { supervisionPatch } from '../../src/workflows/deploy.js';
+import { patchIds } from '../../src/workflows/patches.js';
 import type { DeployResult } from '../../src/workflows/steps.js';
 import type { StatusReport } from '../../src/commands/status.js';
 import type { Postmortem } from '../../src/report/index.js';
@@ -319,7 +319,7 @@ describe('secrets: nothing secret in an exported history; payload encryption', (
     const isPatchMarker = (p: PayloadSeen) =>
       /\.markerRecordedEventAttributes\.details\.patch-data\./.test(p.path) &&
       Object.values(JSON.parse(p.data) as Record<string, unknown>).every(
-        (v) => v === supervisionPatch || typeof v === 'boolean',
+        (v) => (typeof v === 'string' && patchIds.includes(v)) || typeof v === 'boolean',
       );
     assert.deepEqual(
       plain.filter((p) => !/\.searchAttributes\.indexedFields\./.test(p.path) && !isPatchMarker(p)),
