@@ -15,6 +15,7 @@ import {
   reseedCluster,
   setFaults,
   upCluster,
+  writeSimWorkerPolicy,
   type SimCluster,
 } from '../sim/cluster.js';
 import { paths } from '../sim/host-state.js';
@@ -58,6 +59,8 @@ interface Env {
   client: Client;
   cliEnv: NodeJS.ProcessEnv;
   worker: WorkerProcess;
+  /** The worker's LIFTOFF_WORKER_POLICY: the simulated cluster's key and known_hosts. */
+  workerPolicyPath: string;
 }
 
 // ------------------------------------------------------------------------------------------- specs
@@ -387,7 +390,11 @@ async function measureResume(env: Env): Promise<ResumeResult> {
     }
     await env.worker.kill('SIGKILL');
     const killedAtMs = Date.now();
-    env.worker = await startWorkerProcess({ address: env.server.address, namespace: env.server.namespace });
+    env.worker = await startWorkerProcess({
+      address: env.server.address,
+      namespace: env.server.namespace,
+      workerPolicyPath: env.workerPolicyPath,
+    });
     let movedAtMs: number | undefined;
     while (movedAtMs === undefined) {
       const p = await queryProgress(env, cluster);
@@ -465,8 +472,14 @@ async function main(): Promise<void> {
   const connection = await Connection.connect({ address: server.address });
   const client = new Client({ connection, namespace: server.namespace });
   const cliEnv = { ...process.env, TEMPORAL_ADDRESS: server.address, TEMPORAL_NAMESPACE: server.namespace };
-  const worker = await startWorkerProcess({ address: server.address, namespace: server.namespace });
-  const env: Env = { server, client, cliEnv, worker };
+  // Every size's cluster comes up in simDir with the same key and known_hosts paths: one policy serves them all.
+  const workerPolicyPath = writeSimWorkerPolicy(simDir);
+  const worker = await startWorkerProcess({
+    address: server.address,
+    namespace: server.namespace,
+    workerPolicyPath,
+  });
+  const env: Env = { server, client, cliEnv, worker, workerPolicyPath };
   const workerStartup = processUsage(worker.pid);
   try {
     const bySize: SizeResult[] = [];

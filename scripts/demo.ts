@@ -9,6 +9,7 @@ import { upCluster, downCluster } from '../sim/cluster.js';
 import { simDeploySpec } from '../sim/spec.js';
 import { startDevServer } from '../src/temporal/dev-server.js';
 import { createLiftoffWorker } from '../src/worker.js';
+import { readWorkerPolicyFile } from '../src/config/worker-policy.js';
 import { stateDir } from '../src/cli/state-dir.js';
 import { colors } from '../src/cli/render.js';
 
@@ -42,7 +43,12 @@ async function main(): Promise<number> {
   say('starting the embedded Temporal dev server and a worker…');
   const server = await startDevServer({ stateDir: join(stateDir(), 'temporal') });
   const connection = await NativeConnection.connect({ address: server.address });
-  const worker = await createLiftoffWorker({ connection, namespace: server.namespace });
+  // The worker may use the simulated cluster's key and known_hosts: its own setting, not the spec's.
+  const worker = await createLiftoffWorker({
+    connection,
+    namespace: server.namespace,
+    policy: readWorkerPolicyFile(sim.workerPolicyPath),
+  });
   const running = worker.run();
   try {
     const specFile = join(stateDir(), 'demo', 'spec.yaml');

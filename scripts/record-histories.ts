@@ -43,11 +43,14 @@ const crashAtShard = 3;
 // The failed deploy needs a credential, the way real specs do: the spec names it ({ fromEnv }) and only the
 // workers' environment holds the value, so tests can check that the value appears nowhere in the history.
 // Fake, and shaped so that no secret scanner takes it for a real token.
+// Not LIFTOFF_*: no worker lets a spec read its own settings; this one is allowed by the workers' policy.
 const plantedSecret = {
-  env: 'LIFTOFF_RECORD_HF_TOKEN',
+  env: 'RECORD_HF_TOKEN',
   value: 'record-histories-fake-hf-token-0f3a9c',
 };
 const killAtShard = 3;
+// The workers' policy: the cluster's key and known_hosts, and the planted secret's variable besides the defaults.
+const workerPolicyFile = join(simStateDir, 'worker-policy-recording.yaml');
 
 /** The fields of an exported (proto JSON) history event that this script checks. */
 interface HistoryEvent {
@@ -96,6 +99,7 @@ async function startWorker(server: DevServer): Promise<WorkerProcess> {
     address: server.address,
     namespace: server.namespace,
     env: { ...process.env, [plantedSecret.env]: plantedSecret.value },
+    workerPolicyPath: workerPolicyFile,
   });
   cleanups.push({ name: `worker ${worker.pid}`, run: () => worker.kill('SIGKILL') });
   return worker;
@@ -387,6 +391,10 @@ async function main(): Promise<void> {
     clusterOnly: ['spark2'],
     vllm: fastPace,
   });
+  writeFileSync(
+    workerPolicyFile,
+    `${readFileSync(sim.workerPolicyPath, 'utf8')}fromEnv: [HF_TOKEN, HUGGING_FACE_HUB_TOKEN, VLLM_API_KEY, ${plantedSecret.env}]\n`,
+  );
 
   rmSync(serverStateDir, { recursive: true, force: true });
   const server = await startDevServer({

@@ -49,6 +49,7 @@ function printCluster(cluster: SimCluster): void {
     console.log(`  ${sshCommand(cluster, h)}`);
   }
   console.log(`\nor: ssh -F ${cluster.sshConfigPath} <host>`);
+  console.log(`a liftoff worker for it: LIFTOFF_WORKER_POLICY=${cluster.workerPolicyPath} liftoff worker`);
 }
 
 function printStatus(hosts: HostStatus[]): void {

@@ -52,6 +52,11 @@ export interface SimCluster {
   knownHostsPath: string;
   /** An ssh_config with a Host entry per host name (ProxyJump set for cluster-only hosts): `ssh -F it spark2`. */
   sshConfigPath: string;
+  /**
+   * A liftoff worker policy that lets a worker use this cluster's key and known_hosts (a worker's own setting,
+   * never the spec's): `LIFTOFF_WORKER_POLICY=<it> liftoff worker`.
+   */
+  workerPolicyPath: string;
   netIndex: number;
   hosts: SimHost[];
 }

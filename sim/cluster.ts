@@ -6,7 +6,7 @@ import { resolve } from 'node:path';
 import { netOf, requireCluster, requireHost, startHostSshd } from './cluster-state.js';
 import { writeFaults, type HostFaults } from './host-state.js';
 import { setHostLinks } from './network.js';
-import { countAcceptedPublickey, countSessions, sshdRunning, stopSshd } from './sshd.js';
+import { countAcceptedPublickey, countConnections, countSessions, sshdRunning, stopSshd } from './sshd.js';
 
 export {
   clusterPaths,
@@ -19,7 +19,7 @@ export {
 } from './cluster-state.js';
 export { downCluster } from './cluster-down.js';
 export { clusterStatus } from './cluster-status.js';
-export { reseedCluster, upCluster } from './cluster-up.js';
+export { reseedCluster, upCluster, writeSimWorkerPolicy } from './cluster-up.js';
 
 /** `sshd`: the daemon stops (connection refused). `link`: the host's links go down (connections time out). */
 export async function setHostDown(stateDir: string, host: string, how: 'sshd' | 'link'): Promise<void> {
@@ -59,6 +59,12 @@ export function setFaults(stateDir: string, host: string, faults: HostFaults): v
 export function countRemoteCommands(stateDir: string, host: string): number {
   const h = requireHost(requireCluster(resolve(stateDir)), host);
   return countSessions(h.hostDir);
+}
+
+/** TCP connections the host's sshd accepted, a login or not (a client that stops at the host key counts). */
+export function countSshConnections(stateDir: string, host: string): number {
+  const h = requireHost(requireCluster(resolve(stateDir)), host);
+  return countConnections(h.hostDir);
 }
 
 /** Successful SSH logins (Accepted publickey) on the host since the cluster came up. */

@@ -187,6 +187,11 @@ export function countListens(hostDir: string): number {
   return countOccurrences(logText(hostDir), 'Server listening on');
 }
 
+/** TCP connections sshd accepted (LogLevel VERBOSE logs each), whether or not a login followed. */
+export function countConnections(hostDir: string): number {
+  return countOccurrences(logText(hostDir), 'Connection from ');
+}
+
 /** Successful public-key logins in the host's sshd log (all runs of sshd, restarts included). */
 export function countAcceptedPublickey(hostDir: string): number {
   return countOccurrences(logText(hostDir), 'Accepted publickey');

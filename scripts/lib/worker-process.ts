@@ -12,6 +12,8 @@ export interface WorkerProcessOptions {
   namespace?: string;
   /** The process's environment (default: this process's); address and namespace, when given, are set on top. */
   env?: NodeJS.ProcessEnv;
+  /** LIFTOFF_WORKER_POLICY: the worker's policy file (what specs may make it reach). */
+  workerPolicyPath?: string;
   taskQueue?: string;
   /** How long to wait for the `worker polling …` line. */
   readyTimeoutMs?: number;
@@ -49,6 +51,7 @@ export async function startWorkerProcess(opts: WorkerProcessOptions): Promise<Wo
       ...(opts.env ?? process.env),
       ...(opts.address === undefined ? {} : { TEMPORAL_ADDRESS: opts.address }),
       ...(opts.namespace === undefined ? {} : { TEMPORAL_NAMESPACE: opts.namespace }),
+      ...(opts.workerPolicyPath === undefined ? {} : { LIFTOFF_WORKER_POLICY: opts.workerPolicyPath }),
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -1,7 +1,7 @@
 // What a postmortem needs from every host after a failed deploy, gathered so nobody has to SSH in: the
 // Ray container's log, `ray status`, nvidia-smi, and the serve log (head). Never throws: a host that cannot
 // be reached is reported as such.
-import { redactText, secretEnvValues } from '../shared/secrets.js';
+import { redactedTail, redactText, secretEnvValues } from '../shared/secrets.js';
 import { tail } from '../shared/text.js';
 import { sh, type RemoteCommand } from '../ssh/quote.js';
 import { inspectContainer } from './docker.js';
@@ -35,7 +35,7 @@ async function collectHost(input: DiagnosticsInput, host: NamedHost): Promise<Ho
           ...secretEnvValues(envRecord((await inspectContainer(session, input.container)).env)),
         ];
       } catch (err) {
-        errors.push(`docker inspect ${input.container}: ${firstLine(err)}`);
+        errors.push(`docker inspect ${input.container}: ${firstLine(err, secrets)}`);
       }
       const part = async (what: string, cmd: RemoteCommand): Promise<string | undefined> => {
         try {
@@ -46,7 +46,7 @@ async function collectHost(input: DiagnosticsInput, host: NamedHost): Promise<Ho
           else if (res.exitCode !== 0) errors.push(`${what}: exit code ${res.exitCode}`);
           return tail(redactText(text, secrets), partBytes);
         } catch (err) {
-          errors.push(`${what}: ${redactText(firstLine(err), secrets)}`);
+          errors.push(`${what}: ${firstLine(err, secrets)}`);
           return undefined;
         }
       };
@@ -73,9 +73,10 @@ async function collectHost(input: DiagnosticsInput, host: NamedHost): Promise<Ho
   }
 }
 
-function firstLine(err: unknown): string {
+/** An error's first line, redacted before it is cut (a cut secret would no longer match). */
+function firstLine(err: unknown, secrets: readonly string[] = []): string {
   const text = err instanceof Error ? err.message : String(err);
-  return tail(text.split('\n')[0] ?? text, 1024);
+  return redactedTail(text.split('\n')[0] ?? text, secrets, 1024);
 }
 
 export async function collectDiagnostics(input: DiagnosticsInput): Promise<HostDiagnostics[]> {

@@ -112,6 +112,7 @@ async function modelListed(
     timeoutMs: 15_000,
     check: false,
     stdin: authorizationHeader(apiKey),
+    secrets: apiKey ? [apiKey] : [],
   });
   if (res.exitCode !== 0) return false;
   try {

@@ -1,4 +1,5 @@
 // Every activity the worker registers. Workflows import only the types (proxyActivities<typeof activities>).
+export { checkWorkerPolicy } from './worker-policy.js';
 export { readGpuState, verifyGpusClear } from './gpu.js';
 export { preflightHost } from './preflight.js';
 export { stopServices } from './services.js';

@@ -4,6 +4,7 @@
 import type { SshSession } from '../ssh/executor.js';
 import { raw, sh } from '../ssh/quote.js';
 import { onHost } from './ssh-context.js';
+import { systemDirOf } from '../config/host-guards.js';
 import type { PreflightCheck, PreflightInput, PreflightReport } from './types.js';
 
 type Check = PreflightCheck;
@@ -25,7 +26,7 @@ export async function preflightHost(input: PreflightInput): Promise<PreflightRep
       checkVolumes(session, input.volumes),
       checkInterface(session, input.clusterIp, input.iface),
       checkDisk(session, input.modelPath, input.minFreeDiskGiB),
-      input.logDir === undefined ? undefined : checkLogDir(session, input.logDir),
+      input.logDir === undefined ? undefined : checkLogDir(session, input.logDir, input.logPath),
     ]);
     const image: Check = docker.ok
       ? await checkImage(session, input.image)
@@ -236,15 +237,41 @@ async function checkDisk(session: SshSession, modelPath: string, minFreeGiB: num
   return { name: 'disk', ok: true, detail: `${shown}, ${minFreeGiB} GiB needed` };
 }
 
-async function checkLogDir(session: SshSession, logDir: string): Promise<Check> {
-  const res = await session.exec(sh`test -d ${logDir}`, { timeoutMs: 10_000, check: false });
-  return res.exitCode === 0
-    ? { name: 'logDir', ok: true, detail: `${logDir} exists` }
-    : {
-        name: 'logDir',
-        ok: false,
-        detail: `log folder ${logDir} does not exist on the host: create it (mkdir -p ${logDir}) or change serve.logPath`,
-      };
+/**
+ * The serve log's folder exists; the log is not a symbolic link and its folder, links followed, is not a system
+ * folder: the launch truncates the log, so a link would truncate whatever it points at (the schema has already
+ * refused a path that names a system folder as written).
+ */
+async function checkLogDir(session: SshSession, logDir: string, logPath: string | undefined): Promise<Check> {
+  const symlinkCheck = logPath === undefined ? raw('') : sh`if [ -L ${logPath} ]; then exit 3; fi; `;
+  const res = await session.exec(sh`test -d ${logDir} || exit 2; ${symlinkCheck}readlink -f -- ${logDir}`, {
+    timeoutMs: 10_000,
+    check: false,
+  });
+  if (res.exitCode === 2) {
+    return {
+      name: 'logDir',
+      ok: false,
+      detail: `log folder ${logDir} does not exist on the host: create it (mkdir -p ${logDir}) or change serve.logPath`,
+    };
+  }
+  if (res.exitCode === 3) {
+    return {
+      name: 'logDir',
+      ok: false,
+      detail: `serve.logPath ${logPath ?? ''} is a symbolic link on the host; the launch truncates the log, and would truncate what the link points at: remove the link (the log is created as a regular file) or change serve.logPath`,
+    };
+  }
+  const real = res.stdout.trim();
+  const system = res.exitCode === 0 && real.startsWith('/') ? systemDirOf(real) : undefined;
+  if (system !== undefined) {
+    return {
+      name: 'logDir',
+      ok: false,
+      detail: `log folder ${logDir} is ${real} once its links are followed, under the system folder ${system}: put serve.logPath in a folder of its own`,
+    };
+  }
+  return { name: 'logDir', ok: true, detail: `${logDir} exists` };
 }
 
 function firstLines(text: string, max = 300): string {

@@ -123,7 +123,12 @@ async function startRayContainer(
     ].flatMap((l) => ['--label', l]);
     const volumes = input.volumes.flatMap((v) => ['-v', v]);
     const run = sh`${transport.prelude} docker run -d --name ${input.container} --gpus all --network host --ipc host --shm-size ${input.shmSize} ${labels} ${transport.flags} ${volumes} --entrypoint ray ${input.image} ${rayStartArgs(input, role)}`;
-    const started = await session.exec(run, { timeoutMs: 120_000, check: false, stdin: transport.stdin });
+    const started = await session.exec(run, {
+      timeoutMs: 120_000,
+      check: false,
+      stdin: transport.stdin,
+      secrets,
+    });
     if (started.exitCode !== 0) {
       const why = redactText(started.stderr.trim() || started.stdout.trim(), secrets);
       const fatal = matchesAnyLine(why, runConfigProblems);

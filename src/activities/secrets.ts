@@ -1,12 +1,11 @@
 // Secret references in the spec ({ fromEnv } / { fromFile }) are resolved here, on the worker, inside the
 // activity that needs the value: values never travel through Temporal (inputs, results, heartbeats, failures).
-import { readFile } from 'node:fs/promises';
-import { homedir } from 'node:os';
-import { join } from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
 import type { EnvSpec, EnvValue, SecretRef } from '../config/schema.js';
 import { FailureType } from '../shared/failures.js';
 import { isSecretEnvName } from '../shared/secrets.js';
+import { envRefusal, readSecretFile, SecretFileError } from '../config/policy-check.js';
+import { activeWorkerPolicy } from './worker-policy.js';
 
 export interface ResolvedEnv {
   values: Record<string, string>;
@@ -15,29 +14,33 @@ export interface ResolvedEnv {
 }
 
 async function resolveRef(name: string, ref: SecretRef): Promise<string> {
+  // The worker's policy, not the spec, decides which variables and files a reference may read.
+  const policy = activeWorkerPolicy();
   if ('fromEnv' in ref) {
+    const refusal = envRefusal(ref.fromEnv, policy);
+    if (refusal) throw invalidSpec(`${name}.fromEnv: ${refusal}`);
     const value = process.env[ref.fromEnv];
     if (value === undefined || value === '') {
-      throw ApplicationFailure.create({
-        type: FailureType.invalidSpec,
-        message: `${name} refers to the environment variable ${ref.fromEnv}, which is not set where the liftoff worker runs. Set it in the worker's environment and deploy again.`,
-        nonRetryable: true,
-      });
+      throw invalidSpec(
+        `${name} refers to the environment variable ${ref.fromEnv}, which is not set where the liftoff worker runs. Set it in the worker's environment and deploy again.`,
+      );
     }
     return value;
   }
-  // The schema allows ~/ paths; they mean the worker's home.
-  const path = ref.fromFile.startsWith('~/') ? join(homedir(), ref.fromFile.slice(2)) : ref.fromFile;
   try {
-    return (await readFile(path, 'utf8')).replace(/\r?\n$/, '');
+    return await readSecretFile(ref.fromFile, policy);
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code ?? 'error';
-    throw ApplicationFailure.create({
-      type: FailureType.invalidSpec,
-      message: `${name} refers to the file ${ref.fromFile}, which the liftoff worker cannot read (${code}). Put the secret there on the worker's host and deploy again.`,
-      nonRetryable: true,
-    });
+    if (!(err instanceof SecretFileError)) throw err;
+    throw invalidSpec(
+      err.code !== undefined
+        ? `${name} refers to the file ${ref.fromFile}, which the liftoff worker cannot read (${err.code}). Put the secret there on the worker's host and deploy again.`
+        : `${name}.fromFile: ${err.message}`,
+    );
   }
+}
+
+function invalidSpec(message: string): ApplicationFailure {
+  return ApplicationFailure.create({ type: FailureType.invalidSpec, message, nonRetryable: true });
 }
 
 export async function resolveEnv(env: EnvSpec): Promise<ResolvedEnv> {

@@ -29,6 +29,8 @@ const tailLines = 40;
 /** A log tail is cut to this many bytes on the host, whatever the length of its lines. */
 export const maxTailBytes = 64 * 1024;
 const markerMaxBytes = 4096;
+/** The launch command's exit status when the log or its marker is a symbolic link. */
+const symlinkExit = 4;
 
 /**
  * Whether `pid` is a live process on the host. A process that died but was not reaped yet (a zombie)
@@ -173,11 +175,12 @@ export async function launchServe(input: LaunchServeInput): Promise<LaunchServeR
     const startedAt = Date.now();
     const transport = envTransport(env.values, env.secretNames);
     const markerFormat = '{"launchId":%s,"pid":%s,"startedAt":%s}\n';
-    // One command starts the server and writes the marker, so no retry can fall between the two.
-    const launch = sh`${transport.prelude} : > ${input.logPath} || exit 3; setsid nohup docker exec ${transport.flags} ${input.container} ${serveArgv(input)} > ${input.logPath} 2>&1 < /dev/null & pid=$!; printf ${markerFormat} ${JSON.stringify(input.launchId)} ${raw('"$pid"')} ${startedAt} > ${markerPath} && echo "$pid"`;
+    // One command starts the server and writes the marker, so no retry can fall between the two. It truncates
+    // the log and writes the marker only if neither is a symbolic link (which would truncate its target).
+    const launch = sh`${transport.prelude} if [ -L ${input.logPath} ] || [ -L ${markerPath} ]; then exit ${symlinkExit}; fi; : > ${input.logPath} || exit 3; setsid nohup docker exec ${transport.flags} ${input.container} ${serveArgv(input)} > ${input.logPath} 2>&1 < /dev/null & pid=$!; printf ${markerFormat} ${JSON.stringify(input.launchId)} ${raw('"$pid"')} ${startedAt} > ${markerPath} && echo "$pid"`;
     let res;
     try {
-      res = await session.exec(launch, { timeoutMs: 30_000, check: false, stdin: transport.stdin });
+      res = await session.exec(launch, { timeoutMs: 30_000, check: false, stdin: transport.stdin, secrets });
     } catch (err) {
       // The executor's errors quote the command; keep secrets out of the failure. Final, as the launch profile
       // always treated it: a launch whose command may have half-run is for a person to look at.
@@ -188,6 +191,14 @@ export async function launchServe(input: LaunchServeInput): Promise<LaunchServeR
           `Launching vllm serve on ${host} failed: ${err instanceof Error ? err.message : String(err)}`,
           secrets,
         ),
+      });
+    }
+    if (res.exitCode === symlinkExit) {
+      throw ApplicationFailure.create({
+        type: FailureType.serveLaunchFailed,
+        message: `serve.logPath ${input.logPath} (or its marker ${markerPath}) is a symbolic link on ${host}; the launch truncates the log, and would truncate what the link points at. Nothing was started: remove the link or change serve.logPath.`,
+        nonRetryable: true,
+        details: [{ host, logPath: input.logPath }],
       });
     }
     const pid = Number(res.stdout.trim().split('\n').pop());

@@ -30,19 +30,20 @@ export async function stopServices(input: StopServicesInput): Promise<StopServic
     if (loaded.length === 0) return { host, stopped: [], disabled: [], notLoaded };
 
     const privileged = await privilegePrefix(session);
+    const rule = sudoersRule(session.target.user, loaded, input.disable);
     // systemd waits up to TimeoutStopSec (90 s by default) for a unit to stop before killing it.
     const stop = await session.exec(sh`${privileged}systemctl stop -- ${loaded}`, {
       timeoutMs: 150_000,
       check: false,
     });
-    refuseSudoFailure(host, stop);
+    refuseSudoFailure(host, stop, rule);
     let disableOutcome: ExecResult | undefined;
     if (input.disable) {
       disableOutcome = await session.exec(sh`${privileged}systemctl disable -- ${loaded}`, {
         timeoutMs: 60_000,
         check: false,
       });
-      refuseSudoFailure(host, disableOutcome);
+      refuseSudoFailure(host, disableOutcome, rule);
     }
 
     const after = await readUnitStates(session, loaded);
@@ -85,7 +86,21 @@ async function privilegePrefix(session: SshSession): Promise<RawShell> {
   return id.stdout.trim() === '0' ? raw('') : raw('sudo -n ');
 }
 
-function refuseSudoFailure(host: string, outcome: ExecResult): void {
+// sudoers reads `,` `:` `=` and a backslash in a command's arguments as its own syntax unless escaped.
+const sudoersEscape = (word: string): string => word.replace(/[,:=\\]/g, (c) => `\\${c}`);
+
+/**
+ * The sudoers rule that lets `user` run exactly the commands this step runs, and nothing else of systemctl:
+ * `stop` (and `disable`) of these units, with the arguments as liftoff passes them.
+ */
+export function sudoersRule(user: string, units: readonly string[], disable: boolean): string {
+  const list = units.map(sudoersEscape).join(' ');
+  const commands = [`/usr/bin/systemctl stop -- ${list}`];
+  if (disable) commands.push(`/usr/bin/systemctl disable -- ${list}`);
+  return `${user} ALL=(root) NOPASSWD: ${commands.join(', ')}`;
+}
+
+function refuseSudoFailure(host: string, outcome: ExecResult, rule: string): void {
   if (outcome.exitCode === 0) return;
   const sudoSays = outcome.stderr
     .split('\n')
@@ -96,10 +111,11 @@ function refuseSudoFailure(host: string, outcome: ExecResult): void {
     type: FailureType.sudoNotPermitted,
     message:
       `On ${host}, sudo refused to run systemctl without a password (${sudoSays}). ` +
-      `Give the SSH user passwordless sudo for systemctl (a sudoers rule such as ` +
-      `\`USER ALL=(root) NOPASSWD: /usr/bin/systemctl\`), or connect as root.`,
+      `Let the SSH user run these systemctl commands without a password, and only these (a sudoers rule, ` +
+      `e.g. in /etc/sudoers.d/liftoff, edited with visudo; the path is what \`command -v systemctl\` prints): ` +
+      `\`${rule}\`. Or connect as root.`,
     nonRetryable: true,
-    details: [{ host, sudo: sudoSays }],
+    details: [{ host, sudo: sudoSays, sudoersRule: rule }],
   });
 }
 

@@ -67,6 +67,7 @@ export async function chatCompletion(
       timeoutMs: (timeoutS + 15) * 1000,
       check: false,
       stdin: `${authorizationHeader(apiKey).trimEnd()}\n${body}`,
+      secrets,
     },
   );
   if (res.exitCode !== 0) {

@@ -6,6 +6,7 @@ import { SshPool, type SshAuth, type SshSession } from '../ssh/executor.js';
 import { SshError, toFailureDetails } from '../ssh/errors.js';
 import type { SshTargetData } from '../config/targets.js';
 import { keepHeartbeating } from './heartbeat.js';
+import { assertSshAuthAllowed } from './worker-policy.js';
 
 export interface SshAuthRef {
   privateKeyPath?: string;
@@ -27,11 +28,15 @@ export function toSshAuth(ref: SshAuthRef): SshAuth {
  * so an activity costs one handshake per host. The activity heartbeats meanwhile, so a dead worker is noticed
  * within the heartbeat timeout and a cancellation reaches it.
  *
+ * Nothing connects before the worker's policy allows the host reference's known_hosts, key and agent.
+ *
  * This is where the SSH layer's errors meet Temporal: each becomes an ApplicationFailure of its class name,
  * final exactly when the error says retrying cannot help (a host key, a refused login), so no workflow keeps
  * a list of error names.
  */
 export async function onHost<T>(ref: HostRef, fn: (session: SshSession) => Promise<T>): Promise<T> {
+  // The worker's policy decides which known_hosts and keys a spec may use, whatever the workflow passed.
+  assertSshAuthAllowed(ref.auth);
   const pool = new SshPool(toSshAuth(ref.auth));
   const signal = activitySignal();
   const abort = () => void pool.closeAll();

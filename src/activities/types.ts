@@ -22,8 +22,10 @@ export interface PreflightInput {
   modelPath: string;
   /** HOST:CONTAINER[:mode] volumes; every HOST path must exist. */
   volumes: string[];
-  /** Folder of the serve log (head only): must exist. */
+  /** Folder of the serve log (head only): must exist, and not lie in a system folder once links are followed. */
   logDir?: string;
+  /** The serve log itself (head only): must not be a symbolic link, since the launch truncates it. */
+  logPath?: string;
   minFreeDiskGiB: number;
 }
 export interface PreflightCheck {

@@ -2,6 +2,7 @@
 import { SpecError } from '../config/load.js';
 import { TemporalUnreachableError } from '../temporal/connection.js';
 import { PayloadKeyError } from '../temporal/codec.js';
+import { WorkerPolicyError } from '../config/worker-policy.js';
 import { ExitCode } from './exit-codes.js';
 import { emitError, type OutputOptions } from './render.js';
 
@@ -10,7 +11,12 @@ export class UsageError extends Error {
 }
 
 export function exitCodeFor(err: unknown): number {
-  if (err instanceof SpecError || err instanceof UsageError || err instanceof PayloadKeyError)
+  if (
+    err instanceof SpecError ||
+    err instanceof UsageError ||
+    err instanceof PayloadKeyError ||
+    err instanceof WorkerPolicyError
+  )
     return ExitCode.invalidInput;
   if (err instanceof TemporalUnreachableError) return ExitCode.temporalUnreachable;
   return ExitCode.deployFailed;

@@ -8,6 +8,7 @@ import { TASK_QUEUE } from '../shared/constants.js';
 import { stateDir } from '../cli/state-dir.js';
 import { emit, colors } from '../cli/render.js';
 import { runCommand } from '../cli/run-command.js';
+import { loadWorkerPolicy } from '../config/worker-policy.js';
 
 export interface DevOptions {
   port: string;
@@ -26,6 +27,7 @@ export const devCommand = new Command('dev')
     runCommand(opts, async () => {
       // A malformed LIFTOFF_PAYLOAD_KEY fails here, before a server is started.
       const dataConverter = liftoffDataConverter(process.env, { role: 'worker' });
+      const policy = loadWorkerPolicy(process.env);
       const server = await startDevServer({
         stateDir: join(stateDir(), 'temporal'),
         port: Number(opts.port),
@@ -39,19 +41,26 @@ export const devCommand = new Command('dev')
       });
       // The worker and its activities load only for the commands that run one, not for every CLI command.
       const { createLiftoffWorker, runUntilSignalled } = await import('../worker.js');
-      const worker = await createLiftoffWorker({ connection, namespace: server.namespace, dataConverter });
+      const worker = await createLiftoffWorker({
+        connection,
+        namespace: server.namespace,
+        dataConverter,
+        policy,
+      });
       const info = {
         address: server.address,
         namespace: server.namespace,
         ui: server.uiUrl,
         taskQueue: TASK_QUEUE,
         database: server.dbFile,
+        workerPolicy: policy.source,
       };
       emit(opts, info, (i) =>
         [
           `${colors.green('Temporal dev server')} ${i.address} (namespace ${i.namespace})`,
           `${colors.green('Temporal UI')}         ${colors.bold(i.ui)}`,
           `worker on task queue ${i.taskQueue}; history in ${i.database}`,
+          `worker policy: ${i.workerPolicy}`,
           'Press Ctrl-C to stop.',
         ].join('\n'),
       );

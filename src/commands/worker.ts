@@ -4,6 +4,7 @@ import { connectWorkerConnection, loadTemporalSettings } from '../temporal/conne
 import { TASK_QUEUE } from '../shared/constants.js';
 import { emit } from '../cli/render.js';
 import { runCommand } from '../cli/run-command.js';
+import { loadWorkerPolicy } from '../config/worker-policy.js';
 
 export const workerCommand = new Command('worker')
   .description('run a liftoff worker against the configured Temporal (default: the embedded dev server)')
@@ -12,6 +13,8 @@ export const workerCommand = new Command('worker')
   .action((opts: { taskQueue: string; json?: boolean }) =>
     runCommand(opts, async () => {
       const settings = loadTemporalSettings();
+      // What specs may make this worker reach; a bad policy file stops it here, before it connects.
+      const policy = loadWorkerPolicy(process.env);
       const connection = await connectWorkerConnection(settings);
       // The worker and its activities load only for the commands that run one, not for every CLI command.
       const { createLiftoffWorker, runUntilSignalled } = await import('../worker.js');
@@ -19,11 +22,18 @@ export const workerCommand = new Command('worker')
         connection,
         namespace: settings.namespace,
         taskQueue: opts.taskQueue,
+        policy,
       });
       emit(
         opts,
-        { address: settings.address, namespace: settings.namespace, taskQueue: opts.taskQueue },
-        (i) => `worker polling ${i.taskQueue} on ${i.address} (namespace ${i.namespace}); Ctrl-C to stop`,
+        {
+          address: settings.address,
+          namespace: settings.namespace,
+          taskQueue: opts.taskQueue,
+          workerPolicy: policy.source,
+        },
+        (i) =>
+          `worker polling ${i.taskQueue} on ${i.address} (namespace ${i.namespace}); Ctrl-C to stop\nworker policy: ${i.workerPolicy}`,
       );
       try {
         await runUntilSignalled(worker);

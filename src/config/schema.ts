@@ -5,12 +5,21 @@ import { parseDuration } from './duration.js';
 import { modelPathFor } from './derive.js';
 import { isSecretEnvName, isSecretFlag } from '../shared/secrets.js';
 import { hostSteeringEnvProblem, reservedEnvNameProblem } from './host-env.js';
+import {
+  dangerousMountProblem,
+  homeRelativeProblem,
+  logPathProblem,
+  protectedUnitProblem,
+} from './host-guards.js';
 import { superviseSchema } from './supervise.js';
 import { notifySchema } from './notify.js';
 
+/** A host or cluster name: what becomes part of a workflow id and a search attribute. */
+export const hostNamePattern = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;
+
 const hostName = z
   .string()
-  .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/, 'expected a host name of letters, digits, ".", "_" or "-"');
+  .regex(hostNamePattern, 'expected a host name of letters, digits, ".", "_" or "-"');
 
 const port = z
   .number()
@@ -54,7 +63,16 @@ const unitName = z
 
 const envName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'expected an environment variable name');
 
-const absolutePath = argText.regex(/^(\/|~\/)/, 'expected an absolute path (starting with / or ~/)');
+/** A path on the worker's host: `~/` is the worker user's home. The worker policy decides which ones it reads. */
+const workerPath = argText.regex(/^(\/|~\/)/, 'expected an absolute path (starting with / or ~/)');
+
+/** A path on the GPU hosts: absolute, since `~` is never expanded there (liftoff quotes every path). */
+const hostPath = argText.superRefine((path, ctx) => {
+  const problem =
+    homeRelativeProblem(path) ??
+    (path.startsWith('/') ? undefined : 'expected an absolute path on the hosts (starting with /)');
+  if (problem) ctx.addIssue({ code: 'custom', message: problem });
+});
 
 /**
  * A secret is named, never written: the spec travels through Temporal's history, so the worker resolves the
@@ -67,7 +85,7 @@ export const secretRefSchema = z.union([
       if (problem) ctx.addIssue({ code: 'custom', message: problem });
     }),
   }),
-  z.strictObject({ fromFile: absolutePath }),
+  z.strictObject({ fromFile: workerPath }),
 ]);
 export type SecretRef = z.infer<typeof secretRefSchema>;
 /** An env value in the spec: plain text, or a reference to a secret. */
@@ -122,9 +140,9 @@ export const sshSchema = z.strictObject({
   user: z.string().regex(/^[a-z_][a-z0-9_-]{0,31}$/i, 'expected a Unix user name'),
   port: port.default(22),
   /** A path, never key material: the key is read inside activities. */
-  privateKeyPath: absolutePath.optional(),
+  privateKeyPath: workerPath.optional(),
   useAgent: z.boolean().default(false),
-  knownHostsPath: absolutePath.default('~/.ssh/known_hosts'),
+  knownHostsPath: workerPath.default('~/.ssh/known_hosts'),
 });
 
 export const hostSchema = z.strictObject({
@@ -156,7 +174,14 @@ export const deploySpecSchema = z
     hosts: z.array(deployHostSchema).min(1, 'expected at least one host'),
     cleanup: z
       .strictObject({
-        services: z.array(unitName).default([]),
+        services: z
+          .array(
+            unitName.superRefine((unit, ctx) => {
+              const problem = protectedUnitProblem(unit);
+              if (problem) ctx.addIssue({ code: 'custom', message: problem });
+            }),
+          )
+          .default([]),
         disableServices: z.boolean().default(false),
         containers: z.array(containerName).default([]),
       })
@@ -180,6 +205,8 @@ export const deploySpecSchema = z
       volumes: z
         .array(argText.regex(/^\/[^:]*:\/[^:]*(:(ro|rw))?$/, 'expected HOST_PATH:CONTAINER_PATH[:ro|rw]'))
         .default([]),
+      /** Lets ray.volumes mount `/` or the container runtime's socket, which give the container the host. */
+      allowDangerousMounts: z.boolean().optional(),
       shmSize: z
         .string()
         .regex(/^\d+[bkmg]?$/i, 'expected a size such as 10g')
@@ -212,9 +239,12 @@ export const deploySpecSchema = z
           });
         }),
       env: envMap,
-      logPath: absolutePath,
+      logPath: hostPath.superRefine((path, ctx) => {
+        const problem = logPathProblem(path);
+        if (problem) ctx.addIssue({ code: 'custom', message: problem });
+      }),
       /** Where the weights live on each host; default: the Hugging Face cache of a mounted volume. */
-      modelPath: absolutePath.optional(),
+      modelPath: hostPath.optional(),
       loadTimeout: duration.default('25m'),
       pollInterval: duration.default('10s'),
       /** A log that does not move for this long, with the process alive, is a hang. */
@@ -286,6 +316,12 @@ export const deploySpecSchema = z
         }
       }
     });
+    if (spec.ray.allowDangerousMounts !== true) {
+      spec.ray.volumes.forEach((volume, i) => {
+        const problem = dangerousMountProblem(volume);
+        if (problem) ctx.addIssue({ code: 'custom', path: ['ray', 'volumes', i], message: problem });
+      });
+    }
     if (modelPathFor(spec) === undefined) {
       ctx.addIssue({
         code: 'custom',

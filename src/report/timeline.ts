@@ -94,7 +94,7 @@ interface EndedHere {
   error?: string;
 }
 
-// Validation is the workflow's own: done when it recorded the cluster.
+// Validation is the workflow's own (with the worker-policy check as its activity): done when it recorded the cluster.
 function validateStep(
   base: StepBase,
   record: RunRecord,

@@ -2,7 +2,7 @@
 // flattens to plain data (toFailureDetails) so the activity layer can turn it into an ApplicationFailure.
 // Nothing here ever holds key material: only paths, fingerprints and command text.
 import { shellQuote } from './quote.js';
-import { tail } from '../shared/text.js';
+import { redactedTail } from '../shared/secrets.js';
 
 export type SshConnectErrorKind = 'refused' | 'timeout' | 'unreachable' | 'auth' | 'closed';
 
@@ -178,14 +178,22 @@ export class RemoteCommandError extends SshError {
   readonly stdout: string;
   readonly stderr: string;
   readonly durationMs: number;
+  /** What the message and the failure details show: redacted first, then cut (see redactedTail). */
+  private readonly shown: { command: string; stdoutTail: string; stderrTail: string };
 
-  constructor(endpoint: SshErrorEndpoint, outcome: CommandOutcome) {
+  /** `secrets`: values the command handled (on stdin, in its environment) that its output must not show. */
+  constructor(endpoint: SshErrorEndpoint, outcome: CommandOutcome, secrets: readonly string[] = []) {
     const how = outcome.signal ? `was killed by ${outcome.signal}` : `exited with code ${outcome.exitCode}`;
-    const stderrTail = tail(outcome.stderr.trimEnd());
-    const stdoutTail = tail(outcome.stdout.trimEnd());
+    const shown = {
+      command: redactedTail(outcome.command, secrets, 1024),
+      stdoutTail: redactedTail(outcome.stdout, secrets),
+      stderrTail: redactedTail(outcome.stderr, secrets),
+    };
+    const stderrTail = redactedTail(outcome.stderr.trimEnd(), secrets);
+    const stdoutTail = redactedTail(outcome.stdout.trimEnd(), secrets);
     super(
       endpoint,
-      `Command on ${describe(endpoint)} ${how}: ${tail(outcome.command, 1024)}` +
+      `Command on ${describe(endpoint)} ${how}: ${shown.command}` +
         (stderrTail ? `\n--- stderr (tail) ---\n${stderrTail}` : '') +
         (stdoutTail ? `\n--- stdout (tail) ---\n${stdoutTail}` : ''),
     );
@@ -195,15 +203,16 @@ export class RemoteCommandError extends SshError {
     this.stdout = outcome.stdout;
     this.stderr = outcome.stderr;
     this.durationMs = outcome.durationMs;
+    this.shown = shown;
   }
 
   data(): Record<string, JsonValue> {
     return {
-      command: tail(this.command, 1024),
+      command: this.shown.command,
       exitCode: this.exitCode,
       signal: this.signal ?? null,
-      stdoutTail: tail(this.stdout),
-      stderrTail: tail(this.stderr),
+      stdoutTail: this.shown.stdoutTail,
+      stderrTail: this.shown.stderrTail,
       durationMs: this.durationMs,
     };
   }
@@ -216,31 +225,40 @@ export class RemoteTimeoutError extends SshError {
   readonly timeoutMs: number;
   readonly stdout: string;
   readonly stderr: string;
+  /** What the message and the failure details show: redacted first, then cut (see redactedTail). */
+  private readonly shown: { command: string; stdoutTail: string; stderrTail: string };
 
   constructor(
     endpoint: SshErrorEndpoint,
     details: { command: string; timeoutMs: number; stdout: string; stderr: string },
+    secrets: readonly string[] = [],
   ) {
-    const stderrTail = tail(details.stderr.trimEnd());
+    const shown = {
+      command: redactedTail(details.command, secrets, 1024),
+      stdoutTail: redactedTail(details.stdout, secrets),
+      stderrTail: redactedTail(details.stderr, secrets),
+    };
+    const stderrTail = redactedTail(details.stderr.trimEnd(), secrets);
     super(
       endpoint,
       `Command on ${describe(endpoint)} did not finish within ${details.timeoutMs} ms and was stopped ` +
         `(its channel was signalled and closed; children it started in the background may still run): ` +
-        `${tail(details.command, 1024)}` +
+        `${shown.command}` +
         (stderrTail ? `\n--- stderr (tail) ---\n${stderrTail}` : ''),
     );
     this.command = details.command;
     this.timeoutMs = details.timeoutMs;
     this.stdout = details.stdout;
     this.stderr = details.stderr;
+    this.shown = shown;
   }
 
   data(): Record<string, JsonValue> {
     return {
-      command: tail(this.command, 1024),
+      command: this.shown.command,
       timeoutMs: this.timeoutMs,
-      stdoutTail: tail(this.stdout),
-      stderrTail: tail(this.stderr),
+      stdoutTail: this.shown.stdoutTail,
+      stderrTail: this.shown.stderrTail,
     };
   }
 }

@@ -60,6 +60,11 @@ export interface ExecOptions {
   maxOutputBytes?: number;
   /** Also return stdout as the bytes received (ExecResult.stdoutBytes), for reads that count bytes. */
   stdoutBytes?: boolean;
+  /**
+   * Values this command handles (sent on stdin, exported on the host) that its errors must not show: they are
+   * redacted from the command's output before the error cuts it to a tail.
+   */
+  secrets?: readonly string[];
 }
 
 export interface ExecResult {
@@ -396,12 +401,11 @@ class Ssh2Session implements SshSession {
           settle(() => {
             stopRemote();
             reject(
-              new RemoteTimeoutError(endpoint, {
-                command: cmd.text,
-                timeoutMs,
-                stdout: stdout.text(),
-                stderr: stderr.text(),
-              }),
+              new RemoteTimeoutError(
+                endpoint,
+                { command: cmd.text, timeoutMs, stdout: stdout.text(), stderr: stderr.text() },
+                opts.secrets,
+              ),
             );
           });
         }, timeoutMs);
@@ -474,7 +478,7 @@ class Ssh2Session implements SshSession {
               durationMs,
             };
             if ((opts.check ?? true) && (exitCode !== 0 || exit.signal)) {
-              reject(new RemoteCommandError(endpoint, { command: cmd.text, ...result }));
+              reject(new RemoteCommandError(endpoint, { command: cmd.text, ...result }, opts.secrets));
               return;
             }
             resolve(result);

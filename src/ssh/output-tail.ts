@@ -44,18 +44,26 @@ export class OutputTail {
   }
 
   /**
-   * The kept bytes as UTF-8 text. When the front was cut, the text starts with a line saying so, and a
-   * character split by the cut is dropped rather than shown as a replacement character.
+   * The kept bytes as UTF-8 text. When the front was cut, the text starts with a line saying so, and the rest of
+   * the line the cut fell in is dropped too: a fragment of a secret on it would no longer match the secret, and
+   * so would escape the redaction every caller applies. When no line ends within the first 4 KiB (a line longer
+   * than that), those 4 KiB are dropped instead: more than any credential, and nothing of a line that long is
+   * read anyway. A character split there is dropped rather than shown as a replacement character.
    */
   text(): string {
     let bytes = this.bytes();
     if (this.cutBytes === 0) return bytes.toString('utf8');
-    let skip = 0;
-    while (skip < 3 && skip < bytes.length && ((bytes[skip] ?? 0) & 0xc0) === 0x80) skip++;
+    const newline = bytes.subarray(0, partialLineBytes).indexOf(0x0a);
+    let skip = newline >= 0 ? newline + 1 : Math.min(partialLineBytes, bytes.length);
+    const lineStart = skip;
+    while (skip < bytes.length && skip - lineStart < 3 && ((bytes[skip] ?? 0) & 0xc0) === 0x80) skip++;
     bytes = bytes.subarray(skip);
     return `${cutNote(this.cutBytes + skip)}\n${bytes.toString('utf8')}`;
   }
 }
+
+/** How much of a cut line text() drops at most before it drops a fixed amount instead. */
+export const partialLineBytes = 4096;
 
 export function cutNote(bytes: number): string {
   return `[liftoff: output too long, its first ${bytes} bytes were cut]`;

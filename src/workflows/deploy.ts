@@ -13,7 +13,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { NamedHost } from '../activities/types.js';
-import { deploySpecSchema, type DeploySpec } from '../config/schema.js';
+import { deploySpecSchema, hostNamePattern, type DeploySpec } from '../config/schema.js';
 import { formatIssues } from '../config/errors.js';
 import { resolveSshTarget } from '../config/targets.js';
 import { FailureType, type DeployTriggerName } from '../shared/failures.js';
@@ -27,6 +27,7 @@ import { startSupervision, takeOverSupervision } from './supervise-handoff.js';
 import { runUnderClusterId } from './under-cluster-id.js';
 import { waitHealthy } from './wait-healthy.js';
 import { deploySteps, type DeployProgress, type DeployResult, type StepState } from './steps.js';
+import { patches } from './patches.js';
 
 export const progressQuery = defineQuery<DeployProgress>('progress');
 
@@ -38,9 +39,6 @@ export interface DeployOptions {
   supervise?: boolean;
 }
 
-/** Deploys recorded before supervision existed neither take it over nor start it (test/histories replay). */
-export const supervisionPatch = 'supervision';
-
 export type ClusterHost = NamedHost & { role: 'head' | 'worker'; address: string };
 
 export async function deploy(input: unknown, options: DeployOptions = {}): Promise<DeployResult> {
@@ -48,7 +46,11 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
   const launchId = `${info.workflowId}:${info.runId}`;
   const scheduled = info.typedSearchAttributes.get(scheduledByIdKey) !== undefined;
   const trigger: DeployTrigger = options.trigger ?? (scheduled ? 'schedule' : 'ui');
-  const clusterGuess = isRecord(input) && typeof input.cluster === 'string' ? input.cluster : '(unknown)';
+  // Only a name the schema would accept: a refused spec's cluster still goes into a search attribute.
+  const clusterGuess =
+    isRecord(input) && typeof input.cluster === 'string' && hostNamePattern.test(input.cluster)
+      ? input.cluster
+      : '(unknown)';
   const progress: DeployProgress = {
     cluster: clusterGuess,
     launchId,
@@ -61,10 +63,18 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
   upsertSearchAttributes([{ key: searchAttributes.trigger, value: trigger }]);
   const tracker = new StepTracker(progress);
 
-  // 0. validate: the same check as the CLI's, for a spec pasted into the Temporal UI too.
+  // 0. validate: the same check as the CLI's, for a spec pasted into the Temporal UI too. Then the worker's
+  // policy: which known_hosts, keys and secret sources a spec may name is the worker's to say, so an activity
+  // checks it there before anything connects. Runs recorded before that check replay without it.
   let spec: DeploySpec;
   try {
-    spec = await tracker.run('validate', () => Promise.resolve(validate(input)));
+    spec = await tracker.run('validate', async () => {
+      const parsed = validate(input);
+      if (patched(patches.workerPolicy)) {
+        await stepActivities(parsed)('validate').checkWorkerPolicy({ spec: parsed });
+      }
+      return parsed;
+    });
   } catch (err) {
     // A refused spec still belongs in the cluster's history, when it names a cluster at all.
     if (clusterGuess !== '(unknown)') {
@@ -91,7 +101,7 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
   try {
     await tracker.run('preflight', () => preflight(spec, hosts, head, acts));
     // Every host passed, so this deploy goes ahead: the old supervisor must not relaunch what it removes.
-    supervised = patched(supervisionPatch);
+    supervised = patched(patches.supervision);
     if (supervised) await takeOverSupervision(spec.cluster, trigger);
     await tracker.run('stopServices', () => stopServices(spec, hosts, acts, tracker));
     await tracker.run('removeContainers', () => removeOldContainers(spec, hosts, acts, tracker));

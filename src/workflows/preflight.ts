@@ -26,6 +26,7 @@ export async function preflight(
         modelPath,
         volumes: spec.ray.volumes,
         logDir: h === head ? dirnameOf(spec.serve.logPath) : undefined,
+        logPath: h === head ? spec.serve.logPath : undefined,
         minFreeDiskGiB: spec.preflight.minFreeDiskGiB,
       }),
     ),

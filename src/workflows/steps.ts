@@ -18,14 +18,18 @@ export interface StepActivity {
 export interface StepDef {
   name: string;
   title: string;
-  /** What this step schedules; none for the workflow's own steps (validate, record). */
+  /** What this step schedules; none for the workflow's own step (record). */
   activities: readonly StepActivity[];
 }
 
 const host = (type: string): StepActivity => ({ type, retry: 'hostStep' });
 
 export const deploySteps = [
-  { name: 'validate', title: 'Validate the spec', activities: [] },
+  {
+    name: 'validate',
+    title: 'Validate the spec',
+    activities: [{ type: 'checkWorkerPolicy', retry: 'hostStep' }],
+  },
   { name: 'preflight', title: 'Preflight every host (read only)', activities: [host('preflightHost')] },
   { name: 'stopServices', title: 'Stop old services', activities: [host('stopServices')] },
   { name: 'removeContainers', title: 'Remove old containers', activities: [host('removeContainers')] },

@@ -12,6 +12,7 @@ import { NativeConnection, type Worker } from '@temporalio/worker';
 import type { Browser, Locator, Page } from 'playwright-core';
 import { startDevServer, type DevServer } from '../../src/temporal/dev-server.js';
 import { createLiftoffWorker } from '../../src/worker.js';
+import { simWorkerPolicy } from '../helpers/worker-policy.js';
 import { TASK_QUEUE, deployWorkflowId, searchAttributes } from '../../src/shared/constants.js';
 import { deploy, progressQuery } from '../../src/workflows/index.js';
 import { deploySteps, type DeployProgress } from '../../src/workflows/steps.js';
@@ -99,7 +100,11 @@ describe('the Temporal UI: live progress of a deploy, and the Start Workflow for
     for (const result of started) if (result.status === 'rejected') throw result.reason;
     assert.ok(server && browser);
     workerConnection = await NativeConnection.connect({ address: server.address });
-    worker = await createLiftoffWorker({ connection: workerConnection, namespace });
+    worker = await createLiftoffWorker({
+      connection: workerConnection,
+      namespace,
+      policy: simWorkerPolicy(sim),
+    });
     workerRunning = worker.run();
     // `after` awaits it and reports its error; this only keeps an early failure from being unhandled meanwhile.
     workerRunning.catch(() => undefined);

@@ -15,6 +15,7 @@ import { createTimeSkippingEnv } from '../helpers/temporal.js';
 import { workflowBundle } from '../../src/worker.js';
 import { deploy } from '../../src/workflows/index.js';
 import type * as activities from '../../src/activities/index.js';
+import { checkWorkerPolicy } from '../../src/activities/worker-policy.js';
 import type { CheckServeInput, CheckServeResult } from '../../src/activities/types.js';
 import { loadSpecFile } from '../../src/config/load.js';
 import { deploySpecSchema } from '../../src/config/schema.js';
@@ -35,6 +36,8 @@ function scriptedCluster(readyAfterMs: number | undefined) {
     () =>
       Promise.resolve(v);
   const impl: Partial<typeof activities> = {
+    // The real check (it reads no host): the example's ~/.ssh paths are what the default policy allows.
+    checkWorkerPolicy,
     preflightHost: (i) => Promise.resolve({ host: i.host.target.name, ok: true, checks: [] }),
     stopServices: (i) =>
       Promise.resolve({ host: i.host.target.name, stopped: i.units, disabled: [], notLoaded: [] }),

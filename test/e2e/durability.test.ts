@@ -151,7 +151,11 @@ describe('durability: the control host and the Temporal server die mid-deploy', 
 
   async function startWorker(): Promise<WorkerProcess> {
     assert.ok(server);
-    const w = await startWorkerProcess({ address: server.address, namespace });
+    const w = await startWorkerProcess({
+      address: server.address,
+      namespace,
+      workerPolicyPath: sim.workerPolicyPath,
+    });
     workers.push(w);
     return w;
   }

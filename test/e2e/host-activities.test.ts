@@ -83,9 +83,12 @@ describe('host preparation activities on the simulated cluster', () => {
 
   before(async () => {
     sim = await upCluster({ hosts: 2, mode: 'netns', stateDir, netIndex: 3 });
+    // Activities run here outside a worker take this process's worker policy: the sim's key and known_hosts.
+    process.env.LIFTOFF_WORKER_POLICY = sim.workerPolicyPath;
   });
 
   after(async () => {
+    delete process.env.LIFTOFF_WORKER_POLICY;
     await downCluster(stateDir);
   });
 
@@ -249,6 +252,15 @@ describe('host preparation activities on the simulated cluster', () => {
       assert.equal(err.type, 'SudoNotPermitted');
       assert.equal(err.nonRetryable, true);
       assert.match(err.message, /On spark2, sudo refused .*a password is required.*NOPASSWD/);
+      // The suggested rule allows exactly `systemctl stop|disable` of the named units, not all of systemctl.
+      const list = referenceUnits.join(' ');
+      assert.ok(
+        err.message.includes(
+          `NOPASSWD: /usr/bin/systemctl stop -- ${list}, /usr/bin/systemctl disable -- ${list}\``,
+        ),
+        err.message,
+      );
+      assert.doesNotMatch(err.message, /NOPASSWD: \/usr\/bin\/systemctl`/);
       assert.ok(Date.now() - started < 10_000);
     } finally {
       rmSync(join(bin, 'id'));

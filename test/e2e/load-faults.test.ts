@@ -132,6 +132,8 @@ describe('load faults: crash, hang, OOM and diagnostics on a simulated cluster',
     stateDir,
     netIndex: 10,
     vllm: { shards, shardSeconds: 0.3, graphCaptureSeconds: 0.4 },
+    // The worker lets specs read the test's variables (its own setting; LIFTOFF_* never could be).
+    workerPolicy: { fromEnv: ['SIM_TEST_RAY_HF_TOKEN', 'SIM_TEST_SERVE_HF_TOKEN', 'SIM_TEST_API_KEY'] },
   });
   let head: SimHost;
   const secrets = {
@@ -139,9 +141,9 @@ describe('load faults: crash, hang, OOM and diagnostics on a simulated cluster',
     serveEnvToken: `hf_${randomBytes(12).toString('hex')}`,
     apiKey: `sk-sim-${randomBytes(9).toString('hex')}`,
   };
-  process.env.LIFTOFF_TEST_RAY_HF_TOKEN = secrets.rayEnvToken;
-  process.env.LIFTOFF_TEST_SERVE_HF_TOKEN = secrets.serveEnvToken;
-  process.env.LIFTOFF_TEST_API_KEY = secrets.apiKey;
+  process.env.SIM_TEST_RAY_HF_TOKEN = secrets.rayEnvToken;
+  process.env.SIM_TEST_SERVE_HF_TOKEN = secrets.serveEnvToken;
+  process.env.SIM_TEST_API_KEY = secrets.apiKey;
   /** The crash deploy carries the secrets; the diagnostics test reads what it left. */
   let crashed: FailedDeploy | undefined;
 
@@ -199,13 +201,13 @@ describe('load faults: crash, hang, OOM and diagnostics on a simulated cluster',
     const spec = {
       ...base,
       // Secrets are references: the worker (this process) resolves them from its own environment.
-      ray: { ...base.ray, env: { ...base.ray.env, HF_TOKEN: { fromEnv: 'LIFTOFF_TEST_RAY_HF_TOKEN' } } },
+      ray: { ...base.ray, env: { ...base.ray.env, HF_TOKEN: { fromEnv: 'SIM_TEST_RAY_HF_TOKEN' } } },
       serve: {
         ...base.serve,
         env: {
           ...base.serve.env,
-          HF_TOKEN: { fromEnv: 'LIFTOFF_TEST_SERVE_HF_TOKEN' },
-          VLLM_API_KEY: { fromEnv: 'LIFTOFF_TEST_API_KEY' },
+          HF_TOKEN: { fromEnv: 'SIM_TEST_SERVE_HF_TOKEN' },
+          VLLM_API_KEY: { fromEnv: 'SIM_TEST_API_KEY' },
         },
       },
     };

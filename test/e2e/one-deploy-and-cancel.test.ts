@@ -29,6 +29,7 @@ describe('one deploy per cluster, and cancel', () => {
     stateDir,
     netIndex: 11,
     vllm: { shards: 39, shardSeconds: 0.25, graphCaptureSeconds: 0.5 },
+    workerPolicy: { fromEnv: ['SIM_TEST_VLLM_API_KEY'] },
   });
   let specFile: string;
 
@@ -134,13 +135,13 @@ describe('one deploy per cluster, and cancel', () => {
     const uiId = `ui-run-${Date.now()}`;
     // The key is a reference the worker (this process) resolves: the health check and the smoke test must send it.
     const apiKey = `sk-test-${Date.now().toString(36)}`;
-    process.env.LIFTOFF_TEST_VLLM_API_KEY = apiKey;
+    process.env.SIM_TEST_VLLM_API_KEY = apiKey;
     const base = simDeploySpec(e2e.sim, { cluster: clusterName });
     const spec = {
       ...base,
       serve: {
         ...base.serve,
-        env: { ...base.serve.env, VLLM_API_KEY: { fromEnv: 'LIFTOFF_TEST_VLLM_API_KEY' } },
+        env: { ...base.serve.env, VLLM_API_KEY: { fromEnv: 'SIM_TEST_VLLM_API_KEY' } },
       },
     };
     const result = await e2e.client.workflow.execute(deploy, {

@@ -15,7 +15,13 @@ import { probeCluster } from '../../src/workflows/index.js';
 const stateDir = '/tmp/liftoff-test-probe';
 
 describe('probe workflow over the simulated cluster (namespace mode)', () => {
-  const e2e = useE2eCluster({ stateDir, netIndex: 6 });
+  const e2e = useE2eCluster({
+    stateDir,
+    netIndex: 6,
+    // The worker trusts this test's own known_hosts and keys too (its setting, never the spec's): the cases
+    // below are about what the hosts say to a wrong key, not about the policy.
+    workerPolicy: { knownHosts: [stateDir], privateKeys: [stateDir] },
+  });
 
   it('reads every host GPU state, the second host through the head as jump host', async () => {
     assert.equal(e2e.sim.mode, 'netns');

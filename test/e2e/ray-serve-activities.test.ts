@@ -165,9 +165,12 @@ describe('ray, serve, health, smoke and diagnostics activities (simulated cluste
         auth: { privateKeyPath: sim.privateKeyPath, knownHostsPath: sim.knownHostsPath },
       });
     }
+    // Activities run here outside a worker take this process's worker policy: the sim's key and known_hosts.
+    process.env.LIFTOFF_WORKER_POLICY = sim.workerPolicyPath;
   });
 
   after(async () => {
+    delete process.env.LIFTOFF_WORKER_POLICY;
     await downCluster(stateDir);
   });
 

@@ -28,7 +28,7 @@ const clusterName = 'sched';
 const scheduleId = `liftoff-${clusterName}`;
 const secret = 'hf_sched_e2e_secret_value';
 // The spec names the secret; only the worker (this process) has its value.
-const secretVar = 'LIFTOFF_SCHEDULE_TEST_HF_TOKEN';
+const secretVar = 'SIM_SCHEDULE_TEST_HF_TOKEN';
 const secretRef = { fromEnv: secretVar };
 
 /** The hour a time has in a zone. */
@@ -51,6 +51,7 @@ describe('liftoff schedule (real dev server, CLI as a separate process)', () => 
     netIndex: 14,
     // A load of a few seconds: long enough for a second trigger to find the first run still going.
     vllm: { shards: 20, shardSeconds: 0.15, graphCaptureSeconds: 0.3 },
+    workerPolicy: { fromEnv: [secretVar] },
   });
 
   before(() => {

@@ -18,7 +18,7 @@ import { liftoffDataConverter, ENCRYPTED_ENCODING } from '../../src/temporal/cod
 import { temporalCliPath } from '../../src/temporal/cli-path.js';
 import { TASK_QUEUE, deployWorkflowId } from '../../src/shared/constants.js';
 import { deploy } from '../../src/workflows/index.js';
-import { supervisionPatch } from '../../src/workflows/deploy.js';
+import { patchIds } from '../../src/workflows/patches.js';
 import type { DeployResult } from '../../src/workflows/steps.js';
 import type { StatusReport } from '../../src/commands/status.js';
 import type { Postmortem } from '../../src/report/index.js';
@@ -26,6 +26,7 @@ import { downCluster, upCluster, type SimCluster } from '../../sim/cluster.js';
 import { simDeploySpec } from '../../sim/spec.js';
 import { createDevServerEnv } from '../helpers/temporal.js';
 import { sshRun } from '../helpers/ssh.js';
+import { simWorkerPolicy } from '../helpers/worker-policy.js';
 import { historyExportArgs } from '../../scripts/lib/history-export.js';
 
 const execFileAsync = promisify(execFile);
@@ -33,7 +34,7 @@ const stateDir = '/tmp/liftoff-test-secrets';
 const clusterName = 'secrets';
 const workflowId = deployWorkflowId(clusterName);
 const plainQueue = 'liftoff-secrets-plain';
-const tokenEnv = 'LIFTOFF_TEST_SECRETS_HF_TOKEN';
+const tokenEnv = 'SIM_TEST_SECRETS_HF_TOKEN';
 const token = `hf_${randomBytes(16).toString('hex')}`;
 const payloadKey = randomBytes(32).toString('base64');
 
@@ -147,6 +148,7 @@ describe('secrets: nothing secret in an exported history; payload encryption', (
         namespace,
         taskQueue,
         dataConverter,
+        policy: simWorkerPolicy(sim, { fromEnv: [tokenEnv] }),
       });
       workers.push({ worker, running: worker.run() });
     }
@@ -317,7 +319,7 @@ describe('secrets: nothing secret in an exported history; payload encryption', (
     const isPatchMarker = (p: PayloadSeen) =>
       /\.markerRecordedEventAttributes\.details\.patch-data\./.test(p.path) &&
       Object.values(JSON.parse(p.data) as Record<string, unknown>).every(
-        (v) => v === supervisionPatch || typeof v === 'boolean',
+        (v) => (typeof v === 'string' && patchIds.includes(v)) || typeof v === 'boolean',
       );
     assert.deepEqual(
       plain.filter((p) => !/\.searchAttributes\.indexedFields\./.test(p.path) && !isPatchMarker(p)),

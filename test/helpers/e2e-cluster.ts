@@ -6,6 +6,8 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { createLiftoffWorker } from '../../src/worker.js';
 import { upCluster, downCluster, type SimCluster, type SimClusterOptions } from '../../sim/cluster.js';
 import { createDevServerEnv } from './temporal.js';
+import { simWorkerPolicy } from './worker-policy.js';
+import type { WorkerPolicySettings } from '../../src/config/worker-policy.js';
 
 interface E2eCluster {
   sim: SimCluster;
@@ -14,12 +16,19 @@ interface E2eCluster {
   stop(): Promise<void>;
 }
 
-async function startE2eCluster(opts: SimClusterOptions & { stateDir: string }): Promise<E2eCluster> {
+async function startE2eCluster(
+  opts: SimClusterOptions & {
+    stateDir: string;
+    /** What the worker allows beyond the sim's key and known_hosts (its settings, never the spec's). */
+    workerPolicy?: WorkerPolicySettings;
+  },
+): Promise<E2eCluster> {
   await downCluster(opts.stateDir);
   const [sim, env] = await Promise.all([upCluster(opts), createDevServerEnv()]);
   const worker = await createLiftoffWorker({
     connection: env.nativeConnection,
     namespace: env.namespace ?? 'default',
+    policy: simWorkerPolicy(sim, opts.workerPolicy),
   });
   const running = worker.run();
   return {
@@ -43,7 +52,12 @@ export interface E2eClusterHandle {
   readonly temporalEnv: { TEMPORAL_ADDRESS: string; TEMPORAL_NAMESPACE: string };
 }
 
-export type E2eClusterOptions = Partial<SimClusterOptions> & { stateDir: string; netIndex: number };
+export type E2eClusterOptions = Partial<SimClusterOptions> & {
+  stateDir: string;
+  netIndex: number;
+  /** What the worker allows beyond the sim's key and known_hosts (its settings, never the spec's). */
+  workerPolicy?: WorkerPolicySettings;
+};
 
 /**
  * Registers the enclosing suite's hooks: `before` brings up the simulated cluster, a dev server and a worker;

@@ -224,13 +224,28 @@ describe('the executor keeps a bounded tail of each stream', () => {
     assert.equal(tail.bytes().length, 1024);
     assert.equal(tail.cutBytes, 100 * 1000 + 4 - 1024);
     assert.ok(tail.bytes().toString().endsWith('END\n'));
-    assert.ok(tail.text().startsWith(`${cutNote(tail.cutBytes)}\n`));
+    // The kept bytes are one line cut at its front: the text drops it whole, and the note counts it.
+    assert.equal(tail.text(), `${cutNote(tail.cutBytes + 1024)}\n`);
   });
 
-  it('drops a character split by the cut instead of showing a replacement character', () => {
-    const tail = new OutputTail(5);
-    tail.push(Buffer.from('€€', 'utf8')); // 6 bytes: the first byte of the first € is cut
-    assert.equal(tail.text(), `${cutNote(3)}\n€`);
+  it('drops the rest of the line the cut fell in: no fragment of a secret is left for redaction to miss', () => {
+    const secret = 'sk-live-0123456789abcdefghijklmnopqrstuvwxyz';
+    const after = 'after the secret\n';
+    // Kept: the secret's last 20 characters, its newline, and the line after.
+    const tail = new OutputTail(20 + 1 + after.length);
+    tail.push(Buffer.from(`${'a'.repeat(2000)}\n--api-key ${secret}\n`));
+    tail.push(Buffer.from(after));
+    assert.equal(tail.bytes().toString(), `${secret.slice(-20)}\n${after}`);
+    const text = tail.text();
+    assert.ok(!text.includes(secret.slice(-20)), text);
+    assert.equal(text.split('\n').slice(1).join('\n'), after);
+    assert.match(text, /^\[liftoff: output too long, its first \d+ bytes were cut\]\n/);
+  });
+
+  it('a line longer than 4 KiB loses its first 4 KiB, and a character split there is dropped whole', () => {
+    const tail = new OutputTail(4100);
+    tail.push(Buffer.from('€'.repeat(2000), 'utf8')); // 6000 bytes, no newline: 1900 cut, then 4096 + 1 dropped
+    assert.equal(tail.text(), `${cutNote(1900 + 4097)}\n€`);
   });
 
   it('a short output is kept whole, with no note', () => {

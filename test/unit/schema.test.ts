@@ -136,7 +136,90 @@ describe('deploy spec schema', () => {
       (s) => (s.ray.env.HF_TOKEN = { fromVault: 'x' }),
       /ray\.env\.HF_TOKEN/,
     ],
+    // Secret flags, whatever their spelling vllm's parser accepts.
+    [
+      '--api_key=S',
+      (s) => (s.serve.args = ['--api_key=S']),
+      /serve\.args\[0\]: "--api_key" takes a credential/,
+    ],
+    [
+      '--hf_token S',
+      (s) => (s.serve.args = ['--hf_token', 'S']),
+      /serve\.args\[0\]: "--hf_token" takes a credential/,
+    ],
+    ['--api-k=S', (s) => (s.serve.args = ['--api-k=S']), /serve\.args\[0\]: "--api-k" takes a credential/],
+    // Guard rails on what a spec may do to a host.
+    [
+      'a serve log that is a system file',
+      (s) => (s.serve.logPath = '/etc/passwd'),
+      /serve\.logPath: "\/etc\/passwd" lies under \/etc, a system folder: .*e\.g\. \/var\/log\/vllm\/serve\.log/,
+    ],
+    ...['/usr/lib/x.log', '/bin/sh', '/boot/vmlinuz', '/proc/1/mem', '/sys/kernel/x', '/dev/sda'].map(
+      (path): [string, (s: Record<string, any>) => void, RegExp] => [
+        `a serve log at ${path}`,
+        (s) => (s.serve.logPath = path),
+        /serve\.logPath: .* a system folder/,
+      ],
+    ),
+    [
+      'a serve log that climbs out with ..',
+      (s) => (s.serve.logPath = '/home/aurora/../../etc/shadow'),
+      /serve\.logPath: .* contains "\.\."/,
+    ],
+    [
+      'a serve log under ~/',
+      (s) => (s.serve.logPath = '~/vllm.log'),
+      /serve\.logPath: "~\/vllm\.log" starts with ~, which is not expanded on the hosts .*write the absolute path, e\.g\. \/home\/USER\/vllm\.log/,
+    ],
+    [
+      'a model path under ~/',
+      (s) => (s.serve.modelPath = '~/models/qwen'),
+      /serve\.modelPath: "~\/models\/qwen" starts with ~/,
+    ],
+    ...[
+      'sshd',
+      'ssh.service',
+      'docker.service',
+      'docker.socket',
+      'containerd',
+      'systemd-networkd',
+      'networking.service',
+    ].map((unit): [string, (s: Record<string, any>) => void, RegExp] => [
+      `cleanup.services listing ${unit}`,
+      (s) => (s.cleanup.services = ['vllm-cluster.service', unit]),
+      /cleanup\.services\[1\]: .* liftoff never stops or disables it\. Remove it from cleanup\.services/,
+    ]),
+    [
+      'a volume of the host root',
+      (s) => (s.ray.volumes = [...(s.ray.volumes as string[]), '/:/host']),
+      /ray\.volumes\[1\]: mounts the host's root filesystem .* set ray\.allowDangerousMounts: true/,
+    ],
+    [
+      'a volume of the docker socket',
+      (s) => (s.ray.volumes = [...(s.ray.volumes as string[]), '/var/run/docker.sock:/var/run/docker.sock']),
+      /ray\.volumes\[1\]: mounts the container runtime socket.* ray\.allowDangerousMounts: true/,
+    ],
+    [
+      'a volume of the folder holding the docker socket',
+      (s) => (s.ray.volumes = [...(s.ray.volumes as string[]), '/run:/host-run:ro']),
+      /ray\.volumes\[1\]: mounts \/run, which holds the container runtime socket/,
+    ],
   ];
+  it('allows the dangerous mounts with allowDangerousMounts: true, and a serve log in a folder of its own', () => {
+    const spec = structuredClone(example) as Record<string, any>;
+    spec.ray.volumes = [
+      ...(spec.ray.volumes as string[]),
+      '/:/host:ro',
+      '/var/run/docker.sock:/var/run/docker.sock',
+    ];
+    spec.ray.allowDangerousMounts = true;
+    spec.serve.logPath = '/var/log/vllm/serve.log';
+    spec.cleanup.services = ['vllm-cluster.service', 'sshd-keygen-helper.service', 'docker-cleanup.timer'];
+    const parsed = deploySpecSchema.parse(spec);
+    assert.equal(parsed.ray.allowDangerousMounts, true);
+    // Not set, it stays out of the spec: runs recorded before it existed carry the same shape.
+    assert.equal(deploySpecSchema.parse(example).ray.allowDangerousMounts, undefined);
+  });
   it('accepts secrets as references, and flags that only look like secret ones', () => {
     const spec = structuredClone(example) as Record<string, any>;
     spec.serve.env = {

@@ -6,6 +6,8 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ApplicationFailure } from '@temporalio/common';
 import { postWebhook } from '../../src/activities/webhook.js';
+import { bindWorkerPolicy } from '../../src/activities/worker-policy.js';
+import { workerPolicyFrom } from '../../src/config/worker-policy.js';
 
 describe('postWebhook', () => {
   let server: Server;
@@ -52,12 +54,14 @@ describe('postWebhook', () => {
   });
 
   it('reads the URL from a secret reference', async () => {
-    process.env.LIFTOFF_TEST_WEBHOOK_URL = `${base}/T000/B000/secret-token`;
+    process.env.UNIT_WEBHOOK_URL = `${base}/T000/B000/secret-token`;
+    // The worker's policy, not the spec, allows the variable (what it refuses: worker-policy.test.ts).
+    const policy = workerPolicyFrom({ fromEnv: ['UNIT_WEBHOOK_URL'] }, 'the test');
     try {
-      await postWebhook(input({ fromEnv: 'LIFTOFF_TEST_WEBHOOK_URL' }));
+      await bindWorkerPolicy(policy, postWebhook)(input({ fromEnv: 'UNIT_WEBHOOK_URL' }));
       assert.equal(received.at(-1)?.path, '/T000/B000/secret-token');
     } finally {
-      delete process.env.LIFTOFF_TEST_WEBHOOK_URL;
+      delete process.env.UNIT_WEBHOOK_URL;
     }
   });
 

@@ -1,0 +1,71 @@
+// The worker's policy where activities run. createLiftoffWorker loads it once and binds it to every activity it
+// registers (bindWorkerPolicy), so each activity sees its own worker's policy even when one process runs two
+// workers. Code that runs an activity outside a worker (a test calling it directly) gets the policy of this
+// process's environment, so no path through the activities goes unchecked.
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { ApplicationFailure } from '@temporalio/common';
+import type { DeploySpec } from '../config/schema.js';
+import { loadWorkerPolicy, workerPolicyEnv, type WorkerPolicy } from '../config/worker-policy.js';
+import {
+  policyRefusals,
+  refusalText,
+  sshAuthRefusals,
+  type PolicySubject,
+  type SshAuthRequest,
+} from '../config/policy-check.js';
+import { FailureType } from '../shared/failures.js';
+
+const bound = new AsyncLocalStorage<WorkerPolicy>();
+let fromEnvironment: { file: string | undefined; policy: WorkerPolicy } | undefined;
+
+/** `fn`, running under `policy` wherever it is called from. */
+export function bindWorkerPolicy<A extends unknown[], R>(
+  policy: WorkerPolicy,
+  fn: (...args: A) => Promise<R>,
+): (...args: A) => Promise<R> {
+  return (...args) => bound.run(policy, () => fn(...args));
+}
+
+/** The policy of the worker running this activity; outside a worker, the one this process's environment gives. */
+export function activeWorkerPolicy(): WorkerPolicy {
+  const policy = bound.getStore();
+  if (policy) return policy;
+  const file = process.env[workerPolicyEnv];
+  if (fromEnvironment === undefined || fromEnvironment.file !== file) {
+    fromEnvironment = { file, policy: loadWorkerPolicy(process.env) };
+  }
+  return fromEnvironment.policy;
+}
+
+function refused(text: string): ApplicationFailure {
+  return ApplicationFailure.create({ type: FailureType.invalidSpec, message: text, nonRetryable: true });
+}
+
+/** Throws the refusal, before any connection, when the policy does not allow these SSH settings. */
+export function assertSshAuthAllowed(auth: SshAuthRequest): void {
+  const policy = activeWorkerPolicy();
+  const refusals = sshAuthRefusals(auth, policy);
+  if (refusals.length > 0) throw refused(refusalText(refusals, policy));
+}
+
+export interface CheckWorkerPolicyInput {
+  spec: DeploySpec;
+}
+
+export interface CheckWorkerPolicyResult {
+  /** Which policy allowed the spec (a file, or the defaults). */
+  policy: string;
+}
+
+/**
+ * The validate step's check on the worker: the spec's known_hosts, key, agent and secret references against
+ * this worker's policy, before any SSH. A refusal names each field and the worker setting that would allow it;
+ * it holds paths and variable names, never a value.
+ */
+export function checkWorkerPolicy(input: CheckWorkerPolicyInput): Promise<CheckWorkerPolicyResult> {
+  const policy = activeWorkerPolicy();
+  const subject: PolicySubject = input.spec;
+  const refusals = policyRefusals(subject, policy);
+  if (refusals.length > 0) return Promise.reject(refused(refusalText(refusals, policy)));
+  return Promise.resolve({ policy: policy.source });
+}

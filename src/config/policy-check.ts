@@ -1,0 +1,237 @@
+// A spec against the worker's policy (worker-policy.ts): which of the paths and variables it names the worker
+// does not allow, each with the field and the worker setting that would allow it. Run by the workflow's validate
+// step (the checkWorkerPolicy activity), by every SSH connection and secret read on the worker, and by
+// `liftoff validate`. A path is allowed when it lies in a listed file or directory both as written (after `~`
+// and `..` are resolved) and, when it exists, once its symlinks are followed: a link cannot lead out.
+import { constants, realpathSync, statSync } from 'node:fs';
+import { open } from 'node:fs/promises';
+import { homedir } from 'node:os';
+import { formatPath } from './errors.js';
+import type { EnvSpec, SecretRef } from './schema.js';
+import {
+  expandWorkerPath,
+  isWorkerOwnVariable,
+  workerPolicyEnv,
+  type WorkerPolicy,
+} from './worker-policy.js';
+
+export interface PolicyRefusal {
+  /** The spec's field, formatPath syntax (ssh.knownHostsPath, serve.env.HF_TOKEN.fromFile). */
+  field: string;
+  message: string;
+}
+
+/** The SSH settings a spec (or an activity's host reference) asks the worker to use. */
+export interface SshAuthRequest {
+  knownHostsPath: string;
+  privateKeyPath?: string | undefined;
+  useAgent?: boolean | undefined;
+}
+
+/** The parts of a spec that reach worker-side resources. */
+export interface PolicySubject {
+  ssh: SshAuthRequest;
+  ray?: { env: EnvSpec };
+  serve?: { env: EnvSpec };
+  /** A webhook URL may be a secret reference (a Slack URL is a credential). */
+  notify?: { webhooks: ReadonlyArray<{ url: string | SecretRef }> };
+}
+
+function within(path: string, entry: string): boolean {
+  return path === entry || path.startsWith(entry.endsWith('/') ? entry : `${entry}/`);
+}
+
+function realpathOf(path: string): string | undefined {
+  try {
+    return realpathSync(path);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Whether `path` lies in one of `entries`, as written and with its symlinks followed. */
+function allowedBy(path: string, entries: readonly string[], home: string): boolean {
+  const written = expandWorkerPath(path, home);
+  if (!entries.some((e) => within(written, e))) return false;
+  const real = realpathOf(written);
+  if (real === undefined) return true; // nothing there yet: nothing to follow
+  return entries.some((e) => within(real, realpathOf(e) ?? e));
+}
+
+/** How to allow something: the setting, in the policy file the worker reads or in one it would read. */
+export function settingHint(setting: string, policy: WorkerPolicy): string {
+  return policy.file !== undefined
+    ? `${setting} in the worker policy ${policy.file}`
+    : `${setting} in a worker policy file named by ${workerPolicyEnv} (this worker runs with the defaults)`;
+}
+
+function listed(entries: readonly string[]): string {
+  return entries.length > 0 ? entries.join(', ') : 'none';
+}
+
+export function sshAuthRefusals(
+  auth: SshAuthRequest,
+  policy: WorkerPolicy,
+  home: string = homedir(),
+): PolicyRefusal[] {
+  const out: PolicyRefusal[] = [];
+  if (!allowedBy(auth.knownHostsPath, policy.knownHosts, home)) {
+    out.push({
+      field: 'ssh.knownHostsPath',
+      message: `${JSON.stringify(auth.knownHostsPath)} is not a known_hosts file this worker trusts (knownHosts: ${listed(policy.knownHosts)}). The worker's host keys are its own; to trust this file, list it under ${settingHint('knownHosts', policy)}.`,
+    });
+  }
+  if (auth.privateKeyPath !== undefined && !allowedBy(auth.privateKeyPath, policy.privateKeys, home)) {
+    out.push({
+      field: 'ssh.privateKeyPath',
+      message: `${JSON.stringify(auth.privateKeyPath)} is not a key this worker may use (privateKeys: ${listed(policy.privateKeys)}). Name one of those, or list it under ${settingHint('privateKeys', policy)}.`,
+    });
+  }
+  if (auth.useAgent === true && !policy.agent) {
+    out.push({
+      field: 'ssh.useAgent',
+      message: `this worker does not lend its SSH agent to specs (agent: false). Name a key of privateKeys instead, or set agent: true under ${settingHint('agent', policy)}.`,
+    });
+  }
+  return out;
+}
+
+/** Why the worker may not read variable `name` for a spec; undefined when it may. */
+export function envRefusal(name: string, policy: WorkerPolicy): string | undefined {
+  if (isWorkerOwnVariable(name)) {
+    return `${name} is a liftoff or Temporal setting of the worker (LIFTOFF_*, TEMPORAL_*), which no spec may read, whatever the worker policy lists. Give the secret its own variable (e.g. HF_TOKEN) and list that under ${settingHint('fromEnv', policy)}.`;
+  }
+  if (!policy.fromEnv.includes(name)) {
+    return `the worker does not let specs read ${name} (fromEnv: ${listed(policy.fromEnv)}). Use one of those, or list ${name} under ${settingHint('fromEnv', policy)}.`;
+  }
+  return undefined;
+}
+
+/**
+ * Why the worker may not read `path` for a spec; undefined when it may. A file that is not there yet passes
+ * (another worker may hold it; reading it fails later with its own message), anything else there must be a
+ * regular file within the size cap, inside the secrets directory once its links are followed.
+ */
+export function secretFileRefusal(
+  path: string,
+  policy: WorkerPolicy,
+  home: string = homedir(),
+): string | undefined {
+  const outside = `${JSON.stringify(path)} is not in this worker's secrets directory (secretsDir: ${policy.secretsDir}). Put the secret there, or change ${settingHint('secretsDir', policy)}.`;
+  if (!allowedBy(path, [policy.secretsDir], home)) return outside;
+  let stat;
+  try {
+    stat = statSync(expandWorkerPath(path, home));
+  } catch {
+    return undefined;
+  }
+  if (!stat.isFile())
+    return `${JSON.stringify(path)} is not a regular file; a secret is read from a regular file only.`;
+  if (stat.size > policy.maxSecretFileBytes) {
+    return `${JSON.stringify(path)} holds ${stat.size} bytes, more than the ${policy.maxSecretFileBytes} a secret file may (maxSecretFileBytes in the worker policy).`;
+  }
+  return undefined;
+}
+
+function refRefusal(
+  field: string,
+  ref: SecretRef,
+  policy: WorkerPolicy,
+  home: string,
+): PolicyRefusal | undefined {
+  if ('fromEnv' in ref) {
+    const message = envRefusal(ref.fromEnv, policy);
+    return message ? { field: `${field}.fromEnv`, message } : undefined;
+  }
+  const message = secretFileRefusal(ref.fromFile, policy, home);
+  return message ? { field: `${field}.fromFile`, message } : undefined;
+}
+
+/** Every field of `spec` the policy refuses (none: the worker may do what the spec asks). */
+export function policyRefusals(
+  spec: PolicySubject,
+  policy: WorkerPolicy,
+  home: string = homedir(),
+): PolicyRefusal[] {
+  const out = sshAuthRefusals(spec.ssh, policy, home);
+  for (const section of ['ray', 'serve'] as const) {
+    for (const [name, value] of Object.entries(spec[section]?.env ?? {})) {
+      if (typeof value === 'string') continue;
+      const refusal = refRefusal(formatPath([section, 'env', name]), value, policy, home);
+      if (refusal) out.push(refusal);
+    }
+  }
+  (spec.notify?.webhooks ?? []).forEach(({ url }, i) => {
+    if (typeof url === 'string') return;
+    const refusal = refRefusal(formatPath(['notify', 'webhooks', i, 'url']), url, policy, home);
+    if (refusal) out.push(refusal);
+  });
+  return out;
+}
+
+/** The refusals as one message: the policy, then a line per field, as spec errors are written. */
+export function refusalText(refusals: readonly PolicyRefusal[], policy: WorkerPolicy): string {
+  return `refused by the worker policy (${policy.source}):\n${refusals.map((r) => `  ${r.field}: ${r.message}`).join('\n')}`;
+}
+
+export class SecretFileError extends Error {
+  override name = 'SecretFileError';
+  constructor(
+    message: string,
+    /** The errno code when the file could not be opened (ENOENT, EACCES…); undefined for a policy refusal. */
+    readonly code?: string,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * Reads a `{ fromFile }` secret under the policy: inside the secrets directory with its links followed, opened
+ * without blocking (a FIFO cannot stall the worker), a regular file, at most maxSecretFileBytes. The trailing
+ * newline is dropped.
+ */
+export async function readSecretFile(
+  path: string,
+  policy: WorkerPolicy,
+  home: string = homedir(),
+): Promise<string> {
+  const refusal = secretFileRefusal(path, policy, home);
+  if (refusal) throw new SecretFileError(refusal);
+  const written = expandWorkerPath(path, home);
+  let handle;
+  try {
+    handle = await open(written, constants.O_RDONLY | constants.O_NONBLOCK);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? 'error';
+    throw new SecretFileError(`cannot open ${JSON.stringify(path)} (${code})`, code);
+  }
+  try {
+    // Checked again on what was opened: the path may have changed since it was checked.
+    const real = realpathOf(written);
+    const stat = await handle.stat();
+    if (real === undefined || !within(real, realpathOf(policy.secretsDir) ?? policy.secretsDir)) {
+      throw new SecretFileError(
+        `${JSON.stringify(path)} leads out of the secrets directory ${policy.secretsDir}`,
+      );
+    }
+    if (!stat.isFile()) throw new SecretFileError(`${JSON.stringify(path)} is not a regular file`);
+    const buffer = Buffer.alloc(policy.maxSecretFileBytes + 1);
+    let bytesRead = 0;
+    for (;;) {
+      const { bytesRead: n } = await handle.read(buffer, bytesRead, buffer.length - bytesRead, bytesRead);
+      bytesRead += n;
+      if (n === 0 || bytesRead === buffer.length) break;
+    }
+    if (bytesRead > policy.maxSecretFileBytes) {
+      throw new SecretFileError(
+        `${JSON.stringify(path)} is larger than the ${policy.maxSecretFileBytes} bytes a secret file may hold`,
+      );
+    }
+    return buffer
+      .subarray(0, bytesRead)
+      .toString('utf8')
+      .replace(/\r?\n$/, '');
+  } finally {
+    await handle.close();
+  }
+}

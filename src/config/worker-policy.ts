@@ -1,0 +1,150 @@
+// The worker's trust policy: what a spec may make this worker reach. Whoever can start a deploy chooses the spec,
+// so the spec must not choose the worker's trust anchors or secret sources. The worker's own settings name them
+// (the known_hosts files, the private keys, whether its SSH agent may be used, the directory `{ fromFile }` reads
+// from and the variables `{ fromEnv }` reads); a spec picks among them and never names a new one. Loaded from
+// the file LIFTOFF_WORKER_POLICY names, or the defaults below; checked by src/config/policy-check.ts.
+import { readFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { resolve } from 'node:path';
+import { parse as parseYaml } from 'yaml';
+import { z } from 'zod';
+import { formatIssues } from './errors.js';
+
+/** The variable that names the worker's policy file. */
+export const workerPolicyEnv = 'LIFTOFF_WORKER_POLICY';
+
+/**
+ * Variables no spec may read, whatever the policy lists: liftoff's own settings (LIFTOFF_PAYLOAD_KEY) and
+ * Temporal's (TEMPORAL_API_KEY, TEMPORAL_TLS_*), which would hand the spec's author the history or the server.
+ */
+const workerOwnVariable = /^(LIFTOFF_|TEMPORAL_)/i;
+
+export function isWorkerOwnVariable(name: string): boolean {
+  return workerOwnVariable.test(name);
+}
+
+export interface WorkerPolicy {
+  /** Where the policy came from, for messages: the file and the variable that named it, or the defaults. */
+  source: string;
+  /** The policy file, when one was read: where a refusal tells the operator to widen it. */
+  file?: string;
+  /** Absolute paths (home expanded): files, or directories whose files a spec may name as ssh.knownHostsPath. */
+  knownHosts: string[];
+  /** The same, for ssh.privateKeyPath. */
+  privateKeys: string[];
+  /** Whether ssh.useAgent may use this worker's SSH agent (SSH_AUTH_SOCK of the worker). */
+  agent: boolean;
+  /** `{ fromFile }` must name a regular file under this directory. */
+  secretsDir: string;
+  /** The largest secret file `{ fromFile }` reads. */
+  maxSecretFileBytes: number;
+  /** The variables `{ fromEnv }` may read. */
+  fromEnv: string[];
+}
+
+/** What a worker allows when nothing says otherwise: the common single-user setup. */
+export const defaultWorkerPolicySettings = {
+  knownHosts: ['~/.ssh'],
+  privateKeys: ['~/.ssh'],
+  agent: true,
+  secretsDir: '~/.liftoff/secrets',
+  maxSecretFileBytes: 64 * 1024,
+  fromEnv: ['HF_TOKEN', 'HUGGING_FACE_HUB_TOKEN', 'VLLM_API_KEY'],
+} as const;
+
+const pathSetting = z
+  .string()
+  .regex(/^(\/|~\/|~$)/, 'expected an absolute path (starting with / or ~/, the worker user’s home)')
+  .refine((p) => !p.includes('\0'), 'contains a NUL byte');
+
+const envNameSetting = z
+  .string()
+  .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'expected an environment variable name')
+  .refine((name) => !isWorkerOwnVariable(name), {
+    error: (issue) =>
+      `${String(issue.input)} is a liftoff or Temporal setting of the worker (LIFTOFF_*, TEMPORAL_*): no spec may read those, so it cannot be listed`,
+  });
+
+/** The policy file: every field optional, a missing one keeps its default. */
+export const workerPolicySettingsSchema = z.strictObject({
+  knownHosts: z.array(pathSetting).optional(),
+  privateKeys: z.array(pathSetting).optional(),
+  agent: z.boolean().optional(),
+  secretsDir: pathSetting.optional(),
+  maxSecretFileBytes: z
+    .number()
+    .int()
+    .min(1)
+    .max(1024 * 1024, 'expected at most 1048576 (1 MiB): a secret is a line, not a file of data')
+    .optional(),
+  fromEnv: z.array(envNameSetting).optional(),
+});
+export type WorkerPolicySettings = z.infer<typeof workerPolicySettingsSchema>;
+
+export class WorkerPolicyError extends Error {
+  override name = 'WorkerPolicyError';
+}
+
+/** `~` and `~/…` are the worker user's home; the result is absolute and normalised (no `.` or `..`). */
+export function expandWorkerPath(path: string, home: string = homedir()): string {
+  if (path === '~') return resolve(home);
+  if (path.startsWith('~/')) return resolve(home, path.slice(2));
+  return resolve(path);
+}
+
+/** The policy that `settings` (a parsed policy file, or nothing) gives, with `home` as the worker user's home. */
+export function workerPolicyFrom(
+  settings: WorkerPolicySettings,
+  source: string,
+  home: string = homedir(),
+  file?: string,
+): WorkerPolicy {
+  const merged = { ...defaultWorkerPolicySettings, ...settings };
+  return {
+    source,
+    ...(file !== undefined ? { file } : {}),
+    knownHosts: merged.knownHosts.map((p) => expandWorkerPath(p, home)),
+    privateKeys: merged.privateKeys.map((p) => expandWorkerPath(p, home)),
+    agent: merged.agent,
+    secretsDir: expandWorkerPath(merged.secretsDir, home),
+    maxSecretFileBytes: merged.maxSecretFileBytes,
+    fromEnv: [...merged.fromEnv],
+  };
+}
+
+/** Reads and checks a policy file; a bad one is an error naming the file and every bad field. */
+export function readWorkerPolicyFile(file: string, home: string = homedir()): WorkerPolicy {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new WorkerPolicyError(
+      `cannot read the worker policy ${file} (${workerPolicyEnv}): ${(err as NodeJS.ErrnoException).code ?? String(err)}`,
+    );
+  }
+  let value: unknown;
+  try {
+    value = parseYaml(text) ?? {};
+  } catch (err) {
+    throw new WorkerPolicyError(
+      `the worker policy ${file} is not valid YAML: ${err instanceof Error ? err.message : String(err)}`,
+    );
+  }
+  const parsed = workerPolicySettingsSchema.safeParse(value);
+  if (!parsed.success) {
+    throw new WorkerPolicyError(`the worker policy ${file} is invalid:\n${formatIssues(parsed.error)}`);
+  }
+  return workerPolicyFrom(parsed.data, `${file} (${workerPolicyEnv})`, home, file);
+}
+
+/** The policy of a worker started with `env`: the file LIFTOFF_WORKER_POLICY names, else the defaults. */
+export function loadWorkerPolicy(
+  env: NodeJS.ProcessEnv = process.env,
+  home: string = homedir(),
+): WorkerPolicy {
+  const file = env[workerPolicyEnv];
+  if (file === undefined || file === '') {
+    return workerPolicyFrom({}, `the defaults (${workerPolicyEnv} is not set)`, home);
+  }
+  return readWorkerPolicyFile(file, home);
+}

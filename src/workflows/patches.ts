@@ -1,0 +1,11 @@
+// Every patch id of the workflow code, in one place: each marks a change that recorded histories (test/histories)
+// must still replay without, and the encryption test allows exactly these names to stay plain in a history
+// (the SDK writes a patch marker's name itself, never through the payload codec).
+export const patches = {
+  /** Deploys recorded before supervision existed neither take it over nor start it. */
+  supervision: 'supervision',
+  /** The validate step's check of the spec against the worker's policy, in an activity before any SSH. */
+  workerPolicy: 'validate-worker-policy',
+} as const;
+
+export const patchIds: readonly string[] = Object.values(patches);
