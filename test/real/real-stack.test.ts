@@ -73,15 +73,12 @@ function snapshotDir(h: SimHost, model: string): string {
   return join(repo, 'snapshots', commit);
 }
 
-/** Pids of the real vLLM API server started on a host (found by its module name and the host's folder). */
+/** Pids of the real `vllm serve` started on a host (found by its command line and the host's folder). */
 function realVllmPids(h: SimHost): number[] {
   return allPids().filter((pid) => {
     try {
       const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
-      return (
-        cmd.includes('vllm.entrypoints.openai.api_server') &&
-        readEnvVar(pid, 'LIFTOFF_SIM_HOST_DIR') === h.hostDir
-      );
+      return /\/bin\/vllm\0serve\0/.test(cmd) && readEnvVar(pid, 'LIFTOFF_SIM_HOST_DIR') === h.hostDir;
     } catch {
       return false;
     }
