@@ -5,7 +5,7 @@ import type { Client } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { createLiftoffWorker } from '../../src/worker.js';
 import { upCluster, downCluster, type SimCluster, type SimClusterOptions } from '../../sim/cluster.js';
-import { createDevServerEnv } from './temporal.js';
+import { createDevServerEnv, createTimeSkippingEnv } from './temporal.js';
 
 interface E2eCluster {
   sim: SimCluster;
@@ -14,9 +14,14 @@ interface E2eCluster {
   stop(): Promise<void>;
 }
 
-async function startE2eCluster(opts: SimClusterOptions & { stateDir: string }): Promise<E2eCluster> {
+async function startE2eCluster(
+  opts: SimClusterOptions & { stateDir: string; timeSkipping?: boolean },
+): Promise<E2eCluster> {
   await downCluster(opts.stateDir);
-  const [sim, env] = await Promise.all([upCluster(opts), createDevServerEnv()]);
+  const [sim, env] = await Promise.all([
+    upCluster(opts),
+    opts.timeSkipping ? createTimeSkippingEnv() : createDevServerEnv(),
+  ]);
   const worker = await createLiftoffWorker({
     connection: env.nativeConnection,
     namespace: env.namespace ?? 'default',
@@ -43,10 +48,16 @@ export interface E2eClusterHandle {
   readonly temporalEnv: { TEMPORAL_ADDRESS: string; TEMPORAL_NAMESPACE: string };
 }
 
-export type E2eClusterOptions = Partial<SimClusterOptions> & { stateDir: string; netIndex: number };
+export type E2eClusterOptions = Partial<SimClusterOptions> & {
+  stateDir: string;
+  netIndex: number;
+  /** The time-skipping test server instead of the dev server: timers skip while the activities stay real. */
+  timeSkipping?: boolean;
+};
 
 /**
- * Registers the enclosing suite's hooks: `before` brings up the simulated cluster, a dev server and a worker;
+ * Registers the enclosing suite's hooks: `before` brings up the simulated cluster, a dev server (or the
+ * time-skipping server) and a worker;
  * `after` stops them. The cluster is the reference layout unless `opts` says otherwise: two hosts in network
  * namespaces, spark2 reachable only through spark1 as its jump host. Hooks run in the order
  * registered: a `before` the suite adds after this call finds the cluster up, an `after` finds it stopped.
