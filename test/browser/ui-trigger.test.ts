@@ -29,8 +29,9 @@ const temporalDir = '/tmp/liftoff-test-ui-temporal';
 const namespace = 'default';
 const clusterName = 'ui-test';
 const clusterWorkflowId = deployWorkflowId(clusterName);
-// Long enough that the first deploy is still loading while the browser looks at it and the form is refused.
-const slowLoad = { shards: 240, shardSeconds: 0.25, graphCaptureSeconds: 0.5 };
+// Long enough that the first deploy is still loading while the browser looks at it and the form is refused, also
+// on a loaded machine (at 0.25 s a shard the load of 60 s ended first there); it is cancelled once that is seen.
+const slowLoad = { shards: 240, shardSeconds: 0.5, graphCaptureSeconds: 0.5 };
 const screenshot = (name: string) => `/tmp/liftoff-ui-${name}.png`;
 
 function freePort(): Promise<number> {

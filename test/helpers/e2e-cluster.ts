@@ -5,7 +5,7 @@ import type { Client } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { createLiftoffWorker } from '../../src/worker.js';
 import { upCluster, downCluster, type SimCluster, type SimClusterOptions } from '../../sim/cluster.js';
-import { createDevServerEnv } from './temporal.js';
+import { createDevServerEnv, createTimeSkippingEnv } from './temporal.js';
 import { simWorkerPolicy } from './worker-policy.js';
 import type { WorkerPolicySettings } from '../../src/config/worker-policy.js';
 
@@ -21,10 +21,14 @@ async function startE2eCluster(
     stateDir: string;
     /** What the worker allows beyond the sim's key and known_hosts (its settings, never the spec's). */
     workerPolicy?: WorkerPolicySettings;
+    timeSkipping?: boolean;
   },
 ): Promise<E2eCluster> {
   await downCluster(opts.stateDir);
-  const [sim, env] = await Promise.all([upCluster(opts), createDevServerEnv()]);
+  const [sim, env] = await Promise.all([
+    upCluster(opts),
+    opts.timeSkipping ? createTimeSkippingEnv() : createDevServerEnv(),
+  ]);
   const worker = await createLiftoffWorker({
     connection: env.nativeConnection,
     namespace: env.namespace ?? 'default',
@@ -57,10 +61,13 @@ export type E2eClusterOptions = Partial<SimClusterOptions> & {
   netIndex: number;
   /** What the worker allows beyond the sim's key and known_hosts (its settings, never the spec's). */
   workerPolicy?: WorkerPolicySettings;
+  /** The time-skipping test server instead of the dev server: timers skip while the activities stay real. */
+  timeSkipping?: boolean;
 };
 
 /**
- * Registers the enclosing suite's hooks: `before` brings up the simulated cluster, a dev server and a worker;
+ * Registers the enclosing suite's hooks: `before` brings up the simulated cluster, a dev server (or the
+ * time-skipping server) and a worker;
  * `after` stops them. The cluster is the reference layout unless `opts` says otherwise: two hosts in network
  * namespaces, spark2 reachable only through spark1 as its jump host. Hooks run in the order
  * registered: a `before` the suite adds after this call finds the cluster up, an `after` finds it stopped.
