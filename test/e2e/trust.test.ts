@@ -92,10 +92,16 @@ async function opensshKnows(file: string, name: string): Promise<boolean> {
 }
 
 describe('liftoff trust: pinning host keys through a jump host (namespace mode)', () => {
-  const e2e = useE2eCluster({ stateDir, netIndex: 19 });
+  const dir = join(stateDir, 'trust');
+  // The known_hosts file `liftoff trust` writes here is one the operator chose for this worker: its folder is
+  // listed in the worker's policy beside the sim's own file (a spec alone cannot make the worker trust it).
+  const e2e = useE2eCluster({
+    stateDir,
+    netIndex: 19,
+    workerPolicy: { knownHosts: [join(stateDir, 'ssh', 'known_hosts'), dir] },
+  });
   let spark1: SimHost;
   let spark2: SimHost;
-  const dir = join(stateDir, 'trust');
   const knownHosts = join(dir, 'known_hosts');
   const specFile = join(dir, 'spec.yaml');
   const figures: string[] = [];
