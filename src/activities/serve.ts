@@ -3,6 +3,7 @@
 // it already started instead of starting a second one.
 import { ApplicationFailure } from '@temporalio/common';
 import { FailureType } from '../shared/failures.js';
+import { pipelineParallelSize } from '../config/parallel.js';
 import { parseRayStatus, RayNotRunningError, RayStatusParseError } from '../parsers/ray-status.js';
 import { tail } from '../shared/text.js';
 import type { SshSession } from '../ssh/executor.js';
@@ -79,17 +80,7 @@ async function readMarker(session: SshSession, path: string): Promise<ServeMarke
   }
 }
 
-/** `--pipeline-parallel-size N` / `-pp N` (or `=N`) in the serve args; 1 when absent or unreadable. */
-export function pipelineParallelSize(args: readonly string[]): number {
-  let size = 1;
-  args.forEach((arg, i) => {
-    const m = /^(?:--pipeline-parallel-size|-pp)(?:=(.*))?$/.exec(arg);
-    if (!m) return;
-    const n = Number(m[1] ?? args[i + 1]);
-    if (Number.isInteger(n) && n > 0) size = n;
-  });
-  return size;
-}
+export { pipelineParallelSize };
 
 export function serveArgv(input: LaunchServeInput): string[] {
   // One worker process needs no distributed executor, and platforms without Ray support (vLLM's CPU

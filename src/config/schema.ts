@@ -13,6 +13,7 @@ import {
 } from './host-guards.js';
 import { superviseSchema } from './supervise.js';
 import { notifySchema } from './notify.js';
+import { launchBackends, multiprocIssues, writtenFieldIssues } from './backend.js';
 
 /** A host or cluster name: what becomes part of a workflow id and a search attribute. */
 export const hostNamePattern = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;
@@ -167,7 +168,7 @@ export const probeSpecSchema = z.object({
 
 const deployHostSchema = hostSchema.extend({ clusterIp: ipv4 });
 
-export const deploySpecSchema = z
+const deploySpecObject = z
   .strictObject({
     cluster: hostName,
     ssh: sshSchema,
@@ -215,6 +216,12 @@ export const deploySpecSchema = z
       verifyTimeout: duration.default('90s'),
     }),
     serve: z.strictObject({
+      /** ray: a Ray cluster in Docker, vLLM placed over it. multiproc: vLLM's own multi-node mode, one rank a host. */
+      backend: z.enum(launchBackends).default('ray'),
+      /** multiproc: where rank 0's torch.distributed store listens on the head (vLLM's --master-port). */
+      masterPort: port.optional(),
+      /** multiproc: how long a rank waits for the others at the rendezvous (vLLM's --distributed-timeout-seconds). */
+      distributedTimeout: duration.optional(),
       model: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._/-]*$/, 'expected a model id such as Org/Model-Name'),
       // vllm reads a value starting with "-" as its next option, and the launch fails only after Ray started.
       servedModelName: argText
@@ -329,7 +336,8 @@ export const deploySpecSchema = z
         message: `not set, and no ray.volumes entry mounts ${'/root/.cache/huggingface'}: set serve.modelPath to the weights folder on the hosts`,
       });
     }
-    if (spec.serve.port === spec.ray.port) {
+    for (const issue of multiprocIssues(spec)) ctx.addIssue({ code: 'custom', ...issue });
+    if (spec.serve.backend === 'ray' && spec.serve.port === spec.ray.port) {
       ctx.addIssue({
         code: 'custom',
         path: ['serve', 'port'],
@@ -337,7 +345,7 @@ export const deploySpecSchema = z
       });
     }
     const gpus = spec.hosts.length * spec.gpu.perHost;
-    if (spec.serve.tensorParallelSize > gpus) {
+    if (spec.serve.backend === 'ray' && spec.serve.tensorParallelSize > gpus) {
       ctx.addIssue({
         code: 'custom',
         path: ['serve', 'tensorParallelSize'],
@@ -345,6 +353,17 @@ export const deploySpecSchema = z
       });
     }
   });
+
+/**
+ * The deploy spec. The fields as written are checked first, before defaults fill them in (a Ray-only field set
+ * for a multiproc launch); the same raw-first pattern as envMap.
+ */
+export const deploySpecSchema = z
+  .custom<z.input<typeof deploySpecObject>>()
+  .superRefine((raw, ctx) => {
+    for (const issue of writtenFieldIssues(raw)) ctx.addIssue({ code: 'custom', ...issue });
+  })
+  .pipe(deploySpecObject);
 
 export type SshSpec = z.infer<typeof sshSchema>;
 export type HostSpec = z.infer<typeof hostSchema>;

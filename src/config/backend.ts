@@ -1,0 +1,99 @@
+// The launch backend's rules: `serve.backend: ray` (a Ray cluster in Docker, vLLM placed over it) or
+// `multiproc` (vLLM's own multi-node mode: one `vllm serve --nnodes N --node-rank R` per host, no Ray). Pure:
+// the schema runs these checks, and it is imported by workflows.
+import { pipelineParallelSize } from './parallel.js';
+
+export const launchBackends = ['ray', 'multiproc'] as const;
+export type LaunchBackend = (typeof launchBackends)[number];
+
+/** torch.distributed's timeout for a multiproc launch when the spec sets none (vLLM's own is 30 min on gloo). */
+export const defaultDistributedTimeout = '2m';
+
+export interface BackendIssue {
+  path: (string | number)[];
+  message: string;
+}
+
+/** The fields of the `ray` block that only a Ray cluster reads; the other fields describe any rank's container. */
+export const rayOnlyFields = ['port', 'verifyTimeout'] as const;
+
+/** Multiproc-only fields of `serve`. */
+const multiprocOnlyFields = ['masterPort', 'distributedTimeout'] as const;
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/**
+ * Checked on the spec as written, before defaults fill `ray.port` and `ray.verifyTimeout` in: a Ray-only field
+ * the user set for a multiproc launch would be silently ignored, so it is refused.
+ */
+export function writtenFieldIssues(raw: unknown): BackendIssue[] {
+  if (!isRecord(raw) || !isRecord(raw.serve)) return [];
+  const backend = raw.serve.backend ?? 'ray';
+  const issues: BackendIssue[] = [];
+  if (backend === 'multiproc' && isRecord(raw.ray)) {
+    for (const field of rayOnlyFields) {
+      if (raw.ray[field] !== undefined) {
+        issues.push({
+          path: ['ray', field],
+          message: `is a Ray setting, and serve.backend: multiproc starts no Ray cluster (vLLM's own multi-node mode): remove ray.${field}, or set serve.backend: ray`,
+        });
+      }
+    }
+  }
+  if (backend === 'ray') {
+    for (const field of multiprocOnlyFields) {
+      if (raw.serve[field] !== undefined) {
+        issues.push({
+          path: ['serve', field],
+          message: `is read only by serve.backend: multiproc (vLLM's own multi-node mode); remove serve.${field}, or set serve.backend: multiproc`,
+        });
+      }
+    }
+  }
+  return issues;
+}
+
+/** The parts of a parsed spec the multiproc rules read. */
+export interface BackendShape {
+  hosts: readonly unknown[];
+  gpu: { perHost: number };
+  ray: { port: number };
+  serve: {
+    backend: LaunchBackend;
+    port: number;
+    tensorParallelSize: number;
+    args: readonly string[];
+    masterPort?: number | undefined;
+  };
+}
+
+/** What the multiproc launch needs of a parsed spec: a master port, and one worker per GPU of the cluster. */
+export function multiprocIssues(spec: BackendShape): BackendIssue[] {
+  if (spec.serve.backend !== 'multiproc') return [];
+  const issues: BackendIssue[] = [];
+  const { masterPort, port, tensorParallelSize: tp } = spec.serve;
+  if (masterPort === undefined) {
+    issues.push({
+      path: ['serve', 'masterPort'],
+      message:
+        "not set: serve.backend: multiproc needs the port where rank 0 (on the head) listens for the other ranks (torch.distributed's store), e.g. serve.masterPort: 29501",
+    });
+  } else if (masterPort === port) {
+    issues.push({
+      path: ['serve', 'masterPort'],
+      message: `${masterPort} is also serve.port: rank 0's API server and its torch.distributed store would both listen on it on the head; pick another port (e.g. 29501)`,
+    });
+  }
+  const pp = pipelineParallelSize(spec.serve.args);
+  const workers = spec.hosts.length * spec.gpu.perHost;
+  if (tp * pp !== workers) {
+    const fit = workers % pp === 0 ? ` Set serve.tensorParallelSize to ${workers / pp},` : '';
+    issues.push({
+      path: ['serve', 'tensorParallelSize'],
+      message: `${tp} × pipeline parallel ${pp} = ${tp * pp} workers, but serve.backend: multiproc runs one worker on every GPU of every host (${spec.hosts.length} hosts × gpu.perHost ${spec.gpu.perHost} = ${workers}), and every rank is given the same sizes.${fit} or change gpu.perHost or the hosts.`,
+    });
+  }
+  return issues;
+}

@@ -1,0 +1,123 @@
+// serve.backend: the multiproc rules of the spec (a master port, one worker per GPU, no Ray-only field), each
+// refusal naming the field and the fix; the Ray backend stays the default and unchanged.
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { parse } from 'yaml';
+import { deploySpecSchema } from '../../src/config/schema.js';
+import { formatIssues } from '../../src/config/errors.js';
+
+interface RawSpec {
+  hosts: Record<string, unknown>[];
+  gpu: Record<string, unknown>;
+  ray: Record<string, unknown>;
+  serve: Record<string, unknown>;
+}
+
+const example = parse(readFileSync('examples/spark-qwen35.yaml', 'utf8')) as RawSpec;
+
+/** The example as a multiproc spec: its explicit ray.port removed, a master port set. */
+function multiproc(mutate: (s: RawSpec) => void = () => undefined): RawSpec {
+  const spec = structuredClone(example);
+  delete spec.ray.port;
+  spec.serve.backend = 'multiproc';
+  spec.serve.masterPort = 29501;
+  mutate(spec);
+  return spec;
+}
+
+function errorsOf(spec: RawSpec): string {
+  const r = deploySpecSchema.safeParse(spec);
+  assert.equal(r.success, false, 'the spec should be refused');
+  return r.success ? '' : formatIssues(r.error);
+}
+
+describe('serve.backend', () => {
+  it('defaults to ray, and the reference example is a Ray spec', () => {
+    const spec = deploySpecSchema.parse(example);
+    assert.equal(spec.serve.backend, 'ray');
+    assert.equal(spec.serve.masterPort, undefined);
+  });
+
+  it('accepts a multiproc spec with tensor parallel equal to hosts × gpu.perHost', () => {
+    const spec = deploySpecSchema.parse(multiproc());
+    assert.equal(spec.serve.backend, 'multiproc');
+    assert.equal(spec.serve.masterPort, 29501);
+  });
+
+  it('accepts tensor × pipeline parallel equal to the GPUs (tp 1, pp 2 on 2 hosts)', () => {
+    const spec = deploySpecSchema.parse(
+      multiproc((s) => {
+        s.serve.tensorParallelSize = 1;
+        s.serve.args = ['--pipeline-parallel-size', '2'];
+      }),
+    );
+    assert.equal(spec.serve.tensorParallelSize, 1);
+  });
+
+  const refused: [string, (s: RawSpec) => void, RegExp][] = [
+    [
+      'no master port',
+      (s) => delete s.serve.masterPort,
+      /serve\.masterPort: not set: serve\.backend: multiproc needs the port .* e\.g\. serve\.masterPort: 29501/,
+    ],
+    [
+      'the master port is the API port',
+      (s) => (s.serve.masterPort = 30000),
+      /serve\.masterPort: 30000 is also serve\.port/,
+    ],
+    [
+      'fewer workers than GPUs',
+      (s) => (s.serve.tensorParallelSize = 1),
+      /serve\.tensorParallelSize: 1 × pipeline parallel 1 = 1 workers, but .*2 hosts × gpu\.perHost 1 = 2.* Set serve\.tensorParallelSize to 2/,
+    ],
+    [
+      'more workers than GPUs',
+      (s) => (s.serve.tensorParallelSize = 4),
+      /serve\.tensorParallelSize: 4 × pipeline parallel 1 = 4 workers/,
+    ],
+    [
+      'tensor × pipeline parallel over the GPUs',
+      (s) => (s.serve.args = ['-pp', '2']),
+      /serve\.tensorParallelSize: 2 × pipeline parallel 2 = 4 workers.* Set serve\.tensorParallelSize to 1/,
+    ],
+    [
+      'ray.port set',
+      (s) => (s.ray.port = 6379),
+      /ray\.port: is a Ray setting, and serve\.backend: multiproc starts no Ray cluster .*remove ray\.port, or set serve\.backend: ray/,
+    ],
+    [
+      'ray.verifyTimeout set',
+      (s) => (s.ray.verifyTimeout = '90s'),
+      /ray\.verifyTimeout: is a Ray setting.*remove ray\.verifyTimeout/,
+    ],
+    ['an unknown backend', (s) => (s.serve.backend = 'slurm'), /serve\.backend: .*"ray"\|"multiproc"/],
+    [
+      'a bad distributed timeout',
+      (s) => (s.serve.distributedTimeout = 'soon'),
+      /serve\.distributedTimeout: "soon" is not a duration/,
+    ],
+  ];
+  for (const [name, mutate, expected] of refused) {
+    it(`refuses a multiproc spec with ${name}`, () => {
+      assert.match(errorsOf(multiproc(mutate)), expected);
+    });
+  }
+
+  it('refuses the multiproc fields in a Ray spec', () => {
+    const spec = structuredClone(example);
+    spec.serve.masterPort = 29501;
+    spec.serve.distributedTimeout = '1m';
+    const errors = errorsOf(spec);
+    assert.match(errors, /serve\.masterPort: is read only by serve\.backend: multiproc/);
+    assert.match(errors, /serve\.distributedTimeout: is read only by serve\.backend: multiproc/);
+  });
+
+  it('keeps the Ray rules for a Ray spec only: ray.port may equal nothing of multiproc', () => {
+    const ray = structuredClone(example);
+    ray.serve.port = 6379;
+    assert.match(errorsOf(ray), /serve\.port: 6379 is also ray\.port/);
+    // A multiproc spec has no Ray head to collide with.
+    assert.equal(deploySpecSchema.safeParse(multiproc((s) => (s.serve.port = 6379))).success, true);
+  });
+});
