@@ -21,6 +21,8 @@ export interface LoadContext {
   printAll: (line: string) => void;
   /** The failure at graph capture: who kills the engine depends on Ray's memory monitor. */
   outOfMemory: () => string[];
+  /** Whether this process prints the shards' progress bar (rank 0 only, in multi-node mode). */
+  showProgress?: boolean;
 }
 
 const sleep = (seconds: number) => new Promise((r) => setTimeout(r, seconds * 1000));
@@ -31,7 +33,7 @@ export async function loadWeights(ctx: LoadContext): Promise<void> {
   const loadStart = Date.now();
   for (let done = 0; done <= total; done++) {
     if (done > 0) await sleep(ctx.pace.shardSeconds);
-    print(shardProgressLine(done, total, (Date.now() - loadStart) / 1000));
+    if (ctx.showProgress !== false) print(shardProgressLine(done, total, (Date.now() - loadStart) / 1000));
     if (ctx.faults.crashAtShard === done) {
       throw new FatalExit([
         ...traceback(

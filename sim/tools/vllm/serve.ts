@@ -18,6 +18,15 @@ import {
   workerPrefix,
 } from './log.js';
 import { joinPlacementGroup, type RayChannel } from './placement.js';
+import {
+  announce,
+  assigned,
+  multinodeOf,
+  rendezvous,
+  workersPerNode,
+  type Multinode,
+  type ProcessGroup,
+} from './multinode.js';
 import { VllmApi } from './server.js';
 
 const ENGINE_PROCESS_NAME = 'VLLM::EngineCore';
@@ -57,6 +66,11 @@ const serveSpec = {
     'data-parallel-size',
     'revision',
     'load-format',
+    'nnodes',
+    'node-rank',
+    'master-addr',
+    'master-port',
+    'distributed-timeout-seconds',
   ],
   booleans: [
     'trust-remote-code',
@@ -70,6 +84,7 @@ const serveSpec = {
     'disable-log-stats',
     'disable-custom-all-reduce',
     'async-scheduling',
+    'headless',
   ],
   lists: ['served-model-name'],
   aliases: { '-tp': 'tensor-parallel-size', '-pp': 'pipeline-parallel-size', '-q': 'quantization' },
@@ -87,6 +102,9 @@ export class VllmServe {
   private readonly port: number;
   private readonly driverIp: string;
   private ray: RayChannel | undefined;
+  /** vLLM's own multi-node mode (--nnodes), read at start: its argument errors are the process's output. */
+  private multinode: Multinode | undefined;
+  private group: ProcessGroup | undefined;
   private bundles: BundlePlacement[] = [];
   private headMemoryMonitorDisabled = true;
   private ownGpus: number[] = [];
@@ -112,6 +130,7 @@ export class VllmServe {
   }
 
   private get usesRay(): boolean {
+    if (this.multinode) return false;
     return (
       this.parsed.values.get('distributed-executor-backend') === 'ray' ||
       this.tp > (this.cfg?.gpuCount ?? this.tp)
@@ -133,14 +152,24 @@ export class VllmServe {
       for (const line of e.lines) print(line);
       this.stopping = true;
       this.ray?.close();
+      this.group?.close();
       return 1;
     }
   }
 
   private async start(): Promise<void> {
-    print(vllmLine('INFO', 'api_server.py:1090', `vLLM API server version ${VLLM_VERSION}`));
+    const m = (this.multinode = multinodeOf(this.parsed, this.tp));
+    // A headless rank runs its workers only: no API server.
+    if (!m?.headless) {
+      print(vllmLine('INFO', 'api_server.py:1090', `vLLM API server version ${VLLM_VERSION}`));
+    }
     print(vllmLine('INFO', 'utils.py:328', `non-default args: ${this.describeArgs()}`));
-    if (this.usesRay) await this.acquirePlacementGroup();
+    if (m) {
+      announce(m);
+      this.group = await rendezvous(m);
+      assigned(m);
+      this.ownGpus = Array.from({ length: workersPerNode(m) }, (_, i) => i);
+    } else if (this.usesRay) await this.acquirePlacementGroup();
     else this.ownGpus = Array.from({ length: this.tp }, (_, i) => i);
     this.checkFreeMemory();
     if (this.dir) {
@@ -154,9 +183,17 @@ export class VllmServe {
       faults: this.faults,
       printAll: (line) => this.printAll(line),
       outOfMemory: () => this.outOfMemory(),
+      // In multi-node mode only rank 0 shows the shards' progress bar; every rank loads its own part.
+      showProgress: !m || m.rank === 0,
     };
     await loadWeights(load);
     await captureGraphs(load);
+    if (m?.headless) {
+      print(vllmLine('INFO', 'multiproc_executor.py:512', 'Headless node ready: workers serve rank 0.'));
+      // The connection to rank 0 keeps the process; this keeps it should rank 0 go, as a real worker waits.
+      setInterval(() => undefined, 1 << 30);
+      return;
+    }
     await this.serve();
   }
 
@@ -334,6 +371,7 @@ export class VllmServe {
     if (this.dir) for (const gpu of this.ownGpus) releaseGpuMemory(this.dir, process.pid, gpu);
     // Closing the driver connection makes the head release the workers' shares.
     this.ray?.close();
+    this.group?.close();
     process.exit(0);
   }
 }
