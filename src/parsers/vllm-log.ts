@@ -26,6 +26,9 @@ export type VllmFatalKind =
   | 'engine_init'
   | 'engine_timeout'
   | 'cuda_oom'
+  | 'master_unreachable'
+  | 'master_port_in_use'
+  | 'ranks_missing'
   | 'traceback'
   | 'other';
 
@@ -130,6 +133,10 @@ const fatalPatterns: Array<[RegExp, VllmFatalKind]> = [
   [/No available memory for the cache blocks/, 'no_kv_cache'],
   [/Engine core initialization failed|EngineCore failed to start/, 'engine_init'],
   [/Timed out waiting for engine core processes to start/, 'engine_timeout'],
+  // vLLM's multi-node mode: torch's store, on a rank that cannot reach rank 0, and on rank 0 itself.
+  [/The client socket has timed out after \d+ms while trying to connect to/, 'master_unreachable'],
+  [/The server socket has failed to listen on any local network address/, 'master_port_in_use'],
+  [/Timed out after \d+ seconds waiting for clients/, 'ranks_missing'],
   [/CUDA out of memory|(?:torch\.(?:cuda\.)?)OutOfMemoryError/, 'cuda_oom'],
   [/^Traceback \(most recent call last\):/, 'traceback'],
   // The last line of an uncaught exception: `SomeError: message` at the start of the line.

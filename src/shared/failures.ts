@@ -16,6 +16,14 @@ export const FailureType = {
   serverHung: 'ServerHung',
   rayWorkerLost: 'RayWorkerLost',
   hostUnreachable: 'HostUnreachable',
+  /** multiproc: a rank's container did not start, or stopped during the load. */
+  rankExited: 'RankExited',
+  /** multiproc: a rank's log has a fatal line. */
+  rankFailed: 'RankFailed',
+  /** multiproc: a rank timed out connecting to rank 0's store (the master address or port cannot be reached). */
+  masterUnreachable: 'MasterUnreachable',
+  /** multiproc: serve.masterPort is taken on the head. */
+  masterPortInUse: 'MasterPortInUse',
   deployCancelled: 'DeployCancelled',
   loadTimeout: 'LoadTimeout',
   smokeTestFailed: 'SmokeTestFailed',

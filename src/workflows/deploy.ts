@@ -25,7 +25,8 @@ import { collectDiagnostics, tearDown } from './teardown.js';
 import { sendNotification } from './notify.js';
 import { startSupervision, takeOverSupervision } from './supervise-handoff.js';
 import { runUnderClusterId } from './under-cluster-id.js';
-import { waitHealthy } from './wait-healthy.js';
+import { rayWorkers, waitHealthy } from './wait-healthy.js';
+import { checkMasterPortFree, isRankFailure, launchRanks, rankFollowers } from './deploy-multiproc.js';
 import { deploySteps, type DeployProgress, type DeployResult, type StepState } from './steps.js';
 import { patches } from './patches.js';
 
@@ -96,10 +97,15 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
   if (!head) throw ApplicationFailure.nonRetryable('no head host', FailureType.invalidSpec);
   const workers = hosts.filter((h) => h !== head);
 
+  // Only a multiproc spec asks: Ray deploys, recorded or new, run as before.
+  const multiproc = spec.serve.backend === 'multiproc' && patched(patches.multiprocBackend);
   let supervised = false;
   // 1–4: read, stop, remove, check. Nothing of this launch runs yet, so a failure leaves nothing to tear down.
   try {
-    await tracker.run('preflight', () => preflight(spec, hosts, head, acts));
+    await tracker.run('preflight', async () => {
+      await preflight(spec, hosts, head, acts);
+      if (multiproc) await checkMasterPortFree(spec, head, acts);
+    });
     // Every host passed, so this deploy goes ahead: the old supervisor must not relaunch what it removes.
     supervised = patched(patches.supervision);
     if (supervised) await takeOverSupervision(spec.cluster, trigger);
@@ -124,56 +130,15 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
 
   // 5–11. From here on, containers run on the hosts: a failure carries diagnostics from every host.
   try {
-    const rayBase = {
-      cluster: spec.cluster,
-      launchId,
-      image: spec.ray.image,
-      container: spec.ray.container,
-      port: spec.ray.port,
-      env: spec.ray.env,
-      volumes: spec.ray.volumes,
-      shmSize: spec.ray.shmSize,
-      gpus: spec.gpu.perHost,
-    };
-    await tracker.run('startRayHead', () =>
-      acts('startRayHead').startRayHead({ ...rayBase, host: head.ref, clusterIp: head.clusterIp }),
-    );
-    await tracker.run('startRayWorkers', async () => {
-      if (workers.length === 0) return tracker.skip('startRayWorkers', 'single host');
-      const headAddress = `${head.clusterIp}:${spec.ray.port}`;
-      const { startRayWorker } = acts('startRayWorkers');
-      await Promise.all(
-        workers.map((w) => startRayWorker({ ...rayBase, host: w.ref, clusterIp: w.clusterIp, headAddress })),
-      );
-    });
-    await tracker.run('verifyRayCluster', async () => {
-      const state = await acts('verifyRayCluster').verifyRayCluster({
-        head,
-        workers,
-        container: spec.ray.container,
-        expectedNodes: hosts.length,
-        expectedGpus: hosts.length * spec.gpu.perHost,
-      });
-      tracker.detail('verifyRayCluster', `${state.nodes} nodes, ${state.gpusTotal} GPUs`);
-    });
-    const launch = await tracker.run('launchServe', () =>
-      acts('launchServe').launchServe({
-        head: head.ref,
-        clusterIp: head.clusterIp,
-        container: spec.ray.container,
-        launchId,
-        model: spec.serve.model,
-        servedModelName: spec.serve.servedModelName,
-        port: spec.serve.port,
-        tensorParallelSize: spec.serve.tensorParallelSize,
-        args: spec.serve.args,
-        env: spec.serve.env,
-        logPath: spec.serve.logPath,
-        rayPort: spec.ray.port,
-      }),
-    );
+    const pid = multiproc
+      ? await launchRanks(spec, head, workers, launchId, acts, tracker)
+      : await launchOnRay(spec, head, workers, hosts.length, launchId, acts, tracker);
     const loadStartedAtMs = Date.now();
-    await tracker.run('waitHealthy', () => waitHealthy(spec, head, workers, launch.pid, progress, acts));
+    await tracker.run('waitHealthy', () =>
+      multiproc
+        ? waitHealthy(spec, head, workers, pid, progress, acts, rankFollowers(spec, head, workers, acts))
+        : waitHealthy(spec, head, workers, pid, progress, acts, rayWorkers(spec, acts)),
+    );
     const loadSeconds = (Date.now() - loadStartedAtMs) / 1000;
     const modelId = spec.serve.servedModelName ?? spec.serve.model;
     const smoke = await tracker.run('smokeTest', () =>
@@ -250,8 +215,10 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
     const diagnostics = await CancellationScope.nonCancellable(() =>
       collectDiagnostics(spec, hosts, head, acts),
     );
+    // A failed rank leaves the other ranks waiting for it (and holding their GPUs), whatever onFailure says;
+    // their logs stay in serve.logPath on each host.
     const teardown =
-      spec.onFailure === 'teardown'
+      spec.onFailure === 'teardown' || (multiproc && isRankFailure(err))
         ? await CancellationScope.nonCancellable(() => tearDown(spec, hosts, acts))
         : ['left for inspection (onFailure: leave)'];
     const failure = tracker.fail(err, diagnostics, teardown);
@@ -324,6 +291,67 @@ async function removeOldContainers(
     'removeContainers',
     results.map((r) => `${r.host}: removed ${r.removed.join(', ') || 'none'}`).join('; '),
   );
+}
+
+/** Steps 5–8 of the Ray backend: the head, the workers, the cluster's check, then `vllm serve` in the head. */
+async function launchOnRay(
+  spec: DeploySpec,
+  head: ClusterHost,
+  workers: ClusterHost[],
+  hostCount: number,
+  launchId: string,
+  acts: StepActivities,
+  tracker: StepTracker,
+): Promise<number> {
+  const rayBase = {
+    cluster: spec.cluster,
+    launchId,
+    image: spec.ray.image,
+    container: spec.ray.container,
+    port: spec.ray.port,
+    env: spec.ray.env,
+    volumes: spec.ray.volumes,
+    shmSize: spec.ray.shmSize,
+    gpus: spec.gpu.perHost,
+  };
+  await tracker.run('startRayHead', () =>
+    acts('startRayHead').startRayHead({ ...rayBase, host: head.ref, clusterIp: head.clusterIp }),
+  );
+  await tracker.run('startRayWorkers', async () => {
+    if (workers.length === 0) return tracker.skip('startRayWorkers', 'single host');
+    const headAddress = `${head.clusterIp}:${spec.ray.port}`;
+    const { startRayWorker } = acts('startRayWorkers');
+    await Promise.all(
+      workers.map((w) => startRayWorker({ ...rayBase, host: w.ref, clusterIp: w.clusterIp, headAddress })),
+    );
+  });
+  await tracker.run('verifyRayCluster', async () => {
+    const state = await acts('verifyRayCluster').verifyRayCluster({
+      head,
+      workers,
+      container: spec.ray.container,
+      expectedNodes: hostCount,
+      expectedGpus: hostCount * spec.gpu.perHost,
+    });
+    tracker.detail('verifyRayCluster', `${state.nodes} nodes, ${state.gpusTotal} GPUs`);
+  });
+  const launch = await tracker.run('launchServe', () =>
+    acts('launchServe').launchServe({
+      head: head.ref,
+      clusterIp: head.clusterIp,
+      container: spec.ray.container,
+      launchId,
+      model: spec.serve.model,
+      servedModelName: spec.serve.servedModelName,
+      port: spec.serve.port,
+      tensorParallelSize: spec.serve.tensorParallelSize,
+      args: spec.serve.args,
+      env: spec.serve.env,
+      logPath: spec.serve.logPath,
+      rayPort: spec.ray.port,
+    }),
+  );
+  return launch.pid;
 }
 
 function isRecord(v: unknown): v is Record<string, unknown> {

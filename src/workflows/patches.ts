@@ -6,6 +6,8 @@ export const patches = {
   supervision: 'supervision',
   /** The validate step's check of the spec against the worker's policy, in an activity before any SSH. */
   workerPolicy: 'validate-worker-policy',
+  /** serve.backend: multiproc, vLLM's own multi-node mode (src/workflows/deploy-multiproc.ts). */
+  multiprocBackend: 'multiproc-backend',
 } as const;
 
 export const patchIds: readonly string[] = Object.values(patches);

@@ -30,7 +30,11 @@ export const deploySteps = [
     title: 'Validate the spec',
     activities: [{ type: 'checkWorkerPolicy', retry: 'hostStep' }],
   },
-  { name: 'preflight', title: 'Preflight every host (read only)', activities: [host('preflightHost')] },
+  {
+    name: 'preflight',
+    title: 'Preflight every host (read only)',
+    activities: [host('preflightHost'), host('checkMasterPort')],
+  },
   { name: 'stopServices', title: 'Stop old services', activities: [host('stopServices')] },
   { name: 'removeContainers', title: 'Remove old containers', activities: [host('removeContainers')] },
   {
@@ -45,13 +49,22 @@ export const deploySteps = [
     title: 'Verify the Ray cluster',
     activities: [{ type: 'verifyRayCluster', retry: 'rayCheck' }],
   },
-  { name: 'launchServe', title: 'Launch vllm serve', activities: [{ type: 'launchServe', retry: 'launch' }] },
+  // multiproc (serve.backend): every rank's container starts here, and the Ray steps above are skipped.
+  {
+    name: 'launchServe',
+    title: 'Launch vllm serve',
+    activities: [
+      { type: 'launchServe', retry: 'launch' },
+      { type: 'startRank', retry: 'launch' },
+    ],
+  },
   {
     name: 'waitHealthy',
     title: 'Wait until the server is healthy',
     activities: [
       { type: 'checkServeHealth', retry: 'poll' },
       { type: 'checkRayWorker', retry: 'workerPoll' },
+      { type: 'checkRank', retry: 'workerPoll' },
     ],
   },
   { name: 'smokeTest', title: 'Smoke test: one chat completion', activities: [host('smokeTest')] },

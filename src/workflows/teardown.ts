@@ -6,7 +6,7 @@ import type { StepActivities } from './activity-options.js';
 import { messageOf } from './failures.js';
 
 /**
- * Removes this launch's Ray container on every host. The server runs inside the head's container, so this
+ * Removes this launch's container on every host (Ray's, or with multiproc, the host's rank). The server runs inside the head's container, so this
  * stops the server, Ray and every container the deploy started. One line per host says what happened.
  */
 export async function tearDown(
@@ -15,12 +15,15 @@ export async function tearDown(
   acts: StepActivities,
 ): Promise<string[]> {
   const { removeContainers } = acts('teardown');
+  // multiproc: the container is the host's rank of vLLM (serve.backend); Ray: the server runs in the head's.
+  const stopped = (i: number): string =>
+    spec.serve.backend === 'multiproc' ? 'its vLLM rank' : `Ray${i === 0 ? ' and the server' : ''}`;
   const results = await Promise.allSettled(
     hosts.map((h) => removeContainers({ host: h.ref, names: [spec.ray.container], cluster: spec.cluster })),
   );
   return results.map((r, i) =>
     r.status === 'fulfilled'
-      ? `${r.value.host}: ${r.value.removed.length > 0 ? `removed ${r.value.removed.join(', ')} (Ray${i === 0 ? ' and the server' : ''} stopped)` : 'nothing to remove'}`
+      ? `${r.value.host}: ${r.value.removed.length > 0 ? `removed ${r.value.removed.join(', ')} (${stopped(i)} stopped)` : 'nothing to remove'}`
       : `${hosts[i]?.name ?? '?'}: teardown failed: ${messageOf(r.reason)}`,
   );
 }

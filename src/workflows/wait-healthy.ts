@@ -2,7 +2,7 @@
 // container per serve.pollInterval, until the server answers or something says it never will. The deadline is
 // fixed here, once, from serve.loadTimeout, so retries of a poll cannot stretch it.
 import { isCancellation, sleep } from '@temporalio/workflow';
-import type { CheckServeResult, NamedHost } from '../activities/types.js';
+import type { CheckRayWorkerResult, CheckServeResult, NamedHost } from '../activities/types.js';
 import type { DeploySpec } from '../config/schema.js';
 import { formatDuration, parseDuration } from '../config/duration.js';
 import { vllmPhases, type VllmPhase } from '../parsers/vllm-log.js';
@@ -38,13 +38,40 @@ interface LoadWatch {
   stallMs: number;
 }
 
-export async function waitHealthy(
+/**
+ * How the load watches the hosts other than the head: their Ray containers, or (multiproc) their ranks. `judge`
+ * throws when a host's poll says the load cannot succeed.
+ */
+export interface Followers<T> {
+  poll(host: NamedHost): Promise<T>;
+  judge(host: NamedHost, value: T, at: { where: string; tail: string[]; load: LoadProgress }): void;
+}
+
+/** The Ray backend's followers: every worker's Ray container must keep running. */
+export function rayWorkers(spec: DeploySpec, acts: StepActivities): Followers<CheckRayWorkerResult> {
+  const workerPolls = acts('waitHealthy', 'checkRayWorker');
+  return {
+    poll: (w) => workerPolls.checkRayWorker({ host: w.ref, container: spec.ray.container }),
+    judge: (_w, value, at) => {
+      if (value.containerRunning) return;
+      throw loadFailure(
+        FailureType.rayWorkerLost,
+        `the Ray container ${spec.ray.container} on ${value.host} is ${value.containerStatus ?? 'gone'} at ${at.where}: the server lost that node`,
+        at.tail,
+        at.load,
+      );
+    },
+  };
+}
+
+export async function waitHealthy<T>(
   spec: DeploySpec,
   head: NamedHost,
   workers: NamedHost[],
   pid: number,
   progress: DeployProgress,
   acts: StepActivities,
+  followers: Followers<T>,
 ): Promise<void> {
   const ms = (d: string, fallback: number): number => parseDuration(d) ?? fallback;
   const pollMs = ms(spec.serve.pollInterval, 10_000);
@@ -63,7 +90,6 @@ export async function waitHealthy(
     stallMs: ms(spec.serve.stallTimeout, 5 * 60_000),
   };
   const headPolls = acts('waitHealthy', 'checkServeHealth');
-  const workerPolls = acts('waitHealthy', 'checkRayWorker');
   let offset = 0;
   for (;;) {
     // A host that does not answer has been silent since this poll began, not since it gave up.
@@ -83,11 +109,7 @@ export async function waitHealthy(
           apiKey: spec.serve.env.VLLM_API_KEY,
         }),
       ),
-      Promise.all(
-        workers.map((w) =>
-          settle(workerPolls.checkRayWorker({ host: w.ref, container: spec.ray.container })),
-        ),
-      ),
+      Promise.all(workers.map((w) => settle(followers.poll(w)))),
     ]);
     const now = Date.now();
     const polls: [NamedHost, HostPoll<unknown>][] = [
@@ -95,16 +117,10 @@ export async function waitHealthy(
       ...workers.map((w, i): [NamedHost, HostPoll<unknown>] => [w, workerResults[i] ?? headPoll]),
     ];
     checkReachable(watch, polls, { pollStartedAt, now });
-    for (const poll of workerResults) {
-      if (poll.ok && !poll.value.containerRunning) {
-        throw loadFailure(
-          FailureType.rayWorkerLost,
-          `the Ray container ${spec.ray.container} on ${poll.value.host} is ${poll.value.containerStatus ?? 'gone'} at ${where(load)}: the server lost that node`,
-          watch.tail,
-          load,
-        );
-      }
-    }
+    workerResults.forEach((poll, i) => {
+      const w = workers[i];
+      if (poll.ok && w) followers.judge(w, poll.value, { where: where(load), tail: watch.tail, load });
+    });
     if (!headPoll.ok) {
       publishDetails(progress);
       await sleep(Math.max(0, Math.min(pollMs, watch.deadline - now)));

@@ -1,0 +1,241 @@
+// The multiproc backend's host steps: vLLM's own multi-node mode, one container per host running its rank's
+// `vllm serve` (no Ray). A rank's container carries the same labels as a Ray container (cluster, launch, role),
+// and a marker next to its log records the launch, so a retried start finds the rank it already started.
+import { ApplicationFailure } from '@temporalio/common';
+import { FailureType } from '../shared/failures.js';
+import { summarizeVllmLog } from '../parsers/vllm-log.js';
+import { redactText, secretArgValues } from '../shared/secrets.js';
+import { tail } from '../shared/text.js';
+import type { SshSession } from '../ssh/executor.js';
+import { raw, sh } from '../ssh/quote.js';
+import { containerLogTail, inspectContainer, pause } from './docker.js';
+import { envTransport } from './env-transport.js';
+import { readLogFrom } from './health.js';
+import { heartbeat } from './heartbeat.js';
+import { interfaceOf, rankArgv, rankEnv, type RankCommandInput } from './multiproc-argv.js';
+import { resolveEnv } from './secrets.js';
+import { markerPathFor, maxTailBytes, pidAlive } from './serve.js';
+import { onHost, type HostRef } from './ssh-context.js';
+import type { EnvSpec } from '../config/schema.js';
+import type { VllmFatal } from '../parsers/vllm-log.js';
+
+export interface StartRankInput extends RankCommandInput {
+  host: HostRef;
+  cluster: string;
+  launchId: string;
+  image: string;
+  container: string;
+  clusterIp: string;
+  /** ray.env then serve.env: a rank's container runs vllm itself, so it gets both. */
+  env: EnvSpec[];
+  volumes: string[];
+  shmSize: string;
+  /** This rank's log on its own host (serve.logPath); the container's output is copied there. */
+  logPath: string;
+}
+
+export interface StartRankResult {
+  host: string;
+  rank: number;
+  /** The process copying the container's output to the log: it lives as long as the container. */
+  pid: number;
+  reused: boolean;
+}
+
+export interface MasterPortInput {
+  host: HostRef;
+  cluster: string;
+  port: number;
+}
+
+export interface MasterPortResult {
+  host: string;
+  free: boolean;
+  /** What listens there (`ss`'s line), when something does. */
+  listener?: string;
+  /** An earlier multiproc launch's rank 0 of this cluster runs on the host: step 3 removes it. */
+  earlierRank0?: string;
+}
+
+export interface CheckRankInput {
+  host: HostRef;
+  container: string;
+  logPath: string;
+  logOffset: number;
+}
+
+export interface CheckRankResult {
+  host: string;
+  containerRunning: boolean;
+  containerStatus?: string;
+  exitCode?: number;
+  logOffset: number;
+  /** The most telling fatal line of the new log, when there is one. */
+  fatal?: VllmFatal;
+  /** The rank's last log lines. */
+  tail: string[];
+}
+
+const confirmWindowMs = 2_000;
+const confirmPollMs = 250;
+const symlinkExit = 4;
+const tailLines = 30;
+
+async function listener(session: SshSession, port: number): Promise<string | undefined> {
+  const res = await session.exec(sh`ss -Hltn ${`sport = :${port}`}`, { timeoutMs: 10_000, check: false });
+  const line = res.stdout
+    .split('\n')
+    .map((l) => l.trim())
+    .find((l) => l !== '');
+  return line === undefined ? undefined : line.slice(0, 200);
+}
+
+async function rank0Of(session: SshSession, cluster: string): Promise<string | undefined> {
+  const res = await session.exec(
+    sh`docker ps --filter ${`label=liftoff.cluster=${cluster}`} --filter label=liftoff.role=rank0 --format ${'{{.Names}}'}`,
+    { timeoutMs: 30_000, check: false },
+  );
+  return res.stdout.split('\n').find((l) => l.trim() !== '');
+}
+
+/** Preflight on the head: is serve.masterPort free (or held by this cluster's earlier rank 0, removed in step 3)? */
+export async function checkMasterPort(input: MasterPortInput): Promise<MasterPortResult> {
+  const host = input.host.target.name;
+  return onHost(input.host, async (session) => {
+    const held = await listener(session, input.port);
+    if (held === undefined) return { host, free: true };
+    const earlierRank0 = await rank0Of(session, input.cluster);
+    return { host, free: false, listener: held, ...(earlierRank0 ? { earlierRank0 } : {}) };
+  });
+}
+
+function rankFailure(
+  type: string,
+  message: string,
+  nonRetryable: boolean,
+  details: object,
+): ApplicationFailure {
+  return ApplicationFailure.create({ type, message, nonRetryable, details: [details] });
+}
+
+/** The master port is checked again right before rank 0 starts: the head may have changed since preflight. */
+async function assertMasterPortFree(session: SshSession, input: StartRankInput): Promise<void> {
+  const held = await listener(session, input.masterPort);
+  if (held === undefined) return;
+  throw rankFailure(
+    FailureType.masterPortInUse,
+    `serve.masterPort ${input.masterPort} is in use on the head ${input.host.target.name} (${held}); rank 0 cannot listen there. Stop what listens on it, or pick another serve.masterPort.`,
+    true,
+    { host: input.host.target.name, port: input.masterPort, listener: held },
+  );
+}
+
+export async function startRank(input: StartRankInput): Promise<StartRankResult> {
+  const host = input.host.target.name;
+  const markerPath = markerPathFor(input.logPath);
+  const resolved = await Promise.all(input.env.map((e) => resolveEnv(e)));
+  const values = Object.assign({}, ...resolved.map((r) => r.values)) as Record<string, string>;
+  const secretNames = new Set(resolved.flatMap((r) => [...r.secretNames]));
+  const secrets = [
+    ...[...secretNames].map((n) => values[n] ?? '').filter((v) => v !== ''),
+    ...secretArgValues(input.args),
+  ];
+  return onHost(input.host, async (session) => {
+    const existing = await inspectContainer(session, input.container);
+    if (existing.exists) {
+      if (existing.running && existing.labels['liftoff.launch'] === input.launchId) {
+        const marker = await session.exec(sh`head -c 4096 -- ${markerPath}`, {
+          timeoutMs: 10_000,
+          check: false,
+        });
+        const pid = Number((/"pid":(\d+)/.exec(marker.stdout) ?? [])[1]);
+        if (Number.isInteger(pid) && pid > 0 && (await pidAlive(session, pid))) {
+          return { host, rank: input.rank, pid, reused: true };
+        }
+      }
+      // Another launch's container, or this launch's that died or lost its log: it goes before the name is free.
+      await session.exec(sh`docker rm -f -- ${input.container}`, { timeoutMs: 60_000 });
+    }
+    if (input.rank === 0) await assertMasterPortFree(session, input);
+
+    const addrs = await session.exec(sh`ip -o -4 addr show`, { timeoutMs: 10_000, check: false });
+    const env = { ...rankEnv(input.clusterIp, interfaceOf(addrs.stdout, input.clusterIp)), ...values };
+    const transport = envTransport(env, secretNames);
+    const labels = [
+      `liftoff.cluster=${input.cluster}`,
+      `liftoff.launch=${input.launchId}`,
+      `liftoff.role=rank${input.rank}`,
+      'liftoff.backend=multiproc',
+    ].flatMap((l) => ['--label', l]);
+    const volumes = input.volumes.flatMap((v) => ['-v', v]);
+    const markerFormat = '{"launchId":%s,"pid":%s,"startedAt":%s}\n';
+    // One command starts the container, the copy of its output to the log and the marker, so no retry falls
+    // between them. Neither the log nor the marker may be a symbolic link: the launch truncates the log.
+    const run = sh`${transport.prelude} if [ -L ${input.logPath} ] || [ -L ${markerPath} ]; then exit ${symlinkExit}; fi; : > ${input.logPath} || exit 3; docker run -d --name ${input.container} --gpus all --network host --ipc host --shm-size ${input.shmSize} ${labels} ${transport.flags} ${volumes} --entrypoint vllm ${input.image} ${rankArgv(input)} > /dev/null || exit 5; setsid nohup docker logs -f ${input.container} > ${input.logPath} 2>&1 < /dev/null & pid=$!; printf ${markerFormat} ${JSON.stringify(input.launchId)} ${raw('"$pid"')} ${Date.now()} > ${markerPath} && echo "$pid"`;
+    const started = await session.exec(run, {
+      timeoutMs: 120_000,
+      check: false,
+      stdin: transport.stdin,
+      secrets,
+    });
+    const pid = Number(started.stdout.trim().split('\n').pop());
+    if (started.exitCode !== 0 || !Number.isInteger(pid) || pid <= 0) {
+      const why = redactText(started.stderr.trim() || started.stdout.trim(), secrets);
+      throw rankFailure(
+        FailureType.rankExited,
+        started.exitCode === symlinkExit
+          ? `serve.logPath ${input.logPath} (or its marker) is a symbolic link on ${host}; nothing was started: remove the link or change serve.logPath.`
+          : `Starting rank ${input.rank} on ${host} failed (exit ${started.exitCode}): ${tail(why, 2048)}. Check the image, volumes and serve.logPath's folder on that host.`,
+        true,
+        { host, rank: input.rank, exitCode: started.exitCode },
+      );
+    }
+
+    // A rank whose arguments vLLM refuses, or rank 0 finding the master port taken, exits within a second or two.
+    const deadline = Date.now() + confirmWindowMs;
+    while (Date.now() < deadline) {
+      heartbeat({ host, phase: 'confirming', rank: input.rank });
+      await pause(confirmPollMs);
+      const state = await inspectContainer(session, input.container);
+      if (state.running) continue;
+      const log = await containerLogTail(session, input.container, secrets);
+      const fatal = summarizeVllmLog(log.split('\n')).fatal;
+      const portTaken = fatal?.kind === 'master_port_in_use';
+      throw rankFailure(
+        portTaken ? FailureType.masterPortInUse : FailureType.rankExited,
+        `Rank ${input.rank} on ${host} exited right after it started (exit code ${state.exitCode ?? 'unknown'})` +
+          (fatal ? `: ${fatal.line}` : '') +
+          (portTaken ? `. serve.masterPort ${input.masterPort} is taken on the head: pick another.` : '') +
+          `\n--- ${host} rank ${input.rank} log (tail) ---\n${tail(log, 4096)}`,
+        true,
+        { host, rank: input.rank, exitCode: state.exitCode ?? null, logTail: tail(log, 4096) },
+      );
+    }
+    return { host, rank: input.rank, pid, reused: false };
+  });
+}
+
+/** One poll of a headless rank during the load: its container, and what its log said since the last poll. */
+export async function checkRank(input: CheckRankInput): Promise<CheckRankResult> {
+  return onHost(input.host, async (session) => {
+    const state = await inspectContainer(session, input.container);
+    const chunk = await readLogFrom(session, input.logPath, input.logOffset);
+    const summary = chunk.lines.length > 0 ? summarizeVllmLog(chunk.lines) : undefined;
+    const last = await session.exec(sh`tail -n ${tailLines} -- ${input.logPath} | tail -c ${maxTailBytes}`, {
+      timeoutMs: 15_000,
+      check: false,
+    });
+    return {
+      host: input.host.target.name,
+      containerRunning: state.running,
+      ...(state.status ? { containerStatus: state.status } : {}),
+      ...(state.exitCode !== undefined ? { exitCode: state.exitCode } : {}),
+      logOffset: chunk.nextOffset,
+      ...(summary?.fatal ? { fatal: summary.fatal } : {}),
+      tail: last.stdout
+        .split('\n')
+        .map((l) => l.trimEnd())
+        .filter((l) => l !== ''),
+    };
+  });
+}

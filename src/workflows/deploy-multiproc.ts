@@ -1,0 +1,157 @@
+// The multiproc backend's part of the deploy (serve.backend: multiproc): vLLM's own multi-node mode, one rank
+// per host, no Ray. Preflight, cleanup, GPU check, smoke test and record are the Ray sequence's; what differs
+// is here: the master port's check, the ranks' launch instead of the Ray steps, and the ranks' polls.
+import { ApplicationFailure } from '@temporalio/workflow';
+import type { CheckRankResult } from '../activities/multiproc.js';
+import type { NamedHost } from '../activities/types.js';
+import { defaultDistributedTimeout } from '../config/backend.js';
+import type { DeploySpec } from '../config/schema.js';
+import { parseDuration } from '../config/duration.js';
+import { FailureType } from '../shared/failures.js';
+import type { StepActivities } from './activity-options.js';
+import { loadFailure, rootApplicationFailure } from './failures.js';
+import type { StepTracker } from './step-tracker.js';
+import type { Followers } from './wait-healthy.js';
+
+const skipReason = 'serve.backend multiproc: vLLM runs its own multi-node mode, no Ray cluster';
+
+/** Rank 0 is the head; the other hosts take ranks 1.. in the spec's order. */
+export function ranksOf(head: NamedHost, workers: readonly NamedHost[]): NamedHost[] {
+  return [head, ...workers];
+}
+
+/** Part of preflight: serve.masterPort must be free on the head, or held by this cluster's earlier rank 0. */
+export async function checkMasterPortFree(
+  spec: DeploySpec,
+  head: NamedHost,
+  acts: StepActivities,
+): Promise<void> {
+  const port = spec.serve.masterPort ?? 0;
+  const r = await acts('preflight', 'checkMasterPort').checkMasterPort({
+    host: head.ref,
+    cluster: spec.cluster,
+    port,
+  });
+  if (r.free || r.earlierRank0 !== undefined) return;
+  throw ApplicationFailure.create({
+    type: FailureType.masterPortInUse,
+    message: `nothing was stopped or removed:\n  ${head.name}: serve.masterPort ${port} is in use on the head (${r.listener ?? 'a listener'}), and not by an earlier liftoff launch of ${spec.cluster}; rank 0 could not listen there. Stop what listens on it, or pick another serve.masterPort.`,
+    nonRetryable: true,
+    details: [{ host: head.name, port, listener: r.listener ?? null }],
+  });
+}
+
+/**
+ * Steps 5–8 for multiproc: the Ray steps are shown skipped, then every rank's container starts in launchServe.
+ * Returns rank 0's pid (the copy of its container's output to serve.logPath, which lives as long as it).
+ */
+export async function launchRanks(
+  spec: DeploySpec,
+  head: NamedHost,
+  workers: readonly NamedHost[],
+  launchId: string,
+  acts: StepActivities,
+  tracker: StepTracker,
+): Promise<number> {
+  for (const step of ['startRayHead', 'startRayWorkers', 'verifyRayCluster'] as const)
+    tracker.skip(step, skipReason);
+  const ranks = ranksOf(head, workers);
+  const timeoutMs = parseDuration(spec.serve.distributedTimeout ?? defaultDistributedTimeout) ?? 120_000;
+  const { startRank } = acts('launchServe', 'startRank');
+  const start = (host: NamedHost, rank: number) =>
+    startRank({
+      host: host.ref,
+      cluster: spec.cluster,
+      launchId,
+      image: spec.ray.image,
+      container: spec.ray.container,
+      clusterIp: host.clusterIp,
+      env: [spec.ray.env, spec.serve.env],
+      volumes: spec.ray.volumes,
+      shmSize: spec.ray.shmSize,
+      logPath: spec.serve.logPath,
+      model: spec.serve.model,
+      servedModelName: spec.serve.servedModelName,
+      rank,
+      nnodes: ranks.length,
+      tensorParallelSize: spec.serve.tensorParallelSize,
+      masterAddr: head.clusterIp,
+      masterPort: spec.serve.masterPort ?? 0,
+      port: spec.serve.port,
+      distributedTimeoutSeconds: Math.max(1, Math.round(timeoutMs / 1000)),
+      args: spec.serve.args,
+    });
+  return tracker.run('launchServe', async () => {
+    // The headless ranks first, then rank 0. vLLM itself accepts any order (each rank retries its connect to
+    // the store until --distributed-timeout-seconds), but rank 0 is the one whose clock matters: its store waits
+    // that long for the others and its API is what the load is judged by. Started last, it finds every peer
+    // already dialling in, so none of its timeout is spent on docker runs through jump hosts; and a headless rank
+    // that cannot start at all (image, flags, log folder) fails the step before rank 0 takes the GPUs and ports.
+    const headless = await Promise.all(workers.map((w, i) => start(w, i + 1)));
+    const rank0 = await start(head, 0);
+    tracker.detail(
+      'launchServe',
+      [rank0, ...headless]
+        .map(
+          (r) => `${r.host}: rank ${r.rank}${r.rank === 0 ? '' : ' (headless)'}${r.reused ? ', reused' : ''}`,
+        )
+        .join('; '),
+    );
+    return rank0.pid;
+  });
+}
+
+/** waitHealthy's view of the headless ranks: a fatal line in a rank's log or its container's end fails the load. */
+export function rankFollowers(
+  spec: DeploySpec,
+  head: NamedHost,
+  workers: readonly NamedHost[],
+  acts: StepActivities,
+): Followers<CheckRankResult> {
+  const ranks = ranksOf(head, workers);
+  const offsets = new Map<string, number>();
+  const { checkRank } = acts('waitHealthy', 'checkRank');
+  const rankOf = (host: NamedHost) => ranks.indexOf(host);
+  return {
+    poll: (host) =>
+      checkRank({
+        host: host.ref,
+        container: spec.ray.container,
+        logPath: spec.serve.logPath,
+        logOffset: offsets.get(host.name) ?? 0,
+      }),
+    judge: (host, r, at) => {
+      offsets.set(host.name, r.logOffset);
+      const who = `rank ${rankOf(host)} on ${host.name}`;
+      if (r.fatal) {
+        const unreachable = r.fatal.kind === 'master_unreachable';
+        throw loadFailure(
+          unreachable ? FailureType.masterUnreachable : FailureType.rankFailed,
+          `${who} failed at ${at.where}${unreachable ? `: it cannot reach rank 0's store at ${head.clusterIp}:${spec.serve.masterPort ?? '?'}` : ''}: ${r.fatal.line}`,
+          r.tail,
+          at.load,
+        );
+      }
+      if (!r.containerRunning) {
+        throw loadFailure(
+          FailureType.rankExited,
+          `${who} exited at ${at.where}: container ${spec.ray.container} is ${r.containerStatus ?? 'gone'}${r.exitCode !== undefined ? ` (exit code ${r.exitCode})` : ''}; its last line: ${r.tail[r.tail.length - 1] ?? '(empty log)'}`,
+          r.tail,
+          at.load,
+        );
+      }
+    },
+  };
+}
+
+/** A rank that failed leaves the others waiting for it for ever, holding their GPUs: they are removed. */
+export function isRankFailure(err: unknown): boolean {
+  const type = rootApplicationFailure(err)?.type;
+  return (
+    type === FailureType.rankExited ||
+    type === FailureType.rankFailed ||
+    type === FailureType.masterUnreachable ||
+    type === FailureType.serverExited ||
+    type === FailureType.serverFatal
+  );
+}
