@@ -1,0 +1,276 @@
+// serve.backend: multiproc end to end: vLLM's own multi-node mode on two namespace hosts (spark2 behind spark1),
+// real dev server, real worker, real sshd; the simulated vllm's ranks meet over real TCP at rank 0's store.
+// A cluster switched ray → multiproc → ray; the rank failure modes (a rank that cannot reach the master, a rank
+// that exits during the load, the master port taken on the head). Figures are printed, never asserted.
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync, statSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { promisify } from 'node:util';
+import { WorkflowFailedError } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
+import { runLiftoff } from '../helpers/cli.js';
+import { useE2eCluster } from '../helpers/e2e-cluster.js';
+import { sshRun } from '../helpers/ssh.js';
+import { waitUntil } from '../helpers/wait.js';
+import { TASK_QUEUE, deployWorkflowId } from '../../src/shared/constants.js';
+import { deploy, progressQuery } from '../../src/workflows/index.js';
+import type { DeployProgress, DeployResult } from '../../src/workflows/steps.js';
+import { setFaults, type SimHost } from '../../sim/cluster.js';
+import { paths } from '../../sim/host-state.js';
+import { simDeploySpec } from '../../sim/spec.js';
+
+const run = promisify(execFile);
+const stateDir = '/tmp/liftoff-test-multiproc';
+const clusterName = 'multiproc';
+const workflowId = deployWorkflowId(clusterName);
+const masterPort = 29501;
+
+type Spec = ReturnType<typeof simDeploySpec>;
+
+/** The sim's spec as a multiproc spec: no Ray-only field, a master port, a short rendezvous timeout. */
+function asMultiproc(spec: Spec): Record<string, unknown> {
+  const { port: _port, verifyTimeout: _verify, ...ray } = spec.ray;
+  return {
+    ...spec,
+    ray,
+    serve: { ...spec.serve, backend: 'multiproc', masterPort, distributedTimeout: '5s' },
+  };
+}
+
+function onHost(h: SimHost, remotePath: string): string {
+  return join(paths.home(h.hostDir), relative('/home', remotePath));
+}
+
+interface Container {
+  name: string;
+  role: string;
+  backend: string;
+  launch: string;
+}
+
+describe('serve.backend multiproc: vLLM multi-node mode on the simulated cluster', () => {
+  const e2e = useE2eCluster({
+    stateDir,
+    netIndex: 43,
+    vllm: { shards: 8, shardSeconds: 0.25, graphCaptureSeconds: 0.4 },
+  });
+  let spark1: SimHost;
+  let spark2: SimHost;
+  before(() => {
+    const [a, b] = e2e.sim.hosts;
+    assert.ok(a && b);
+    [spark1, spark2] = [a, b];
+  });
+
+  const raySpec = (): Spec => simDeploySpec(e2e.sim, { cluster: clusterName });
+  const multiprocSpec = () => asMultiproc(raySpec());
+
+  async function containers(host: string): Promise<Container[]> {
+    const out = await sshRun(
+      e2e.sim,
+      host,
+      `docker ps --filter label=liftoff.cluster=${clusterName} --format '{{.Names}} {{.Label "liftoff.role"}} {{.Label "liftoff.backend"}} {{.Label "liftoff.launch"}}'`,
+    );
+    return out
+      .split('\n')
+      .filter((l) => l.trim() !== '')
+      .map((l) => {
+        const [name = '', role = '', backend = '', launch = ''] = l.trim().split(' ');
+        return { name, role, backend, launch };
+      });
+  }
+
+  async function deployOk(
+    spec: unknown,
+  ): Promise<{ result: DeployResult; progress: DeployProgress; ms: number }> {
+    const startedAt = Date.now();
+    const handle = await e2e.client.workflow.start(deploy, {
+      taskQueue: TASK_QUEUE,
+      workflowId,
+      args: [spec, { trigger: 'cli' }],
+    });
+    const result = await handle.result();
+    return { result, progress: await handle.query(progressQuery), ms: Date.now() - startedAt };
+  }
+
+  async function deployFails(spec: unknown): Promise<{ failure: ApplicationFailure; endedAtMs: number }> {
+    const handle = await e2e.client.workflow.start(deploy, {
+      taskQueue: TASK_QUEUE,
+      workflowId,
+      args: [spec, { trigger: 'cli' }],
+    });
+    const error = await handle.result().then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    const endedAtMs = Date.now();
+    assert.ok(error instanceof WorkflowFailedError, `the deploy failed: ${String(error)}`);
+    assert.ok(error.cause instanceof ApplicationFailure, String(error.cause));
+    return { failure: error.cause, endedAtMs };
+  }
+
+  it('switches the cluster ray → multiproc → ray, each deploy removing the other backend’s containers first', async () => {
+    const ray = await deployOk(raySpec());
+    assert.deepEqual(
+      (await containers('spark1')).map((c) => c.role),
+      ['head'],
+    );
+
+    const mp = await deployOk(multiprocSpec());
+    const steps = new Map(mp.progress.steps.map((s) => [s.name, s]));
+    assert.match(
+      steps.get('removeContainers')?.detail ?? '',
+      /spark1: removed vllm_qwen35; spark2: removed vllm_qwen35/,
+    );
+    for (const name of ['startRayHead', 'startRayWorkers', 'verifyRayCluster'] as const) {
+      assert.equal(steps.get(name)?.status, 'skipped', name);
+      assert.match(steps.get(name)?.detail ?? '', /serve\.backend multiproc: .*no Ray cluster/);
+    }
+    assert.match(steps.get('launchServe')?.detail ?? '', /spark1: rank 0; spark2: rank 1 \(headless\)/);
+    assert.equal(mp.result.endpoint, `http://${spark1.address}:30000/v1`);
+    assert.ok(mp.result.smoke.completionTokens > 0);
+    const [rank0] = await containers('spark1');
+    const [rank1] = await containers('spark2');
+    assert.deepEqual([rank0?.role, rank0?.backend], ['rank0', 'multiproc']);
+    assert.deepEqual([rank1?.role, rank1?.backend], ['rank1', 'multiproc']);
+    assert.equal(rank0?.launch, mp.result.launchId);
+    assert.equal(rank1?.launch, mp.result.launchId);
+
+    // Each rank's own log, on its own host: rank 1 joined headless, and only rank 0 shows the shards.
+    const log0 = readFileSync(onHost(spark1, raySpec().serve.logPath), 'utf8');
+    const log1 = readFileSync(onHost(spark2, raySpec().serve.logPath), 'utf8');
+    assert.match(
+      log1,
+      new RegExp(
+        `headless multiproc executor, with head node address ${spark1.clusterIp.replaceAll('.', '\\.')}:${masterPort}`,
+      ),
+    );
+    assert.match(log1, /rank 1 in world size 2 is assigned as .*TP rank 1\b/);
+    assert.doesNotMatch(log1, /Loading safetensors checkpoint shards|Starting vLLM API server/);
+    assert.match(log0, /Loading safetensors checkpoint shards: 100% Completed \| 8\/8/);
+    const launched = readFileSync(paths.launches(spark2.hostDir), 'utf8');
+    assert.match(launched, /"--node-rank","1".*"--headless"/);
+
+    // The CLI's status shows the skipped Ray steps and why.
+    const status = await runLiftoff(['status', clusterName], { ...process.env, ...e2e.temporalEnv });
+    assert.equal(status.code, 0, status.stderr);
+    assert.match(status.stdout, /startRayHead +skipped +serve\.backend multiproc: .*no Ray cluster/);
+
+    const back = await deployOk(raySpec());
+    const backSteps = new Map(back.progress.steps.map((s) => [s.name, s]));
+    assert.match(
+      backSteps.get('removeContainers')?.detail ?? '',
+      /spark1: removed vllm_qwen35; spark2: removed vllm_qwen35/,
+    );
+    assert.equal(backSteps.get('verifyRayCluster')?.status, 'done');
+    assert.deepEqual(
+      (await containers('spark1')).map((c) => [c.role, c.backend]),
+      [['head', '']],
+    );
+    assert.deepEqual(
+      (await containers('spark2')).map((c) => [c.role, c.backend]),
+      [['worker', '']],
+    );
+    console.log(
+      `FIGURE: time to healthy on the sim (2 hosts, 8 shards × 0.25 s): ray ${ray.result.totalSeconds.toFixed(1)} s total (load ${ray.result.loadSeconds.toFixed(1)} s); ` +
+        `multiproc ${mp.result.totalSeconds.toFixed(1)} s total (load ${mp.result.loadSeconds.toFixed(1)} s); ray again ${back.result.totalSeconds.toFixed(1)} s`,
+    );
+  });
+
+  it('a rank that exits during the load fails the deploy naming its host and line; every rank is torn down', async () => {
+    setFaults(stateDir, 'spark2', { crashAtShard: 3 });
+    let failed;
+    try {
+      failed = await deployFails(multiprocSpec());
+    } finally {
+      setFaults(stateDir, 'spark2', {});
+    }
+    const { failure, endedAtMs } = failed;
+    assert.equal(failure.type, 'RankFailed', failure.message);
+    assert.match(
+      failure.message,
+      /waitHealthy failed: rank 1 on spark2 failed at phase \w+.*: safetensors_rust\.SafetensorError: Error while deserializing header/,
+    );
+    assert.match(
+      failure.message,
+      /containers: spark1: removed vllm_qwen35 \(its vLLM rank stopped\); spark2: removed vllm_qwen35/,
+    );
+    assert.deepEqual(await containers('spark1'), []);
+    assert.deepEqual(await containers('spark2'), []);
+    // The crashed rank's log stays on its host.
+    const log1 = onHost(spark2, raySpec().serve.logPath);
+    assert.match(readFileSync(log1, 'utf8'), /SafetensorError/);
+    console.log(
+      `FIGURE: multiproc rank 1 crash at shard 3 → deploy failed ${((endedAtMs - statSync(log1).mtimeMs) / 1000).toFixed(1)} s after the rank's last log line (poll ${raySpec().serve.pollInterval}, teardown included)`,
+    );
+  });
+
+  it("a rank that cannot reach rank 0's store fails with torch's connect timeout, naming the rank's host", async () => {
+    // spark2 drops its own packets to the master port (a policy rule of its namespace): its rank dials, and waits.
+    assert.ok(spark2.netns, 'spark2 runs in a network namespace');
+    const rule = [
+      'netns',
+      'exec',
+      spark2.netns,
+      'ip',
+      'rule',
+      'add',
+      'ipproto',
+      'tcp',
+      'dport',
+      String(masterPort),
+      'blackhole',
+    ];
+    await run('ip', rule);
+    let failed;
+    try {
+      failed = await deployFails(multiprocSpec());
+    } finally {
+      await run('ip', [...rule.slice(0, 5), 'del', ...rule.slice(6)]);
+    }
+    const { failure, endedAtMs } = failed;
+    assert.equal(failure.type, 'MasterUnreachable', failure.message);
+    assert.match(
+      failure.message,
+      new RegExp(
+        `rank 1 on spark2 failed at .*: it cannot reach rank 0's store at ${spark1.clusterIp.replaceAll('.', '\\.')}:${masterPort}: torch\\.distributed\\.DistNetworkError: The client socket has timed out after 5000ms while trying to connect to \\(${spark1.clusterIp.replaceAll('.', '\\.')}, ${masterPort}\\)`,
+      ),
+    );
+    assert.deepEqual(await containers('spark1'), []);
+    assert.deepEqual(await containers('spark2'), []);
+    const log1 = onHost(spark2, raySpec().serve.logPath);
+    console.log(
+      `FIGURE: multiproc master unreachable from rank 1 (serve.distributedTimeout 5s): deploy failed ${((endedAtMs - statSync(log1).mtimeMs) / 1000).toFixed(1)} s after torch's line`,
+    );
+  });
+
+  describe('the master port is taken on the head', () => {
+    let holder: ChildProcess | undefined;
+    after(() => {
+      holder?.kill('SIGKILL');
+    });
+
+    it('fails preflight with MasterPortInUse, naming the port and its listener; nothing is stopped', async () => {
+      assert.ok(spark1.netns);
+      const listen = `require('node:net').createServer().listen(${masterPort}, ${JSON.stringify(spark1.clusterIp)})`;
+      holder = spawn('ip', ['netns', 'exec', spark1.netns, process.execPath, '-e', listen], {
+        stdio: 'ignore',
+      });
+      await waitUntil(
+        'the port to be held on the head',
+        async () => (await sshRun(e2e.sim, 'spark1', `ss -Hltn 'sport = :${masterPort}'`)).trim() !== '',
+        10_000,
+      );
+      const { failure } = await deployFails(multiprocSpec());
+      assert.equal(failure.type, 'MasterPortInUse', failure.message);
+      assert.match(
+        failure.message,
+        new RegExp(
+          `preflight failed: nothing was stopped or removed:\\n  spark1: serve\\.masterPort ${masterPort} is in use on the head \\(LISTEN[^)]*${spark1.clusterIp.replaceAll('.', '\\.')}:${masterPort}`,
+        ),
+      );
+    });
+  });
+});
