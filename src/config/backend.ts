@@ -9,13 +9,30 @@ export type LaunchBackend = (typeof launchBackends)[number];
 /** torch.distributed's timeout for a multiproc launch when the spec sets none (vLLM's own is 30 min on gloo). */
 export const defaultDistributedTimeout = '2m';
 
+/** Why a multiproc deploy shows the Ray steps skipped: the workflow's progress and the postmortem both say it. */
+export const multiprocSkipsRay = 'serve.backend multiproc: vLLM runs its own multi-node mode, no Ray cluster';
+
+/** The deploy steps only the Ray backend runs. */
+export const rayOnlySteps = ['startRayHead', 'startRayWorkers', 'verifyRayCluster'] as const;
+
+/** The backend a spec as written asks for (a spec the report reads may be invalid: then ray, the default). */
+export function backendOfInput(input: unknown): LaunchBackend {
+  return isRecord(input) && isRecord(input.serve) && input.serve.backend === 'multiproc'
+    ? 'multiproc'
+    : 'ray';
+}
+
 export interface BackendIssue {
   path: (string | number)[];
   message: string;
 }
 
-/** The fields of the `ray` block that only a Ray cluster reads; the other fields describe any rank's container. */
-export const rayOnlyFields = ['port', 'verifyTimeout'] as const;
+/**
+ * The fields of the `ray` block that only a Ray cluster reads, with their defaults; the other fields describe any
+ * rank's container. The default itself passes: a parsed spec carries it, and the CLI sends the parsed spec to the
+ * workflow, which validates it again.
+ */
+export const rayOnlyFields = { port: 6379, verifyTimeout: '90s' } as const;
 
 /** Multiproc-only fields of `serve`. */
 const multiprocOnlyFields = ['masterPort', 'distributedTimeout'] as const;
@@ -33,11 +50,12 @@ export function writtenFieldIssues(raw: unknown): BackendIssue[] {
   const backend = raw.serve.backend ?? 'ray';
   const issues: BackendIssue[] = [];
   if (backend === 'multiproc' && isRecord(raw.ray)) {
-    for (const field of rayOnlyFields) {
-      if (raw.ray[field] !== undefined) {
+    for (const [field, byDefault] of Object.entries(rayOnlyFields)) {
+      const value = raw.ray[field];
+      if (value !== undefined && value !== byDefault) {
         issues.push({
           path: ['ray', field],
-          message: `is a Ray setting, and serve.backend: multiproc starts no Ray cluster (vLLM's own multi-node mode): remove ray.${field}, or set serve.backend: ray`,
+          message: `${JSON.stringify(value)} is a Ray setting, and serve.backend: multiproc starts no Ray cluster (vLLM's own multi-node mode), so it would be ignored: remove ray.${field}, or set serve.backend: ray`,
         });
       }
     }

@@ -13,7 +13,7 @@ import {
 } from './host-guards.js';
 import { superviseSchema } from './supervise.js';
 import { notifySchema } from './notify.js';
-import { launchBackends, multiprocIssues, writtenFieldIssues } from './backend.js';
+import { launchBackends, multiprocIssues, rayOnlyFields, writtenFieldIssues } from './backend.js';
 
 /** A host or cluster name: what becomes part of a workflow id and a search attribute. */
 export const hostNamePattern = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;
@@ -201,7 +201,7 @@ const deploySpecObject = z
     ray: z.strictObject({
       image: imageRef,
       container: containerName,
-      port: port.default(6379),
+      port: port.default(rayOnlyFields.port),
       env: envMap,
       volumes: z
         .array(argText.regex(/^\/[^:]*:\/[^:]*(:(ro|rw))?$/, 'expected HOST_PATH:CONTAINER_PATH[:ro|rw]'))
@@ -213,7 +213,7 @@ const deploySpecObject = z
         .regex(/^\d+[bkmg]?$/i, 'expected a size such as 10g')
         .default('10g'),
       /** How long the Ray cluster may take to show every node and GPU. */
-      verifyTimeout: duration.default('90s'),
+      verifyTimeout: duration.default(rayOnlyFields.verifyTimeout),
     }),
     serve: z.strictObject({
       /** ray: a Ray cluster in Docker, vLLM placed over it. multiproc: vLLM's own multi-node mode, one rank a host. */

@@ -51,7 +51,7 @@ export function renderMarkdown(pm: Postmortem): string {
   pm.steps.forEach((s, i) => {
     const c = stepCells(s, i, t0);
     out.push(
-      `| ${c.number} | ${cell(s.title)} (\`${s.name}\`) | ${s.outcome} | ${c.start} | ${c.end} | ${c.duration} | ${c.attempts} | ${bar(s, t0, span)} |`,
+      `| ${c.number} | ${cell(s.title)} (\`${s.name}\`) | ${s.outcome}${s.outcome === 'skipped' && s.detail ? ` (${cell(s.detail)})` : ''} | ${c.start} | ${c.end} | ${c.duration} | ${c.attempts} | ${bar(s, t0, span)} |`,
     );
   });
   out.push('');

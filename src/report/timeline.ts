@@ -2,6 +2,7 @@
 // scheduled for it, then what ran after a failure, then anything unexpected. A run that only held the trigger
 // and started the deploy as a child has two steps: validate, and the child.
 import { aftermathSteps, deploySteps } from '../workflows/steps.js';
+import { backendOfInput, multiprocSkipsRay, rayOnlySteps } from '../config/backend.js';
 import type { ActivityTrack, ChildRun, RunRecord } from './fold.js';
 import type { ActivityRun, Outcome, StepOutcome, StepTimeline } from './model.js';
 
@@ -44,6 +45,9 @@ function deploySequence(record: RunRecord, end: RunEnd): StepTimeline[] {
   const endedAt = record.close?.timeMs;
   const endOutcome: StepOutcome = end.outcome === 'cancelled' ? 'cancelled' : 'failed';
   const error = firstLine(end.failureMessage);
+  // A multiproc deploy never runs the Ray steps: they show skipped with the reason, however far the run got.
+  const rayless = backendOfInput(record.input) === 'multiproc';
+  const isRayStep = (name: string): boolean => (rayOnlySteps as readonly string[]).includes(name);
 
   const steps: StepTimeline[] = deploySteps.map((def, index): StepTimeline => {
     const runs = byStep.get(def.name) ?? [];
@@ -52,6 +56,9 @@ function deploySequence(record: RunRecord, end: RunEnd): StepTimeline[] {
     const here = { failedHere, endOutcome, error: failedHere ? error : undefined };
     if (def.name === 'validate') return validateStep(base, record, here, running, endedAt);
     if (def.name === 'record') return recordStep(base, record, here, end.outcome, byStep);
+    if (runs.length === 0 && rayless && isRayStep(def.name) && index < lastReached) {
+      return { ...base, outcome: 'skipped', attempts: 0, retries: 0, detail: multiprocSkipsRay };
+    }
     if (runs.length === 0) {
       return {
         ...base,

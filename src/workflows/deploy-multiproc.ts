@@ -4,7 +4,7 @@
 import { ApplicationFailure } from '@temporalio/workflow';
 import type { CheckRankResult } from '../activities/multiproc.js';
 import type { NamedHost } from '../activities/types.js';
-import { defaultDistributedTimeout } from '../config/backend.js';
+import { defaultDistributedTimeout, multiprocSkipsRay, rayOnlySteps } from '../config/backend.js';
 import type { DeploySpec } from '../config/schema.js';
 import { parseDuration } from '../config/duration.js';
 import { FailureType } from '../shared/failures.js';
@@ -12,8 +12,6 @@ import type { StepActivities } from './activity-options.js';
 import { loadFailure, rootApplicationFailure } from './failures.js';
 import type { StepTracker } from './step-tracker.js';
 import type { Followers } from './wait-healthy.js';
-
-const skipReason = 'serve.backend multiproc: vLLM runs its own multi-node mode, no Ray cluster';
 
 /** Rank 0 is the head; the other hosts take ranks 1.. in the spec's order. */
 export function ranksOf(head: NamedHost, workers: readonly NamedHost[]): NamedHost[] {
@@ -53,8 +51,7 @@ export async function launchRanks(
   acts: StepActivities,
   tracker: StepTracker,
 ): Promise<number> {
-  for (const step of ['startRayHead', 'startRayWorkers', 'verifyRayCluster'] as const)
-    tracker.skip(step, skipReason);
+  for (const step of rayOnlySteps) tracker.skip(step, multiprocSkipsRay);
   const ranks = ranksOf(head, workers);
   const timeoutMs = parseDuration(spec.serve.distributedTimeout ?? defaultDistributedTimeout) ?? 120_000;
   const { startRank } = acts('launchServe', 'startRank');

@@ -5,12 +5,14 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync, statSync } from 'node:fs';
+import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { promisify } from 'node:util';
+import { stringify } from 'yaml';
 import { WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
-import { runLiftoff } from '../helpers/cli.js';
+import { runLiftoff, type CliRun } from '../helpers/cli.js';
 import { useE2eCluster } from '../helpers/e2e-cluster.js';
 import { sshRun } from '../helpers/ssh.js';
 import { waitUntil } from '../helpers/wait.js';
@@ -64,6 +66,8 @@ describe('serve.backend multiproc: vLLM multi-node mode on the simulated cluster
     [spark1, spark2] = [a, b];
   });
 
+  const liftoff = (args: string[]): Promise<CliRun> =>
+    runLiftoff(args, { ...process.env, ...e2e.temporalEnv });
   const raySpec = (): Spec => simDeploySpec(e2e.sim, { cluster: clusterName });
   const multiprocSpec = () => asMultiproc(raySpec());
 
@@ -118,7 +122,23 @@ describe('serve.backend multiproc: vLLM multi-node mode on the simulated cluster
       ['head'],
     );
 
-    const mp = await deployOk(multiprocSpec());
+    // From the CLI with --follow, as a user would: the Ray steps go by as skipped, with the reason.
+    const specFile = join(mkdtempSync(join(tmpdir(), 'liftoff-multiproc-')), 'cluster.yaml');
+    writeFileSync(specFile, stringify(multiprocSpec()));
+    const cliStartedAt = Date.now();
+    const followed = await liftoff(['deploy', '-c', specFile, '--follow']);
+    assert.equal(followed.code, 0, followed.stderr + followed.stdout);
+    assert.match(
+      followed.stdout,
+      /– Start the Ray head: skipped \(serve\.backend multiproc: .*no Ray cluster\)/,
+    );
+    assert.match(followed.stdout, /– Verify the Ray cluster: skipped \(serve\.backend multiproc/);
+    const handle = e2e.client.workflow.getHandle(workflowId);
+    const mp = {
+      result: (await handle.result()) as DeployResult,
+      progress: await handle.query(progressQuery),
+      ms: Date.now() - cliStartedAt,
+    };
     const steps = new Map(mp.progress.steps.map((s) => [s.name, s]));
     assert.match(
       steps.get('removeContainers')?.detail ?? '',
@@ -154,9 +174,18 @@ describe('serve.backend multiproc: vLLM multi-node mode on the simulated cluster
     assert.match(launched, /"--node-rank","1".*"--headless"/);
 
     // The CLI's status shows the skipped Ray steps and why.
-    const status = await runLiftoff(['status', clusterName], { ...process.env, ...e2e.temporalEnv });
+    const status = await liftoff(['status', clusterName]);
     assert.equal(status.code, 0, status.stderr);
     assert.match(status.stdout, /startRayHead +skipped +serve\.backend multiproc: .*no Ray cluster/);
+
+    // So does the postmortem, from the history alone.
+    const postmortem = await liftoff(['postmortem', clusterName]);
+    assert.equal(postmortem.code, 0, postmortem.stderr);
+    assert.match(
+      postmortem.stdout,
+      /Start the Ray head \(`startRayHead`\) \| skipped \(serve\.backend multiproc: .*no Ray cluster\)/,
+    );
+    assert.match(postmortem.stdout, /Launch vllm serve \(`launchServe`\) \| done/);
 
     const back = await deployOk(raySpec());
     const backSteps = new Map(back.progress.steps.map((s) => [s.name, s]));

@@ -83,13 +83,13 @@ describe('serve.backend', () => {
     ],
     [
       'ray.port set',
-      (s) => (s.ray.port = 6379),
-      /ray\.port: is a Ray setting, and serve\.backend: multiproc starts no Ray cluster .*remove ray\.port, or set serve\.backend: ray/,
+      (s) => (s.ray.port = 7000),
+      /ray\.port: 7000 is a Ray setting, and serve\.backend: multiproc starts no Ray cluster .*would be ignored: remove ray\.port, or set serve\.backend: ray/,
     ],
     [
       'ray.verifyTimeout set',
-      (s) => (s.ray.verifyTimeout = '90s'),
-      /ray\.verifyTimeout: is a Ray setting.*remove ray\.verifyTimeout/,
+      (s) => (s.ray.verifyTimeout = '3m'),
+      /ray\.verifyTimeout: "3m" is a Ray setting.*remove ray\.verifyTimeout/,
     ],
     ['an unknown backend', (s) => (s.serve.backend = 'slurm'), /serve\.backend: .*"ray"\|"multiproc"/],
     [
@@ -103,6 +103,14 @@ describe('serve.backend', () => {
       assert.match(errorsOf(multiproc(mutate)), expected);
     });
   }
+
+  it('accepts its own output: the CLI sends the parsed spec (defaults filled in) to the workflow, which parses it again', () => {
+    const once = deploySpecSchema.parse(multiproc());
+    assert.equal(once.ray.port, 6379);
+    assert.deepEqual(deploySpecSchema.parse(once), once);
+    // The example's explicit ray.port 6379 is the default: it is what a parsed spec carries anyway.
+    assert.equal(deploySpecSchema.safeParse(multiproc((s) => (s.ray.port = 6379))).success, true);
+  });
 
   it('refuses the multiproc fields in a Ray spec', () => {
     const spec = structuredClone(example);
