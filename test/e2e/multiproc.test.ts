@@ -32,7 +32,7 @@ const masterPort = 29501;
 type Spec = ReturnType<typeof simDeploySpec>;
 
 /** The sim's spec as a multiproc spec: no Ray-only field, a master port, a short rendezvous timeout. */
-function asMultiproc(spec: Spec): Record<string, unknown> {
+function asMultiproc(spec: Spec) {
   const { port: _port, verifyTimeout: _verify, ...ray } = spec.ray;
   return {
     ...spec,
@@ -301,5 +301,42 @@ describe('serve.backend multiproc: vLLM multi-node mode on the simulated cluster
         ),
       );
     });
+  });
+});
+
+describe('serve.backend multiproc on a 4-host cluster (3 behind the jump host)', () => {
+  const stateDir4 = '/tmp/liftoff-test-multiproc4';
+  const e2e = useE2eCluster({
+    stateDir: stateDir4,
+    netIndex: 45,
+    hosts: 4,
+    clusterOnly: ['spark2', 'spark3', 'spark4'],
+    vllm: { shards: 8, shardSeconds: 0.25, graphCaptureSeconds: 0.4 },
+  });
+
+  it('serves with tensor parallel 4, one rank a host, rank 0 on the head', async () => {
+    const base = simDeploySpec(e2e.sim, { cluster: 'multiproc4' });
+    const spec = asMultiproc(base);
+    const startedAt = Date.now();
+    const handle = await e2e.client.workflow.start(deploy, {
+      taskQueue: TASK_QUEUE,
+      workflowId: deployWorkflowId('multiproc4'),
+      args: [spec, { trigger: 'cli' }],
+    });
+    const result = await handle.result();
+    const progress = await handle.query(progressQuery);
+    const launch = progress.steps.find((s) => s.name === 'launchServe');
+    assert.match(
+      launch?.detail ?? '',
+      /spark1: rank 0; spark2: rank 1 \(headless\); spark3: rank 2 \(headless\); spark4: rank 3 \(headless\)/,
+    );
+    assert.ok(result.smoke.completionTokens > 0);
+    for (const [i, h] of e2e.sim.hosts.entries()) {
+      const log = readFileSync(onHost(h, base.serve.logPath), 'utf8');
+      assert.match(log, new RegExp(`rank ${i} in world size 4 is assigned as .*TP rank ${i}\\b`), h.name);
+    }
+    console.log(
+      `FIGURE: multiproc on 4 hosts (tp 4): healthy ${((Date.now() - startedAt) / 1000).toFixed(1)} s after the start (load ${result.loadSeconds.toFixed(1)} s)`,
+    );
   });
 });
