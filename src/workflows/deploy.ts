@@ -184,7 +184,12 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
           tokensPerSecond: smoke.tokensPerSecond,
         },
       };
-      if (supervised) {
+      if (supervised && multiproc) {
+        // Its probes read `ray status` on the head, which a multiproc cluster has not: it would relaunch for ever.
+        result.supervision =
+          'not supervised: the supervisor probes Ray (`ray status`), not the ranks of serve.backend multiproc';
+        tracker.detail('record', result.supervision);
+      } else if (supervised) {
         result.supervision = await startSupervision(
           spec.cluster,
           spec,
