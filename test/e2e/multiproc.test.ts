@@ -239,6 +239,47 @@ describe('serve.backend multiproc: vLLM multi-node mode on the simulated cluster
     );
   });
 
+  it('a rank killed during the load fails it with RankExited naming the host, and rank 0 (still loading) is torn down', async () => {
+    // Rank 0 hangs mid-load, as it would waiting for a collective with a dead peer: only liftoff can end it.
+    setFaults(stateDir, 'spark1', { hangAtShard: 2 });
+    let failed;
+    try {
+      const handle = await e2e.client.workflow.start(deploy, {
+        taskQueue: TASK_QUEUE,
+        workflowId,
+        args: [multiprocSpec(), { trigger: 'cli' }],
+      });
+      await waitUntil(
+        'the load to start',
+        async () => (await handle.query(progressQuery)).load !== undefined,
+        60_000,
+      );
+      const killedAt = Date.now();
+      await sshRun(e2e.sim, 'spark2', 'docker kill vllm_qwen35');
+      const error = await handle.result().then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      assert.ok(
+        error instanceof WorkflowFailedError && error.cause instanceof ApplicationFailure,
+        String(error),
+      );
+      failed = { failure: error.cause, detectedMs: Date.now() - killedAt };
+    } finally {
+      setFaults(stateDir, 'spark1', {});
+    }
+    assert.equal(failed.failure.type, 'RankExited', failed.failure.message);
+    assert.match(
+      failed.failure.message,
+      /rank 1 on spark2 exited at phase \w+.*: container vllm_qwen35 is exited \(exit code \d+\)/,
+    );
+    assert.deepEqual(await containers('spark1'), []);
+    assert.deepEqual(await containers('spark2'), []);
+    console.log(
+      `FIGURE: multiproc rank 1 killed mid-load (poll ${raySpec().serve.pollInterval}): deploy failed and every rank removed ${(failed.detectedMs / 1000).toFixed(1)} s after the kill`,
+    );
+  });
+
   it("a rank that cannot reach rank 0's store fails with torch's connect timeout, naming the rank's host", async () => {
     // spark2 drops its own packets to the master port (a policy rule of its namespace): its rank dials, and waits.
     assert.ok(spark2.netns, 'spark2 runs in a network namespace');
