@@ -706,7 +706,7 @@ async function runCliInProcess(args: string[]): Promise<{ exitCode: number; stdo
   const previous = process.exitCode;
   process.exitCode = undefined;
   try {
-    await buildProgram().parseAsync(['node', 'liftoff', ...args]);
+    await (await buildProgram()).parseAsync(['node', 'liftoff', ...args]);
     return { exitCode: Number(process.exitCode ?? 0), stdout: captured };
   } finally {
     process.stdout.write = write;
