@@ -21,6 +21,7 @@ import { deployWorkflowId, TASK_QUEUE } from '../../src/shared/constants.js';
 import { deploy } from '../../src/workflows/index.js';
 import { countSshHandshakes } from '../../sim/cluster.js';
 import { simDeploySpec } from '../../sim/spec.js';
+import { liftoffArgv } from '../helpers/cli.js';
 
 const stateDir = '/tmp/liftoff-test-bad-input';
 const clusterName = 'bad-input';
@@ -718,7 +719,7 @@ function spawnCli(args: string[]): Promise<{ exitCode: number; stdout: string; s
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      ['bin/liftoff.js', ...args],
+      liftoffArgv(args),
       { cwd: process.cwd(), env: { ...process.env }, timeout: 60_000 },
       (err, stdout, stderr) => {
         const code = err && typeof err.code === 'number' ? err.code : err ? -1 : 0;
