@@ -33,6 +33,13 @@ export async function bundleWorkflowsTo(file: string, opts: BundleOptions = {}):
     // Sources use NodeNext-style `.js` specifiers that point at `.ts` files.
     webpackConfigHook: (config) => {
       config.resolve = { ...config.resolve, extensionAlias: { '.js': ['.ts', '.js'] } };
+      // The SDK compiles TypeScript outside node_modules only; an installed liftoff lives inside it.
+      const rules = config.module?.rules?.map((rule) =>
+        rule && typeof rule === 'object' && rule.test instanceof RegExp && rule.test.source === '\\.ts$'
+          ? { ...rule, exclude: undefined, include: srcDir }
+          : rule,
+      );
+      if (rules) config.module = { ...config.module, rules };
       return config;
     },
     logger: {
