@@ -60,7 +60,8 @@ async function liftoff(args: string[], extraEnv: Record<string, string> = {}): P
 
 const median = (xs: number[]): number => {
   const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)] ?? NaN;
+  const mid = s.length / 2;
+  return Number.isInteger(mid) ? ((s[mid - 1] ?? NaN) + (s[mid] ?? NaN)) / 2 : (s[Math.floor(mid)] ?? NaN);
 };
 
 describe('npm pack: the installed package runs without tsx or TypeScript', () => {
