@@ -22,6 +22,7 @@ if (built !== undefined && built === sourceHash(root)) {
     tsx = await import('tsx/esm/api');
   } catch {
     console.error(`liftoff: ${why}, and tsx is not installed to run src/: run \`npm run build\` in ${root}`);
+    // Not one of the CLI's own exit codes (0-3): no command ran, the installation is broken (sysexits' EX_SOFTWARE).
     process.exit(70);
   }
   console.error(`liftoff: ${why}; running src/ through tsx (slower). \`npm run build\` compiles it.`);
