@@ -1,7 +1,7 @@
 // Adversarial host output on a real simulated cluster (issue 14, items 2 and 3): the executor keeps a bounded
 // tail of what a host prints, the serve log is followed byte for byte through invalid UTF-8, and a deploy
-// whose hosts print a 10 MB line or absurd numbers fails with a clear error while the worker keeps running
-// (its event loop never stalls long enough to miss a heartbeat).
+// whose hosts print a 10 MB line, absurd numbers or a billion Ray nodes fails with a clear error while the
+// worker keeps running (its event loop never stalls long enough to miss a heartbeat).
 import { before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { chmodSync, copyFileSync, renameSync, writeFileSync } from 'node:fs';
@@ -103,13 +103,13 @@ describe('adversarial host output on a simulated cluster', () => {
   });
 
   /**
-   * Puts a wrapper in front of the simulated nvidia-smi on every host: on `host`, the `--query-<which>`
-   * call prints `output` (a shell snippet) instead; everything else goes to the real simulation.
+   * Puts a wrapper in front of the simulated `tool` on every host: on `host`, a call whose arguments match the
+   * shell pattern `args` prints `output` (a shell snippet) instead; everything else goes to the real simulation.
    */
-  function hostileNvidiaSmi(host: string, which: 'gpu' | 'compute-apps', output: string): () => void {
+  function hostileTool(tool: string, host: string, args: string, output: string): () => void {
     const bin = clusterPaths.bin(stateDir);
-    const shim = join(bin, 'nvidia-smi');
-    const real = join(bin, 'nvidia-smi.real');
+    const shim = join(bin, tool);
+    const real = join(bin, `${tool}.real`);
     copyFileSync(shim, real);
     const wrapper = `${shim}.new`;
     writeFileSync(
@@ -117,7 +117,7 @@ describe('adversarial host output on a simulated cluster', () => {
       [
         '#!/bin/sh',
         `case "$LIFTOFF_SIM_HOST_DIR:$*" in`,
-        `  */${host}:*--query-${which}=*) ${output}; exit 0 ;;`,
+        `  */${host}:${args}) ${output}; exit 0 ;;`,
         'esac',
         `exec ${real} "$@"`,
         '',
@@ -129,6 +129,10 @@ describe('adversarial host output on a simulated cluster', () => {
       renameSync(real, shim);
     };
   }
+
+  /** The `--query-<which>` call of nvidia-smi on `host` prints `output`. */
+  const hostileNvidiaSmi = (host: string, which: 'gpu' | 'compute-apps', output: string) =>
+    hostileTool('nvidia-smi', host, `*--query-${which}=*`, output);
 
   async function deployFailing(
     cluster: string,
@@ -187,6 +191,30 @@ describe('adversarial host output on a simulated cluster', () => {
       assert.equal(failure.type, FailureType.hostOutputInvalid, failure.message);
       assert.match(failure.message, /spark2.*nvidia-smi memory\.used is "-5000": negative/);
       assert.equal(failure.nonRetryable, true);
+    } finally {
+      restore();
+    }
+  });
+
+  it('a ray status of a billion nodes fails the deploy at the cluster check, final and clear', async () => {
+    // What the head's `ray status` prints: one line claims 1,000,000,000 nodes (once enough to run the worker
+    // out of memory).
+    const restore = hostileTool(
+      'docker',
+      'spark1',
+      'exec*ray\\ status*',
+      `printf '%s\\n' 'Node status' 'Active:' ' 1000000000 node_a' 'Resources' 'Usage:' ' 0.0/2.0 GPU'`,
+    );
+    try {
+      const { failure, maxLoopDelayMs } = await deployFailing('adversarial-nodes');
+      console.log(`worst event-loop stall ${maxLoopDelayMs.toFixed(0)} ms`);
+      assert.equal(failure.type, FailureType.hostOutputInvalid, failure.message);
+      assert.match(
+        failure.message,
+        /Ray cluster on spark1 cannot be judged: ray status node count of node_a is "1000000000": above 10000/,
+      );
+      assert.equal(failure.nonRetryable, true);
+      assert.ok(maxLoopDelayMs < 2_000, `the event loop never stalled for long (${maxLoopDelayMs} ms)`);
     } finally {
       restore();
     }
