@@ -234,7 +234,14 @@ const joinErrorPatterns: Array<{ pattern: RegExp; whole?: true; definitive?: tru
 ];
 
 function joinError(log: string): { line: string; definitive: boolean } | undefined {
-  const lines = hostLines(log);
+  return joinErrorIn(hostLines(log));
+}
+
+/**
+ * The first of `lines` that tells why a node did not join, by the patterns' order. Takes the lines as they come
+ * (joinError cuts them first), so the linear-time test can run every pattern on one line longer than the cut.
+ */
+export function joinErrorIn(lines: readonly string[]): { line: string; definitive: boolean } | undefined {
   for (const { pattern, whole, definitive } of joinErrorPatterns) {
     for (const line of lines) {
       const match = pattern.exec(line);
