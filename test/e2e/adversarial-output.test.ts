@@ -137,9 +137,10 @@ describe('adversarial host output on a simulated cluster', () => {
 
   /**
    * Runs a deploy that must fail and checks that the worker stayed live throughout: a worker whose event loop
-   * stalls past the heartbeat timeout (10 s) gets its running activities timed out by the server, which the
-   * history records (ActivityTaskTimedOut) and retries (a second attempt). Neither may appear. The worst stall
-   * the worker's event loop saw is printed, not asserted.
+   * stalls past the heartbeat timeout (10 s) gets its running activities timed out by the server, which retries
+   * them: the history then starts the activity at attempt 2 (a retried timeout is not an event of its own; a final
+   * one is ActivityTaskTimedOut). Neither may appear. The worst stall the worker's event loop saw is printed, not
+   * asserted.
    */
   async function deployFailing(cluster: string): Promise<ApplicationFailure> {
     const loop = monitorEventLoopDelay({ resolution: 20 });
