@@ -349,6 +349,22 @@ const table: (Mutation & { path: string })[] = [
     path: 'serve.args[4]',
     apply: (s) => list(s, 'serve', 'args').push('--api-key', 'sk-1'),
   },
+  // values shaped like credentials, under names that say nothing (issue 14 item 4): refused like secrets
+  {
+    label: 'a Hugging Face token under an ordinary env name',
+    path: 'serve.env.MODEL_SRC',
+    apply: (s) => (obj(s, 'serve', 'env').MODEL_SRC = 'hf_aBcDeFgHiJkLmNoPqRsTuVwXyZ012345'),
+  },
+  {
+    label: 'an sk- key as a plain serve arg',
+    path: 'serve.args[4]',
+    apply: (s) => list(s, 'serve', 'args').push('sk-proj-0123456789abcdefXYZ'),
+  },
+  {
+    label: 'a password in a URL under ray.env',
+    path: 'ray.env.PIP_INDEX_URL',
+    apply: (s) => (obj(s, 'ray', 'env').PIP_INDEX_URL = 'https://bob:hunter2@pypi.example.com/simple'),
+  },
   // wrong types, missing and unknown keys
   {
     label: 'args as one string',
