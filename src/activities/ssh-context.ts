@@ -51,6 +51,40 @@ export async function onHost<T>(ref: HostRef, fn: (session: SshSession) => Promi
   }
 }
 
+/**
+ * Like onHost for an activity that works on several hosts at once: one pool for all of them, so a jump host's
+ * connection also carries the hosts behind it (one handshake per host, however they are reached). `fn` opens
+ * the sessions it needs and judges each host's errors itself; SSH errors it lets through are converted as in
+ * onHost.
+ */
+export async function onHosts<T>(
+  refs: readonly HostRef[],
+  fn: (open: (ref: HostRef) => Promise<SshSession>) => Promise<T>,
+): Promise<T> {
+  for (const ref of refs) assertSshAuthAllowed(ref.auth);
+  const pools = new Map<string, SshPool>();
+  const open = (ref: HostRef): Promise<SshSession> => {
+    if (!refs.includes(ref))
+      throw new Error(`onHosts: ${ref.target.name} is not one of this activity's hosts`);
+    const key = JSON.stringify(toSshAuth(ref.auth));
+    let pool = pools.get(key);
+    if (!pool) pools.set(key, (pool = new SshPool(toSshAuth(ref.auth))));
+    return pool.session(ref.target);
+  };
+  const closeAll = () => Promise.all([...pools.values()].map((p) => p.closeAll()));
+  const signal = activitySignal();
+  const abort = () => void closeAll();
+  signal?.addEventListener('abort', abort);
+  try {
+    return await keepHeartbeating(() => fn(open));
+  } catch (err) {
+    throw err instanceof SshError ? sshFailure(err) : err;
+  } finally {
+    signal?.removeEventListener('abort', abort);
+    await closeAll();
+  }
+}
+
 function activitySignal(): AbortSignal | undefined {
   try {
     return Context.current().cancellationSignal;
