@@ -8,8 +8,8 @@ export const patches = {
   workerPolicy: 'validate-worker-policy',
   /** A notification records what it delivered and what failed in its memo, for `liftoff status`. */
   notifyRecord: 'notify-record',
-  /** A supervise round is one activity over one SSH pool instead of one activity per host. */
-  oneProbeActivity: 'supervise-one-probe-activity',
+  /** A supervise round is one local activity over one SSH pool instead of one activity per host. */
+  localProbeRound: 'supervise-local-probe-round',
 } as const;
 
 export const patchIds: readonly string[] = Object.values(patches);

@@ -1,7 +1,14 @@
 // One probe round of the supervisor: the head's probes (container, /health, a one-token completion,
 // `ray status`) and every worker's Ray container, in parallel, judged into a ProbeRound. A host that does not
 // answer is given serve.hostUnreachableTimeout, as during the load, before its silence fails the round.
-import { isCancellation, patched, proxyActivities, type ActivityOptions } from '@temporalio/workflow';
+import {
+  isCancellation,
+  patched,
+  proxyActivities,
+  proxyLocalActivities,
+  type ActivityOptions,
+  type LocalActivityOptions,
+} from '@temporalio/workflow';
 import type { NamedHost, ProbeCheck, ProbeServingInput } from '../activities/types.js';
 import type { DeploySpec } from '../config/schema.js';
 import { formatDuration, parseDuration } from '../config/duration.js';
@@ -20,6 +27,18 @@ function probeOptions(spec: DeploySpec): ActivityOptions {
   };
 }
 
+/**
+ * The round as a local activity: it runs in the worker that runs this workflow, with no activity task through
+ * the server, and its result is recorded with the workflow task that schedules the next timer, so a healthy
+ * round costs one workflow task. One try, as above.
+ */
+function localProbeOptions(spec: DeploySpec): LocalActivityOptions {
+  return {
+    startToCloseTimeout: `${Math.round(probeTimeoutMs(spec.supervise) / 1000) + 60}s`,
+    retry: { maximumAttempts: 1 },
+  };
+}
+
 export interface ClusterHosts {
   head: NamedHost;
   workers: NamedHost[];
@@ -30,7 +49,6 @@ export async function probeRound(
   { head, workers }: ClusterHosts,
   state: SuperviseState,
 ): Promise<ProbeRound> {
-  const acts = proxyActivities<Activities>(probeOptions(spec));
   const startedAt = Date.now();
   const hosts = [head, ...workers];
   const headInput: ProbeServingInput = {
@@ -44,9 +62,15 @@ export async function probeRound(
     expectedNodes: hosts.length,
     expectedGpus: hosts.length * spec.gpu.perHost,
   };
-  const polls = patched(patches.oneProbeActivity)
-    ? await oneActivityPolls(acts, spec, head, workers, headInput)
-    : await perHostPolls(acts, spec, head, workers, headInput);
+  const polls = patched(patches.localProbeRound)
+    ? await oneActivityPolls(
+        proxyLocalActivities<Activities>(localProbeOptions(spec)),
+        spec,
+        head,
+        workers,
+        headInput,
+      )
+    : await perHostPolls(proxyActivities<Activities>(probeOptions(spec)), spec, head, workers, headInput);
   const now = Date.now();
   const checks: ProbeCheck[] = [];
   const failures: string[] = [];
@@ -84,7 +108,7 @@ type Poll = { ok: true; value: ProbeCheck[] } | { ok: false; error: string };
 type HostPoll = { host: NamedHost; poll: Poll };
 type ProbeActivities = ReturnType<typeof proxyActivities<Activities>>;
 
-/** The whole round in one activity (one SSH pool): each host's outcome as the activity reported it. */
+/** The whole round in one local activity (one SSH pool): each host's outcome as the activity reported it. */
 async function oneActivityPolls(
   acts: ProbeActivities,
   spec: DeploySpec,
@@ -99,6 +123,8 @@ async function oneActivityPolls(
       head: headInput,
       workers: workers.map((w) => w.ref),
       container: spec.ray.container,
+      // Until a little after the next round: a supervisor that stopped leaves no connection open for long.
+      keepConnectionsMs: 2 * (parseDuration(spec.supervise.interval) ?? 30_000) + 10_000,
     });
   } catch (err) {
     if (isCancellation(err)) throw err;
@@ -113,7 +139,7 @@ async function oneActivityPolls(
   });
 }
 
-/** Before patches.oneProbeActivity: one activity for the head's probes and one per worker. */
+/** Before patches.localProbeRound: one activity for the head's probes and one per worker. */
 async function perHostPolls(
   acts: ProbeActivities,
   spec: DeploySpec,
