@@ -10,5 +10,6 @@ export { checkServeHealth, checkRayWorker } from './health.js';
 export { smokeTest } from './smoke.js';
 export { collectDiagnostics } from './diagnostics.js';
 export { probeServing } from './serving-probe.js';
+export { probeServingCluster } from './cluster-probe.js';
 export { collectFailureBundle } from './failure-bundle.js';
 export { postWebhook } from './webhook.js';

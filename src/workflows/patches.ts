@@ -6,6 +6,10 @@ export const patches = {
   supervision: 'supervision',
   /** The validate step's check of the spec against the worker's policy, in an activity before any SSH. */
   workerPolicy: 'validate-worker-policy',
+  /** A notification records what it delivered and what failed in its memo, for `liftoff status`. */
+  notifyRecord: 'notify-record',
+  /** A supervise round is one local activity over one SSH pool instead of one activity per host. */
+  localProbeRound: 'supervise-local-probe-round',
 } as const;
 
 export const patchIds: readonly string[] = Object.values(patches);
