@@ -6,6 +6,8 @@ export const patches = {
   supervision: 'supervision',
   /** The validate step's check of the spec against the worker's policy, in an activity before any SSH. */
   workerPolicy: 'validate-worker-policy',
+  /** Preflight's checks that the hosts agree with each other (image, versions, weights, addresses, IPC, clocks). */
+  agreementChecks: 'agreement-checks',
 } as const;
 
 export const patchIds: readonly string[] = Object.values(patches);

@@ -30,7 +30,11 @@ export const deploySteps = [
     title: 'Validate the spec',
     activities: [{ type: 'checkWorkerPolicy', retry: 'hostStep' }],
   },
-  { name: 'preflight', title: 'Preflight every host (read only)', activities: [host('preflightHost')] },
+  {
+    name: 'preflight',
+    title: 'Preflight every host (read only)',
+    activities: [host('preflightHost'), host('checkHostsAgree')],
+  },
   { name: 'stopServices', title: 'Stop old services', activities: [host('stopServices')] },
   { name: 'removeContainers', title: 'Remove old containers', activities: [host('removeContainers')] },
   {

@@ -3,7 +3,15 @@
 import { createHash } from 'node:crypto';
 import { appendFileSync, existsSync, linkSync, mkdirSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { isAlive, paths, readJson, safeReaddir, writeJson, type HostConfig } from '../../host-state.js';
+import {
+  isAlive,
+  paths,
+  readFaults,
+  readJson,
+  safeReaddir,
+  writeJson,
+  type HostConfig,
+} from '../../host-state.js';
 import { containerTagVar, killAll, membersOf, signalPids, unitTagVar } from './procs.js';
 
 export interface MountRecord {
@@ -189,10 +197,19 @@ export function findImage(cfg: HostConfig, ref: string): string | undefined {
 export const imageCreated = '2025-10-14T09:12:44.000000000Z';
 export const imageBytes = 19_812_345_678;
 
-export function imageId(image: string): string {
+/** The content hash of an image; a host's imageIdSalt knob stands for another build under the same tag. */
+export function imageId(image: string, salt = readFaults().imageIdSalt ?? ''): string {
   return `sha256:${createHash('sha256')
-    .update(`liftoff-sim-image:${normaliseImage(image)}`)
+    .update(`liftoff-sim-image:${normaliseImage(image)}${salt === '' ? '' : `:${salt}`}`)
     .digest('hex')}`;
+}
+
+/**
+ * What the image's python3 sees as site-packages: PYTHONPATH to the host's folder for this image, where seed.ts
+ * and the versions knob write ray and vllm dist-info (the image's "installed" versions).
+ */
+export function imageEnv(dir: string, image: string): string[] {
+  return [`PYTHONPATH=${paths.imageSite(dir, normaliseImage(image))}`];
 }
 
 /**
