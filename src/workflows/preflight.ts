@@ -60,6 +60,11 @@ export async function preflight(
     if ('error' in result) problems.push(`agreement: not checked: ${result.error}`);
     else {
       for (const p of result.problems) problems.push(`${p.hosts.join(', ')}: ${p.check}: ${p.detail}`);
+      // A host its own preflight reached but the agreement read did not must not pass unseen.
+      for (const u of result.unread) {
+        const reached = byHost[u.host];
+        if (reached && !('error' in reached)) problems.push(`${u.host}: agreement: not read: ${u.error}`);
+      }
       warnings = result.warnings;
     }
   }
@@ -74,7 +79,7 @@ export async function preflight(
   return warnings;
 }
 
-function agreementInput(
+export function agreementInput(
   spec: DeploySpec,
   hosts: NamedHost[],
   head: NamedHost,
