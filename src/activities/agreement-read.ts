@@ -57,9 +57,9 @@ export function hostReadCommand(input: HostReadInput, nonce: string): RemoteComm
   return parts.reduce((all, part) => sh`${all}; ${part}`);
 }
 
-/** Seconds the whole read may take; hashing a 100 GB model reads every byte, so it gets far longer. */
+/** How long the read may take: hashing reads every byte of the weights, so it gets most of the agreement profile's 3 hours. */
 function readTimeoutMs(input: HostReadInput): number {
-  return input.hashWeights ? 60 * 60_000 : 60_000;
+  return input.hashWeights ? 170 * 60_000 : 60_000;
 }
 
 export async function readHostFacts(session: SshSession, input: HostReadInput): Promise<HostFacts> {

@@ -4,6 +4,7 @@ import { createHash } from 'node:crypto';
 import { appendFileSync, existsSync, linkSync, mkdirSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
+  hostDir,
   isAlive,
   paths,
   readFaults,
@@ -208,13 +209,14 @@ export function imageId(image: string, salt = readFaults().imageIdSalt ?? ''): s
  * What the image's python3 sees as site-packages: PYTHONPATH to the host's folder for this image, where seed.ts
  * and the versions knob write ray and vllm dist-info (the image's "installed" versions).
  */
-export function imageEnv(dir: string, image: string): string[] {
-  return [`PYTHONPATH=${paths.imageSite(dir, normaliseImage(image))}`];
+export function imageEnv(dir: string, image: string): NodeJS.ProcessEnv {
+  return { PYTHONPATH: paths.imageSite(dir, normaliseImage(image)) };
 }
 
 /**
- * The environment every process of a container sees: the host's (this simulation has no image environment),
- * the `-e` values, and the container tag that lets `docker rm -f` find processes that left the group.
+ * The environment every process of a container sees: the host's, the image's (only PYTHONPATH, to its
+ * site-packages: imageEnv), the `-e` values, and the container tag that lets `docker rm -f` find processes
+ * that left the group.
  * A unit's tag is dropped: a container started from a unit lives in docker's cgroup, not the unit's.
  */
 export function containerEnv(
@@ -222,7 +224,7 @@ export function containerEnv(
   base: NodeJS.ProcessEnv,
   extra: string[] = [],
 ): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...base };
+  const env: NodeJS.ProcessEnv = { ...base, ...imageEnv(hostDir(), rec.image) };
   delete env[unitTagVar];
   for (const kv of [...rec.env, ...extra]) {
     const eq = kv.indexOf('=');
