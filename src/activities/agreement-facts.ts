@@ -154,16 +154,14 @@ export function parseHashes(lines: string[]): Record<string, string> {
 /** `exit N` of `timeout 3 bash -c 'exec 3<>/dev/tcp/…'`, then what it printed. */
 export function parseRayProbe(lines: string[]): RayPortProbe {
   const code = Number(/^exit (\d{1,3})$/.exec(lines[0] ?? '')?.[1] ?? NaN);
-  const said = lines
-    .slice(1)
-    .join(' ')
-    .replace(/^.*?: (?=[A-Z])/, '')
-    .slice(0, 200);
+  // bash says `bash: connect: No route to host`, then the same again for the redirection: the first is enough.
+  const first = (lines[1] ?? '').slice(0, 300);
+  const said = first.slice(first.lastIndexOf(': ') + 2).trim();
   if (code === 0) return { outcome: 'open', detail: 'connected' };
   // A refusal is the head's own answer (nothing listens there before the deploy): the path is open.
   if (/Connection refused/.test(said)) return { outcome: 'refused', detail: 'connection refused' };
   if (code === 124) return { outcome: 'blocked', detail: 'no answer within 3 s (a firewall dropping it?)' };
-  return { outcome: 'blocked', detail: said.trim() || `exit ${Number.isNaN(code) ? '?' : code}` };
+  return { outcome: 'blocked', detail: said || `exit ${Number.isNaN(code) ? '?' : code}` };
 }
 
 /** `uid=N`, `user=NAME`, then `loginctl show-session`/`show-user` properties and their exits. */

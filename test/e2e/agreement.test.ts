@@ -84,6 +84,13 @@ describe('preflight: the hosts must agree', () => {
     const marks = hostDirs().map((dir) => hostCommands(dir).length);
     const failure = await deployExpectingRefusal(spec);
     assert.match(failure.message, expected);
+    // What a user reads: the refusal's lines, printed for the record (the assertions are above).
+    console.log(
+      failure.message
+        .split('\n')
+        .filter((l) => /^\s+spark/.test(l))
+        .join('\n'),
+    );
     await assertNothingChanged(marks);
     return failure.message;
   }
