@@ -170,7 +170,7 @@ export function weightProblems(f: HostFacts, modelPath: string): string[] {
   const broken = entries.filter((e) => e.kind === 'broken').map((e) => e.path);
   if (broken.length) {
     out.push(
-      `broken symbolic link(s) in ${modelPath}: ${listed(broken)} (their blobs are missing: an interrupted download; download the model again)`,
+      `broken symbolic link(s) in ${modelPath}: ${listed(broken)} (their blobs are missing: an interrupted download)`,
     );
   }
   const files = byPath(entries);
@@ -213,11 +213,12 @@ function compareAddresses(exp: AgreementExpectations, facts: HostFacts[]): Agree
     const wrong = exp.ifaceVars.filter((v) => !holder || !ifaceMatches(v.value, holder));
     if (wrong.length) {
       const named = wrong.map((v) => `${v.name}=${v.value}`).join(' and ');
+      const verb = wrong.length > 1 ? 'name' : 'names';
       problems.push({
         check: 'addresses',
         hosts: [f.host],
         detail: holder
-          ? `clusterIp ${host.clusterIp} is on ${holder}, but ${named} names another interface: NCCL and Gloo would talk over another network than Ray; set them to ${holder}, or put clusterIp on the interface they name`
+          ? `clusterIp ${host.clusterIp} is on ${holder}, but ${named} ${verb} another interface: NCCL and Gloo would talk over another network than Ray; set them to ${holder}, or put clusterIp on the interface they name`
           : `clusterIp ${host.clusterIp} is on no interface of ${f.host} (${named} is what NCCL and Gloo would use): fix the host's clusterIp, or bring the interconnect up`,
       });
     }

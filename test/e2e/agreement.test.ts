@@ -137,7 +137,7 @@ describe('preflight: the hosts must agree', () => {
     const message = await refused(
       { clusterIface: 'enp2s0f0np0' },
       new RegExp(
-        `spark2: addresses: clusterIp ${workerIp().replaceAll('.', '\\.')} is on enp2s0f0np0, but NCCL_SOCKET_IFNAME=enp1s0f1np1 and GLOO_SOCKET_IFNAME=enp1s0f1np1 names another interface`,
+        `spark2: addresses: clusterIp ${workerIp().replaceAll('.', '\\.')} is on enp2s0f0np0, but NCCL_SOCKET_IFNAME=enp1s0f1np1 and GLOO_SOCKET_IFNAME=enp1s0f1np1 name another interface`,
       ),
     );
     assert.doesNotMatch(message, /spark1: addresses/, 'the head agrees with the spec');
