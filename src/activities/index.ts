@@ -2,6 +2,7 @@
 export { checkWorkerPolicy } from './worker-policy.js';
 export { readGpuState, verifyGpusClear } from './gpu.js';
 export { preflightHost } from './preflight.js';
+export { checkHostsAgree } from './agreement.js';
 export { stopServices } from './services.js';
 export { removeContainers } from './containers.js';
 export { startRayHead, startRayWorker, verifyRayCluster } from './ray.js';

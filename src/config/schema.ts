@@ -271,8 +271,14 @@ export const deploySpecSchema = z
       })
       .default({ prompt: 'Reply with one word: ready?', maxTokens: 16 }),
     preflight: z
-      .strictObject({ minFreeDiskGiB: z.number().min(0).default(10) })
-      .default({ minFreeDiskGiB: 10 }),
+      .strictObject({
+        minFreeDiskGiB: z.number().min(0).default(10),
+        /** Compare the weights' sha256 across hosts too: reads every byte (over 100 GB for a 122B model). */
+        hashWeights: z.boolean().default(false),
+        /** Clock skew between hosts above this is a warning of preflight. */
+        maxClockSkew: duration.default('5s'),
+      })
+      .default({ minFreeDiskGiB: 10, hashWeights: false, maxClockSkew: '5s' }),
     onFailure: z.enum(['leave', 'teardown']).default('leave'),
     supervise: superviseSchema,
     notify: notifySchema(secretRefSchema),

@@ -99,7 +99,10 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
   let supervised = false;
   // 1–4: read, stop, remove, check. Nothing of this launch runs yet, so a failure leaves nothing to tear down.
   try {
-    await tracker.run('preflight', () => preflight(spec, hosts, head, acts));
+    await tracker.run('preflight', async () => {
+      const warnings = await preflight(spec, hosts, head, acts);
+      if (warnings.length > 0) tracker.detail('preflight', `warning: ${warnings.join('; ')}`);
+    });
     // Every host passed, so this deploy goes ahead: the old supervisor must not relaunch what it removes.
     supervised = patched(patches.supervision);
     if (supervised) await takeOverSupervision(spec.cluster, trigger);

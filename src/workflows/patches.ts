@@ -10,6 +10,8 @@ export const patches = {
   notifyRecord: 'notify-record',
   /** A supervise round is one local activity over one SSH pool instead of one activity per host. */
   localProbeRound: 'supervise-local-probe-round',
+  /** Preflight's checks that the hosts agree with each other (image, versions, weights, addresses, IPC, clocks). */
+  agreementChecks: 'agreement-checks',
 } as const;
 
 export const patchIds: readonly string[] = Object.values(patches);
