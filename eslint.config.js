@@ -50,7 +50,7 @@ const layerRules = layers.map(({ files, banned, typesFrom = [] }) => ({
 }));
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', '.venv/**', '.liftoff/**', 'eslint.config.js', 'bin/**'] },
+  { ignores: ['node_modules/**', '.venv/**', '.liftoff/**', 'eslint.config.js', 'bin/**', 'dist/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {

@@ -1,11 +1,31 @@
 #!/usr/bin/env node
-// Runs the TypeScript CLI through tsx, so `npm link` / `npx liftoff` work without a build step.
+// The `liftoff` command: runs the compiled CLI in dist/ (`npm run build`, scripts/build.sh). In a checkout whose
+// dist/ is missing or was built from other sources than src/ holds now, it runs src/ through tsx instead, and says
+// so: never a stale build, and `npx liftoff` works before the first build.
 import { setFlagsFromString } from 'node:v8';
-import { register } from 'tsx/esm/api';
+import { fileURLToPath } from 'node:url';
+import { builtHash, sourceHash } from './source-hash.js';
 
 // A worker lives for days and mostly waits on Temporal: a small young generation keeps it near 200 MB instead of
 // 250+, for a little more GC work (the footprint figure of `npm run bench`). Set before anything is loaded.
 if (process.argv[2] === 'worker') setFlagsFromString('--max-semi-space-size=2');
 
-register();
-await import('../src/client.ts');
+const root = fileURLToPath(new URL('..', import.meta.url));
+const built = builtHash(root);
+if (built !== undefined && built === sourceHash(root)) {
+  await import('../dist/client.js');
+} else {
+  const why = built === undefined ? 'there is no dist/' : 'dist/ was built from older sources';
+  /** @type {typeof import('tsx/esm/api') | undefined} */
+  let tsx;
+  try {
+    tsx = await import('tsx/esm/api');
+  } catch {
+    console.error(`liftoff: ${why}, and tsx is not installed to run src/: run \`npm run build\` in ${root}`);
+    // Not one of the CLI's own exit codes (0-3): no command ran, the installation is broken (sysexits' EX_SOFTWARE).
+    process.exit(70);
+  }
+  console.error(`liftoff: ${why}; running src/ through tsx (slower). \`npm run build\` compiles it.`);
+  tsx.register();
+  await import('../src/client.ts');
+}

@@ -15,9 +15,10 @@ import { colors } from '../src/cli/render.js';
 
 const say = (line: string) => process.stdout.write(`${colors.cyan('demo')} ${line}\n`);
 
+// bin/liftoff.js, as a user runs it: the compiled dist/ that `npm run demo` (scripts/setup.sh) builds.
 function runCli(args: string[], env: Record<string, string>): Promise<number> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/client.ts', ...args], {
+    const child = spawn(process.execPath, ['bin/liftoff.js', ...args], {
       stdio: 'inherit',
       env: { ...process.env, ...env },
     });

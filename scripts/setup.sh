@@ -49,3 +49,6 @@ fi
 # Real Ray and vLLM's CPU build for the real-tools tests (test/real), and the models they serve: in a cache outside
 # the clone, installed once (scripts/setup-real.sh).
 bash scripts/setup-real.sh
+
+# The compiled CLI (dist/) that bin/liftoff.js runs, when src/ changed since it was built (scripts/build.sh).
+bash scripts/build.sh --if-stale

@@ -5,6 +5,7 @@ import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { toolNames } from './tools/names.js';
+import { writeShellShims } from './shell-shims.js';
 
 export async function buildSimTools(binDir: string): Promise<string> {
   mkdirSync(binDir, { recursive: true });
@@ -24,5 +25,6 @@ export async function buildSimTools(binDir: string): Promise<string> {
     writeFileSync(shim, `#!/bin/sh\nexec ${process.execPath} ${bundle} ${name} "$@"\n`);
     chmodSync(shim, 0o755);
   }
+  writeShellShims(binDir);
   return binDir;
 }

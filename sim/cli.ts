@@ -15,6 +15,7 @@ import {
   type SimHost,
 } from './cluster.js';
 import { readFaults, type HostFaults } from './host-state.js';
+import { clearDisagreements, setDisagreement, type Disagreement } from './disagree.js';
 
 function intArg(min: number, max: number) {
   return (value: string): number => {
@@ -197,6 +198,74 @@ program
       console.log(
         `${host}: faults ${JSON.stringify(faults)}${o.down ? `, ${o.down} down` : ''}${o.up ? ', up' : ''}`,
       );
+    },
+  );
+
+program
+  .command('disagree')
+  .description(
+    "make a host disagree with the others, for preflight's agreement checks (--clear: every host back)",
+  )
+  .argument('[host]', 'host name, e.g. spark2')
+  .option('--image-id-salt <s>', 'docker reports another image ID for every image (another build)')
+  .option('--ray-version <v>', 'the Ray version inside every image')
+  .option('--vllm-version <v>', 'the vLLM version inside every image')
+  .option('--missing-shard <k>', 'shard k of the model is gone from the snapshot', intArg(1, 100000))
+  .option('--broken-shard-link <k>', "shard k's link points at a missing blob", intArg(1, 100000))
+  .option('--cluster-iface <name>', 'rename the cluster interface')
+  .option('--mtu <n>', 'MTU of the cluster interface', intArg(576, 65535))
+  .option('--block-ray-port', "TCP to the head's clusterIp on 6379 is unreachable from this host")
+  .option(
+    '--non-root-user <name>',
+    'logind tracks the session as this user (uid 1000, no linger), RemoveIPC=yes',
+  )
+  .option('--clock-offset <s>', "seconds added to the host's clock", numberArg)
+  .option('--clear', 'put every host back to the reference')
+  .action(
+    async (
+      host: string | undefined,
+      o: {
+        imageIdSalt?: string;
+        rayVersion?: string;
+        vllmVersion?: string;
+        missingShard?: number;
+        brokenShardLink?: number;
+        clusterIface?: string;
+        mtu?: number;
+        blockRayPort?: boolean;
+        nonRootUser?: string;
+        clockOffset?: number;
+        clear?: boolean;
+      },
+    ) => {
+      const stateDir = program.opts<{ stateDir: string }>().stateDir;
+      if (o.clear) {
+        await clearDisagreements(stateDir);
+        console.log('every host agrees again');
+        return;
+      }
+      const cluster = readCluster(stateDir);
+      if (!host || !cluster) throw new Error(`name a host of the cluster in ${stateDir}, or --clear`);
+      const headIp = cluster.hosts[0]?.clusterIp ?? '';
+      const versions = {
+        ...(o.rayVersion ? { ray: o.rayVersion } : {}),
+        ...(o.vllmVersion ? { vllm: o.vllmVersion } : {}),
+      };
+      const d: Disagreement = {
+        imageIdSalt: o.imageIdSalt,
+        imageVersions: Object.keys(versions).length ? versions : undefined,
+        missingShard: o.missingShard,
+        brokenShardLink: o.brokenShardLink,
+        clusterIface: o.clusterIface,
+        mtu: o.mtu,
+        blockTcpTo: o.blockRayPort ? { ip: headIp, port: 6379 } : undefined,
+        logind: o.nonRootUser
+          ? { removeIpc: true, uid: 1000, name: o.nonRootUser, linger: false }
+          : undefined,
+        clockOffsetSeconds: o.clockOffset,
+      };
+      await setDisagreement(stateDir, host, d);
+      console.log(`${host}: disagrees on ${JSON.stringify(d)}`);
     },
   );
 

@@ -59,6 +59,8 @@ export interface HostFaults {
    * The running server reads it on every request, so it can be switched on after the server is up.
    */
   completions?: 'hang' | 'error';
+  /** `docker image inspect` reports other image IDs on this host, as after a pull of a moved tag. */
+  imageIdSalt?: string;
 }
 
 export interface GpuProcess {
@@ -84,6 +86,14 @@ export const paths = {
   gpu: (dir: string) => join(dir, 'gpu'),
   ray: (dir: string) => join(dir, 'ray'),
   launches: (dir: string) => join(dir, 'launches.log'),
+  /** Every simulated tool invocation, one JSON argv a line (tools/main.ts): what tests read as "what ran". */
+  commands: (dir: string) => join(dir, 'commands.log'),
+  /** Per image, the site-packages a simulated container's python3 sees (PYTHONPATH): the image's versions. */
+  imageSite: (dir: string, image: string) =>
+    join(dir, 'images', image.replace(/[^A-Za-z0-9._-]/g, '_'), 'site'),
+  /** Read by the shell shims of sim/shell-shims.ts: the host's logind state and its clock offset. */
+  logind: (dir: string) => join(dir, 'logind.env'),
+  clockOffset: (dir: string) => join(dir, 'clock-offset'),
   meminfo: (dir: string) => join(dir, 'meminfo'),
   home: (dir: string) => join(dir, 'home'),
 };

@@ -1,7 +1,9 @@
 // A simulated host's folder, and the state the reference case found after a reboot: enabled services
 // and old containers that hold the GPUs.
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { normaliseImage } from './tools/docker/state.js';
 import {
   paths,
   refreshMeminfo,
@@ -47,10 +49,30 @@ export function writeHostFolder(
   writeFileSync(paths.launches(hostDir), '');
   refreshMeminfo(hostDir);
   for (const modelDir of config.modelDirs) writeModelDir(modelDirOnDisk(modelDir), config.vllm.shards);
+  for (const image of config.images) writeImageSite(hostDir, image, referenceImageVersions);
+  writeLogind(hostDir, referenceLogind);
 }
 
-function writeModelDir(dir: string, shards: number): void {
-  const snapshot = join(dir, 'snapshots', snapshotHash);
+/** Bytes of each simulated shard: its 8-byte header length, a small JSON header, then tensor data. */
+export const simShardBytes = 64;
+const simShardHeaderBytes = 16;
+
+export function shardFileName(i: number, count: number): string {
+  return `model-${String(i).padStart(5, '0')}-of-${String(count).padStart(5, '0')}.safetensors`;
+}
+
+/** The snapshot folder of a model folder written by writeModelDir, where the shards' links live. */
+export function snapshotDirOf(modelDir: string): string {
+  return join(modelDir, 'snapshots', snapshotHash);
+}
+
+/**
+ * An HF cache entry as huggingface_hub writes it: content in blobs/<sha256>, the snapshot's files symbolic
+ * links to them. Every shard the index names is there and non-empty, and the index's total_size is their
+ * tensor bytes, so the weights check of preflight has something true to compare.
+ */
+export function writeModelDir(dir: string, shards: number): void {
+  const snapshot = snapshotDirOf(dir);
   mkdirSync(snapshot, { recursive: true });
   mkdirSync(join(dir, 'refs'), { recursive: true });
   mkdirSync(join(dir, 'blobs'), { recursive: true });
@@ -63,17 +85,54 @@ function writeModelDir(dir: string, shards: number): void {
   };
   writeFileSync(join(snapshot, 'config.json'), `${JSON.stringify(config, null, 2)}\n`);
   const count = Math.max(1, shards);
-  const name = (i: number): string =>
-    `model-${String(i).padStart(5, '0')}-of-${String(count).padStart(5, '0')}.safetensors`;
   const weightMap: Record<string, string> = {};
-  // A few shard files are enough for a presence check; the index names them all as the real one does.
   for (let i = 1; i <= count; i++) {
-    weightMap[`model.layers.${i - 1}.mlp.experts.weight`] = name(i);
-    if (i <= 3 || i === count) writeFileSync(join(snapshot, name(i)), '');
+    const name = shardFileName(i, count);
+    weightMap[`model.layers.${i - 1}.mlp.experts.weight`] = name;
+    const content = Buffer.alloc(simShardBytes, i % 251);
+    const blob = createHash('sha256').update(content).digest('hex');
+    writeFileSync(join(dir, 'blobs', blob), content);
+    rmSync(join(snapshot, name), { force: true });
+    symlinkSync(join('..', '..', 'blobs', blob), join(snapshot, name));
   }
+  const totalSize = count * (simShardBytes - simShardHeaderBytes);
   writeFileSync(
     join(snapshot, 'model.safetensors.index.json'),
-    `${JSON.stringify({ metadata: { total_size: 0 }, weight_map: weightMap }, null, 2)}\n`,
+    `${JSON.stringify({ metadata: { total_size: totalSize }, weight_map: weightMap }, null, 2)}\n`,
+  );
+}
+
+/** The versions installed in every simulated image (tests/disagree.ts change one host's). */
+export const referenceImageVersions = { ray: '2.49.1', vllm: '0.11.0' } as const;
+
+/** dist-info folders, as pip installs them, that a container's python3 finds on its PYTHONPATH. */
+export function writeImageSite(
+  hostDir: string,
+  image: string,
+  versions: { ray: string; vllm: string },
+): void {
+  const site = paths.imageSite(hostDir, normaliseImage(image));
+  rmSync(site, { recursive: true, force: true });
+  for (const [name, version] of Object.entries(versions)) {
+    const info = join(site, `${name}-${version}.dist-info`);
+    mkdirSync(info, { recursive: true });
+    writeFileSync(join(info, 'METADATA'), `Metadata-Version: 2.1\nName: ${name}\nVersion: ${version}\n`);
+  }
+}
+
+/** logind as the reference hosts have it: RemoveIPC=yes (systemd's default), the session's user root. */
+export const referenceLogind = { removeIpc: true, uid: 0, name: 'root', linger: false };
+
+export function writeLogind(hostDir: string, state: typeof referenceLogind): void {
+  writeFileSync(
+    paths.logind(hostDir),
+    [
+      `RemoveIPC=${state.removeIpc ? 'yes' : 'no'}`,
+      `UID=${state.uid}`,
+      `Name=${state.name}`,
+      `Linger=${state.linger ? 'yes' : 'no'}`,
+      '',
+    ].join('\n'),
   );
 }
 

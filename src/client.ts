@@ -5,7 +5,7 @@ import { ExitCode } from './cli/exit-codes.js';
 
 async function main(): Promise<void> {
   try {
-    await buildProgram().parseAsync(process.argv);
+    await (await buildProgram(process.argv.slice(2))).parseAsync(process.argv);
   } catch (err) {
     if (err instanceof CommanderError) {
       // Help and version exit 0; anything else commander rejects is a usage error.

@@ -7,6 +7,7 @@ import { TASK_QUEUE } from './shared/constants.js';
 import { workflowBundle } from './temporal/workflow-bundle.js';
 import { loadWorkerPolicy, type WorkerPolicy } from './config/worker-policy.js';
 import { bindWorkerPolicy } from './activities/worker-policy.js';
+import { closeKeptConnections } from './activities/ssh-context.js';
 
 export { workflowBundle, workflowsPath } from './temporal/workflow-bundle.js';
 
@@ -64,5 +65,7 @@ export async function runUntilSignalled(worker: Worker): Promise<void> {
   } finally {
     process.off('SIGINT', stop);
     process.off('SIGTERM', stop);
+    // The supervisors' probe connections, kept between rounds, would hold the process open until idle.
+    await closeKeptConnections();
   }
 }

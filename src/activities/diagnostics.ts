@@ -4,7 +4,8 @@
 import { redactedTail, redactText, secretEnvValues } from '../shared/secrets.js';
 import { tail } from '../shared/text.js';
 import { sh, type RemoteCommand } from '../ssh/quote.js';
-import { inspectContainer } from './docker.js';
+import { containerLogTailCommand, inspectContainer } from './docker.js';
+import { serveLogTailCommand } from './serve.js';
 import { onHost } from './ssh-context.js';
 import { secretValues } from './secrets.js';
 import type { DiagnosticsInput, HostDiagnostics, NamedHost } from './types.js';
@@ -51,12 +52,12 @@ async function collectHost(input: DiagnosticsInput, host: NamedHost): Promise<Ho
         }
       };
       const [containerLogTail, rayStatus, nvidiaSmi, serveLogTail] = await Promise.all([
-        part('docker logs', sh`docker logs --tail ${tailLines} -- ${input.container}`),
+        part('docker logs', containerLogTailCommand(input.container, tailLines)),
         // Real Ray's `ray status` on a worker that cannot reach the head's GCS blocks for about 40 s before it
         // gives up; the report should not wait that long for a section that then says nothing.
         part('ray status', sh`timeout ${rayStatusTimeoutS} docker exec ${input.container} ray status`),
         part('nvidia-smi', sh`nvidia-smi`),
-        isHead ? part('serve log', sh`tail -n ${tailLines} -- ${input.logPath}`) : undefined,
+        isHead ? part('serve log', serveLogTailCommand(input.logPath, tailLines)) : undefined,
       ]);
       return {
         host: host.name,

@@ -6,7 +6,7 @@ import { FailureType } from '../shared/failures.js';
 import { redactText, secretEnvValues } from '../shared/secrets.js';
 import { tail } from '../shared/text.js';
 import type { SshSession } from '../ssh/executor.js';
-import { sh } from '../ssh/quote.js';
+import { sh, type RemoteCommand } from '../ssh/quote.js';
 
 export const logTailLines = 50;
 
@@ -92,6 +92,17 @@ export function containerSecrets(state: ContainerState): string[] {
   );
 }
 
+/** A container log tail is cut to this many bytes on the host, whatever the length of its lines. */
+export const maxContainerLogBytes = 64 * 1024;
+
+/**
+ * Reads the last lines a container printed (stdout and stderr together), and at most maxContainerLogBytes of
+ * them. Its exit status is the cut's: a missing container shows as docker's error text.
+ */
+export function containerLogTailCommand(name: string, lines = logTailLines): RemoteCommand {
+  return sh`docker logs --tail ${lines} -- ${name} 2>&1 | tail -c ${maxContainerLogBytes}`;
+}
+
 /**
  * The last lines a container printed (stdout and stderr), redacted; '' when there is none. The secrets are not
  * optional: every read of a container's log is redacted with the values liftoff gave it.
@@ -102,7 +113,7 @@ export async function containerLogTail(
   secrets: readonly string[],
   lines = logTailLines,
 ): Promise<string> {
-  const res = await session.exec(sh`docker logs --tail ${lines} -- ${name} 2>&1`, {
+  const res = await session.exec(containerLogTailCommand(name, lines), {
     timeoutMs: 20_000,
     check: false,
   });

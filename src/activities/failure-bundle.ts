@@ -8,7 +8,8 @@ import { hostLines } from '../parsers/host-output.js';
 import { redactText } from '../shared/secrets.js';
 import { tail } from '../shared/text.js';
 import { sh, type RemoteCommand } from '../ssh/quote.js';
-import { containerSecrets, inspectContainer } from './docker.js';
+import { containerLogTailCommand, containerSecrets, inspectContainer } from './docker.js';
+import { serveLogTailCommand } from './serve.js';
 import { onHost } from './ssh-context.js';
 import { secretValues } from './secrets.js';
 import type { FailureBundle, FailureBundleInput, HostBundle, NamedHost } from './types.js';
@@ -50,17 +51,17 @@ async function bundleOf(input: FailureBundleInput, host: NamedHost): Promise<Hos
       };
       const isHead = host.name === input.headName;
       const [serveLog, rayStatus, gpuApps, containerLog, kernel] = await Promise.all([
-        isHead ? part('serve log', sh`tail -n ${serveLogLines} -- ${input.logPath}`) : undefined,
+        isHead ? part('serve log', serveLogTailCommand(input.logPath, serveLogLines)) : undefined,
         part('ray status', sh`docker exec ${input.container} ray status`),
         part(
           'nvidia-smi',
           sh`nvidia-smi --query-compute-apps=pid,process_name,used_gpu_memory --format=csv,noheader`,
         ),
-        part('docker logs', sh`docker logs --tail ${containerLogLines} -- ${input.container}`),
+        part('docker logs', containerLogTailCommand(input.container, containerLogLines)),
         // dmesg may be closed to an unprivileged login (kernel.dmesg_restrict): then it is simply left out.
         part(
           'kernel log',
-          sh`dmesg 2>/dev/null | grep -aiE ${'out of memory|oom-kill|oom_reaper|killed process'} | tail -n ${kernelLines}; true`,
+          sh`dmesg 2>/dev/null | grep -aiE ${'out of memory|oom-kill|oom_reaper|killed process'} | tail -n ${kernelLines} | tail -c ${partBytes}; true`,
         ),
       ]);
       const rootException =

@@ -6,7 +6,7 @@ import type { SshSession } from '../ssh/executor.js';
 import { sh } from '../ssh/quote.js';
 import { redactText, secretEnvValues } from '../shared/secrets.js';
 import { inspectContainer } from './docker.js';
-import { maxTailBytes, pidAlive } from './serve.js';
+import { pidAlive, serveLogTailCommand } from './serve.js';
 import { onHost } from './ssh-context.js';
 import { resolveValue, secretValues } from './secrets.js';
 import type {
@@ -139,13 +139,10 @@ export async function checkServeHealth(input: CheckServeInput): Promise<CheckSer
       ),
     ];
     const chunk = await readLogFrom(session, input.logPath, input.logOffset);
-    const tailRes = await session.exec(
-      sh`tail -n ${tailLines} -- ${input.logPath} | tail -c ${maxTailBytes}`,
-      {
-        timeoutMs: 15_000,
-        check: false,
-      },
-    );
+    const tailRes = await session.exec(serveLogTailCommand(input.logPath, tailLines), {
+      timeoutMs: 15_000,
+      check: false,
+    });
     const tail = redactText(tailRes.stdout, secrets)
       .split('\n')
       .map((l) => l.trimEnd())

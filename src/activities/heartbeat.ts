@@ -17,7 +17,8 @@ function currentContext(): Context | undefined {
 /** Heartbeats when running as an activity; a no-op when called directly (CLI, plain tests). */
 export function heartbeat(details?: unknown): void {
   const ctx = currentContext();
-  if (!ctx) return;
+  // A local activity has no heartbeat: it lives and dies with the workflow task of the worker running it.
+  if (!ctx || ctx.info.isLocal) return;
   if (details !== undefined) lastDetails.set(ctx, details);
   ctx.heartbeat(lastDetails.get(ctx));
 }

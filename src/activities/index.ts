@@ -2,6 +2,7 @@
 export { checkWorkerPolicy } from './worker-policy.js';
 export { readGpuState, verifyGpusClear } from './gpu.js';
 export { preflightHost } from './preflight.js';
+export { checkHostsAgree } from './agreement.js';
 export { stopServices } from './services.js';
 export { removeContainers } from './containers.js';
 export { startRayHead, startRayWorker, verifyRayCluster } from './ray.js';
@@ -10,6 +11,7 @@ export { checkServeHealth, checkRayWorker } from './health.js';
 export { smokeTest } from './smoke.js';
 export { collectDiagnostics } from './diagnostics.js';
 export { probeServing } from './serving-probe.js';
+export { probeServingCluster } from './cluster-probe.js';
 export { collectFailureBundle } from './failure-bundle.js';
 export { postWebhook } from './webhook.js';
 export { checkMasterPort, startRank, checkRank } from './multiproc.js';

@@ -135,14 +135,14 @@ async function checkVolumes(session: SshSession, volumes: string[]): Promise<Che
   return { name: 'volumes', ok: true, detail: `every host path exists: ${hostPaths.join(', ')}` };
 }
 
-interface Ipv4Address {
+export interface Ipv4Address {
   iface: string;
   address: string;
   prefix: number;
 }
 
 /** `ip -o -4 addr show` lines: `2: enp1s0f1np1    inet 10.213.2.1/24 brd 10.213.2.255 scope global enp1s0f1np1\ …`. */
-function parseIpv4Addresses(text: string): Ipv4Address[] {
+export function parseIpv4Addresses(text: string): Ipv4Address[] {
   const out: Ipv4Address[] = [];
   for (const line of text.split('\n')) {
     const m = /^\d+:\s+([^\s@]+)(?:@\S+)?\s+inet\s+(\d{1,3}(?:\.\d{1,3}){3})\/(\d{1,2})\b/.exec(line);
@@ -156,7 +156,7 @@ function ipv4ToNumber(address: string): number {
 }
 
 /** Linux answers every address of a loopback interface's prefix (all of 127.0.0.0/8 on lo). */
-function carries(entry: Ipv4Address, ip: string): boolean {
+export function carries(entry: Ipv4Address, ip: string): boolean {
   if (entry.address === ip) return true;
   if (entry.iface !== 'lo') return false;
   const size = 2 ** (32 - entry.prefix);

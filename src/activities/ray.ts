@@ -3,7 +3,7 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { FailureType } from '../shared/failures.js';
-import { hostLines } from '../parsers/host-output.js';
+import { hostLines, HostOutputError } from '../parsers/host-output.js';
 import { parseRayStatus, RayNotRunningError, type RayStatus } from '../parsers/ray-status.js';
 import { tail } from '../shared/text.js';
 import type { SshSession } from '../ssh/executor.js';
@@ -181,6 +181,8 @@ export interface RayStatusRead {
   /** Why there is no status: the head's container is down, or Ray on it does not answer. */
   problem?: string;
   headContainerDown?: boolean;
+  /** The output holds what no real `ray status` prints (a billion nodes, 1e999 GPUs): waiting cannot fix it. */
+  invalidOutput?: boolean;
 }
 
 // The head's container may be gone by now (nothing to redact then, and nothing of its log to read).
@@ -205,6 +207,7 @@ export async function readRayStatus(session: SshSession, container: string): Pro
     return { status: parseRayStatus(text) };
   } catch (err) {
     if (err instanceof RayNotRunningError) return { problem: err.detail };
+    if (err instanceof HostOutputError) return { problem: err.message, invalidOutput: true };
     return { problem: redactedTail(text.trim(), [], 512) || `ray status exited with code ${res.exitCode}` };
   }
 }
@@ -231,7 +234,14 @@ const joinErrorPatterns: Array<{ pattern: RegExp; whole?: true; definitive?: tru
 ];
 
 function joinError(log: string): { line: string; definitive: boolean } | undefined {
-  const lines = hostLines(log);
+  return joinErrorIn(hostLines(log));
+}
+
+/**
+ * The first of `lines` that tells why a node did not join, by the patterns' order. Takes the lines as they come
+ * (joinError cuts them first), so the linear-time test can run every pattern on one line longer than the cut.
+ */
+export function joinErrorIn(lines: readonly string[]): { line: string; definitive: boolean } | undefined {
   for (const { pattern, whole, definitive } of joinErrorPatterns) {
     for (const line of lines) {
       const match = pattern.exec(line);
@@ -324,6 +334,14 @@ export async function verifyRayCluster(input: VerifyRayClusterInput): Promise<Ra
     let nextWorkerCheck = 0;
     for (;;) {
       const read = await readRayStatus(session, input.container);
+      if (read.invalidOutput) {
+        throw failure(
+          FailureType.hostOutputInvalid,
+          `The Ray cluster on ${head} cannot be judged: ${read.problem ?? 'invalid ray status output'}`,
+          true,
+          { head },
+        );
+      }
       if (read.status) {
         const nodes = read.status.activeNodes.length;
         const gpus = gpuTotal(read.status);

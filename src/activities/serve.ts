@@ -7,7 +7,7 @@ import { pipelineParallelSize } from '../config/parallel.js';
 import { parseRayStatus, RayNotRunningError, RayStatusParseError } from '../parsers/ray-status.js';
 import { tail } from '../shared/text.js';
 import type { SshSession } from '../ssh/executor.js';
-import { raw, sh } from '../ssh/quote.js';
+import { raw, sh, type RemoteCommand } from '../ssh/quote.js';
 import { envTransport } from './env-transport.js';
 import { redactedTail, redactText, secretArgValues } from '../shared/secrets.js';
 import { heartbeat } from './heartbeat.js';
@@ -46,6 +46,14 @@ export async function pidAlive(session: SshSession, pid: number): Promise<boolea
   return res.exitCode === 0;
 }
 
+/**
+ * Reads the serve log's last lines, and at most maxTailBytes of them: one line can be any length. Every read of
+ * the log's tail (health, diagnostics, the failure bundle) is this command.
+ */
+export function serveLogTailCommand(logPath: string, lines = tailLines): RemoteCommand {
+  return sh`tail -n ${lines} -- ${logPath} | tail -c ${maxTailBytes}`;
+}
+
 /** The last lines of the serve log, redacted; '' when the file is missing. */
 export async function serveLogTail(
   session: SshSession,
@@ -53,7 +61,7 @@ export async function serveLogTail(
   secrets: readonly string[],
   lines = tailLines,
 ): Promise<string> {
-  const res = await session.exec(sh`tail -n ${lines} -- ${logPath} | tail -c ${maxTailBytes}`, {
+  const res = await session.exec(serveLogTailCommand(logPath, lines), {
     timeoutMs: 15_000,
     check: false,
   });

@@ -19,75 +19,78 @@ import type { ProbeCheck, ProbeName, ProbeServingInput, ProbeServingResult } fro
 const healthTimeoutS = 5;
 
 export async function probeServing(input: ProbeServingInput): Promise<ProbeServingResult> {
+  return onHost(input.head, (session) => probeHead(session, input));
+}
+
+/** The head's probes on an open session: each judged on its own; a lost connection throws (unreachable). */
+export async function probeHead(session: SshSession, input: ProbeServingInput): Promise<ProbeServingResult> {
   const host = input.head.target.name;
-  return onHost(input.head, async (session) => {
-    let secrets: string[] = [];
-    const checks: ProbeCheck[] = [];
-    // Each probe is judged on its own; only a lost connection ends the round (the host is unreachable).
-    const probe = async (name: ProbeName, body: () => Promise<Omit<ProbeCheck, 'name' | 'host'>>) => {
-      const started = Date.now();
-      try {
-        const seen = await body();
-        checks.push({ name, host, latencyMs: Date.now() - started, ...seen });
-      } catch (err) {
-        if (err instanceof SshConnectError) throw err;
-        const message = err instanceof Error ? err.message : String(err);
-        checks.push({
-          name,
-          host,
-          ok: false,
-          latencyMs: Date.now() - started,
-          error: tail(redactText(message, secrets), 2048),
-        });
-      }
-    };
-    await probe('container', async () => {
-      const state = await inspectContainer(session, input.container);
-      secrets = containerSecrets(state);
-      if (state.running) return { ok: true };
-      return {
+  let secrets: string[] = [];
+  const checks: ProbeCheck[] = [];
+  // Each probe is judged on its own; only a lost connection ends the round (the host is unreachable).
+  const probe = async (name: ProbeName, body: () => Promise<Omit<ProbeCheck, 'name' | 'host'>>) => {
+    const started = Date.now();
+    try {
+      const seen = await body();
+      checks.push({ name, host, latencyMs: Date.now() - started, ...seen });
+    } catch (err) {
+      if (err instanceof SshConnectError) throw err;
+      const message = err instanceof Error ? err.message : String(err);
+      checks.push({
+        name,
+        host,
         ok: false,
-        error: state.exists
-          ? `the Ray container ${input.container} is ${state.status ?? 'not running'} (exit code ${state.exitCode ?? 'unknown'})`
-          : `the Ray container ${input.container} is gone`,
-      };
-    });
-    const url = baseUrl(input.clusterIp, input.port);
-    await probe('health', () => health(session, url));
-    await probe('completion', async () => {
-      const apiKey = await resolveValue('serve.env.VLLM_API_KEY', input.apiKey);
-      if (apiKey) secrets = [...secrets, apiKey];
-      const started = Date.now();
-      const r = await chatCompletion(
-        session,
-        {
-          head: input.head,
-          clusterIp: input.clusterIp,
-          port: input.port,
-          model: input.model,
-          prompt: 'ping',
-          maxTokens: 1,
-          ...(input.apiKey !== undefined ? { apiKey: input.apiKey } : {}),
-        },
-        input.completionTimeoutS,
-      );
-      return {
-        ok: true,
-        latencyMs: r.seconds > 0 ? Math.round(r.seconds * 1000) : Date.now() - started,
-        detail: `${r.completionTokens} token(s)`,
-      };
-    });
-    await probe('rayStatus', async () => {
-      const read = await readRayStatus(session, input.container);
-      if (!read.status) return { ok: false, error: `ray status: ${read.problem ?? 'no answer'}` };
-      const nodes = read.status.activeNodes.length;
-      const gpus = read.status.resources.GPU?.total ?? 0;
-      const detail = `${nodes} of ${input.expectedNodes} nodes, ${gpus} of ${input.expectedGpus} GPUs`;
-      const ok = nodes >= input.expectedNodes && gpus >= input.expectedGpus;
-      return ok ? { ok, detail } : { ok, detail, error: `ray status shows ${detail}` };
-    });
-    return { host, checks };
+        latencyMs: Date.now() - started,
+        error: tail(redactText(message, secrets), 2048),
+      });
+    }
+  };
+  await probe('container', async () => {
+    const state = await inspectContainer(session, input.container);
+    secrets = containerSecrets(state);
+    if (state.running) return { ok: true };
+    return {
+      ok: false,
+      error: state.exists
+        ? `the Ray container ${input.container} is ${state.status ?? 'not running'} (exit code ${state.exitCode ?? 'unknown'})`
+        : `the Ray container ${input.container} is gone`,
+    };
   });
+  const url = baseUrl(input.clusterIp, input.port);
+  await probe('health', () => health(session, url));
+  await probe('completion', async () => {
+    const apiKey = await resolveValue('serve.env.VLLM_API_KEY', input.apiKey);
+    if (apiKey) secrets = [...secrets, apiKey];
+    const started = Date.now();
+    const r = await chatCompletion(
+      session,
+      {
+        head: input.head,
+        clusterIp: input.clusterIp,
+        port: input.port,
+        model: input.model,
+        prompt: 'ping',
+        maxTokens: 1,
+        ...(input.apiKey !== undefined ? { apiKey: input.apiKey } : {}),
+      },
+      input.completionTimeoutS,
+    );
+    return {
+      ok: true,
+      latencyMs: r.seconds > 0 ? Math.round(r.seconds * 1000) : Date.now() - started,
+      detail: `${r.completionTokens} token(s)`,
+    };
+  });
+  await probe('rayStatus', async () => {
+    const read = await readRayStatus(session, input.container);
+    if (!read.status) return { ok: false, error: `ray status: ${read.problem ?? 'no answer'}` };
+    const nodes = read.status.activeNodes.length;
+    const gpus = read.status.resources.GPU?.total ?? 0;
+    const detail = `${nodes} of ${input.expectedNodes} nodes, ${gpus} of ${input.expectedGpus} GPUs`;
+    const ok = nodes >= input.expectedNodes && gpus >= input.expectedGpus;
+    return ok ? { ok, detail } : { ok, detail, error: `ray status shows ${detail}` };
+  });
+  return { host, checks };
 }
 
 /** `/health`: 200 within a few seconds; anything else is the error, as curl or the server said it. */

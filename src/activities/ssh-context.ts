@@ -51,6 +51,84 @@ export async function onHost<T>(ref: HostRef, fn: (session: SshSession) => Promi
   }
 }
 
+/** How long connections kept between calls (onHosts' `keep`) live unused, and under which key. */
+export interface KeepConnections {
+  /** Calls with the same key share the connections: a supervisor's rounds, one after the other. */
+  key: string;
+  idleMs: number;
+}
+
+interface KeptPools {
+  pools: Map<string, SshPool>;
+  busy: boolean;
+  timer?: NodeJS.Timeout;
+}
+
+/** Connections kept between the calls of one key, each closed once unused for its idle time. */
+const kept = new Map<string, KeptPools>();
+
+/** Closes every kept connection (a worker that shuts down). */
+export async function closeKeptConnections(): Promise<void> {
+  const all = [...kept.values()];
+  kept.clear();
+  for (const k of all) clearTimeout(k.timer);
+  await Promise.all(all.flatMap((k) => [...k.pools.values()].map((p) => p.closeAll())));
+}
+
+/**
+ * Like onHost for an activity that works on several hosts at once: one pool for all of them, so a jump host's
+ * connection also carries the hosts behind it (one handshake per host, however they are reached). `fn` opens
+ * the sessions it needs and judges each host's errors itself; SSH errors it lets through are converted as in
+ * onHost.
+ *
+ * With `keep`, the connections outlive the call, for the next call of the same key within `idleMs`: a probe
+ * every 30 s then costs no handshake at all. A kept connection that dropped is replaced by the pool (its
+ * keepalive notices a dead link within 15 s; a command caught by the drop fails as a lost connection, so the
+ * host counts as unreachable, as with a fresh one).
+ */
+export async function onHosts<T>(
+  refs: readonly HostRef[],
+  fn: (open: (ref: HostRef) => Promise<SshSession>) => Promise<T>,
+  keep?: KeepConnections,
+): Promise<T> {
+  for (const ref of refs) assertSshAuthAllowed(ref.auth);
+  const reuse = keep ? kept.get(keep.key) : undefined;
+  const entry: KeptPools = reuse && !reuse.busy ? reuse : { pools: new Map(), busy: false };
+  clearTimeout(entry.timer);
+  entry.busy = true;
+  if (keep && !reuse) kept.set(keep.key, entry);
+  const open = (ref: HostRef): Promise<SshSession> => {
+    if (!refs.includes(ref))
+      throw new Error(`onHosts: ${ref.target.name} is not one of this activity's hosts`);
+    const key = JSON.stringify(toSshAuth(ref.auth));
+    let pool = entry.pools.get(key);
+    if (!pool) entry.pools.set(key, (pool = new SshPool(toSshAuth(ref.auth))));
+    return pool.session(ref.target);
+  };
+  const closeAll = async () => {
+    if (kept.get(keep?.key ?? '') === entry) kept.delete(keep?.key ?? '');
+    await Promise.all([...entry.pools.values()].map((p) => p.closeAll()));
+  };
+  const signal = activitySignal();
+  const abort = () => void closeAll();
+  signal?.addEventListener('abort', abort);
+  let keepOpen = false;
+  try {
+    const result = await keepHeartbeating(() => fn(open));
+    keepOpen = keep !== undefined && kept.get(keep.key) === entry;
+    return result;
+  } catch (err) {
+    throw err instanceof SshError ? sshFailure(err) : err;
+  } finally {
+    signal?.removeEventListener('abort', abort);
+    entry.busy = false;
+    if (keepOpen && keep) {
+      entry.timer = setTimeout(() => void closeAll(), keep.idleMs);
+      entry.timer.unref();
+    } else await closeAll();
+  }
+}
+
 function activitySignal(): AbortSignal | undefined {
   try {
     return Context.current().cancellationSignal;

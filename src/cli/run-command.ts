@@ -1,7 +1,6 @@
 // Maps errors to exit codes in one place, so every command reports failures the same way.
 import { SpecError } from '../config/load.js';
-import { TemporalUnreachableError } from '../temporal/connection.js';
-import { PayloadKeyError } from '../temporal/codec.js';
+import { PayloadKeyError, TemporalUnreachableError } from '../temporal/errors.js';
 import { WorkerPolicyError } from '../config/worker-policy.js';
 import { ExitCode } from './exit-codes.js';
 import { emitError, type OutputOptions } from './render.js';

@@ -9,6 +9,7 @@ import { printReport } from './print-report.js';
 import { describeClusterDeploy } from '../cli/deploy-status.js';
 import { loadLine } from '../cli/follow.js';
 import { describeSupervision, renderSupervision, type SupervisionReport } from './supervise/common.js';
+import { listNotifications, renderNotifications, type NotificationsReport } from './notifications.js';
 
 export interface StatusReport {
   cluster: string;
@@ -21,6 +22,8 @@ export interface StatusReport {
   result?: DeployResult;
   /** The cluster's supervisor, when one ever ran: serving, lost, relaunching, degraded or stopped. */
   supervision?: SupervisionReport;
+  /** The cluster's recent webhook notifications: the ones that failed, with why. */
+  notifications?: NotificationsReport;
 }
 
 export function renderStatus(r: StatusReport): string {
@@ -48,6 +51,7 @@ export function renderStatus(r: StatusReport): string {
       `endpoint: ${r.result.endpoint}  model: ${r.result.model}  load: ${formatDuration(r.result.loadSeconds * 1000)}`,
     );
   if (r.supervision) lines.push(renderSupervision(r.supervision, Date.now()));
+  if (r.notifications) lines.push(renderNotifications(r.notifications));
   return lines.join('\n');
 }
 
@@ -57,6 +61,7 @@ export async function clusterStatus(client: Client, cluster: string): Promise<St
   const result =
     described.status.name === 'COMPLETED' ? ((await handle.result()) as DeployResult) : undefined;
   const supervision = await describeSupervision(client, cluster);
+  const notifications = await listNotifications(client, cluster);
   return {
     cluster,
     workflowId,
@@ -67,6 +72,7 @@ export async function clusterStatus(client: Client, cluster: string): Promise<St
     progress,
     result,
     ...(supervision ? { supervision: supervision.report } : {}),
+    ...(notifications ? { notifications } : {}),
   };
 }
 

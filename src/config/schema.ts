@@ -3,7 +3,7 @@
 import { z } from 'zod';
 import { parseDuration } from './duration.js';
 import { modelPathFor } from './derive.js';
-import { isSecretEnvName, isSecretFlag } from '../shared/secrets.js';
+import { credentialShapedValues, isSecretEnvName, isSecretFlag } from '../shared/secrets.js';
 import { hostSteeringEnvProblem, reservedEnvNameProblem } from './host-env.js';
 import {
   dangerousMountProblem,
@@ -132,6 +132,18 @@ const envMap = z
   })
   .pipe(envRecord);
 export type EnvSpec = z.infer<typeof envMap>;
+
+/** How to write the value at `path` without the credential: the reference that field takes. */
+function credentialFix(path: readonly PropertyKey[]): string {
+  const [section, field, name] = path;
+  if ((section === 'ray' || section === 'serve') && field === 'env' && typeof name === 'string')
+    return `Reference it instead: ${name}: { fromEnv: ${name} } (read from the worker's environment) or ${name}: { fromFile: /path/on/the/worker/host }`;
+  if (section === 'serve' && field === 'args')
+    return `Pass it through serve.env with a reference instead: serve.env.NAME: { fromEnv: NAME } (read from the worker's environment) or { fromFile: /path/on/the/worker/host }`;
+  if (section === 'notify')
+    return `Reference the URL instead: url: { fromEnv: NAME } (read from the worker's environment) or url: { fromFile: /path/on/the/worker/host }`;
+  return `Keep it out of the spec: put it in the worker's environment or a file on the worker, and pass it through ray.env or serve.env as { fromEnv: NAME } or { fromFile: /path/on/the/worker/host }`;
+}
 
 const imageRef = z
   .string()
@@ -266,13 +278,27 @@ const deploySpecObject = z
       })
       .default({ prompt: 'Reply with one word: ready?', maxTokens: 16 }),
     preflight: z
-      .strictObject({ minFreeDiskGiB: z.number().min(0).default(10) })
-      .default({ minFreeDiskGiB: 10 }),
+      .strictObject({
+        minFreeDiskGiB: z.number().min(0).default(10),
+        /** Compare the weights' sha256 across hosts too: reads every byte (over 100 GB for a 122B model). */
+        hashWeights: z.boolean().default(false),
+        /** Clock skew between hosts above this is a warning of preflight. */
+        maxClockSkew: duration.default('5s'),
+      })
+      .default({ minFreeDiskGiB: 10, hashWeights: false, maxClockSkew: '5s' }),
     onFailure: z.enum(['leave', 'teardown']).default('leave'),
     supervise: superviseSchema,
     notify: notifySchema(secretRefSchema),
   })
   .superRefine((spec, ctx) => {
+    // Whatever its name: a value the rules call a credential never enters the workflow's input.
+    for (const { path, kind } of credentialShapedValues(spec)) {
+      ctx.addIssue({
+        code: 'custom',
+        path,
+        message: `looks like ${kind}; a credential written in the spec is stored in Temporal's history and shows in ps and docker inspect on the hosts. ${credentialFix(path)}`,
+      });
+    }
     const heads = spec.hosts.filter((h) => h.role === 'head');
     if (heads.length !== 1) {
       ctx.addIssue({

@@ -91,8 +91,8 @@ const ansi = /\x1b\[[0-9;?]*[A-Za-z]/g;
 // Anchored at the bracket, found with lastIndexOf: a leading `\s*` would retry at every blank of a long run.
 const repeated = /^\[repeated \d+x across cluster\]\s*$/;
 
-/** Drops Ray's trailing `[repeated 3x across cluster]`. */
-function withoutRepeatNote(text: string): string {
+/** Drops Ray's trailing `[repeated 3x across cluster]`. Exported for the linear-time test, which runs it uncut. */
+export function withoutRepeatNote(text: string): string {
   const at = text.lastIndexOf('[repeated ');
   if (at < 0 || !repeated.test(text.slice(at))) return text;
   return text.slice(0, at).trimEnd();
@@ -214,15 +214,24 @@ export function parseVllmLogLine(rawLine: string, opts: VllmLogOptions = {}): Vl
     result.shard = { percent: Number(shard[1]), done: Number(shard[2]), total: Number(shard[3]) };
     Object.assign(result, tqdmTiming(text));
   }
-  // The first `n/N [` after the title; a count starts where no digit precedes it, so each run of digits is
-  // tried once (`.*?(\d+)` retried every suffix of every run).
-  const graphsAt = text.indexOf('Capturing CUDA graphs');
-  const graphs = graphsAt < 0 ? null : /(?<!\d)(\d+)\/(\d+)\s*\[/.exec(text.slice(graphsAt));
-  if (graphs?.[1] && graphs[2]) {
-    result.graphs = { done: Number(graphs[1]), total: Number(graphs[2]) };
+  const graphs = cudaGraphsCount(text);
+  if (graphs) {
+    result.graphs = graphs;
     Object.assign(result, tqdmTiming(text));
   }
   return result;
+}
+
+/**
+ * The `n/N` of a `Capturing CUDA graphs` bar: the first `n/N [` after the title. A count starts where no digit
+ * precedes it, so each run of digits is tried once (`.*?(\d+)` retried every suffix of every run). Exported for
+ * the linear-time test, which runs it on a line longer than the cut.
+ */
+export function cudaGraphsCount(text: string): { done: number; total: number } | undefined {
+  const at = text.indexOf('Capturing CUDA graphs');
+  const graphs = at < 0 ? null : /(?<!\d)(\d+)\/(\d+)\s*\[/.exec(text.slice(at));
+  if (!graphs?.[1] || !graphs[2]) return undefined;
+  return { done: Number(graphs[1]), total: Number(graphs[2]) };
 }
 
 // How much a fatal line tells: a named cause beats an exception line, which beats vLLM's "Engine core

@@ -1,7 +1,10 @@
 // The one home for "what is a secret": which env names and vllm flags carry a credential, which values look like
 // one whatever their name, and how secrets are kept out of everything liftoff shows or records (failure
 // messages, results, log tails, reports). The schema refuses what these rules call a secret and every redaction
-// hides it, so the two cannot disagree. Pure (no Node builtins): workflows import it through the schema.
+// hides it, so the two cannot disagree: a secret-named env value, a secret flag's value, and any value of the
+// spec shaped like a credential (credentialShape: `hf_…`, `sk-…`, `://user:password@`) are refused, so none
+// reaches a workflow's input, its history, a host's `ps` or `docker inspect`; the spec names them with
+// `{ fromEnv }` / `{ fromFile }` instead. Pure (no Node builtins): workflows import it through the schema.
 import { tail } from './text.js';
 
 /** What a secret value is replaced with. */
@@ -133,8 +136,44 @@ export function secretsOfSpec(spec: unknown): string[] {
 
 // Credentials recognised by their shape, whatever names them: Hugging Face tokens, `sk-` API keys (OpenAI,
 // Anthropic, most OpenAI-compatible servers), and the password of a URL's userinfo (`scheme://user:pass@host`).
-const credentialValue = /\bhf_[A-Za-z0-9]{16,}|\bsk-[A-Za-z0-9_-]{16,}/g;
-const urlPassword = /(:\/\/[^\s/:@"']+:)[^\s/@"']+(?=@)/g;
+// A token needs 16 characters after its prefix, at the start of a word: model names, paths and flags that merely
+// contain `hf_` or `sk-` (`hf_transfer`, `/data/hf_cache`, `task-sk-1`) are not taken for one. Linear: each
+// pattern starts at a fixed prefix and its runs cannot overlap.
+const hfToken = /\bhf_[A-Za-z0-9]{16,}/;
+const apiKey = /\bsk-[A-Za-z0-9_-]{16,}/;
+const urlUserinfoPassword = /(:\/\/[^\s/:@"']+:)[^\s/@"']+(?=@)/;
+const credentialValue = new RegExp(`${hfToken.source}|${apiKey.source}`, 'g');
+const urlPassword = new RegExp(urlUserinfoPassword.source, 'g');
+
+/**
+ * What kind of credential `value` contains by its shape (`a Hugging Face token`, …), or undefined. The same
+ * shapes redactText hides; the schema refuses a spec value that has one, whatever field holds it.
+ */
+export function credentialShape(value: string): string | undefined {
+  if (hfToken.test(value)) return 'a Hugging Face token (hf_…)';
+  if (apiKey.test(value)) return 'an API key (sk-…)';
+  if (urlUserinfoPassword.test(value)) return 'a password in a URL (scheme://user:password@host)';
+  return undefined;
+}
+
+/**
+ * Every string of the spec shaped like a credential (credentialShape), with where it is.
+ * The whole spec is the workflow's input: any field that holds one stores it in the history, and the env, args
+ * and URLs also put it in a host's `ps` and `docker inspect`.
+ */
+export function credentialShapedValues(
+  value: unknown,
+  path: PropertyKey[] = [],
+): Array<{ path: PropertyKey[]; kind: string }> {
+  if (typeof value === 'string') {
+    const kind = credentialShape(value);
+    return kind !== undefined ? [{ path, kind }] : [];
+  }
+  if (Array.isArray(value)) return value.flatMap((v, i) => credentialShapedValues(v, [...path, i]));
+  if (typeof value === 'object' && value !== null)
+    return Object.entries(value).flatMap(([k, v]) => credentialShapedValues(v, [...path, k]));
+  return [];
+}
 
 // Secret flags quoted in text: a command line (`--api-key S`, `--api_key='S'`), or vllm's `non-default args: {…,
 // 'api_key': 'S'}` line, which echoes the parsed flags by their Python names.

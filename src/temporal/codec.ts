@@ -8,6 +8,9 @@ import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:
 import { fileURLToPath } from 'node:url';
 import type { DataConverter, Payload, PayloadCodec, SerializationContext } from '@temporalio/common';
 import proto from '@temporalio/proto';
+import { PayloadKeyError } from './errors.js';
+
+export { PayloadKeyError };
 
 export const PAYLOAD_KEY_ENV = 'LIFTOFF_PAYLOAD_KEY';
 export const PAYLOAD_KEY_ID_ENV = 'LIFTOFF_PAYLOAD_KEY_ID';
@@ -31,11 +34,6 @@ export interface PayloadKey {
   /** Names the key in each payload's metadata, so a reader can tell which key it needs. */
   id: string;
   key: Buffer;
-}
-
-/** LIFTOFF_PAYLOAD_KEY (or its id) is set but unusable; raised at startup, before anything is sent. */
-export class PayloadKeyError extends Error {
-  override name = 'PayloadKeyError';
 }
 
 /** An encrypted payload that cannot be read: no key, another key, the bytes were altered, or another workflow's. */

@@ -6,6 +6,9 @@ import type { NativeConnection } from '@temporalio/worker';
 import { loadClientConnectConfig } from '@temporalio/envconfig';
 import type { DataConverter } from '@temporalio/common';
 import { liftoffDataConverter } from './codec.js';
+import { TemporalUnreachableError } from './errors.js';
+
+export { TemporalUnreachableError };
 
 export const EMBEDDED_ADDRESS = '127.0.0.1:7233';
 export const DEFAULT_NAMESPACE = 'default';
@@ -31,20 +34,6 @@ export function loadTemporalSettings(env: NodeJS.ProcessEnv = process.env): Temp
     // Here, so a malformed LIFTOFF_PAYLOAD_KEY stops a command before it contacts Temporal.
     dataConverter: liftoffDataConverter(env),
   };
-}
-
-/** Raised when no Temporal frontend answers; the CLI maps it to exit code 3. */
-export class TemporalUnreachableError extends Error {
-  override name = 'TemporalUnreachableError';
-  constructor(
-    readonly address: string,
-    cause: unknown,
-  ) {
-    super(
-      `cannot reach Temporal at ${address}: ${cause instanceof Error ? cause.message : String(cause)}. ` +
-        'Start the embedded server with `liftoff dev`, or point TEMPORAL_ADDRESS / TEMPORAL_NAMESPACE at your cluster.',
-    );
-  }
 }
 
 export async function connectClient(settings = loadTemporalSettings()): Promise<Client> {

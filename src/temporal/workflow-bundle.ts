@@ -11,9 +11,13 @@ import { fileURLToPath } from 'node:url';
 import { bundleWorkflowCode, type WorkflowBundlePath } from '@temporalio/worker';
 import { projectRoot } from './cli-path.js';
 
-export const workflowsPath = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
 const srcDir = join(projectRoot, 'src');
-const bundlerEntry = fileURLToPath(new URL('./bundle-workflows.ts', import.meta.url));
+// Always the TypeScript sources (the package ships src/), also when this module runs compiled from dist/: the
+// sandbox runs the very code the replay tests check, and the bundle file is the same one either way.
+export const workflowsPath = join(srcDir, 'workflows', 'index.ts');
+// This module's sibling, run with tsx from src/ and by plain node from dist/ (which has no tsx to rely on).
+const compiled = import.meta.url.endsWith('.js');
+const bundlerEntry = fileURLToPath(new URL(`./bundle-workflows.${compiled ? 'js' : 'ts'}`, import.meta.url));
 const execFileAsync = promisify(execFile);
 
 export interface BundleOptions {
@@ -29,6 +33,13 @@ export async function bundleWorkflowsTo(file: string, opts: BundleOptions = {}):
     // Sources use NodeNext-style `.js` specifiers that point at `.ts` files.
     webpackConfigHook: (config) => {
       config.resolve = { ...config.resolve, extensionAlias: { '.js': ['.ts', '.js'] } };
+      // The SDK compiles TypeScript outside node_modules only; an installed liftoff lives inside it.
+      const rules = config.module?.rules?.map((rule) =>
+        rule && typeof rule === 'object' && rule.test instanceof RegExp && rule.test.source === '\\.ts$'
+          ? { ...rule, exclude: undefined, include: srcDir }
+          : rule,
+      );
+      if (rules) config.module = { ...config.module, rules };
       return config;
     },
     logger: {
@@ -56,7 +67,9 @@ function sourceFiles(dir: string): string[] {
 /** Names the bundle by everything that can change it: the sources, the locked package versions, the options. */
 function bundleHash(opts: BundleOptions): string {
   const hash = createHash('sha256');
-  const files = [...sourceFiles(srcDir), join(projectRoot, 'package-lock.json')];
+  // An installed package has no lock file; its package.json pins the Temporal packages that bundle.
+  const lock = join(projectRoot, 'package-lock.json');
+  const files = [...sourceFiles(srcDir), existsSync(lock) ? lock : join(projectRoot, 'package.json')];
   if (opts.failureConverterPath) files.push(opts.failureConverterPath);
   for (const file of files) {
     hash.update(file).update('\0').update(readFileSync(file)).update('\0');
@@ -88,7 +101,7 @@ async function buildBundleFile(opts: BundleOptions): Promise<WorkflowBundlePath>
   const codePath = join(dir, `workflows-${bundleHash(opts)}.js`);
   if (!existsSync(codePath)) {
     const args = [bundlerEntry, codePath, ...(opts.failureConverterPath ? [opts.failureConverterPath] : [])];
-    await execFileAsync(process.execPath, ['--import', 'tsx', ...args], {
+    await execFileAsync(process.execPath, [...(compiled ? [] : ['--import', 'tsx']), ...args], {
       cwd: projectRoot,
       maxBuffer: 16 * 1024 * 1024,
     }).catch((err: unknown) => {

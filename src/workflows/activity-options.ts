@@ -62,6 +62,12 @@ export function retryProfiles(spec: DeploySpec): Record<RetryProfileName, Activi
       heartbeatTimeout,
       retry: { initialInterval: '2s', backoffCoefficient: 2, maximumInterval: '20s', maximumAttempts: 4 },
     },
+    // Hashing reads every byte of the weights (over 100 GB for a 122B model); a plain read takes seconds.
+    agreement: {
+      startToCloseTimeout: spec.preflight.hashWeights ? '3 hours' : '2 minutes',
+      heartbeatTimeout,
+      retry: { initialInterval: '2s', backoffCoefficient: 2, maximumInterval: '20s', maximumAttempts: 3 },
+    },
     gpuClear: budgeted(spec.gpu.clearTimeout, {
       initial: '2s',
       factor: 1.5,

@@ -1,12 +1,14 @@
 // Notifications: a small workflow per event that POSTs to every webhook subscribed to it, each retried with
 // backoff, and records what failed. Deploys and the supervisor start it and do not wait for it (abandoned
-// child), so a webhook that is down never blocks them; its failures are in this workflow's history and result.
-import { proxyActivities, startChild, uuid4 } from '@temporalio/workflow';
+// child), so a webhook that is down never blocks them; its failures are in this workflow's history and result,
+// and in its memo, where `liftoff status` reads them (one visibility list, no history to fetch).
+import { patched, proxyActivities, startChild, upsertMemo, uuid4 } from '@temporalio/workflow';
 import type { DeploySpec } from '../config/schema.js';
 import type { NotifyEvent } from '../config/notify.js';
 import { deployWorkflowId } from '../shared/constants.js';
 import type { Activities } from './activity-options.js';
 import { messageOf } from './failures.js';
+import { patches } from './patches.js';
 
 export interface NotifyInput {
   cluster: string;
@@ -42,7 +44,11 @@ export async function notify(input: NotifyInput): Promise<NotifyResult> {
   const failed = results.flatMap((r, i) =>
     r.status === 'rejected' ? [`webhook ${i + 1}: ${messageOf(r.reason)}`] : [],
   );
-  return { delivered: results.length - failed.length, failed };
+  const delivered = results.length - failed.length;
+  if (patched(patches.notifyRecord)) {
+    upsertMemo({ notify: { cluster: input.cluster, event: input.event, delivered, failed } });
+  }
+  return { delivered, failed };
 }
 
 /**

@@ -8,6 +8,12 @@ export const patches = {
   workerPolicy: 'validate-worker-policy',
   /** serve.backend: multiproc, vLLM's own multi-node mode (src/workflows/deploy-multiproc.ts). */
   multiprocBackend: 'multiproc-backend',
+  /** A notification records what it delivered and what failed in its memo, for `liftoff status`. */
+  notifyRecord: 'notify-record',
+  /** A supervise round is one local activity over one SSH pool instead of one activity per host. */
+  localProbeRound: 'supervise-local-probe-round',
+  /** Preflight's checks that the hosts agree with each other (image, versions, weights, addresses, IPC, clocks). */
+  agreementChecks: 'agreement-checks',
 } as const;
 
 export const patchIds: readonly string[] = Object.values(patches);

@@ -1,27 +1,35 @@
 // Step 1, preflight: every host is checked, read only, and nothing is stopped unless every check on every host
 // passed. One failure lists every problem of every host, so one run tells the whole story.
-import { ApplicationFailure } from '@temporalio/workflow';
+import { ApplicationFailure, patched } from '@temporalio/workflow';
 import type { NamedHost, PreflightReport } from '../activities/types.js';
+import type { AgreementInput, AgreementResult } from '../activities/agreement.js';
+import { parseDuration } from '../config/duration.js';
 import type { DeploySpec } from '../config/schema.js';
 import { dirnameOf, modelPathFor } from '../config/derive.js';
 import { FailureType } from '../shared/failures.js';
 import type { StepActivities } from './activity-options.js';
 import { messageOf } from './failures.js';
+import { patches } from './patches.js';
 
+/** Returns the warnings of a preflight that passed (clock skew), for the step's detail. */
 export async function preflight(
   spec: DeploySpec,
   hosts: NamedHost[],
   head: NamedHost,
   acts: StepActivities,
-): Promise<void> {
+): Promise<string[]> {
   const modelPath = modelPathFor(spec) ?? '';
   const { preflightHost } = acts('preflight');
+  // The agreement checks compare the hosts with each other, and cover NCCL/GLOO_SOCKET_IFNAME for every host.
+  const agreement = patched(patches.agreementChecks)
+    ? acts('preflight', 'checkHostsAgree').checkHostsAgree(agreementInput(spec, hosts, head, modelPath))
+    : undefined;
   const reports = await Promise.allSettled(
     hosts.map((h) =>
       preflightHost({
         host: h.ref,
         clusterIp: h.clusterIp,
-        iface: plainEnv(spec.ray.env, 'NCCL_SOCKET_IFNAME'),
+        iface: agreement ? undefined : plainEnv(spec.ray.env, 'NCCL_SOCKET_IFNAME'),
         image: spec.ray.image,
         modelPath,
         volumes: spec.ray.volumes,
@@ -43,6 +51,23 @@ export async function preflight(
       for (const c of r.value.checks) if (!c.ok) problems.push(`${name}: ${c.name}: ${c.detail}`);
     }
   });
+  let warnings: string[] = [];
+  if (agreement) {
+    const result = await agreement.then(
+      (r): AgreementResult | { error: string } => r,
+      (err: unknown) => ({ error: messageOf(err) }),
+    );
+    if ('error' in result) problems.push(`agreement: not checked: ${result.error}`);
+    else {
+      for (const p of result.problems) problems.push(`${p.hosts.join(', ')}: ${p.check}: ${p.detail}`);
+      // A host its own preflight reached but the agreement read did not must not pass unseen.
+      for (const u of result.unread) {
+        const reached = byHost[u.host];
+        if (reached && !('error' in reached)) problems.push(`${u.host}: agreement: not read: ${u.error}`);
+      }
+      warnings = result.warnings;
+    }
+  }
   if (problems.length > 0) {
     throw ApplicationFailure.create({
       type: FailureType.preflightFailed,
@@ -51,6 +76,36 @@ export async function preflight(
       details: [byHost],
     });
   }
+  return warnings;
+}
+
+export function agreementInput(
+  spec: DeploySpec,
+  hosts: NamedHost[],
+  head: NamedHost,
+  modelPath: string,
+): AgreementInput {
+  const ifaceVars = (['NCCL_SOCKET_IFNAME', 'GLOO_SOCKET_IFNAME'] as const).flatMap((name) => {
+    const value = plainEnv(spec.ray.env, name);
+    return value === undefined ? [] : [{ name, value }];
+  });
+  const vllmHostIps: AgreementInput['vllmHostIps'] = [];
+  const rayIp = plainEnv(spec.ray.env, 'VLLM_HOST_IP');
+  if (rayIp !== undefined)
+    vllmHostIps.push({ field: 'ray.env', value: rayIp, hosts: hosts.map((h) => h.name) });
+  const serveIp = plainEnv(spec.serve.env, 'VLLM_HOST_IP');
+  if (serveIp !== undefined) vllmHostIps.push({ field: 'serve.env', value: serveIp, hosts: [head.name] });
+  return {
+    refs: Object.fromEntries(hosts.map((h) => [h.name, h.ref])),
+    hosts: hosts.map((h) => ({ name: h.name, clusterIp: h.clusterIp, role: h === head ? 'head' : 'worker' })),
+    image: spec.ray.image,
+    modelPath,
+    hashWeights: spec.preflight.hashWeights,
+    rayPort: spec.ray.port,
+    ifaceVars,
+    vllmHostIps,
+    maxClockSkewMs: parseDuration(spec.preflight.maxClockSkew) ?? 5000,
+  };
 }
 
 /** A plain (non-secret) env value of the spec; a secret reference is not something the workflow may read. */

@@ -3,11 +3,13 @@
 // the postmortem all read it.
 
 /**
- * hostStep: short host commands, a few retries ride out an sshd restart. gpuClear and rayCheck: attempts fitted
+ * hostStep: short host commands, a few retries ride out an sshd restart. agreement: the reads of every host at
+ * once, long when preflight.hashWeights reads every byte of the weights. gpuClear and rayCheck: attempts fitted
  * to a budget of the spec (gpu.clearTimeout, ray.verifyTimeout). launch: idempotent start of the server.
  * poll / workerPoll: one poll of the load; a silent host is counted by the workflow, not by retries.
  */
-export type RetryProfileName = 'hostStep' | 'gpuClear' | 'rayCheck' | 'launch' | 'poll' | 'workerPoll';
+export type RetryProfileName =
+  'hostStep' | 'agreement' | 'gpuClear' | 'rayCheck' | 'launch' | 'poll' | 'workerPoll';
 
 export interface StepActivity {
   /** The activity type, as exported by src/activities/index.ts. */
@@ -33,7 +35,11 @@ export const deploySteps = [
   {
     name: 'preflight',
     title: 'Preflight every host (read only)',
-    activities: [host('preflightHost'), host('checkMasterPort')],
+    activities: [
+      host('preflightHost'),
+      { type: 'checkHostsAgree', retry: 'agreement' },
+      host('checkMasterPort'),
+    ],
   },
   { name: 'stopServices', title: 'Stop old services', activities: [host('stopServices')] },
   { name: 'removeContainers', title: 'Remove old containers', activities: [host('removeContainers')] },

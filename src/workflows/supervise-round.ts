@@ -1,13 +1,21 @@
 // One probe round of the supervisor: the head's probes (container, /health, a one-token completion,
 // `ray status`) and every worker's Ray container, in parallel, judged into a ProbeRound. A host that does not
 // answer is given serve.hostUnreachableTimeout, as during the load, before its silence fails the round.
-import { isCancellation, proxyActivities, type ActivityOptions } from '@temporalio/workflow';
-import type { NamedHost, ProbeCheck } from '../activities/types.js';
+import {
+  isCancellation,
+  patched,
+  proxyActivities,
+  proxyLocalActivities,
+  type ActivityOptions,
+  type LocalActivityOptions,
+} from '@temporalio/workflow';
+import type { NamedHost, ProbeCheck, ProbeServingInput } from '../activities/types.js';
 import type { DeploySpec } from '../config/schema.js';
 import { formatDuration, parseDuration } from '../config/duration.js';
 import { probeTimeoutMs } from '../config/supervise.js';
 import { heartbeatTimeout, type Activities } from './activity-options.js';
 import { messageOf } from './failures.js';
+import { patches } from './patches.js';
 import type { ProbeRound, SuperviseState } from './supervise-state.js';
 
 /** One try per round: a failed probe is data for the workflow's count, not something to retry. */
@@ -15,6 +23,18 @@ function probeOptions(spec: DeploySpec): ActivityOptions {
   return {
     startToCloseTimeout: `${Math.round(probeTimeoutMs(spec.supervise) / 1000) + 60}s`,
     heartbeatTimeout,
+    retry: { maximumAttempts: 1 },
+  };
+}
+
+/**
+ * The round as a local activity: it runs in the worker that runs this workflow, with no activity task through
+ * the server, and its result is recorded with the workflow task that schedules the next timer, so a healthy
+ * round costs one workflow task. One try, as above.
+ */
+function localProbeOptions(spec: DeploySpec): LocalActivityOptions {
+  return {
+    startToCloseTimeout: `${Math.round(probeTimeoutMs(spec.supervise) / 1000) + 60}s`,
     retry: { maximumAttempts: 1 },
   };
 }
@@ -29,66 +49,34 @@ export async function probeRound(
   { head, workers }: ClusterHosts,
   state: SuperviseState,
 ): Promise<ProbeRound> {
-  const acts = proxyActivities<Activities>(probeOptions(spec));
   const startedAt = Date.now();
   const hosts = [head, ...workers];
-  const settle = <T>(p: Promise<T>) =>
-    p.then(
-      (value) => ({ ok: true as const, value }),
-      (err: unknown) => {
-        if (isCancellation(err)) throw err;
-        return { ok: false as const, error: messageOf(err) };
-      },
-    );
-  const [headPoll, ...workerPolls] = await Promise.all([
-    settle(
-      acts.probeServing({
-        head: head.ref,
-        clusterIp: head.clusterIp,
-        container: spec.ray.container,
-        port: spec.serve.port,
-        model: spec.serve.servedModelName ?? spec.serve.model,
-        ...(spec.serve.env.VLLM_API_KEY !== undefined ? { apiKey: spec.serve.env.VLLM_API_KEY } : {}),
-        completionTimeoutS: Math.max(1, Math.round(probeTimeoutMs(spec.supervise) / 1000)),
-        expectedNodes: hosts.length,
-        expectedGpus: hosts.length * spec.gpu.perHost,
-      }),
-    ),
-    ...workers.map((w) =>
-      settle(acts.checkRayWorker({ host: w.ref, container: spec.ray.container })).then((r) =>
-        r.ok
-          ? {
-              ok: true as const,
-              value: [
-                {
-                  name: 'container' as const,
-                  host: w.name,
-                  ok: r.value.containerRunning,
-                  ...(r.value.containerRunning
-                    ? {}
-                    : {
-                        error: `the Ray container ${spec.ray.container} is ${r.value.containerStatus ?? 'gone'}`,
-                      }),
-                },
-              ],
-            }
-          : r,
-      ),
-    ),
-  ]);
+  const headInput: ProbeServingInput = {
+    head: head.ref,
+    clusterIp: head.clusterIp,
+    container: spec.ray.container,
+    port: spec.serve.port,
+    model: spec.serve.servedModelName ?? spec.serve.model,
+    ...(spec.serve.env.VLLM_API_KEY !== undefined ? { apiKey: spec.serve.env.VLLM_API_KEY } : {}),
+    completionTimeoutS: Math.max(1, Math.round(probeTimeoutMs(spec.supervise) / 1000)),
+    expectedNodes: hosts.length,
+    expectedGpus: hosts.length * spec.gpu.perHost,
+  };
+  const polls = patched(patches.localProbeRound)
+    ? await oneActivityPolls(
+        proxyLocalActivities<Activities>(localProbeOptions(spec)),
+        spec,
+        head,
+        workers,
+        headInput,
+      )
+    : await perHostPolls(proxyActivities<Activities>(probeOptions(spec)), spec, head, workers, headInput);
   const now = Date.now();
   const checks: ProbeCheck[] = [];
   const failures: string[] = [];
   const unreachable: Record<string, string> = {};
   const unreachableMs = parseDuration(spec.serve.hostUnreachableTimeout) ?? 120_000;
   let unknown = false;
-  const polls = [
-    { host: head, poll: headPoll.ok ? { ok: true as const, value: headPoll.value.checks } : headPoll },
-    ...workers.map((w, i) => ({
-      host: w,
-      poll: workerPolls[i] ?? { ok: false as const, error: 'no answer' },
-    })),
-  ];
   for (const { host, poll } of polls) {
     if (poll.ok) {
       delete state.unreachableSinceMs[host.name];
@@ -114,4 +102,88 @@ export async function probeRound(
     failures,
     unreachable,
   };
+}
+
+type Poll = { ok: true; value: ProbeCheck[] } | { ok: false; error: string };
+type HostPoll = { host: NamedHost; poll: Poll };
+type ProbeActivities = ReturnType<typeof proxyActivities<Activities>>;
+
+/** The whole round in one local activity (one SSH pool): each host's outcome as the activity reported it. */
+async function oneActivityPolls(
+  acts: ProbeActivities,
+  spec: DeploySpec,
+  head: NamedHost,
+  workers: NamedHost[],
+  headInput: ProbeServingInput,
+): Promise<HostPoll[]> {
+  const hosts = [head, ...workers];
+  let result;
+  try {
+    result = await acts.probeServingCluster({
+      head: headInput,
+      workers: workers.map((w) => w.ref),
+      container: spec.ray.container,
+      // Until a little after the next round: a supervisor that stopped leaves no connection open for long.
+      keepConnectionsMs: 2 * (parseDuration(spec.supervise.interval) ?? 30_000) + 10_000,
+    });
+  } catch (err) {
+    if (isCancellation(err)) throw err;
+    // The activity itself failed (a worker that died mid-round, a timeout): no host answered.
+    const error = messageOf(err);
+    return hosts.map((host) => ({ host, poll: { ok: false, error } }));
+  }
+  return hosts.map((host) => {
+    const seen = result.hosts.find((h) => h.host === host.name);
+    if (!seen) return { host, poll: { ok: false, error: 'no answer' } };
+    return { host, poll: seen.ok ? { ok: true, value: seen.checks } : { ok: false, error: seen.error } };
+  });
+}
+
+/** Before patches.localProbeRound: one activity for the head's probes and one per worker. */
+async function perHostPolls(
+  acts: ProbeActivities,
+  spec: DeploySpec,
+  head: NamedHost,
+  workers: NamedHost[],
+  headInput: ProbeServingInput,
+): Promise<HostPoll[]> {
+  const settle = <T>(p: Promise<T>) =>
+    p.then(
+      (value) => ({ ok: true as const, value }),
+      (err: unknown) => {
+        if (isCancellation(err)) throw err;
+        return { ok: false as const, error: messageOf(err) };
+      },
+    );
+  const [headPoll, ...workerPolls] = await Promise.all([
+    settle(acts.probeServing(headInput)),
+    ...workers.map((w) =>
+      settle(acts.checkRayWorker({ host: w.ref, container: spec.ray.container })).then((r): Poll =>
+        r.ok
+          ? {
+              ok: true,
+              value: [
+                {
+                  name: 'container',
+                  host: w.name,
+                  ok: r.value.containerRunning,
+                  ...(r.value.containerRunning
+                    ? {}
+                    : {
+                        error: `the Ray container ${spec.ray.container} is ${r.value.containerStatus ?? 'gone'}`,
+                      }),
+                },
+              ],
+            }
+          : r,
+      ),
+    ),
+  ]);
+  return [
+    { host: head, poll: headPoll.ok ? { ok: true, value: headPoll.value.checks } : headPoll },
+    ...workers.map((w, i) => ({
+      host: w,
+      poll: workerPolls[i] ?? { ok: false as const, error: 'no answer' },
+    })),
+  ];
 }

@@ -21,6 +21,7 @@ import { deployWorkflowId, TASK_QUEUE } from '../../src/shared/constants.js';
 import { deploy } from '../../src/workflows/index.js';
 import { countSshHandshakes } from '../../sim/cluster.js';
 import { simDeploySpec } from '../../sim/spec.js';
+import { liftoffArgv } from '../helpers/cli.js';
 
 const stateDir = '/tmp/liftoff-test-bad-input';
 const clusterName = 'bad-input';
@@ -347,6 +348,22 @@ const table: (Mutation & { path: string })[] = [
     label: 'an --api-key arg',
     path: 'serve.args[4]',
     apply: (s) => list(s, 'serve', 'args').push('--api-key', 'sk-1'),
+  },
+  // values shaped like credentials, under names that say nothing (issue 14 item 4): refused like secrets
+  {
+    label: 'a Hugging Face token under an ordinary env name',
+    path: 'serve.env.MODEL_SRC',
+    apply: (s) => (obj(s, 'serve', 'env').MODEL_SRC = 'hf_aBcDeFgHiJkLmNoPqRsTuVwXyZ012345'),
+  },
+  {
+    label: 'an sk- key as a plain serve arg',
+    path: 'serve.args[4]',
+    apply: (s) => list(s, 'serve', 'args').push('sk-proj-0123456789abcdefXYZ'),
+  },
+  {
+    label: 'a password in a URL under ray.env',
+    path: 'ray.env.PIP_INDEX_URL',
+    apply: (s) => (obj(s, 'ray', 'env').PIP_INDEX_URL = 'https://bob:hunter2@pypi.example.com/simple'),
   },
   // wrong types, missing and unknown keys
   {
@@ -706,7 +723,7 @@ async function runCliInProcess(args: string[]): Promise<{ exitCode: number; stdo
   const previous = process.exitCode;
   process.exitCode = undefined;
   try {
-    await buildProgram().parseAsync(['node', 'liftoff', ...args]);
+    await (await buildProgram()).parseAsync(['node', 'liftoff', ...args]);
     return { exitCode: Number(process.exitCode ?? 0), stdout: captured };
   } finally {
     process.stdout.write = write;
@@ -718,7 +735,7 @@ function spawnCli(args: string[]): Promise<{ exitCode: number; stdout: string; s
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      ['bin/liftoff.js', ...args],
+      liftoffArgv(args),
       { cwd: process.cwd(), env: { ...process.env }, timeout: 60_000 },
       (err, stdout, stderr) => {
         const code = err && typeof err.code === 'number' ? err.code : err ? -1 : 0;

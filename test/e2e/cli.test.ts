@@ -5,9 +5,10 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { liftoffArgv } from '../helpers/cli.js';
 
 function liftoff(args: string[], env: Record<string, string> = {}) {
-  const r = spawnSync(process.execPath, ['--import', 'tsx', 'src/client.ts', ...args], {
+  const r = spawnSync(process.execPath, liftoffArgv(args), {
     encoding: 'utf8',
     env: { ...process.env, ...env },
     timeout: 60_000,

@@ -17,6 +17,7 @@ import { projectRoot } from '../../src/temporal/cli-path.js';
 import { TASK_QUEUE, deployWorkflowId } from '../../src/shared/constants.js';
 import { runLiftoff, type CliRun } from '../helpers/cli.js';
 import { startWorkerProcess, type WorkerProcess } from '../../scripts/lib/worker-process.js';
+import { ensureBuilt } from '../helpers/cli.js';
 
 const execFileAsync = promisify(execFile);
 
@@ -168,9 +169,10 @@ describe('connection settings: TEMPORAL_* variables and temporal.toml profiles (
     }
     assert.deepEqual(await pollers('default'), [], 'nobody polls the default namespace');
 
-    // The image's HEALTHCHECK asks the server the same question, for workers on this host.
+    // The image's HEALTHCHECK asks the server the same question, for workers on this host: the compiled script.
+    ensureBuilt();
     const health = (env: NodeJS.ProcessEnv) =>
-      execFileAsync(process.execPath, ['--import', 'tsx', 'scripts/worker-healthcheck.ts'], {
+      execFileAsync(process.execPath, ['dist/worker-healthcheck.js'], {
         cwd: projectRoot,
         env,
       }).then(

@@ -19,6 +19,7 @@ import { sshRun } from '../helpers/ssh.js';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import type { StatusReport } from '../../src/commands/status.js';
+import { liftoffArgv } from '../helpers/cli.js';
 
 const execFileAsync = promisify(execFile);
 
@@ -129,7 +130,7 @@ describe('deploy on a simulated 2-host cluster', () => {
   it('`liftoff status` shows the finished deploy with every step, as JSON', async () => {
     const { stdout } = await execFileAsync(
       process.execPath,
-      ['--import', 'tsx', 'src/client.ts', 'status', 'e2e-deploy', '--json'],
+      liftoffArgv(['status', 'e2e-deploy', '--json']),
       {
         env: { ...process.env, ...e2e.temporalEnv },
         timeout: 60_000,

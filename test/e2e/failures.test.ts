@@ -74,7 +74,7 @@ describe('deploy failures on a simulated cluster', () => {
     [
       'the interconnect interface is missing',
       (s: Spec) => (s.ray.env.NCCL_SOCKET_IFNAME = 'enp9s0'),
-      /spark2: interface: .*enp9s0/,
+      /spark2: addresses: .*NCCL_SOCKET_IFNAME=enp9s0/,
     ],
   ] as const) {
     it(`preflight fails when ${name}; nothing on any host is stopped or removed`, async () => {

@@ -10,7 +10,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { runLiftoff, type CliRun } from '../helpers/cli.js';
+import { liftoffArgv, runLiftoff, type CliRun } from '../helpers/cli.js';
 import { useE2eCluster } from '../helpers/e2e-cluster.js';
 import { TASK_QUEUE, deployWorkflowId } from '../../src/shared/constants.js';
 import { deploy } from '../../src/workflows/index.js';
@@ -314,7 +314,7 @@ describe('liftoff history and postmortem', () => {
     const offlineEnv = { ...cliEnv, TEMPORAL_ADDRESS: '127.0.0.1:1' };
     const { stdout: offlineJson } = await execFileAsync(
       process.execPath,
-      ['bin/liftoff.js', 'postmortem', '--history', file, '--format', 'json'],
+      liftoffArgv(['postmortem', '--history', file, '--format', 'json']),
       { env: offlineEnv, maxBuffer: 16 * 1024 * 1024 },
     );
     const offline = JSON.parse(offlineJson) as Postmortem;
@@ -323,14 +323,14 @@ describe('liftoff history and postmortem', () => {
     assert.deepEqual({ ...offline, loadVsBaseline: undefined }, { ...online, loadVsBaseline: undefined });
     const md = await execFileAsync(
       process.execPath,
-      ['bin/liftoff.js', 'postmortem', clusterName, '--history', file],
+      liftoffArgv(['postmortem', clusterName, '--history', file]),
       { env: offlineEnv, maxBuffer: 16 * 1024 * 1024 },
     );
     assert.match(md.stdout, /baseline unavailable: offline/);
     assertNoSecret(md.stdout);
     const wrong = await execFileAsync(
       process.execPath,
-      ['bin/liftoff.js', 'postmortem', 'other', '--history', file],
+      liftoffArgv(['postmortem', 'other', '--history', file]),
       {
         env: offlineEnv,
       },

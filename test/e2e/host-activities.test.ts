@@ -114,6 +114,12 @@ describe('host preparation activities on the simulated cluster', () => {
   });
 
   it('preflight reports each failing check as a finding and touches nothing', async () => {
+    // A serve log that is a link (to /etc/passwd, which the launch would truncate) and a log folder that leads
+    // into /etc: the schema sees neither, only the host does.
+    await onHostShell(
+      'spark1',
+      sh`ln -sfn /etc/passwd /home/aurora/linked-serve.log && ln -sfn /etc /home/aurora/etc-link`,
+    );
     const before = await statusOf('spark1');
     const good = goodInput('spark1');
     const cases: { input: PreflightInput; failing: string; detail: RegExp }[] = [
@@ -156,6 +162,17 @@ describe('host preparation activities on the simulated cluster', () => {
         input: { ...good, logDir: '/home/aurora/logs-not-there' },
         failing: 'logDir',
         detail: /\/home\/aurora\/logs-not-there does not exist/,
+      },
+      {
+        input: { ...good, logPath: '/home/aurora/linked-serve.log' },
+        failing: 'logDir',
+        detail: /serve\.logPath \/home\/aurora\/linked-serve\.log is a symbolic link on the host/,
+      },
+      {
+        input: { ...good, logDir: '/home/aurora/etc-link', logPath: '/home/aurora/etc-link/serve.log' },
+        failing: 'logDir',
+        detail:
+          /log folder \/home\/aurora\/etc-link is \/etc once its links are followed, under the system folder \/etc/,
       },
       { input: { ...good, minFreeDiskGiB: 10_000_000 }, failing: 'disk', detail: /only .* GiB free on \// },
     ];

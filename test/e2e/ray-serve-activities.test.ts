@@ -3,7 +3,7 @@
 // ray status, process environments), not only on what the activities return.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
@@ -240,6 +240,23 @@ describe('ray, serve, health, smoke and diagnostics activities (simulated cluste
   });
 
   let servePid = 0;
+
+  it('refuses to launch over a serve log that is a symbolic link, and truncates nothing', async () => {
+    // Preflight refuses the link too; the launch checks again, since the path may have changed since.
+    const target = '/home/aurora/link-target.txt';
+    const linked = '/home/aurora/linked-serve.log';
+    await onRemote(head, sh`printf 'keep me\\n' > ${target} && ln -sfn ${target} ${linked}`);
+    const err = await failureOf(run(launchServe, { ...serveInput('serve-link'), logPath: linked }));
+    assert.equal(err.type, FailureType.serveLaunchFailed);
+    assert.equal(err.nonRetryable, true);
+    assert.match(
+      err.message,
+      /serve\.logPath \/home\/aurora\/linked-serve\.log .*is a symbolic link on spark1/,
+    );
+    assert.equal((await onRemote(head, sh`cat ${target}`)).stdout, 'keep me\n', 'the target is untouched');
+    const launched = existsSync(join(head.hostDir, 'launches.log')) ? launches().length : 0;
+    assert.equal(launched, 0, 'no vllm started');
+  });
 
   it('launches vllm once, even when the activity runs twice for the same launch', async () => {
     const first = await run(launchServe, serveInput('serve-1'));

@@ -28,6 +28,7 @@ import { createDevServerEnv } from '../helpers/temporal.js';
 import { sshRun } from '../helpers/ssh.js';
 import { simWorkerPolicy } from '../helpers/worker-policy.js';
 import { historyExportArgs } from '../../scripts/lib/history-export.js';
+import { liftoffArgv } from '../helpers/cli.js';
 
 const execFileAsync = promisify(execFile);
 const stateDir = '/tmp/liftoff-test-secrets';
@@ -197,7 +198,7 @@ describe('secrets: nothing secret in an exported history; payload encryption', (
   }
 
   const liftoff = (args: string[], extraEnv?: NodeJS.ProcessEnv) =>
-    run(process.execPath, ['bin/liftoff.js', ...args], extraEnv);
+    run(process.execPath, liftoffArgv(args), extraEnv);
 
   async function exportHistory(runId: string): Promise<string> {
     const r = await run(

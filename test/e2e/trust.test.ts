@@ -15,6 +15,7 @@ import { countSshHandshakes, restartSshd, type SimHost } from '../../sim/cluster
 import { generateKeyPair, sshdPaths } from '../../sim/sshd.js';
 import { simClusterSpec } from '../../sim/spec.js';
 import type { TrustReport } from '../../src/commands/trust.js';
+import { liftoffArgv } from '../helpers/cli.js';
 
 const stateDir = '/tmp/liftoff-test-trust';
 const repo = new URL('../../', import.meta.url).pathname;
@@ -46,24 +47,7 @@ function runCli(args: string[], env: Record<string, string> = {}): Promise<CliRu
   });
 }
 
-// The program src/client.ts builds, with `trust` added when it is not registered there yet, so this runs the
-// same commander command and error handling a user gets from `liftoff trust`.
-const trustRunner = `
-const { CommanderError } = await import('commander');
-const { buildProgram } = await import(${JSON.stringify(`${repo}src/commands/index.ts`)});
-const { trustCommand } = await import(${JSON.stringify(`${repo}src/commands/trust.ts`)});
-const program = buildProgram();
-if (!program.commands.some((c) => c.name() === 'trust')) program.addCommand(trustCommand.exitOverride());
-try {
-  await program.parseAsync(['trust', ...process.argv.slice(1)], { from: 'user' });
-} catch (err) {
-  if (!(err instanceof CommanderError)) throw err;
-  process.exitCode = err.exitCode === 0 ? 0 : 2;
-}
-`;
-
-const trust = (args: string[]): Promise<CliRun> =>
-  runCli(['--import', 'tsx', '--input-type=module', '-e', trustRunner, '--', ...args]);
+const trust = (args: string[]): Promise<CliRun> => runCli(liftoffArgv(['trust', ...args]));
 
 /** `ssh-keygen -lf` on the host's own key file: the out-of-band check a user does on the host. */
 async function fingerprintOnHost(h: SimHost): Promise<string> {
@@ -123,7 +107,7 @@ describe('liftoff trust: pinning host keys through a jump host (namespace mode)'
     return file;
   }
 
-  const probe = () => runCli(['bin/liftoff.js', 'probe', '-c', specFile], e2e.temporalEnv);
+  const probe = () => runCli(liftoffArgv(['probe', '-c', specFile]), e2e.temporalEnv);
 
   /** The probe's failure: the activity's error, and whether Temporal gave up on it as non-retryable. */
   async function probeFailure(): Promise<{ type: string; message: string; nonRetryable: boolean }> {

@@ -1,8 +1,31 @@
-// Runs the liftoff CLI as a separate process, as a user would, and keeps its exit code and output.
-import { execFile } from 'node:child_process';
+// Runs the liftoff CLI as a separate process, as a user would, and keeps its exit code and output. Every test
+// that spawns the CLI runs the same bin/liftoff.js users run, so the compiled dist/ (a third of tsx's start cost),
+// built here from the current src/ first: a test never runs an old build, nor falls back to tsx.
+import { execFile, spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 
 const execFileAsync = promisify(execFile);
+const repo = fileURLToPath(new URL('../../', import.meta.url));
+
+/** bin/liftoff.js, by absolute path so any cwd works. */
+export const liftoffBin = fileURLToPath(new URL('../../bin/liftoff.js', import.meta.url));
+
+let built = false;
+
+/** Compiles src/ into dist/ unless dist/ is current (scripts/build.sh --if-stale); once per test process. */
+export function ensureBuilt(): void {
+  if (built) return;
+  const r = spawnSync('bash', ['scripts/build.sh', '--if-stale'], { cwd: repo, encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`npm run build failed (exit ${r.status}): ${r.stderr}`);
+  built = true;
+}
+
+/** node's arguments to run `liftoff ARGS`, with dist/ current. */
+export function liftoffArgv(args: readonly string[]): string[] {
+  ensureBuilt();
+  return [liftoffBin, ...args];
+}
 
 export interface CliRun {
   code: number;
@@ -17,9 +40,10 @@ export async function runLiftoff(
   env: NodeJS.ProcessEnv,
   timeoutMs = 120_000,
 ): Promise<CliRun> {
+  const argv = liftoffArgv(args);
   const started = Date.now();
   try {
-    const { stdout, stderr } = await execFileAsync(process.execPath, ['bin/liftoff.js', ...args], {
+    const { stdout, stderr } = await execFileAsync(process.execPath, argv, {
       env,
       timeout: timeoutMs,
       maxBuffer: 16 * 1024 * 1024,

@@ -225,11 +225,16 @@ describe('Dockerfile', () => {
     assert.deepEqual(JSON.parse(stdout), [], 'hadolint findings');
   });
 
-  it('starts from a Node 20 bookworm-slim release tag, runs `liftoff worker` as a non-root user', () => {
+  it('starts from a Node 20 bookworm-slim release tag, runs the compiled `liftoff worker` as a non-root user', () => {
     const from = [...dockerfile.matchAll(/^FROM (\S+)/gm)].map((m) => m[1]);
-    assert.equal(from.length, 1, 'one stage');
-    assert.match(from[0] ?? '', /^node:20\.\d+\.\d+-bookworm-slim$/);
-    assert.match(dockerfile, /^RUN npm ci\b/m);
+    assert.equal(from.length, 2, 'a build stage and the image');
+    for (const image of from) assert.match(image ?? '', /^node:20\.\d+\.\d+-bookworm-slim$/);
+    assert.equal(new Set(from).size, 1, 'both stages on the same release');
+    const [build, image] = dockerfile.split(/^FROM /m).slice(1);
+    assert.match(build ?? '', /^RUN npm run build$/m, 'the build stage compiles dist/');
+    assert.match(image ?? '', /^RUN npm ci --omit=dev\b/m, 'the image has the production dependencies only');
+    assert.match(image ?? '', /^COPY --from=build \/app\/dist \.\/dist$/m);
+    assert.doesNotMatch(image ?? '', /tsx/, 'nothing in the image runs through tsx');
     const user = /^USER (\S+)$/m.exec(dockerfile)?.[1] ?? '';
     assert.ok(user !== '' && !/^(root|0)(:|$)/.test(user), `USER ${user} is not root`);
     assert.match(dockerfile, /^CMD \["node", "bin\/liftoff\.js", "worker"\]$/m);
@@ -241,7 +246,8 @@ describe('Dockerfile', () => {
       .filter((l) => l.startsWith('!'))
       .map((l) => l.slice(1).replace(/\/$/, ''));
     assert.match(read('.dockerignore'), /^\*$/m, '.dockerignore starts from nothing');
-    for (const m of dockerfile.matchAll(/^COPY (.+) \S+$/gm)) {
+    // COPY --from takes its sources from a build stage, not from the context.
+    for (const m of dockerfile.matchAll(/^COPY (?!--from)(.+) \S+$/gm)) {
       for (const source of (m[1] ?? '').split(' ')) {
         const path = source.replace(/\/$/, '');
         assert.ok(existsSync(join(projectRoot, path)), `${path} exists`);

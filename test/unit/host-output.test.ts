@@ -1,26 +1,55 @@
 // Adversarial host output (issue 14, item 2): long lines, absurd numbers and huge counts are bounded before
-// anything reads them. The patterns that used to take quadratic time are run on 10 MB lines; the figures are
-// printed, and each test has a generous timeout, which the old patterns (37.6 s for 256 KB) blow through.
+// anything reads them. Every input that took the old code minutes runs in a child Node with a deadline (see
+// withinDeadline), so a pattern that backtracks fails the test instead of passing late. The three formerly
+// quadratic patterns are also run directly, on a 256 KB line the 4 KB cut would otherwise have shortened: the
+// old ones took 95-141 s on that here.
 import { describe, it } from 'node:test';
+import { spawnSync } from 'node:child_process';
 import assert from 'node:assert/strict';
 import { cutLine, HostOutputError, maxHostLineChars } from '../../src/parsers/host-output.js';
-import { parseVllmLogLine, summarizeVllmLog } from '../../src/parsers/vllm-log.js';
 import { parseRayStatus } from '../../src/parsers/ray-status.js';
 import { parseComputeApps, parseQueryGpu } from '../../src/parsers/nvidia-smi.js';
 import { parseMeminfo } from '../../src/parsers/meminfo.js';
 import { errorLine } from '../../src/activities/ray.js';
-import { entryMatchesHost, globMatches, type KnownHostEntry } from '../../src/ssh/known-hosts.js';
+import { globMatches } from '../../src/ssh/known-hosts.js';
 import { cutNote, OutputTail } from '../../src/ssh/output-tail.js';
 
-const MB10 = 10 * 1024 * 1024;
-const timeout = { timeout: 20_000 };
+const deadlineMs = 20_000;
+const KB256 = 256 * 1024;
 
-function timed<T>(label: string, fn: () => T): T {
-  const started = performance.now();
-  const result = fn();
-  console.log(`${label}: ${(performance.now() - started).toFixed(1)} ms`);
-  return result;
+/**
+ * Runs `body` in a child Node (with tsx) and returns what it returns (as JSON) and how long its `timed(...)`
+ * calls took. The test fails when the child is not done within the deadline: a backtracking pattern blocks the
+ * thread it runs on, so nothing in this process could end it (node:test's timeout never fires on a synchronous
+ * test). `imports` maps a module under src/ to the names to import from it.
+ */
+function withinDeadline<T>(imports: Record<string, string[]>, body: string): { value: T; ms: number } {
+  const importLines = Object.entries(imports).map(
+    ([path, names]) =>
+      `import { ${names.join(', ')} } from ${JSON.stringify(new URL(`../../src/${path}`, import.meta.url).href)};`,
+  );
+  const source = `${importLines.join('\n')}
+    let ms = 0;
+    const timed = (fn) => { const t = performance.now(); try { return fn(); } finally { ms += performance.now() - t; } };
+    const error = (fn) => { try { fn(); return undefined; } catch (e) { return { name: e.name, message: e.message }; } };
+    const value = await (async () => { ${body} })();
+    console.log(JSON.stringify({ value, ms }));`;
+  const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '--eval', source], {
+    encoding: 'utf8',
+    timeout: deadlineMs,
+    maxBuffer: 64 * 1024 * 1024,
+  });
+  assert.equal(r.error, undefined, `did not finish within ${deadlineMs} ms (${String(r.error)})`);
+  assert.equal(r.status, 0, r.stderr);
+  return JSON.parse(r.stdout) as { value: T; ms: number };
 }
+
+function figure(label: string, ms: number): void {
+  console.log(`FIGURE: ${label}: ${ms.toFixed(1)} ms`);
+}
+
+const vllmLog = { 'parsers/vllm-log.ts': ['parseVllmLogLine', 'summarizeVllmLog'] };
+const MB10 = '10 * 1024 * 1024';
 
 const rayStatus = (nodes: string, usage: string) =>
   [
@@ -44,6 +73,49 @@ const rayStatus = (nodes: string, usage: string) =>
     ' (no resource demands)',
   ].join('\n');
 
+describe('the formerly quadratic patterns are linear, run on a 256 KB line without the cut', () => {
+  it('the `repeated` pattern: 256 KB of blanks before a broken note, and the note itself', () => {
+    // The old `\s*\[repeated …\]\s*$` retried from every blank of the run.
+    const { value, ms } = withinDeadline<string[]>(
+      { 'parsers/vllm-log.ts': ['withoutRepeatNote'] },
+      `const broken = 'a' + ' '.repeat(${KB256}) + '[repeated 3x across';
+       return [
+         timed(() => withoutRepeatNote(broken)) === broken ? 'kept' : 'changed',
+         withoutRepeatNote('Loading weights took 3.1 s' + ' '.repeat(${KB256}) + '[repeated 2x across cluster]  '),
+       ];`,
+    );
+    figure('withoutRepeatNote on 256 KB of blanks before a broken note', ms);
+    assert.deepEqual(value, ['kept', 'Loading weights took 3.1 s']);
+  });
+
+  it('the `Capturing CUDA graphs` pattern: 256 KB of digits with no slash, and a bar after them', () => {
+    // The old `Capturing CUDA graphs.*?(\d+)\/(\d+)\s*\[` retried every suffix of every digit run.
+    const { value, ms } = withinDeadline<unknown[]>(
+      { 'parsers/vllm-log.ts': ['cudaGraphsCount'] },
+      `return [
+         timed(() => cudaGraphsCount('Capturing CUDA graphs ' + '1'.repeat(${KB256}))) ?? null,
+         timed(() => cudaGraphsCount('Capturing CUDA graphs ' + '1 '.repeat(${KB256 / 2}) + '67/67 [00:05<00:00]')),
+       ];`,
+    );
+    figure('cudaGraphsCount on 256 KB of digits, then 256 KB of short numbers', ms);
+    assert.deepEqual(value, [null, { done: 67, total: 67 }]);
+  });
+
+  it('the Ray error-line patterns: a 256 KB line without the words, and one that ends in them', () => {
+    // The old generic `[^\n]*\b(?:error|failed)\b[^\n]*` retried from every character of the line.
+    const { value, ms } = withinDeadline<unknown[]>(
+      { 'activities/ray.ts': ['joinErrorIn'] },
+      `const long = 'a'.repeat(${KB256});
+       return [
+         timed(() => joinErrorIn([long])) ?? null,
+         timed(() => joinErrorIn([long + ' connection failed']))?.line.length,
+       ];`,
+    );
+    figure('joinErrorIn on two 256 KB lines', ms);
+    assert.deepEqual(value, [null, KB256 + ' connection failed'.length]);
+  });
+});
+
 describe('host lines are cut before any pattern runs', () => {
   it('cutLine keeps the head and says how much it cut', () => {
     assert.equal(cutLine('short'), 'short');
@@ -52,56 +124,62 @@ describe('host lines are cut before any pattern runs', () => {
     assert.match(cut, /\[10 characters cut\]$/);
   });
 
-  it('a 10 MB vLLM log line is parsed in linear time and cut to a few KB', timeout, () => {
-    const line = `INFO ${' '.repeat(MB10)}x`;
-    const parsed = timed('10 MB line of blanks, parseVllmLogLine', () => parseVllmLogLine(line));
-    assert.ok(parsed.text.length < maxHostLineChars + 100, `text cut to ${parsed.text.length} characters`);
+  it('a 10 MB vLLM log line is parsed in linear time and cut to a few KB', () => {
+    const { value, ms } = withinDeadline<number>(
+      vllmLog,
+      `return timed(() => parseVllmLogLine('INFO ' + ' '.repeat(${MB10}) + 'x')).text.length;`,
+    );
+    figure('parseVllmLogLine on a 10 MB line of blanks', ms);
+    assert.ok(value < maxHostLineChars + 100, `text cut to ${value} characters`);
   });
 
-  it('the `repeated` pattern: a long blank run with no note, and the note itself', timeout, () => {
-    // The old `\s*\[repeated …\]\s*$` retried from every blank of the run.
-    const blanks = ' '.repeat(200_000);
-    timed('200 KB of blanks before a broken repeat note', () =>
-      parseVllmLogLine(`(RayWorkerWrapper pid=1) a${blanks}[repeated 3x across`),
+  it('the `repeated` pattern through the parser: 200 KB of blanks before a broken note, and the note', () => {
+    const { value, ms } = withinDeadline<string>(
+      vllmLog,
+      `timed(() => parseVllmLogLine('(RayWorkerWrapper pid=1) a' + ' '.repeat(200000) + '[repeated 3x across'));
+       return parseVllmLogLine('(RayWorkerWrapper pid=7) Loading weights took 3.1 s [repeated 2x across cluster]').text;`,
     );
-    assert.equal(
-      parseVllmLogLine('(RayWorkerWrapper pid=7) Loading weights took 3.1 s [repeated 2x across cluster]')
-        .text,
-      'Loading weights took 3.1 s',
-    );
+    figure('parseVllmLogLine on 200 KB of blanks before a broken repeat note', ms);
+    assert.equal(value, 'Loading weights took 3.1 s');
   });
 
-  it('the `Capturing CUDA graphs` pattern: long digit runs with no slash, and a real bar', timeout, () => {
-    // The old `.*?(\d+)\/(\d+)\s*\[` retried every suffix of every digit run.
-    const digits = '1'.repeat(maxHostLineChars);
-    timed('4 KB digit run after the title', () => parseVllmLogLine(`Capturing CUDA graphs ${digits}`));
-    timed('10 MB digit line after the title', () =>
-      parseVllmLogLine(`Capturing CUDA graphs ${'1'.repeat(MB10)}`),
+  it('the `Capturing CUDA graphs` pattern through the parser: long digit runs, and a real bar', () => {
+    const { value, ms } = withinDeadline<unknown>(
+      vllmLog,
+      `timed(() => parseVllmLogLine('Capturing CUDA graphs ' + '1'.repeat(${maxHostLineChars})));
+       timed(() => parseVllmLogLine('Capturing CUDA graphs ' + '1'.repeat(${MB10})));
+       return parseVllmLogLine('Capturing CUDA graphs (mixed prompt-decode, PIECEWISE): 100%|██████████| 67/67 [00:05<00:00, 12.14it/s]').graphs;`,
     );
-    const bar = parseVllmLogLine(
-      'Capturing CUDA graphs (mixed prompt-decode, PIECEWISE): 100%|██████████| 67/67 [00:05<00:00, 12.14it/s]',
-    );
-    assert.deepEqual(bar.graphs, { done: 67, total: 67 });
+    figure('parseVllmLogLine on a 4 KB and a 10 MB digit line after the title', ms);
+    assert.deepEqual(value, { done: 67, total: 67 });
   });
 
-  it('a tqdm line of 10 MB of carriage returns still yields its last segment', timeout, () => {
-    const line = `Loading safetensors checkpoint shards:  50% Completed | 1/2 [00:01<00:01, 1.00s/it]${'\r'.repeat(MB10)}`;
-    const parsed = timed('10 MB of \\r after a bar', () => parseVllmLogLine(line));
-    assert.deepEqual(parsed.shard, { percent: 50, done: 1, total: 2 });
-  });
-
-  it('a fatal line after a 10 MB line is still seen', timeout, () => {
-    const summary = timed('summarize a 10 MB line then a fatal line', () =>
-      summarizeVllmLog([`INFO ${'a'.repeat(MB10)}`, 'torch.OutOfMemoryError: CUDA out of memory.']),
+  it('a tqdm line of 10 MB of carriage returns still yields its last segment', () => {
+    const { value, ms } = withinDeadline<unknown>(
+      vllmLog,
+      `const line = 'Loading safetensors checkpoint shards:  50% Completed | 1/2 [00:01<00:01, 1.00s/it]' + '\\r'.repeat(${MB10});
+       return timed(() => parseVllmLogLine(line)).shard;`,
     );
-    assert.equal(summary.fatal?.kind, 'cuda_oom');
+    figure('parseVllmLogLine on 10 MB of carriage returns after a bar', ms);
+    assert.deepEqual(value, { percent: 50, done: 1, total: 2 });
   });
 
-  it('the Ray error-line pattern runs in linear time on a 10 MB line', timeout, () => {
-    // The old `[^\n]*\b(?:error|failed)\b[^\n]*` retried from every character of a line without the word.
-    const log = `${'a'.repeat(MB10)}\nraylet exited: connection failed to the head\n`;
-    const line = timed('errorLine over a 10 MB line', () => errorLine(log));
-    assert.equal(line, 'raylet exited: connection failed to the head');
+  it('a fatal line after a 10 MB line is still seen', () => {
+    const { value, ms } = withinDeadline<string | undefined>(
+      vllmLog,
+      `return timed(() => summarizeVllmLog(['INFO ' + 'a'.repeat(${MB10}), 'torch.OutOfMemoryError: CUDA out of memory.'])).fatal?.kind;`,
+    );
+    figure('summarizeVllmLog on a 10 MB line then a fatal line', ms);
+    assert.equal(value, 'cuda_oom');
+  });
+
+  it('the Ray error line after a 10 MB line', () => {
+    const { value, ms } = withinDeadline<string | undefined>(
+      { 'activities/ray.ts': ['errorLine'] },
+      `return timed(() => errorLine('a'.repeat(${MB10}) + '\\nraylet exited: connection failed to the head\\n'));`,
+    );
+    figure('errorLine over a 10 MB line', ms);
+    assert.equal(value, 'raylet exited: connection failed to the head');
     assert.equal(
       errorLine('starting\n[2025] Failed to connect to GCS at address 10.0.0.1:6379 within 60 s\n'),
       'Failed to connect to GCS at address 10.0.0.1:6379 within 60 s',
@@ -111,21 +189,23 @@ describe('host lines are cut before any pattern runs', () => {
 });
 
 describe('numbers from hosts are bounded', () => {
-  it('ray status: a huge node count is an error, not a billion-entry list', timeout, () => {
-    const gpus = ' 0.0/2.0 GPU';
-    assert.throws(
-      () =>
-        timed('ray status with 1000000000 nodes', () =>
-          parseRayStatus(rayStatus(' 1000000000 node_a', gpus)),
-        ),
-      (e: unknown) => e instanceof HostOutputError && /node count of node_a is "1000000000"/.test(e.message),
+  it('ray status: a huge node count is an error, not a billion-entry list', () => {
+    const status = (nodes: string) => JSON.stringify(rayStatus(nodes, ' 0.0/2.0 GPU'));
+    const { value, ms } = withinDeadline<Array<{ name: string; message: string } | undefined>>(
+      { 'parsers/ray-status.ts': ['parseRayStatus'] },
+      `return [
+         timed(() => error(() => parseRayStatus(${status(' 1000000000 node_a')}))),
+         error(() => parseRayStatus(${status(' 20000 node_a')})),
+         error(() => parseRayStatus(${status(Array.from({ length: 3 }, () => ' 4000 worker').join('\n'))})),
+       ];`,
     );
-    assert.throws(() => parseRayStatus(rayStatus(' 20000 node_a', gpus)), HostOutputError);
-    assert.throws(
-      () => parseRayStatus(rayStatus(Array.from({ length: 3 }, () => ' 4000 worker').join('\n'), gpus)),
-      /more than 10000 nodes/,
-    );
-    assert.equal(parseRayStatus(rayStatus(' 2 worker', gpus)).activeNodes.length, 2);
+    figure('parseRayStatus with 1000000000 nodes', ms);
+    const [billion, twentyThousand, threeTimes4000] = value;
+    assert.equal(billion?.name, 'HostOutputError');
+    assert.match(billion?.message ?? '', /node count of node_a is "1000000000"/);
+    assert.equal(twentyThousand?.name, 'HostOutputError');
+    assert.match(threeTimes4000?.message ?? '', /more than 10000 nodes/);
+    assert.equal(parseRayStatus(rayStatus(' 2 worker', ' 0.0/2.0 GPU')).activeNodes.length, 2);
   });
 
   it('ray status: 0.0/1e999 GPU and negative usage are errors naming the output', () => {
@@ -175,21 +255,18 @@ describe('numbers from hosts are bounded', () => {
 });
 
 describe('known_hosts wildcards', () => {
-  it('`*a` repeated 30 times against a name that does not match returns at once', timeout, () => {
-    const pattern = '*a'.repeat(30);
-    const name = `${'a'.repeat(60)}b`;
-    const matched = timed('glob *a×30 against a×60 b', () => globMatches(pattern, name));
-    assert.equal(matched, false);
-    const entry: KnownHostEntry = {
-      names: { kind: 'patterns', patterns: [pattern] },
-      keyType: 'ssh-ed25519',
-      key: Buffer.alloc(0),
-      line: 1,
-    };
-    assert.equal(
-      timed('entryMatchesHost with that pattern', () => entryMatchesHost(entry, name, 22)),
-      false,
+  it('`*a` repeated 30 times against a name that does not match returns at once', () => {
+    // The old matcher took 20 s on this, and 186 s in a full run.
+    const { value, ms } = withinDeadline<boolean[]>(
+      { 'ssh/known-hosts.ts': ['entryMatchesHost', 'globMatches'] },
+      `const pattern = '*a'.repeat(30);
+       const name = 'a'.repeat(60) + 'b';
+       const entry = { names: { kind: 'patterns', patterns: [pattern] }, keyType: 'ssh-ed25519', key: Buffer.alloc(0), line: 1 };
+       return timed(() => [globMatches(pattern, name), entryMatchesHost(entry, name, 22)]);`,
     );
+    figure('glob *a×30 against a×60 b, both matchers', ms);
+    const matched = value;
+    assert.deepEqual(matched, [false, false]);
   });
 
   it('matches as OpenSSH does: * and ?, case-insensitive, whole name', () => {
@@ -258,9 +335,9 @@ describe('the executor keeps a bounded tail of each stream', () => {
   it('10 MB in 32 KB chunks keep memory at the cap', () => {
     const tail = new OutputTail(1024 * 1024);
     const chunk = Buffer.alloc(32 * 1024, 'x');
-    timed('10 MB through a 1 MiB tail', () => {
-      for (let i = 0; i < 320; i++) tail.push(chunk);
-    });
+    const started = performance.now();
+    for (let i = 0; i < 320; i++) tail.push(chunk);
+    figure('10 MB through a 1 MiB tail', performance.now() - started);
     assert.equal(tail.bytes().length, 1024 * 1024);
   });
 });

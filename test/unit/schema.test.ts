@@ -136,6 +136,32 @@ describe('deploy spec schema', () => {
       (s) => (s.ray.env.HF_TOKEN = { fromVault: 'x' }),
       /ray\.env\.HF_TOKEN/,
     ],
+    // Values shaped like credentials, whatever their name: refused wherever they are written, never echoed.
+    [
+      'a Hugging Face token under an ordinary env name',
+      (s) => (s.serve.env = { MODEL_SRC: 'hf_aBcDeFgHiJkLmNoPqRsTuVwXyZ012345' }),
+      /serve\.env\.MODEL_SRC: looks like a Hugging Face token \(hf_…\); a credential written in the spec is stored in Temporal's history and shows in ps and docker inspect on the hosts\. Reference it instead: MODEL_SRC: \{ fromEnv: MODEL_SRC \}.*MODEL_SRC: \{ fromFile: /,
+    ],
+    [
+      'an sk- key as a plain serve arg',
+      (s) => (s.serve.args = ['--served-model-name', 'sk-proj-0123456789abcdefXYZ']),
+      /serve\.args\[1\]: looks like an API key \(sk-…\).*Pass it through serve\.env with a reference instead: serve\.env\.NAME: \{ fromEnv: NAME \}.*\{ fromFile: /,
+    ],
+    [
+      'a password in a URL under ray.env',
+      (s) => (s.ray.env.MIRROR = 'https://bob:hunter2@mirror.example.com/simple'),
+      /ray\.env\.MIRROR: looks like a password in a URL \(scheme:\/\/user:password@host\).*MIRROR: \{ fromEnv: MIRROR \}/,
+    ],
+    [
+      'a password in a notify URL',
+      (s) => (s.notify = { webhooks: [{ url: 'https://u:p4ss@hooks.example.com/x' }] }),
+      /notify\.webhooks\[0\]\.url: looks like a password in a URL.*url: \{ fromEnv: NAME \}/,
+    ],
+    [
+      'a Hugging Face token as the model',
+      (s) => (s.serve.model = 'hf_aBcDeFgHiJkLmNoPqRsTuVwXyZ012345'),
+      /serve\.model: looks like a Hugging Face token.*\{ fromEnv: NAME \} or \{ fromFile: /,
+    ],
     // Secret flags, whatever their spelling vllm's parser accepts.
     [
       '--api_key=S',
@@ -238,6 +264,41 @@ describe('deploy spec schema', () => {
     const parsed = deploySpecSchema.parse(spec);
     assert.deepEqual(parsed.serve.env.HF_TOKEN, { fromEnv: 'HF_TOKEN' });
   });
+  it('a refused credential-shaped value is not echoed in the error', () => {
+    const token = 'hf_aBcDeFgHiJkLmNoPqRsTuVwXyZ012345';
+    const errors = errorsFor((s) => {
+      s.serve.env = { MODEL_SRC: token };
+      s.serve.args = ['--served-model-name', 'sk-proj-0123456789abcdefXYZ'];
+      s.ray.env.MIRROR = 'https://bob:hunter2@mirror.example.com/simple';
+    });
+    assert.equal(errors.match(/looks like/g)?.length, 3, errors);
+    for (const secret of [token, 'sk-proj-0123456789abcdefXYZ', 'hunter2'])
+      assert.ok(!errors.includes(secret), errors);
+  });
+
+  it('accepts model names, paths, flags and URLs that only resemble credentials', () => {
+    const spec = structuredClone(example) as Record<string, any>;
+    spec.serve.model = 'hf-internal-testing/tiny-random-gpt2';
+    spec.serve.servedModelName = 'risk-sk-model';
+    spec.serve.env = {
+      HF_HUB_ENABLE_HF_TRANSFER: '1',
+      HF_HOME: '/data/hf_cache/huggingface_hub_cache',
+      MIRROR: 'https://pypi.example.com:8443/simple',
+      PROXY: 'http://proxy-user@proxy.example.com:3128',
+      VLLM_API_KEY: { fromEnv: 'VLLM_API_KEY' },
+    };
+    spec.serve.args = [
+      '--tokenizer',
+      'Org/hf_tokenizer-v2',
+      '--task-sk-x',
+      'sk-short',
+      '--max-model-len',
+      '32768',
+    ];
+    spec.ray.volumes = ['/data/hf_transfer_cache:/root/.cache/huggingface'];
+    assert.equal(deploySpecSchema.safeParse(spec).error?.message, undefined);
+  });
+
   for (const [name, mutate, expected] of cases) {
     it(`refuses ${name}, naming the field`, () => {
       assert.match(errorsFor(mutate), expected);

@@ -6,6 +6,8 @@ import { readFileSync } from 'node:fs';
 import fc from 'fast-check';
 import { parse } from 'yaml';
 import {
+  credentialShape,
+  credentialShapedValues,
   isSecretEnvName,
   isSecretFlag,
   redactDeep,
@@ -267,15 +269,36 @@ describe('redactText', () => {
       ['pull https://bob:hunter2@example.com/m.git', `pull https://bob:${redactedMarker}@example.com/m.git`],
       ['{"u":"s3://id:key@bucket/x","v":"a@b"}', `{"u":"s3://id:${redactedMarker}@bucket/x","v":"a@b"}`],
     ];
-    for (const [text, want] of cases) assert.equal(redactText(text, []), want, text);
+    for (const [text, want] of cases) {
+      assert.equal(redactText(text, []), want, text);
+      // What redaction hides by its shape, the schema refuses: the same rule.
+      assert.notEqual(credentialShape(text), undefined, text);
+    }
     for (const text of [
       'HF_TOKEN is not set',
       'hf_short',
       'sk-1 and task-0123456789abcdefghij',
       'http://host:8000/v1/models',
       'mail bob@example.com',
-    ])
+    ]) {
       assert.equal(redactText(text, []), text, text);
+      assert.equal(credentialShape(text), undefined, text);
+    }
+  });
+
+  it('finds every credential-shaped string of a structure, with its path', () => {
+    assert.deepEqual(
+      credentialShapedValues({
+        serve: { env: { A: 'x', B: 'hf_abcdefghijklmnop1234' }, args: ['--x', 'sk-abcdefghijklmnop_12'] },
+        notify: { webhooks: [{ url: 'https://u:p@h/x' }] },
+        n: 3,
+      }),
+      [
+        { path: ['serve', 'env', 'B'], kind: 'a Hugging Face token (hf_…)' },
+        { path: ['serve', 'args', 1], kind: 'an API key (sk-…)' },
+        { path: ['notify', 'webhooks', 0, 'url'], kind: 'a password in a URL (scheme://user:password@host)' },
+      ],
+    );
   });
 
   it('redacts the values of secret flags in command lines and in vllm’s non-default args line', () => {

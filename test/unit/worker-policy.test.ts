@@ -21,6 +21,7 @@ import { bindWorkerPolicy, checkWorkerPolicy } from '../../src/activities/worker
 import { resolveEnv } from '../../src/activities/secrets.js';
 import { onHost } from '../../src/activities/ssh-context.js';
 import { deploySpecSchema } from '../../src/config/schema.js';
+import { liftoffArgv } from '../helpers/cli.js';
 
 const root = mkdtempSync(join(tmpdir(), 'liftoff-policy-'));
 const home = join(root, 'home');
@@ -268,7 +269,7 @@ describe('liftoff validate applies the policy of the worker settings it runs wit
   function validate(spec: unknown, env: Record<string, string>) {
     const file = join(root, `spec-${Math.random().toString(36).slice(2)}.yaml`);
     writeFileSync(file, stringify(spec));
-    const r = spawnSync(process.execPath, ['--import', 'tsx', 'src/client.ts', 'validate', '-c', file], {
+    const r = spawnSync(process.execPath, liftoffArgv(['validate', '-c', file]), {
       encoding: 'utf8',
       env: { ...process.env, HOME: home, ...env },
       timeout: 60_000,

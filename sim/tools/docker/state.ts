@@ -3,7 +3,16 @@
 import { createHash } from 'node:crypto';
 import { appendFileSync, existsSync, linkSync, mkdirSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { isAlive, paths, readJson, safeReaddir, writeJson, type HostConfig } from '../../host-state.js';
+import {
+  hostDir,
+  isAlive,
+  paths,
+  readFaults,
+  readJson,
+  safeReaddir,
+  writeJson,
+  type HostConfig,
+} from '../../host-state.js';
 import { containerTagVar, killAll, membersOf, signalPids, unitTagVar } from './procs.js';
 
 export interface MountRecord {
@@ -189,15 +198,25 @@ export function findImage(cfg: HostConfig, ref: string): string | undefined {
 export const imageCreated = '2025-10-14T09:12:44.000000000Z';
 export const imageBytes = 19_812_345_678;
 
-export function imageId(image: string): string {
+/** The content hash of an image; a host's imageIdSalt knob stands for another build under the same tag. */
+export function imageId(image: string, salt = readFaults().imageIdSalt ?? ''): string {
   return `sha256:${createHash('sha256')
-    .update(`liftoff-sim-image:${normaliseImage(image)}`)
+    .update(`liftoff-sim-image:${normaliseImage(image)}${salt === '' ? '' : `:${salt}`}`)
     .digest('hex')}`;
 }
 
 /**
- * The environment every process of a container sees: the host's (this simulation has no image environment),
- * the `-e` values, and the container tag that lets `docker rm -f` find processes that left the group.
+ * What the image's python3 sees as site-packages: PYTHONPATH to the host's folder for this image, where seed.ts
+ * and the versions knob write ray and vllm dist-info (the image's "installed" versions).
+ */
+export function imageEnv(dir: string, image: string): NodeJS.ProcessEnv {
+  return { PYTHONPATH: paths.imageSite(dir, normaliseImage(image)) };
+}
+
+/**
+ * The environment every process of a container sees: the host's, the image's (only PYTHONPATH, to its
+ * site-packages: imageEnv), the `-e` values, and the container tag that lets `docker rm -f` find processes
+ * that left the group.
  * A unit's tag is dropped: a container started from a unit lives in docker's cgroup, not the unit's.
  */
 export function containerEnv(
@@ -205,7 +224,7 @@ export function containerEnv(
   base: NodeJS.ProcessEnv,
   extra: string[] = [],
 ): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...base };
+  const env: NodeJS.ProcessEnv = { ...base, ...imageEnv(hostDir(), rec.image) };
   delete env[unitTagVar];
   for (const kv of [...rec.env, ...extra]) {
     const eq = kv.indexOf('=');

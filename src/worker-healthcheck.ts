@@ -6,8 +6,8 @@
 import { hostname } from 'node:os';
 import proto from '@temporalio/proto';
 import { optionalTsToMs } from '@temporalio/common/lib/time.js';
-import { connectClient, loadTemporalSettings } from '../src/temporal/connection.js';
-import { TASK_QUEUE } from '../src/shared/constants.js';
+import { connectClient, loadTemporalSettings } from './temporal/connection.js';
+import { TASK_QUEUE } from './shared/constants.js';
 
 // A polling worker renews its long poll at least once a minute; twice that tolerates one slow renewal.
 const freshWithinMs = 120_000;

@@ -1,0 +1,198 @@
+// What one host says about itself for the agreement checks, parsed from the sections of the one batched read
+// (agreement-read.ts). Host output is hostile: every section was bounded on the host, each line is matched with
+// anchored, linear patterns, and a line that does not parse is skipped, never guessed at.
+import { parseIpv4Addresses, type Ipv4Address } from './preflight.js';
+
+export interface WeightEntry {
+  /** Relative to the model folder, as find prints it (`./snapshots/<hash>/config.json`). */
+  path: string;
+  /** `broken`: a symbolic link whose target is missing (find -L reports it as a link). */
+  kind: 'file' | 'broken';
+  bytes: number;
+}
+
+export interface SafetensorsIndex {
+  /** The index file, relative to the model folder. */
+  file: string;
+  /** metadata.total_size: the tensor bytes of every shard together, when the index has it. */
+  totalSize?: number;
+  /** Shard file names the weight_map names, each once. */
+  shards: string[];
+}
+
+export type RayPortProbe = { outcome: 'open' | 'refused' | 'blocked'; detail: string };
+
+export interface LogindState {
+  /** False when logind does not answer (no systemd): nothing then removes a user's IPC objects. */
+  answers: boolean;
+  removeIpc?: boolean;
+  uid?: number;
+  user?: string;
+  linger?: boolean;
+}
+
+export interface ImageVersions {
+  python?: string;
+  ray?: string;
+  vllm?: string;
+}
+
+export interface HostFacts {
+  host: string;
+  /** Host clock minus the worker's, in ms, measured when the read started (a few ms of latency included). */
+  clockOffsetMs?: number;
+  imageId?: string;
+  addresses: Ipv4Address[];
+  mtus: Record<string, number>;
+  /** Undefined when the model folder could not be listed (the per-host model check reports that). */
+  weights?: { entries: WeightEntry[]; truncated: boolean };
+  indexes: SafetensorsIndex[];
+  /** sha256 by path, when preflight.hashWeights asked for it. */
+  hashes?: Record<string, string>;
+  /** Workers only: a TCP connect to the head's clusterIp on the Ray port. */
+  rayPort?: RayPortProbe;
+  logind: LogindState;
+  /** Read on one host per distinct image ID (agreement-read.ts). */
+  versions?: ImageVersions;
+}
+
+/** Splits the output into sections by the marker lines `@@<nonce> <name>`; the nonce keeps a host from forging one. */
+export function splitSections(text: string, nonce: string): Map<string, string[]> {
+  const sections = new Map<string, string[]>();
+  const marker = `@@${nonce} `;
+  let current: string[] | undefined;
+  for (const line of text.split('\n')) {
+    if (line.startsWith(marker)) {
+      current = [];
+      sections.set(line.slice(marker.length).trim(), current);
+    } else if (current && line !== '') current.push(line);
+  }
+  return sections;
+}
+
+export const weightListLimit = 20_000;
+
+export function parseHostFacts(
+  host: string,
+  sections: Map<string, string[]>,
+  startedAtMs: number,
+): HostFacts {
+  const lines = (name: string): string[] => sections.get(name) ?? [];
+  const clock = lines('clock')[0]?.trim() ?? '';
+  const imageLine = lines('image')[0]?.trim() ?? '';
+  const weightLines = sections.get('weights');
+  const facts: HostFacts = {
+    host,
+    clockOffsetMs: /^\d{13,20}$/.test(clock) ? Number(clock.slice(0, -6)) - startedAtMs : undefined,
+    imageId: /^sha256:[0-9a-f]{64}$/.test(imageLine) ? imageLine : undefined,
+    addresses: parseIpv4Addresses(lines('addr').join('\n')),
+    mtus: parseMtus(lines('link')),
+    weights: weightLines && !weightLines.includes('unreadable') ? parseWeights(weightLines) : undefined,
+    indexes: parseIndexes(lines('index')),
+    logind: parseLogind(lines('ipc')),
+  };
+  const hashes = sections.get('hash');
+  if (hashes) facts.hashes = parseHashes(hashes);
+  const ray = sections.get('ray');
+  if (ray) facts.rayPort = parseRayProbe(ray);
+  return facts;
+}
+
+/** `ip -o link show`: `2: enp1s0f1np1@if5: <BROADCAST,MULTICAST,UP> mtu 1500 qdisc …`. */
+export function parseMtus(lines: string[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const line of lines) {
+    const words = line.split(/\s+/);
+    const name = /^([^\s@:]+)(?:@[^\s:]*)?:$/.exec(words[1] ?? '')?.[1];
+    const at = words.indexOf('mtu');
+    const mtu = at > 0 ? Number(words[at + 1]) : NaN;
+    if (/^\d+:$/.test(words[0] ?? '') && name && Number.isInteger(mtu)) out[name] = mtu;
+  }
+  return out;
+}
+
+/** `find -L … -printf '%y %s %p\n'`: `f 64 ./snapshots/…/model-00001-of-00039.safetensors`, `l` for a broken link. */
+export function parseWeights(lines: string[]): { entries: WeightEntry[]; truncated: boolean } {
+  const entries: WeightEntry[] = [];
+  for (const line of lines.slice(0, weightListLimit)) {
+    const m = /^([fl]) (\d{1,16}) (\.\/.+)$/.exec(line);
+    if (m?.[1] && m[2] && m[3])
+      entries.push({ kind: m[1] === 'f' ? 'file' : 'broken', bytes: Number(m[2]), path: m[3] });
+  }
+  return { entries, truncated: lines.length > weightListLimit };
+}
+
+/** Per index file: `file ./…/model.safetensors.index.json`, its `"total_size": N`, then `"<shard>.safetensors"` lines. */
+export function parseIndexes(lines: string[]): SafetensorsIndex[] {
+  const out: SafetensorsIndex[] = [];
+  let current: SafetensorsIndex | undefined;
+  for (const line of lines) {
+    if (line.startsWith('file ./')) {
+      current = { file: line.slice('file '.length), shards: [] };
+      out.push(current);
+      continue;
+    }
+    if (!current) continue;
+    const total = /^"total_size"\s*:\s*(\d{1,20})$/.exec(line);
+    if (total?.[1]) current.totalSize = Number(total[1]);
+    const shard = /^"([^"/\\]{1,255}\.safetensors)"$/.exec(line);
+    if (shard?.[1] && !current.shards.includes(shard[1])) current.shards.push(shard[1]);
+  }
+  return out;
+}
+
+/** `sha256sum`: `<64 hex>  ./path`. */
+export function parseHashes(lines: string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const line of lines) {
+    const m = /^([0-9a-f]{64}) [ *](\.\/.+)$/.exec(line);
+    if (m?.[1] && m[2]) out[m[2]] = m[1];
+  }
+  return out;
+}
+
+/** `exit N` of `timeout 3 bash -c 'exec 3<>/dev/tcp/…'`, then what it printed. */
+export function parseRayProbe(lines: string[]): RayPortProbe {
+  const code = Number(/^exit (\d{1,3})$/.exec(lines[0] ?? '')?.[1] ?? NaN);
+  // bash says `bash: connect: No route to host`, then the same again for the redirection: the first is enough.
+  const first = (lines[1] ?? '').slice(0, 300);
+  const said = first.slice(first.lastIndexOf(': ') + 2).trim();
+  if (code === 0) return { outcome: 'open', detail: 'connected' };
+  // A refusal is the head's own answer (nothing listens there before the deploy): the path is open.
+  if (/Connection refused/.test(said)) return { outcome: 'refused', detail: 'connection refused' };
+  if (code === 124) return { outcome: 'blocked', detail: 'no answer within 3 s (a firewall dropping it?)' };
+  return { outcome: 'blocked', detail: said || `exit ${Number.isNaN(code) ? '?' : code}` };
+}
+
+/** `uid=N`, `user=NAME`, then `loginctl show-session`/`show-user` properties and their exits. */
+export function parseLogind(lines: string[]): LogindState {
+  const props = new Map<string, string>();
+  for (const line of lines) {
+    const m = /^([A-Za-z-]{1,20})=(.{0,100})$/.exec(line);
+    if (m?.[1] && m[2] !== undefined && !props.has(m[1])) props.set(m[1], m[2]);
+  }
+  const yesNo = (v: string | undefined): boolean | undefined =>
+    v === 'yes' ? true : v === 'no' ? false : undefined;
+  const answers = props.get('session-exit') === '0' && props.has('RemoveIPC');
+  const userKnown = props.get('user-exit') === '0';
+  // logind's view of the user when it tracks the session; otherwise what id says.
+  const uidText = (userKnown ? props.get('UID') : undefined) ?? props.get('uid');
+  const uid = uidText !== undefined && /^\d{1,10}$/.test(uidText) ? Number(uidText) : undefined;
+  return {
+    answers,
+    removeIpc: answers ? yesNo(props.get('RemoveIPC')) : undefined,
+    uid,
+    user: (userKnown ? props.get('Name') : undefined) ?? props.get('user'),
+    linger: userKnown ? yesNo(props.get('Linger')) : undefined,
+  };
+}
+
+/** `python 3.12.3`, `ray 2.49.1`, `vllm 0.11.0` (`-` for a package that is not installed). */
+export function parseVersions(text: string): ImageVersions | undefined {
+  const out: ImageVersions = {};
+  for (const line of text.split('\n')) {
+    const m = /^(python|ray|vllm) ([0-9A-Za-z.+_-]{1,40})$/.exec(line.trim());
+    if (m?.[1] && m[2]) out[m[1] as keyof ImageVersions] = m[2];
+  }
+  return out.python === undefined ? undefined : out;
+}

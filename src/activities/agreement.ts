@@ -1,0 +1,71 @@
+// Part of step 1, read only: do the hosts agree with each other (image, versions, weights, addresses, IPC,
+// clocks)? One activity for every host, since each answer only means something beside the others'. A host
+// that cannot be reached is left out here: its own preflight reports the SSH failure.
+import type { HostFacts } from './agreement-facts.js';
+import { readHostFacts, readImageVersions } from './agreement-read.js';
+import { onHost, type HostRef } from './ssh-context.js';
+import { compareHosts, type AgreementExpectations, type AgreementReport } from '../preflight/agreement.js';
+
+export interface AgreementInput extends AgreementExpectations {
+  refs: Record<string, HostRef>;
+  hashWeights: boolean;
+}
+
+export interface AgreementResult extends AgreementReport {
+  /** Hosts whose facts could not be read, with why. */
+  unread: { host: string; error: string }[];
+}
+
+export async function checkHostsAgree(input: AgreementInput): Promise<AgreementResult> {
+  const head = input.hosts.find((h) => h.role === 'head');
+  // Each host's read resolves its slot, so the versions phase can see every image ID without a second session.
+  const slots = input.hosts.map(() => deferred<HostFacts | undefined>());
+  const all = Promise.all(slots.map((s) => s.promise));
+  const runs = input.hosts.map(async (h, i) => {
+    const ref = input.refs[h.name];
+    const slot = slots[i];
+    if (!ref || !slot) throw new Error(`no SSH reference for ${h.name}`);
+    try {
+      return await onHost(ref, async (session) => {
+        const facts = await readHostFacts(session, {
+          host: h.name,
+          image: input.image,
+          modelPath: input.modelPath,
+          hashWeights: input.hashWeights,
+          rayHead: head && h !== head ? { ip: head.clusterIp, port: input.rayPort } : undefined,
+        });
+        slot.resolve(facts);
+        const everyone = await all;
+        const firstWithId = everyone.find((f) => f?.imageId !== undefined && f.imageId === facts.imageId);
+        if (firstWithId === facts) facts.versions = await readImageVersions(session, input.image);
+        return facts;
+      });
+    } finally {
+      slot.resolve(undefined);
+    }
+  });
+  const settled = await Promise.allSettled(runs);
+  const facts: HostFacts[] = [];
+  const unread: AgreementResult['unread'] = [];
+  settled.forEach((r, i) => {
+    const name = input.hosts[i]?.name ?? `host ${i}`;
+    if (r.status === 'fulfilled') facts.push(r.value);
+    else unread.push({ host: name, error: r.reason instanceof Error ? r.reason.message : String(r.reason) });
+  });
+  // Hosts of one image share its versions: copy them to the hosts that did not read them.
+  for (const f of facts) {
+    f.versions ??= facts.find((o) => o.versions && o.imageId === f.imageId)?.versions;
+  }
+  return { ...compareHosts(input, facts), unread };
+}
+
+interface Deferred<T> {
+  promise: Promise<T>;
+  resolve(value: T): void;
+}
+
+function deferred<T>(): Deferred<T> {
+  let resolve: (value: T) => void = () => undefined;
+  const promise = new Promise<T>((r) => (resolve = r));
+  return { promise, resolve };
+}

@@ -1,0 +1,85 @@
+// One probe round of the supervisor in one (local) activity: the head's probes (serving-probe.ts) and every
+// worker's Ray container, in parallel, over one SSH pool, so a worker behind the head as its jump host rides the
+// head's connection (one handshake per host), and a round costs one workflow task instead of an activity task
+// per host and a workflow task per result. Each host's outcome stays its own: a host that cannot be reached is
+// reported with the error, never failing the others, so the workflow still counts each against its
+// unreachable window.
+import { Context } from '@temporalio/activity';
+import { toFailureDetails } from '../ssh/errors.js';
+import { inspectContainer } from './docker.js';
+import { probeHead } from './serving-probe.js';
+import { onHosts, type HostRef } from './ssh-context.js';
+import type { ProbeCheck, ProbeServingInput } from './types.js';
+
+export interface ProbeServingClusterInput {
+  head: ProbeServingInput;
+  workers: HostRef[];
+  /** The Ray container that must run on every worker. */
+  container: string;
+  /**
+   * Keep the connections for the next round of the same workflow for this long (a little over the interval),
+   * so a healthy round costs no SSH handshake; unset: closed after this round.
+   */
+  keepConnectionsMs?: number;
+}
+
+export type HostProbe =
+  | { host: string; ok: true; checks: ProbeCheck[] }
+  /** The host could not be reached (or its probe could not run): why, as the SSH layer or the host said it. */
+  | { host: string; ok: false; error: string };
+
+export interface ProbeServingClusterResult {
+  hosts: HostProbe[];
+}
+
+export async function probeServingCluster(
+  input: ProbeServingClusterInput,
+): Promise<ProbeServingClusterResult> {
+  const keep =
+    input.keepConnectionsMs !== undefined
+      ? { key: `${workflowIdOf() ?? 'no-workflow'} probe`, idleMs: input.keepConnectionsMs }
+      : undefined;
+  return onHosts(
+    [input.head.head, ...input.workers],
+    async (open) => {
+      const settle = async (ref: HostRef, probe: () => Promise<ProbeCheck[]>): Promise<HostProbe> => {
+        try {
+          return { host: ref.target.name, ok: true, checks: await probe() };
+        } catch (err) {
+          return { host: ref.target.name, ok: false, error: toFailureDetails(err).message };
+        }
+      };
+      const hosts = await Promise.all([
+        settle(
+          input.head.head,
+          async () => (await probeHead(await open(input.head.head), input.head)).checks,
+        ),
+        ...input.workers.map((ref) =>
+          settle(ref, async () => {
+            const container = await inspectContainer(await open(ref), input.container);
+            return [
+              {
+                name: 'container' as const,
+                host: ref.target.name,
+                ok: container.running,
+                ...(container.running
+                  ? {}
+                  : { error: `the Ray container ${input.container} is ${container.status ?? 'gone'}` }),
+              },
+            ];
+          }),
+        ),
+      ]);
+      return { hosts };
+    },
+    keep,
+  );
+}
+
+function workflowIdOf(): string | undefined {
+  try {
+    return Context.current().info.workflowExecution?.workflowId;
+  } catch {
+    return undefined; // called outside an activity
+  }
+}
