@@ -6,7 +6,7 @@ import { FailureType } from '../shared/failures.js';
 import { redactText, secretEnvValues } from '../shared/secrets.js';
 import { tail } from '../shared/text.js';
 import type { SshSession } from '../ssh/executor.js';
-import { sh } from '../ssh/quote.js';
+import { containerLogTailCommand, inspectContainerCommand } from '../host-commands/launch.js';
 
 export const logTailLines = 50;
 
@@ -41,7 +41,7 @@ interface DockerInspectEntry {
 
 /** `docker inspect` of one container; a missing container is `exists: false`, not an error. */
 export async function inspectContainer(session: SshSession, name: string): Promise<ContainerState> {
-  const res = await session.exec(sh`docker inspect --type container -- ${name}`, {
+  const res = await session.exec(inspectContainerCommand(name), {
     timeoutMs: 20_000,
     check: false,
   });
@@ -102,7 +102,7 @@ export async function containerLogTail(
   secrets: readonly string[],
   lines = logTailLines,
 ): Promise<string> {
-  const res = await session.exec(sh`docker logs --tail ${lines} -- ${name} 2>&1`, {
+  const res = await session.exec(containerLogTailCommand(name, lines), {
     timeoutMs: 20_000,
     check: false,
   });
