@@ -42,7 +42,7 @@ export async function removeContainers(input: RemoveContainersInput): Promise<Re
 }
 
 /** Names of every container (running or not), optionally only those a `docker ps --filter` selects. */
-async function containerNames(session: SshSession, filter?: string): Promise<Set<string>> {
+export async function containerNames(session: SshSession, filter?: string): Promise<Set<string>> {
   const listed = await session.exec(containerNamesCommand(filter), { timeoutMs: 30_000 });
   // A container with legacy links lists several names, comma-separated.
   return new Set(

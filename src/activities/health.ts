@@ -24,7 +24,7 @@ import type {
 
 /** At most this much new log is read per poll; a bigger backlog is read over the next polls. */
 export const maxLogChunkBytes = 256 * 1024;
-const tailLines = 40;
+export const tailLines = 40;
 
 /** `http://ip:port`, with brackets for an IPv6 address. */
 export function baseUrl(clusterIp: string, port: number): string {

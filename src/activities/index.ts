@@ -12,3 +12,4 @@ export { collectDiagnostics } from './diagnostics.js';
 export { probeServing } from './serving-probe.js';
 export { collectFailureBundle } from './failure-bundle.js';
 export { postWebhook } from './webhook.js';
+export { planHostCommands } from './plan.js';

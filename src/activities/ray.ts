@@ -30,6 +30,8 @@ const rayStarted = /^Ray runtime started\./m;
 /** verifyRayCluster polls this long per attempt; the workflow's retry policy bounds the whole wait. */
 const verifyWindowMs = 10_000;
 const verifyIntervalMs = 1_000;
+/** How much of a worker's container log verifyRayCluster reads for why it has not joined. */
+export const workerLogLines = 200;
 /** While nodes are missing, the workers' container logs are read this often for a definitive error. */
 const workerCheckIntervalMs = 2_000;
 
@@ -253,7 +255,7 @@ async function inspectWorker(worker: NamedHost, container: string): Promise<Work
           note: `${worker.name}: no container ${container} (it was never started or was removed)`,
         };
       }
-      const log = await containerLogTail(session, container, containerSecrets(state), 200);
+      const log = await containerLogTail(session, container, containerSecrets(state), workerLogLines);
       const found = joinError(log);
       const cause = found?.line;
       if (!state.running) {

@@ -130,7 +130,7 @@ function refuseSudoFailure(host: string, outcome: ExecResult, rule: string): voi
  * `systemctl show` prints one block of KEY=VALUE lines per unit, in the order the units were named,
  * blocks separated by a blank line. A unit that does not exist still gets a block (LoadState=not-found).
  */
-async function readUnitStates(session: SshSession, units: string[]): Promise<UnitState[]> {
+export async function readUnitStates(session: SshSession, units: string[]): Promise<UnitState[]> {
   const shown = await session.exec(unitStatesCommand(units), { timeoutMs: 30_000 });
   const blocks = shown.stdout
     .split(/\r?\n\s*\r?\n/)

@@ -10,7 +10,7 @@ import type { SshSession } from '../ssh/executor.js';
 import { onHost } from './ssh-context.js';
 import type { SmokeTestInput, SmokeTestResult } from './types.js';
 
-const requestTimeoutS = 120;
+export const requestTimeoutS = 120;
 /** Answers that say "not now" rather than "no": timeout, too many requests, a gateway's or a busy server's. */
 const transientHttpStatus = new Set([408, 429, 502, 503, 504]);
 

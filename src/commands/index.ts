@@ -4,6 +4,7 @@ import { devCommand } from './dev.js';
 import { workerCommand } from './worker.js';
 import { probeCommand } from './probe.js';
 import { validateCommand } from './validate.js';
+import { planCommand } from './plan.js';
 import { deployCommand } from './deploy.js';
 import { statusCommand } from './status.js';
 import { cancelCommand } from './cancel.js';
@@ -20,6 +21,7 @@ export function buildProgram(): Command {
     .exitOverride();
   for (const cmd of [
     validateCommand,
+    planCommand,
     deployCommand,
     statusCommand,
     cancelCommand,

@@ -81,7 +81,7 @@ export const symlinkExit = 4;
 export const readMarkerCommand = (path: string): RemoteCommand => sh`head -c ${markerMaxBytes} -- ${path}`;
 
 /** A zombie (dead, not reaped yet) still answers `kill -0`, so its state is read too. */
-export const pidAliveCommand = (pid: number): RemoteCommand =>
+export const pidAliveCommand = (pid: number | RawShell): RemoteCommand =>
   sh`kill -0 ${pid} 2>/dev/null && ! grep -qs '^State:[[:space:]]*Z' /proc/${pid}/status`;
 
 export const logTailCommand = (logPath: string, lines: number): RemoteCommand =>

@@ -28,6 +28,7 @@ import { runUnderClusterId } from './under-cluster-id.js';
 import { waitHealthy } from './wait-healthy.js';
 import { deploySteps, type DeployProgress, type DeployResult, type StepState } from './steps.js';
 import { patches } from './patches.js';
+import { headAddressOf, launchServeInput, rayContainerInput } from './step-inputs.js';
 
 export const progressQuery = defineQuery<DeployProgress>('progress');
 
@@ -124,26 +125,15 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
 
   // 5–11. From here on, containers run on the hosts: a failure carries diagnostics from every host.
   try {
-    const rayBase = {
-      cluster: spec.cluster,
-      launchId,
-      image: spec.ray.image,
-      container: spec.ray.container,
-      port: spec.ray.port,
-      env: spec.ray.env,
-      volumes: spec.ray.volumes,
-      shmSize: spec.ray.shmSize,
-      gpus: spec.gpu.perHost,
-    };
     await tracker.run('startRayHead', () =>
-      acts('startRayHead').startRayHead({ ...rayBase, host: head.ref, clusterIp: head.clusterIp }),
+      acts('startRayHead').startRayHead(rayContainerInput(spec, launchId, head)),
     );
     await tracker.run('startRayWorkers', async () => {
       if (workers.length === 0) return tracker.skip('startRayWorkers', 'single host');
-      const headAddress = `${head.clusterIp}:${spec.ray.port}`;
+      const headAddress = headAddressOf(spec, head);
       const { startRayWorker } = acts('startRayWorkers');
       await Promise.all(
-        workers.map((w) => startRayWorker({ ...rayBase, host: w.ref, clusterIp: w.clusterIp, headAddress })),
+        workers.map((w) => startRayWorker(rayContainerInput(spec, launchId, w, headAddress))),
       );
     });
     await tracker.run('verifyRayCluster', async () => {
@@ -157,20 +147,7 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
       tracker.detail('verifyRayCluster', `${state.nodes} nodes, ${state.gpusTotal} GPUs`);
     });
     const launch = await tracker.run('launchServe', () =>
-      acts('launchServe').launchServe({
-        head: head.ref,
-        clusterIp: head.clusterIp,
-        container: spec.ray.container,
-        launchId,
-        model: spec.serve.model,
-        servedModelName: spec.serve.servedModelName,
-        port: spec.serve.port,
-        tensorParallelSize: spec.serve.tensorParallelSize,
-        args: spec.serve.args,
-        env: spec.serve.env,
-        logPath: spec.serve.logPath,
-        rayPort: spec.ray.port,
-      }),
+      acts('launchServe').launchServe(launchServeInput(spec, launchId, head)),
     );
     const loadStartedAtMs = Date.now();
     await tracker.run('waitHealthy', () => waitHealthy(spec, head, workers, launch.pid, progress, acts));
