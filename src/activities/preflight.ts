@@ -15,6 +15,7 @@ import {
 } from '../host-commands/preflight.js';
 import { onHost } from './ssh-context.js';
 import { systemDirOf } from '../config/host-guards.js';
+import { parseIpv4Addresses, type Ipv4Address } from '../parsers/ip-addr.js';
 import type { PreflightCheck, PreflightInput, PreflightReport } from './types.js';
 
 type Check = PreflightCheck;
@@ -133,22 +134,6 @@ async function checkVolumes(session: SshSession, volumes: string[]): Promise<Che
     };
   }
   return { name: 'volumes', ok: true, detail: `every host path exists: ${hostPaths.join(', ')}` };
-}
-
-interface Ipv4Address {
-  iface: string;
-  address: string;
-  prefix: number;
-}
-
-/** `ip -o -4 addr show` lines: `2: enp1s0f1np1    inet 10.213.2.1/24 brd 10.213.2.255 scope global enp1s0f1np1\ …`. */
-function parseIpv4Addresses(text: string): Ipv4Address[] {
-  const out: Ipv4Address[] = [];
-  for (const line of text.split('\n')) {
-    const m = /^\d+:\s+([^\s@]+)(?:@\S+)?\s+inet\s+(\d{1,3}(?:\.\d{1,3}){3})\/(\d{1,2})\b/.exec(line);
-    if (m?.[1] && m[2] && m[3]) out.push({ iface: m[1], address: m[2], prefix: Number(m[3]) });
-  }
-  return out;
 }
 
 function ipv4ToNumber(address: string): number {

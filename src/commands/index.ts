@@ -5,6 +5,7 @@ import { workerCommand } from './worker.js';
 import { probeCommand } from './probe.js';
 import { validateCommand } from './validate.js';
 import { planCommand } from './plan.js';
+import { initCommand } from './init.js';
 import { deployCommand } from './deploy.js';
 import { statusCommand } from './status.js';
 import { cancelCommand } from './cancel.js';
@@ -22,6 +23,7 @@ export function buildProgram(): Command {
   for (const cmd of [
     validateCommand,
     planCommand,
+    initCommand,
     deployCommand,
     statusCommand,
     cancelCommand,

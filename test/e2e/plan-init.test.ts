@@ -4,12 +4,14 @@
 // deploy then ran exactly the plan's changes, and nothing the plan did not list.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { useE2eCluster } from '../helpers/e2e-cluster.js';
 import { runLiftoff } from '../helpers/cli.js';
-import { hostCommands } from '../../sim/cluster.js';
+import { addHostInterface, hostCommands, reseedCluster } from '../../sim/cluster.js';
+import { loadSpecFile } from '../../src/config/load.js';
+import { deploySpecSchema } from '../../src/config/schema.js';
 import { simDeploySpec } from '../../sim/spec.js';
 import { TASK_QUEUE } from '../../src/shared/constants.js';
 import { deploy, type PlanResult } from '../../src/workflows/index.js';
@@ -127,5 +129,86 @@ describe('liftoff plan and init on the simulated cluster', () => {
     assert.match(bad.stderr, /hosts/);
     const missing = await runLiftoff(['plan', '-c', join(stateDir, 'none.yaml')], env());
     assert.equal(missing.code, 2);
+  });
+
+  it('init writes a commented spec that validates and deploys as it stands, and never overwrites without --force', async () => {
+    await reseedCluster(stateDir);
+    // A second candidate interface on spark2, on a network no other host has.
+    await addHostInterface(stateDir, 'spark2', 'eth7', '10.250.41.12/24');
+    const [spark1, spark2] = e2e.sim.hosts;
+    assert.ok(spark1 && spark2);
+    const out = join(stateDir, 'init.yaml');
+    rmSync(out, { force: true });
+    const args = [
+      'init',
+      '--host',
+      `spark1=${spark1.address}`,
+      '--host',
+      `spark2=${spark2.address}`,
+      '--jump',
+      'spark1',
+      '--cluster',
+      'init-e2e',
+      '--user',
+      e2e.sim.sshUser,
+      '--key',
+      e2e.sim.privateKeyPath,
+      '--known-hosts',
+      e2e.sim.knownHostsPath,
+      '-o',
+      out,
+    ];
+    const marks = logLengths();
+    const run = await runLiftoff(args, env());
+    assert.equal(run.code, 0, run.stderr);
+    console.log(`INIT OUTPUT:\n${run.stdout}`);
+    const text = readFileSync(out, 'utf8');
+    console.log(`INIT SPEC:\n${text}`);
+    for (const h of e2e.sim.hosts)
+      assert.deepEqual(since(marks, h.name).filter(changesHost), [], `init only read ${h.name}`);
+    // The choices, with the alternatives as comments.
+    assert.match(text, /# clusterIp: picked enp1s0f1np1 [\d.]+\/24: .*on a network every other host shares/);
+    assert.match(text, /#   not picked: eth7 10\.250\.41\.12\/24: .*on no network the other hosts share/);
+    assert.match(text, /#   not picked: mgmt0 /, 'spark1: its management address is a candidate too');
+    // Two images are on every host: the pick and the other one, each named.
+    const image =
+      /# image: picked (\S+): on every host, and the image the running container \S+ on spark1 uses\n {2}# {3}not picked: (\S+): also on every host\n {2}image: "([^"]+)"/.exec(
+        text,
+      );
+    assert.ok(image, 'the image choice is written as a comment');
+    assert.equal(image[1], image[3]);
+    assert.deepEqual([image[1], image[2]].sort(), [
+      'hellohal2064/vllm-qwen3.5-gb10:latest',
+      'vllm/vllm-openai:latest',
+    ]);
+    assert.match(text, /clusterIp: "10\.213\.\d+\.12"/);
+    assert.match(text, /services: \["vllm-/);
+    assert.match(text, /containers: \[.*"vllm_node"/);
+    assert.match(text, /model: "Qwen\/Qwen3\.5-122B-A10B-FP8"/);
+    assert.match(text, /jumpHost: "spark1"/);
+    const validated = await runLiftoff(['validate', '-c', out], env());
+    assert.equal(validated.code, 0, validated.stderr);
+
+    const spec = loadSpecFile(deploySpecSchema, out);
+    const handle = await e2e.client.workflow.start(deploy, {
+      taskQueue: TASK_QUEUE,
+      workflowId: 'liftoff-init-e2e',
+      // As written; only the supervisor stays off, so it does not probe the hosts after the test.
+      args: [spec, { trigger: 'cli', supervise: false }],
+    });
+    const result = await handle.result();
+    assert.equal(result.model, 'Qwen/Qwen3.5-122B-A10B-FP8');
+    assert.ok(result.smoke.completionTokens > 0);
+
+    const again = await runLiftoff(args, env());
+    assert.equal(again.code, 2);
+    assert.match(again.stderr, /exists; nothing was probed or written\. Pass --force/);
+    assert.equal(readFileSync(out, 'utf8'), text, 'the file is untouched');
+    const forced = await runLiftoff([...args, '--force'], env());
+    assert.equal(forced.code, 0, forced.stderr);
+
+    const bad = await runLiftoff(['init', '--host', 'spark1', '-o', join(stateDir, 'bad.yaml')], env());
+    assert.equal(bad.code, 2);
+    assert.match(bad.stderr, /expected NAME=ADDRESS/);
   });
 });
