@@ -168,8 +168,8 @@ describe('liftoff plan and init on the simulated cluster', () => {
       assert.deepEqual(since(marks, h.name).filter(changesHost), [], `init only read ${h.name}`);
     // The choices, with the alternatives as comments.
     assert.match(text, /# clusterIp: picked enp1s0f1np1 [\d.]+\/24: .*on a network every other host shares/);
-    assert.match(text, /#   not picked: eth7 10\.250\.41\.12\/24: .*on no network the other hosts share/);
-    assert.match(text, /#   not picked: mgmt0 /, 'spark1: its management address is a candidate too');
+    assert.match(text, /# {3}not picked: eth7 10\.250\.41\.12\/24: .*on no network the other hosts share/);
+    assert.match(text, /# {3}not picked: mgmt0 /, 'spark1: its management address is a candidate too');
     // Two images are on every host: the pick and the other one, each named.
     const image =
       /# image: picked (\S+): on every host, and the image the running container \S+ on spark1 uses\n {2}# {3}not picked: (\S+): also on every host\n {2}image: "([^"]+)"/.exec(
