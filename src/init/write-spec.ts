@@ -103,14 +103,17 @@ export function writeSpecText(input: WriteSpecInput): string {
     out.push('    {}');
   }
   const model = choices.model;
+  // Without a model found, the login's own cache: where `huggingface-cli download` run as it would put one.
+  const home = input.ssh.user === 'root' ? '/root' : `/home/${input.ssh.user}`;
+  const cacheDir = model?.value.cacheDir ?? `${home}/.cache/huggingface`;
   out.push('  volumes:');
-  if (model) out.push(`    - ${q(`${model.value.cacheDir}:/root/.cache/huggingface`)}`);
-  else out.push('    []');
+  if (!model) out.push('    # no model found: the SSH user’s own Hugging Face cache');
+  out.push(`    - ${q(`${cacheDir}:/root/.cache/huggingface`)}`);
   out.push('serve:');
   if (model) out.push(...choiceComments('  ', 'model', model));
   else out.push('  # model: none found in the hosts’ Hugging Face caches; name yours here');
   out.push(`  model: ${q(model?.value.id ?? fallbackModel)}`);
   out.push(`  tensorParallelSize: ${choices.hosts.length * choices.gpusPerHost}`);
-  out.push(`  logPath: ${q(logPathFor(model?.value.cacheDir))}`);
+  out.push(`  logPath: ${q(logPathFor(cacheDir))}`);
   return `${out.join('\n')}\n`;
 }
