@@ -8,7 +8,8 @@ import { tail } from '../shared/text.js';
 import type { SshSession } from '../ssh/executor.js';
 import { containerLogTailCommand, inspectContainerCommand } from '../host-commands/launch.js';
 
-export const logTailLines = 50;
+export { rayConfirmLogLines as logTailLines } from '../host-commands/launch.js';
+import { rayConfirmLogLines as logTailLines } from '../host-commands/launch.js';
 
 /** Sleeps, ending early with a CancelledFailure when the activity is cancelled. */
 export async function pause(ms: number): Promise<void> {

@@ -4,6 +4,9 @@
 import { summarizeVllmLog } from '../parsers/vllm-log.js';
 import type { SshSession } from '../ssh/executor.js';
 import {
+  baseUrl,
+  maxLogChunkBytes,
+  serveTailLines as tailLines,
   fileSizeCommand,
   healthCommand,
   logChunkCommand,
@@ -22,14 +25,7 @@ import type {
   CheckServeResult,
 } from './types.js';
 
-/** At most this much new log is read per poll; a bigger backlog is read over the next polls. */
-export const maxLogChunkBytes = 256 * 1024;
-export const tailLines = 40;
-
-/** `http://ip:port`, with brackets for an IPv6 address. */
-export function baseUrl(clusterIp: string, port: number): string {
-  return `http://${clusterIp.includes(':') ? `[${clusterIp}]` : clusterIp}:${port}`;
-}
+export { baseUrl, maxLogChunkBytes } from '../host-commands/launch.js';
 
 export interface LogChunk {
   /** Complete lines read (a tqdm bar's `\r` segments stay in their line). */

@@ -7,12 +7,17 @@ import { hostLines } from '../parsers/host-output.js';
 import { parseRayStatus, RayNotRunningError, type RayStatus } from '../parsers/ray-status.js';
 import { tail } from '../shared/text.js';
 import type { SshSession } from '../ssh/executor.js';
-import { rayRunCommand, rayStatusCommand, removeContainerCommand } from '../host-commands/launch.js';
+import {
+  rayRunCommand,
+  rayStatusCommand,
+  removeContainerCommand,
+  workerJoinLogLines as workerLogLines,
+} from '../host-commands/launch.js';
 import { redactedTail, redactText } from '../shared/secrets.js';
 import { onHost } from './ssh-context.js';
 import { heartbeat } from './heartbeat.js';
 import { containerLogTail, containerSecrets, inspectContainer, pause } from './docker.js';
-import { envTransport } from './env-transport.js';
+import { envTransport } from '../host-commands/env-transport.js';
 import { resolveEnv } from './secrets.js';
 import type {
   NamedHost,
@@ -30,8 +35,6 @@ const rayStarted = /^Ray runtime started\./m;
 /** verifyRayCluster polls this long per attempt; the workflow's retry policy bounds the whole wait. */
 const verifyWindowMs = 10_000;
 const verifyIntervalMs = 1_000;
-/** How much of a worker's container log verifyRayCluster reads for why it has not joined. */
-export const workerLogLines = 200;
 /** While nodes are missing, the workers' container logs are read this often for a definitive error. */
 const workerCheckIntervalMs = 2_000;
 

@@ -15,7 +15,7 @@ import {
   serveLaunchCommand,
   symlinkExit,
 } from '../host-commands/launch.js';
-import { envTransport } from './env-transport.js';
+import { envTransport } from '../host-commands/env-transport.js';
 import { redactedTail, redactText, secretArgValues } from '../shared/secrets.js';
 import { heartbeat } from './heartbeat.js';
 import { resolveEnv } from './secrets.js';

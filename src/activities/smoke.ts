@@ -2,7 +2,7 @@
 // cluster network, which the control host may not reach). It must return text; tokens/s is recorded.
 import { ApplicationFailure } from '@temporalio/common';
 import { FailureType } from '../shared/failures.js';
-import { smokeCommand, smokeTimingMarker } from '../host-commands/launch.js';
+import { smokeCommand, smokeRequestTimeoutS, smokeTimingMarker } from '../host-commands/launch.js';
 import { authorizationHeader, baseUrl } from './health.js';
 import { resolveValue } from './secrets.js';
 import { redactedTail, redactText } from '../shared/secrets.js';
@@ -10,7 +10,7 @@ import type { SshSession } from '../ssh/executor.js';
 import { onHost } from './ssh-context.js';
 import type { SmokeTestInput, SmokeTestResult } from './types.js';
 
-export const requestTimeoutS = 120;
+const requestTimeoutS = smokeRequestTimeoutS;
 /** Answers that say "not now" rather than "no": timeout, too many requests, a gateway's or a busy server's. */
 const transientHttpStatus = new Set([408, 429, 502, 503, 504]);
 

@@ -1,8 +1,26 @@
 // The remote commands of steps 5–11 (the Ray containers, `vllm serve`, the health polls and the smoke test),
 // shared by the activities that run them and by `liftoff plan`, which shows them.
 import { raw, sh, type RawShell, type RemoteCommand } from '../ssh/quote.js';
-import type { EnvTransport } from '../activities/env-transport.js';
+import type { EnvTransport } from './env-transport.js';
 import type { LaunchServeInput, RayContainerInput } from '../activities/types.js';
+
+// How much of each log the deploy reads, and how long the smoke test waits: the activities use these, and
+// `liftoff plan` shows the commands they lead to.
+/** Lines of a Ray container's log read while confirming it started. */
+export const rayConfirmLogLines = 50;
+/** Lines of a worker's container log verifyRayCluster reads for why it has not joined. */
+export const workerJoinLogLines = 200;
+/** Lines of the serve log each health poll returns. */
+export const serveTailLines = 40;
+/** At most this much new log is read per poll; a bigger backlog is read over the next polls. */
+export const maxLogChunkBytes = 256 * 1024;
+/** The smoke test's one chat completion. */
+export const smokeRequestTimeoutS = 120;
+
+/** `http://ip:port`, with brackets for an IPv6 address. */
+export function baseUrl(clusterIp: string, port: number): string {
+  return `http://${clusterIp.includes(':') ? `[${clusterIp}]` : clusterIp}:${port}`;
+}
 
 export const inspectContainerCommand = (name: string): RemoteCommand =>
   sh`docker inspect --type container -- ${name}`;

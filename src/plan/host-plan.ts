@@ -2,15 +2,7 @@
 // (src/host-commands) from the spec and what a read-only look at the host found (its login's uid, which
 // listed units are loaded, which containers exist). Pure: the plan activity reads, this writes the list.
 import type { HostRef } from '../activities/ssh-context.js';
-import { envTransport } from '../activities/env-transport.js';
-import { logTailLines as rayConfirmLogLines } from '../activities/docker.js';
-import {
-  baseUrl,
-  maxLogChunkBytes as logChunkBytes,
-  tailLines as serveTailLines,
-} from '../activities/health.js';
-import { workerLogLines as verifyWorkerLogLines } from '../activities/ray.js';
-import { requestTimeoutS as smokeTimeoutS } from '../activities/smoke.js';
+import { envTransport } from '../host-commands/env-transport.js';
 import type { DeploySpec, EnvSpec } from '../config/schema.js';
 import { dirnameOf, modelPathFor } from '../config/derive.js';
 import { isSecretEnvName } from '../shared/secrets.js';
@@ -40,6 +32,12 @@ import {
   userIdCommand,
 } from '../host-commands/cleanup.js';
 import {
+  baseUrl,
+  maxLogChunkBytes as logChunkBytes,
+  rayConfirmLogLines,
+  serveTailLines,
+  smokeRequestTimeoutS as smokeTimeoutS,
+  workerJoinLogLines as verifyWorkerLogLines,
   containerLogTailCommand,
   fileSizeCommand,
   healthCommand,
@@ -56,7 +54,7 @@ import {
   smokeCommand,
   smokeTimingMarker,
 } from '../host-commands/launch.js';
-import { headAddressOf, launchServeInput, rayContainerInput } from '../workflows/step-inputs.js';
+import { headAddressOf, launchServeInput, rayContainerInput } from '../host-commands/step-inputs.js';
 
 /** Stand-ins for what exists only once the deploy runs; the plan shows them by these names. */
 export const planPlaceholders = {

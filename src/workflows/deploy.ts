@@ -28,7 +28,7 @@ import { runUnderClusterId } from './under-cluster-id.js';
 import { waitHealthy } from './wait-healthy.js';
 import { deploySteps, type DeployProgress, type DeployResult, type StepState } from './steps.js';
 import { patches } from './patches.js';
-import { headAddressOf, launchServeInput, rayContainerInput } from './step-inputs.js';
+import { headAddressOf, launchServeInput, rayContainerInput } from '../host-commands/step-inputs.js';
 
 export const progressQuery = defineQuery<DeployProgress>('progress');
 
