@@ -13,7 +13,8 @@ function hostBlock(plan: HostPlan): string[] {
     lines.push(`  ${titles.get(step.step) ?? step.step} [${step.step}]`);
     for (const cmd of step.commands) {
       const [first = '', ...rest] = cmd.text.split('\n');
-      lines.push(`    ${cmd.change ? '!' : '$'} ${first}`, ...rest.map((l) => `      ${l}`));
+      // A line break inside a command is part of a quoted argument: the lines after it are shown as they are.
+      lines.push(`    ${cmd.change ? '!' : '$'} ${first}`, ...rest);
       if (cmd.repeats) lines.push(`      (repeated ${cmd.repeats})`);
     }
   }
