@@ -30,6 +30,12 @@ const layers = [
     banned: ['**/commands/**', '**/cli/**', '**/ssh/**', '**/temporal/*', '!**/temporal/codec.js'],
     typesFrom: ['**/activities/**'],
   },
+  // The remote commands of the deploy and of plan/init: built from the spec, shared by activities and commands.
+  {
+    files: 'src/{host-commands,plan,init}/**/*.ts',
+    banned: ['**/commands/**', '**/cli/**', '**/temporal/**', '**/workflows/**', '**/report/**'],
+    typesFrom: ['**/activities/**'],
+  },
   { files: 'src/ssh/**/*.ts', banned: [...aboveBase, '**/config/**', '**/parsers/**'] },
   { files: 'src/{config,parsers,shared}/**/*.ts', banned: [...aboveBase, '**/ssh/**'] },
 ];

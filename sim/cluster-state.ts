@@ -31,6 +31,8 @@ export interface SimClusterOptions {
   netIndex?: number;
   /** `ray` and `vllm` run the real programs from .venv-real (sim/real-tools.ts). Netns mode only. */
   realTools?: boolean;
+  /** Every host logs each command it runs over SSH (sim/command-log.ts); off by default, as it costs a shell. */
+  recordCommands?: boolean;
 }
 
 export interface SimHost {

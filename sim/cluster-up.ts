@@ -37,6 +37,7 @@ import {
   seedReferenceState,
   writeHostFolder,
 } from './seed.js';
+import { writeCommandRecorder } from './command-log.js';
 import { generateKeyPair, publicKeyBody, readSshdPid, sshdPaths, writeSshdConfig } from './sshd.js';
 
 interface PlannedHost extends SimHost {
@@ -245,6 +246,7 @@ async function bringUp(opts: SimClusterOptions, cluster: SimCluster, hosts: Plan
   };
   const [, hostKeys] = await Promise.all([buildSimTools(clusterPaths.bin(stateDir)), keys(), network()]);
 
+  const recorder = opts.recordCommands ? writeCommandRecorder(sshDir) : undefined;
   for (const h of hosts) {
     const modelDir =
       cluster.mode === 'netns'
@@ -277,6 +279,7 @@ async function bringUp(opts: SimClusterOptions, cluster: SimCluster, hosts: Plan
       port: h.sshPort,
       authorizedKeysFile: join(sshDir, 'authorized_keys'),
       sessionEnv,
+      ...(recorder ? { forceCommand: recorder } : {}),
     });
   }
   const knownHosts = cluster.hosts

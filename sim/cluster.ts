@@ -7,6 +7,8 @@ import { netOf, requireCluster, requireHost, startHostSshd } from './cluster-sta
 import { writeFaults, type HostFaults } from './host-state.js';
 import { setHostLinks } from './network.js';
 import { countAcceptedPublickey, countConnections, countSessions, sshdRunning, stopSshd } from './sshd.js';
+import { runOk } from './processes.js';
+import { readCommandLog } from './command-log.js';
 
 export {
   clusterPaths,
@@ -47,6 +49,28 @@ export async function restartSshd(stateDir: string, host: string): Promise<void>
   const h = requireHost(cluster, host);
   await stopSshd(h.hostDir);
   await startHostSshd(h);
+}
+
+/**
+ * A second candidate interface on a host (netns mode): a veth end `iface` carrying `cidr` (e.g. 10.250.0.5/24),
+ * as a host with a second NIC or RoCE port shows it. Gone with the namespace at `down`.
+ */
+export async function addHostInterface(
+  stateDir: string,
+  host: string,
+  iface: string,
+  cidr: string,
+): Promise<void> {
+  const h = requireHost(requireCluster(resolve(stateDir)), host);
+  if (!h.netns) throw new Error('addHostInterface needs netns mode');
+  await runOk('ip', ['-n', h.netns, 'link', 'add', iface, 'type', 'veth', 'peer', 'name', `${iface}p`]);
+  await runOk('ip', ['-n', h.netns, 'addr', 'add', cidr, 'dev', iface]);
+  await runOk('ip', ['-n', h.netns, 'link', 'set', iface, 'up']);
+}
+
+/** The commands the host ran over SSH, in order (a cluster brought up with `recordCommands`). */
+export function hostCommands(stateDir: string, host: string): string[] {
+  return readCommandLog(requireHost(requireCluster(resolve(stateDir)), host).hostDir);
 }
 
 /** Replaces the host's faults; the tools read them on their next invocation. */

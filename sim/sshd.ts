@@ -36,6 +36,8 @@ export interface SshdConfigInput {
   authorizedKeysFile: string;
   /** Environment every session gets: LIFTOFF_SIM_HOST_DIR and PATH at least. */
   sessionEnv: Record<string, string>;
+  /** Runs every session's command through this script (the command log of sim/command-log.ts). */
+  forceCommand?: string;
 }
 
 function quoteConfigWord(word: string): string {
@@ -68,6 +70,7 @@ export function sshdConfigText(input: SshdConfigInput): string {
     'MaxStartups 100:30:200',
     'MaxSessions 64',
     'Subsystem sftp internal-sftp',
+    ...(input.forceCommand ? [`ForceCommand ${quoteConfigWord(input.forceCommand)}`] : []),
     '',
   ].join('\n');
 }

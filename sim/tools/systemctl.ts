@@ -3,7 +3,7 @@
 // the way systemd's cgroup holds even processes that left the group.
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { closeSync, existsSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { hostDir, paths, readJson, writeJson } from '../host-state.js';
 import { FlagError, parseFlags, type ParsedFlags } from './docker/args.js';
@@ -93,6 +93,12 @@ function subState(unit: Unit, state: ActiveState): string {
   if (state === 'failed') return 'failed';
   if (state === 'inactive') return 'dead';
   return unit.state.execStart === undefined ? 'exited' : 'running';
+}
+
+/** A unit name glob (`vllm*`) as an anchored regex: `*` any run of characters, everything else literal. */
+function globPattern(glob: string): RegExp {
+  const literal = (part: string) => part.replace(/[.+?^${}()|[\]\\]/g, (c) => `\\${c}`);
+  return new RegExp(`^${glob.split('*').map(literal).join('.*')}$`);
 }
 
 function shellQuote(s: string): string {
@@ -386,6 +392,23 @@ async function run(verb: string, names: string[], f: ParsedFlags): Promise<numbe
           .join('');
       });
       process.stdout.write(blocks.join('\n'));
+      return 0;
+    }
+    case 'list-units': {
+      // `--no-legend --plain` rows: UNIT LOAD ACTIVE SUB DESCRIPTION; names are glob patterns, as systemd's.
+      const patterns = names.map(globPattern);
+      const wantedState = f.get('state');
+      const files = existsSync(paths.units(dir)) ? readdirSync(paths.units(dir)) : [];
+      for (const file of files.filter((x) => x.endsWith('.json')).sort()) {
+        const unit = loadUnit(dir, unitName(file.slice(0, -'.json'.length)));
+        if (!unit) continue;
+        const state = activeState(unit);
+        const sub = subState(unit, state);
+        if (patterns.length > 0 && !patterns.some((re) => re.test(unit.name))) continue;
+        if (wantedState !== undefined && wantedState !== state && wantedState !== sub) continue;
+        if (state === 'inactive' && !f.has('all') && wantedState === undefined) continue;
+        say(`${unit.name} loaded ${state} ${sub} ${unit.state.description ?? unit.name}`);
+      }
       return 0;
     }
     case 'daemon-reload':

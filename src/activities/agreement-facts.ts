@@ -1,7 +1,8 @@
 // What one host says about itself for the agreement checks, parsed from the sections of the one batched read
 // (agreement-read.ts). Host output is hostile: every section was bounded on the host, each line is matched with
 // anchored, linear patterns, and a line that does not parse is skipped, never guessed at.
-import { parseIpv4Addresses, type Ipv4Address } from './preflight.js';
+import { weightListLimit } from '../host-commands/agreement.js';
+import { parseIpv4Addresses, type Ipv4Address } from '../parsers/ip-addr.js';
 
 export interface WeightEntry {
   /** Relative to the model folder, as find prints it (`./snapshots/<hash>/config.json`). */
@@ -69,8 +70,6 @@ export function splitSections(text: string, nonce: string): Map<string, string[]
   }
   return sections;
 }
-
-export const weightListLimit = 20_000;
 
 export function parseHostFacts(
   host: string,

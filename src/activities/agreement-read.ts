@@ -3,59 +3,8 @@
 // ID: an image ID is the hash of the image's content, so hosts that share it share its versions.
 import { randomBytes } from 'node:crypto';
 import type { SshSession } from '../ssh/executor.js';
-import { raw, sh, type RemoteCommand } from '../ssh/quote.js';
-import {
-  parseHostFacts,
-  parseVersions,
-  splitSections,
-  weightListLimit,
-  type HostFacts,
-} from './agreement-facts.js';
-
-export interface HostReadInput {
-  host: string;
-  image: string;
-  modelPath: string;
-  hashWeights: boolean;
-  /** Workers only: the head's clusterIp and Ray port, probed with a TCP connect from this host. */
-  rayHead?: { ip: string; port: number };
-}
-
-// `ip` lives in /usr/sbin or /sbin, which a non-root login's PATH may lack.
-const withSbin = raw('PATH="$PATH:/usr/sbin:/sbin" ');
-// HF's download bookkeeping differs from host to host without the weights differing.
-const pruned = raw(String.raw`\( -name .no_exist -o -name .cache -o -name '*.lock' \) -prune -o`);
-
-export function hostReadCommand(input: HostReadInput, nonce: string): RemoteCommand {
-  const mark = (name: string): RemoteCommand => sh`printf '\\n%s\\n' ${`@@${nonce} ${name}`}`;
-  const inModel = (body: RemoteCommand): RemoteCommand =>
-    sh`(cd -- ${input.modelPath} 2>/dev/null || { echo unreadable; exit 0; }; ${body})`;
-  const parts: RemoteCommand[] = [
-    sh`${mark('clock')}; date +%s%N`,
-    sh`${mark('image')}; docker image inspect --format ${'{{.Id}}'} -- ${input.image} 2>&1 | head -c 400`,
-    sh`${mark('addr')}; ${withSbin}ip -o -4 addr show 2>&1 | head -n 500`,
-    sh`${mark('link')}; ${withSbin}ip -o link show 2>&1 | head -n 500`,
-    sh`${mark('weights')}; ${inModel(sh`find -L . -maxdepth 8 ${pruned} ! -type d -printf ${'%y %s %p\\n'} 2>/dev/null | head -n ${weightListLimit + 1}`)}`,
-    // The shard names of each index, not the index itself: a big model's index is megabytes of tensor names.
-    sh`${mark('index')}; ${inModel(
-      sh`find -L . -maxdepth 8 -name model.safetensors.index.json -type f 2>/dev/null | head -n 20 | while IFS= read -r f; do printf 'file %s\\n' "$f"; grep -oE ${'"total_size"[[:space:]]*:[[:space:]]*[0-9]+'} "$f" | head -n 1; grep -oE ${'"[^"/\\\\]+\\.safetensors"'} "$f" | sort -u | head -n 5000; done`,
-    )}`,
-    // Each loginctl's own exit, not head's: a logind that does not answer means none removes IPC objects.
-    sh`${mark('ipc')}; printf 'uid=%s\\nuser=%s\\n' "$(id -u)" "$(id -un)"; s=$(loginctl show-session -p RemoveIPC 2>/dev/null); echo "session-exit=$?"; printf '%s\\n' "$s" | head -n 5; u=$(loginctl show-user "$(id -un)" -p UID -p Name -p Linger 2>/dev/null); echo "user-exit=$?"; printf '%s\\n' "$u" | head -n 5`,
-  ];
-  if (input.hashWeights) {
-    parts.push(
-      sh`${mark('hash')}; ${inModel(sh`find -L . -maxdepth 8 ${pruned} -type f -print0 2>/dev/null | head -z -n ${weightListLimit} | xargs -0 -r sha256sum 2>/dev/null`)}`,
-    );
-  }
-  if (input.rayHead) {
-    const connect = 'exec 3<>"/dev/tcp/$0/$1"';
-    parts.push(
-      sh`${mark('ray')}; out=$(timeout 3 bash -c ${connect} ${input.rayHead.ip} ${input.rayHead.port} 2>&1); echo "exit $?"; printf '%s\\n' "$out" | head -c 300`,
-    );
-  }
-  return parts.reduce((all, part) => sh`${all}; ${part}`);
-}
+import { hostReadCommand, imageVersionsCommand, type HostReadInput } from '../host-commands/agreement.js';
+import { parseHostFacts, parseVersions, splitSections, type HostFacts } from './agreement-facts.js';
 
 /** How long the read may take: hashing reads every byte of the weights, so it gets most of the agreement profile's 3 hours. */
 function readTimeoutMs(input: HostReadInput): number {
@@ -73,22 +22,13 @@ export async function readHostFacts(session: SshSession, input: HostReadInput): 
   return parseHostFacts(input.host, splitSections(res.stdout, nonce), startedAtMs);
 }
 
-const versionsScript = [
-  'import sys, importlib.metadata as m',
-  'print("python", sys.version.split()[0])',
-  'for p in ("ray", "vllm"):',
-  '    try: print(p, m.version(p))',
-  '    except Exception: print(p, "-")',
-].join('\n');
-
 /**
  * Python, Ray and vLLM inside the image, from the package metadata (nothing is imported, so it takes a moment).
  * No network, never a pull: a missing image is the image check's to report.
  */
 export async function readImageVersions(session: SshSession, image: string): Promise<HostFacts['versions']> {
-  const res = await session.exec(
-    sh`docker run --rm --network none --pull never --entrypoint python3 ${image} -c ${versionsScript} 2>&1 | head -c 2000`,
-    { timeoutMs: 120_000, check: false },
-  );
+  const res = await session.exec(imageVersionsCommand(image), { timeoutMs: 120_000, check: false });
   return parseVersions(res.stdout);
 }
+
+export type { HostReadInput };

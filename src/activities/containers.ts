@@ -2,25 +2,22 @@
 // and those an earlier liftoff run left, found by label), then checked gone from docker's own list.
 import { ApplicationFailure } from '@temporalio/common';
 import type { SshSession } from '../ssh/executor.js';
-import { sh } from '../ssh/quote.js';
+import { clusterFilter, containerNamesCommand, removeContainersCommand } from '../host-commands/cleanup.js';
 import { FailureType } from '../shared/failures.js';
 import { onHost } from './ssh-context.js';
 import type { RemoveContainersInput, RemoveContainersResult } from './types.js';
-
-const clusterLabel = 'liftoff.cluster';
-const namesFormat = '{{.Names}}';
 
 export async function removeContainers(input: RemoveContainersInput): Promise<RemoveContainersResult> {
   const host = input.host.target.name;
   return onHost(input.host, async (session) => {
     const present = await containerNames(session);
-    const labelled = await containerNames(session, `label=${clusterLabel}=${input.cluster}`);
+    const labelled = await containerNames(session, clusterFilter(input.cluster));
     const named = [...new Set(input.names)].filter((n) => present.has(n));
     const targets = [...new Set([...named, ...labelled])];
     if (targets.length === 0) return { host, removed: [] };
 
     // Each container gets up to docker's stop grace before SIGKILL; several may be removed in one call.
-    const rm = await session.exec(sh`docker rm -f -- ${targets}`, {
+    const rm = await session.exec(removeContainersCommand(targets), {
       timeoutMs: 60_000 + 15_000 * targets.length,
       check: false,
     });
@@ -45,13 +42,8 @@ export async function removeContainers(input: RemoveContainersInput): Promise<Re
 }
 
 /** Names of every container (running or not), optionally only those a `docker ps --filter` selects. */
-async function containerNames(session: SshSession, filter?: string): Promise<Set<string>> {
-  const listed = await session.exec(
-    filter === undefined
-      ? sh`docker ps -a --format ${namesFormat}`
-      : sh`docker ps -a --filter ${filter} --format ${namesFormat}`,
-    { timeoutMs: 30_000 },
-  );
+export async function containerNames(session: SshSession, filter?: string): Promise<Set<string>> {
+  const listed = await session.exec(containerNamesCommand(filter), { timeoutMs: 30_000 });
   // A container with legacy links lists several names, comma-separated.
   return new Set(
     listed.stdout

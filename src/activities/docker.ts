@@ -6,9 +6,14 @@ import { FailureType } from '../shared/failures.js';
 import { redactText, secretEnvValues } from '../shared/secrets.js';
 import { tail } from '../shared/text.js';
 import type { SshSession } from '../ssh/executor.js';
-import { sh, type RemoteCommand } from '../ssh/quote.js';
+import { containerLogTailCommand, inspectContainerCommand } from '../host-commands/launch.js';
 
-export const logTailLines = 50;
+export {
+  rayConfirmLogLines as logTailLines,
+  containerLogTailCommand,
+  maxContainerLogBytes,
+} from '../host-commands/launch.js';
+import { rayConfirmLogLines as logTailLines } from '../host-commands/launch.js';
 
 /** Sleeps, ending early with a CancelledFailure when the activity is cancelled. */
 export async function pause(ms: number): Promise<void> {
@@ -41,7 +46,7 @@ interface DockerInspectEntry {
 
 /** `docker inspect` of one container; a missing container is `exists: false`, not an error. */
 export async function inspectContainer(session: SshSession, name: string): Promise<ContainerState> {
-  const res = await session.exec(sh`docker inspect --type container -- ${name}`, {
+  const res = await session.exec(inspectContainerCommand(name), {
     timeoutMs: 20_000,
     check: false,
   });
@@ -90,17 +95,6 @@ export function containerSecrets(state: ContainerState): string[] {
       }),
     ),
   );
-}
-
-/** A container log tail is cut to this many bytes on the host, whatever the length of its lines. */
-export const maxContainerLogBytes = 64 * 1024;
-
-/**
- * Reads the last lines a container printed (stdout and stderr together), and at most maxContainerLogBytes of
- * them. Its exit status is the cut's: a missing container shows as docker's error text.
- */
-export function containerLogTailCommand(name: string, lines = logTailLines): RemoteCommand {
-  return sh`docker logs --tail ${lines} -- ${name} 2>&1 | tail -c ${maxContainerLogBytes}`;
 }
 
 /**

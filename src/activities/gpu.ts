@@ -1,7 +1,7 @@
 // GPU state on a host (nvidia-smi device and compute-app queries, MemAvailable for unified memory), and the
 // check that nothing holds the GPUs before a launch.
 import { ApplicationFailure } from '@temporalio/common';
-import { sh } from '../ssh/quote.js';
+import { gpuAppsCommand, gpuDevicesCommand, gpuFields, meminfoCommand } from '../host-commands/cleanup.js';
 import type { SshSession } from '../ssh/executor.js';
 import { defaultMaxOutputBytes } from '../ssh/output-tail.js';
 import { parseComputeApps, parseQueryGpu } from '../parsers/nvidia-smi.js';
@@ -32,8 +32,6 @@ export interface GpuState {
   unifiedMemory: boolean;
   memAvailableMiB: number;
 }
-
-const gpuFields = ['index', 'name', 'memory.used', 'memory.total'] as const;
 
 export async function readGpuState(ref: HostRef): Promise<GpuState> {
   return onHost(ref, (session) => queryGpuState(session, ref.target.name));
@@ -107,15 +105,9 @@ export async function verifyGpusClear(input: VerifyGpusClearInput): Promise<GpuS
 // The queries run one after the other: nvidia-smi's view is taken before /proc/meminfo is read, so the
 // two describe the same moment as nearly as possible.
 async function queryGpuState(session: SshSession, host: string): Promise<GpuState> {
-  const devices = await session.exec(
-    sh`nvidia-smi --query-gpu=${gpuFields.join(',')} --format=csv,noheader,nounits`,
-    { timeoutMs: 20_000 },
-  );
-  const apps = await session.exec(
-    sh`nvidia-smi --query-compute-apps=pid,process_name,used_gpu_memory --format=csv,noheader,nounits`,
-    { timeoutMs: 20_000 },
-  );
-  const meminfo = await session.exec(sh`head -c 65536 /proc/meminfo`, { timeoutMs: 10_000 });
+  const devices = await session.exec(gpuDevicesCommand(), { timeoutMs: 20_000 });
+  const apps = await session.exec(gpuAppsCommand(), { timeoutMs: 20_000 });
+  const meminfo = await session.exec(meminfoCommand(), { timeoutMs: 10_000 });
   for (const [what, res] of [
     ['nvidia-smi --query-gpu', devices],
     ['nvidia-smi --query-compute-apps', apps],

@@ -3,10 +3,19 @@
 // decides; this activity only observes.
 import { summarizeVllmLog } from '../parsers/vllm-log.js';
 import type { SshSession } from '../ssh/executor.js';
-import { sh } from '../ssh/quote.js';
+import {
+  baseUrl,
+  maxLogChunkBytes,
+  serveTailLines as tailLines,
+  fileSizeCommand,
+  healthCommand,
+  logChunkCommand,
+  serveLogTailCommand,
+  modelsCommand,
+} from '../host-commands/launch.js';
 import { redactText, secretEnvValues } from '../shared/secrets.js';
 import { inspectContainer } from './docker.js';
-import { pidAlive, serveLogTailCommand } from './serve.js';
+import { pidAlive } from './serve.js';
 import { onHost } from './ssh-context.js';
 import { resolveValue, secretValues } from './secrets.js';
 import type {
@@ -16,14 +25,7 @@ import type {
   CheckServeResult,
 } from './types.js';
 
-/** At most this much new log is read per poll; a bigger backlog is read over the next polls. */
-export const maxLogChunkBytes = 256 * 1024;
-const tailLines = 40;
-
-/** `http://ip:port`, with brackets for an IPv6 address. */
-export function baseUrl(clusterIp: string, port: number): string {
-  return `http://${clusterIp.includes(':') ? `[${clusterIp}]` : clusterIp}:${port}`;
-}
+export { baseUrl, maxLogChunkBytes } from '../host-commands/launch.js';
 
 export interface LogChunk {
   /** Complete lines read (a tqdm bar's `\r` segments stay in their line). */
@@ -42,14 +44,14 @@ export interface LogChunk {
  * split, so a bad byte spoils at most its own line.
  */
 export async function readLogFrom(session: SshSession, logPath: string, offset: number): Promise<LogChunk> {
-  const size = await session.exec(sh`wc -c < ${logPath}`, { timeoutMs: 10_000, check: false });
+  const size = await session.exec(fileSizeCommand(logPath), { timeoutMs: 10_000, check: false });
   const fileBytes = size.exitCode === 0 ? Number(size.stdout.trim()) : NaN;
   if (!Number.isSafeInteger(fileBytes) || fileBytes < 0)
     return { lines: [], nextOffset: offset, restarted: false };
   const restarted = fileBytes < offset;
   const from = restarted ? 0 : offset;
   if (fileBytes === from) return { lines: [], nextOffset: from, restarted };
-  const res = await session.exec(sh`tail -c +${from + 1} -- ${logPath} | head -c ${maxLogChunkBytes}`, {
+  const res = await session.exec(logChunkCommand(logPath, from, maxLogChunkBytes), {
     timeoutMs: 30_000,
     check: false,
     stdoutBytes: true,
@@ -81,13 +83,7 @@ function splitLines(bytes: Buffer): string[] {
 const curlRefused = new Set([7]);
 
 async function probeHealth(session: SshSession, url: string): Promise<CheckServeResult['health']> {
-  const res = await session.exec(
-    sh`curl -sS --max-time 5 -o /dev/null -w ${'%{http_code}'} ${`${url}/health`}`,
-    {
-      timeoutMs: 15_000,
-      check: false,
-    },
-  );
+  const res = await session.exec(healthCommand(url), { timeoutMs: 15_000, check: false });
   if (curlRefused.has(res.exitCode)) return 'refused';
   if (res.exitCode === 0 && res.stdout.trim() === '200') return 'ok';
   return 'error';
@@ -108,7 +104,7 @@ async function modelListed(
   model: string,
   apiKey: string | undefined,
 ): Promise<boolean> {
-  const res = await session.exec(sh`curl -sS --max-time 5 -H @- ${`${url}/v1/models`}`, {
+  const res = await session.exec(modelsCommand(url), {
     timeoutMs: 15_000,
     check: false,
     stdin: authorizationHeader(apiKey),

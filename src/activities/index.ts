@@ -15,3 +15,4 @@ export { probeServingCluster } from './cluster-probe.js';
 export { collectFailureBundle } from './failure-bundle.js';
 export { postWebhook } from './webhook.js';
 export { checkMasterPort, startRank, checkRank } from './multiproc.js';
+export { planHostCommands } from './plan.js';

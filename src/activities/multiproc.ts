@@ -9,7 +9,7 @@ import { tail } from '../shared/text.js';
 import type { SshSession } from '../ssh/executor.js';
 import { raw, sh } from '../ssh/quote.js';
 import { containerLogTail, inspectContainer, pause } from './docker.js';
-import { envTransport } from './env-transport.js';
+import { envTransport } from '../host-commands/env-transport.js';
 import { readLogFrom } from './health.js';
 import { heartbeat } from './heartbeat.js';
 import { interfaceOf, rankArgv, rankEnv, type RankCommandInput } from './multiproc-argv.js';

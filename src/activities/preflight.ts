@@ -2,15 +2,23 @@
 // so a deploy that cannot succeed never tears down the running one. A failed check is a finding in the
 // report (with what to fix); only SSH failures are thrown, and the workflow reports those per host.
 import type { SshSession } from '../ssh/executor.js';
-import { raw, sh } from '../ssh/quote.js';
+import {
+  dockerVersionCommand,
+  folderExistsCommand,
+  freeSpaceCommand,
+  imageIdCommand,
+  ipv4AddressesCommand,
+  logDirCommand,
+  missingPathsCommand,
+  volumeHostPaths,
+  weightFilesCommand,
+} from '../host-commands/preflight.js';
 import { onHost } from './ssh-context.js';
 import { systemDirOf } from '../config/host-guards.js';
+import { parseIpv4Addresses, type Ipv4Address } from '../parsers/ip-addr.js';
 import type { PreflightCheck, PreflightInput, PreflightReport } from './types.js';
 
 type Check = PreflightCheck;
-
-// `ip` lives in /usr/sbin or /sbin, which a non-root login's PATH may lack.
-const withSbin = raw('PATH="$PATH:/usr/sbin:/sbin" ');
 
 export async function preflightHost(input: PreflightInput): Promise<PreflightReport> {
   const target = input.host.target;
@@ -37,7 +45,7 @@ export async function preflightHost(input: PreflightInput): Promise<PreflightRep
 }
 
 async function checkDocker(session: SshSession): Promise<Check> {
-  const res = await session.exec(sh`docker version --format ${'{{.Server.Version}}'}`, {
+  const res = await session.exec(dockerVersionCommand(), {
     timeoutMs: 30_000,
     check: false,
   });
@@ -69,7 +77,7 @@ async function checkDocker(session: SshSession): Promise<Check> {
 }
 
 async function checkImage(session: SshSession, image: string): Promise<Check> {
-  const res = await session.exec(sh`docker image inspect --format ${'{{.Id}}'} -- ${image}`, {
+  const res = await session.exec(imageIdCommand(image), {
     timeoutMs: 30_000,
     check: false,
   });
@@ -84,7 +92,7 @@ async function checkImage(session: SshSession, image: string): Promise<Check> {
 }
 
 async function checkModel(session: SshSession, modelPath: string): Promise<Check> {
-  const dir = await session.exec(sh`test -d ${modelPath}`, { timeoutMs: 10_000, check: false });
+  const dir = await session.exec(folderExistsCommand(modelPath), { timeoutMs: 10_000, check: false });
   if (dir.exitCode !== 0) {
     return {
       name: 'model',
@@ -92,13 +100,7 @@ async function checkModel(session: SshSession, modelPath: string): Promise<Check
       detail: `model path ${modelPath} does not exist (or is not a folder the SSH user can read): download the weights there (huggingface-cli download ORG/NAME) or set serve.modelPath`,
     };
   }
-  // The HF cache keeps files four levels down (models--Org--Name/snapshots/<hash>/…), as symlinks into
-  // blobs/; -name matches the link itself. The depth bound keeps a scan of a big cache short.
-  const weightFiles = ['(', '-name', '*.safetensors', '-o', '-name', 'config.json', ')'];
-  const found = await session.exec(
-    sh`find -H ${modelPath} -maxdepth 8 ${weightFiles} -print 2>/dev/null | head -n 5000`,
-    { timeoutMs: 60_000, check: false },
-  );
+  const found = await session.exec(weightFilesCommand(modelPath), { timeoutMs: 60_000, check: false });
   const files = found.stdout.split('\n').filter((l) => l !== '');
   const shards = files.filter((f) => f.endsWith('.safetensors')).length;
   const configs = files.length - shards;
@@ -117,10 +119,9 @@ async function checkModel(session: SshSession, modelPath: string): Promise<Check
 }
 
 async function checkVolumes(session: SshSession, volumes: string[]): Promise<Check> {
-  // HOST:CONTAINER[:mode]; a source that is not a path is a named docker volume, which docker creates.
-  const hostPaths = [...new Set(volumes.map((v) => v.split(':')[0] ?? '').filter((p) => p.startsWith('/')))];
+  const hostPaths = volumeHostPaths(volumes);
   if (hostPaths.length === 0) return { name: 'volumes', ok: true, detail: 'no host paths to mount' };
-  const res = await session.exec(sh`for p in ${hostPaths}; do [ -e "$p" ] || printf '%s\\n' "$p"; done`, {
+  const res = await session.exec(missingPathsCommand(hostPaths), {
     timeoutMs: 10_000,
     check: false,
   });
@@ -133,22 +134,6 @@ async function checkVolumes(session: SshSession, volumes: string[]): Promise<Che
     };
   }
   return { name: 'volumes', ok: true, detail: `every host path exists: ${hostPaths.join(', ')}` };
-}
-
-export interface Ipv4Address {
-  iface: string;
-  address: string;
-  prefix: number;
-}
-
-/** `ip -o -4 addr show` lines: `2: enp1s0f1np1    inet 10.213.2.1/24 brd 10.213.2.255 scope global enp1s0f1np1\ …`. */
-export function parseIpv4Addresses(text: string): Ipv4Address[] {
-  const out: Ipv4Address[] = [];
-  for (const line of text.split('\n')) {
-    const m = /^\d+:\s+([^\s@]+)(?:@\S+)?\s+inet\s+(\d{1,3}(?:\.\d{1,3}){3})\/(\d{1,2})\b/.exec(line);
-    if (m?.[1] && m[2] && m[3]) out.push({ iface: m[1], address: m[2], prefix: Number(m[3]) });
-  }
-  return out;
 }
 
 function ipv4ToNumber(address: string): number {
@@ -164,7 +149,7 @@ export function carries(entry: Ipv4Address, ip: string): boolean {
 }
 
 async function checkInterface(session: SshSession, clusterIp: string, iface?: string): Promise<Check> {
-  const all = await session.exec(sh`${withSbin}ip -o -4 addr show`, { timeoutMs: 10_000, check: false });
+  const all = await session.exec(ipv4AddressesCommand(), { timeoutMs: 10_000, check: false });
   const addresses = parseIpv4Addresses(all.stdout);
   const holder = addresses.find((a) => carries(a, clusterIp));
   const where = holder
@@ -179,7 +164,7 @@ async function checkInterface(session: SshSession, clusterIp: string, iface?: st
           detail: `${where} (it has ${describeAddresses(addresses)}): fix the host's clusterIp in the spec, or bring the interconnect up`,
         };
   }
-  const dev = await session.exec(sh`${withSbin}ip -o -4 addr show dev ${iface}`, {
+  const dev = await session.exec(ipv4AddressesCommand(iface), {
     timeoutMs: 10_000,
     check: false,
   });
@@ -208,10 +193,7 @@ function describeAddresses(addresses: Ipv4Address[]): string {
 
 async function checkDisk(session: SshSession, modelPath: string, minFreeGiB: number): Promise<Check> {
   // The nearest existing folder: a model path not yet created will live on its parent's filesystem.
-  const res = await session.exec(
-    sh`p=${modelPath}; while [ ! -e "$p" ]; do p=$(dirname "$p"); done; df -Pk -- "$p"`,
-    { timeoutMs: 20_000, check: false },
-  );
+  const res = await session.exec(freeSpaceCommand(modelPath), { timeoutMs: 20_000, check: false });
   // POSIX format: `Filesystem 1024-blocks Used Available Capacity Mounted on`, one line per filesystem.
   const row = res.stdout
     .split('\n')
@@ -243,8 +225,7 @@ async function checkDisk(session: SshSession, modelPath: string, minFreeGiB: num
  * refused a path that names a system folder as written).
  */
 async function checkLogDir(session: SshSession, logDir: string, logPath: string | undefined): Promise<Check> {
-  const symlinkCheck = logPath === undefined ? raw('') : sh`if [ -L ${logPath} ]; then exit 3; fi; `;
-  const res = await session.exec(sh`test -d ${logDir} || exit 2; ${symlinkCheck}readlink -f -- ${logDir}`, {
+  const res = await session.exec(logDirCommand(logDir, logPath), {
     timeoutMs: 10_000,
     check: false,
   });

@@ -7,12 +7,17 @@ import { hostLines, HostOutputError } from '../parsers/host-output.js';
 import { parseRayStatus, RayNotRunningError, type RayStatus } from '../parsers/ray-status.js';
 import { tail } from '../shared/text.js';
 import type { SshSession } from '../ssh/executor.js';
-import { sh } from '../ssh/quote.js';
+import {
+  rayRunCommand,
+  rayStatusCommand,
+  removeContainerCommand,
+  workerJoinLogLines as workerLogLines,
+} from '../host-commands/launch.js';
 import { redactedTail, redactText } from '../shared/secrets.js';
 import { onHost } from './ssh-context.js';
 import { heartbeat } from './heartbeat.js';
 import { containerLogTail, containerSecrets, inspectContainer, pause } from './docker.js';
-import { envTransport } from './env-transport.js';
+import { envTransport } from '../host-commands/env-transport.js';
 import { resolveEnv } from './secrets.js';
 import type {
   NamedHost,
@@ -90,13 +95,6 @@ export async function startRayWorker(input: RayContainerInput): Promise<RayConta
   return startRayContainer(input, 'worker');
 }
 
-function rayStartArgs(input: RayContainerInput, role: 'head' | 'worker'): string[] {
-  const common = ['--node-ip-address', input.clusterIp, '--num-gpus', String(input.gpus)];
-  return role === 'head'
-    ? ['start', '--head', '--block', '--port', String(input.port), ...common]
-    : ['start', '--block', '--address', input.headAddress ?? '', ...common];
-}
-
 async function startRayContainer(
   input: RayContainerInput,
   role: 'head' | 'worker',
@@ -113,16 +111,10 @@ async function startRayContainer(
         return { host, containerId: existing.id ?? '', reused: true };
       }
       // Another launch's container, or this launch's that died: it must go before the name is free.
-      await session.exec(sh`docker rm -f -- ${input.container}`, { timeoutMs: 60_000 });
+      await session.exec(removeContainerCommand(input.container), { timeoutMs: 60_000 });
     }
 
-    const labels = [
-      `liftoff.cluster=${input.cluster}`,
-      `liftoff.launch=${input.launchId}`,
-      `liftoff.role=${role}`,
-    ].flatMap((l) => ['--label', l]);
-    const volumes = input.volumes.flatMap((v) => ['-v', v]);
-    const run = sh`${transport.prelude} docker run -d --name ${input.container} --gpus all --network host --ipc host --shm-size ${input.shmSize} ${labels} ${transport.flags} ${volumes} --entrypoint ray ${input.image} ${rayStartArgs(input, role)}`;
+    const run = rayRunCommand(input, role, transport);
     const started = await session.exec(run, {
       timeoutMs: 120_000,
       check: false,
@@ -195,7 +187,7 @@ async function headSecrets(session: SshSession, container: string): Promise<stri
 }
 
 export async function readRayStatus(session: SshSession, container: string): Promise<RayStatusRead> {
-  const res = await session.exec(sh`docker exec ${container} ray status`, {
+  const res = await session.exec(rayStatusCommand(container), {
     timeoutMs: 30_000,
     check: false,
   });
@@ -276,7 +268,7 @@ async function inspectWorker(worker: NamedHost, container: string): Promise<Work
           note: `${worker.name}: no container ${container} (it was never started or was removed)`,
         };
       }
-      const log = await containerLogTail(session, container, containerSecrets(state), 200);
+      const log = await containerLogTail(session, container, containerSecrets(state), workerLogLines);
       const found = joinError(log);
       const cause = found?.line;
       if (!state.running) {

@@ -3,12 +3,19 @@
 // it already started instead of starting a second one.
 import { ApplicationFailure } from '@temporalio/common';
 import { FailureType } from '../shared/failures.js';
-import { pipelineParallelSize } from '../config/parallel.js';
 import { parseRayStatus, RayNotRunningError, RayStatusParseError } from '../parsers/ray-status.js';
 import { tail } from '../shared/text.js';
 import type { SshSession } from '../ssh/executor.js';
-import { raw, sh, type RemoteCommand } from '../ssh/quote.js';
-import { envTransport } from './env-transport.js';
+import {
+  serveLogTailCommand,
+  markerPathFor,
+  pidAliveCommand,
+  rayStatusCommand,
+  readMarkerCommand,
+  serveLaunchCommand,
+  symlinkExit,
+} from '../host-commands/launch.js';
+import { envTransport } from '../host-commands/env-transport.js';
 import { redactedTail, redactText, secretArgValues } from '../shared/secrets.js';
 import { heartbeat } from './heartbeat.js';
 import { resolveEnv } from './secrets.js';
@@ -22,16 +29,15 @@ export interface ServeMarker {
   startedAt: number;
 }
 
-export function markerPathFor(logPath: string): string {
-  return `${logPath}.liftoff.json`;
-}
+export {
+  markerPathFor,
+  maxTailBytes,
+  pipelineParallelSize,
+  serveArgv,
+  serveLogTailCommand,
+} from '../host-commands/launch.js';
 
 const tailLines = 40;
-/** A log tail is cut to this many bytes on the host, whatever the length of its lines. */
-export const maxTailBytes = 64 * 1024;
-const markerMaxBytes = 4096;
-/** The launch command's exit status when the log or its marker is a symbolic link. */
-const symlinkExit = 4;
 
 /**
  * Whether `pid` is a live process on the host. A process that died but was not reaped yet (a zombie)
@@ -39,19 +45,8 @@ const symlinkExit = 4;
  */
 export async function pidAlive(session: SshSession, pid: number): Promise<boolean> {
   if (!Number.isInteger(pid) || pid <= 0) return false;
-  const res = await session.exec(
-    sh`kill -0 ${pid} 2>/dev/null && ! grep -qs '^State:[[:space:]]*Z' /proc/${pid}/status`,
-    { timeoutMs: 10_000, check: false },
-  );
+  const res = await session.exec(pidAliveCommand(pid), { timeoutMs: 10_000, check: false });
   return res.exitCode === 0;
-}
-
-/**
- * Reads the serve log's last lines, and at most maxTailBytes of them: one line can be any length. Every read of
- * the log's tail (health, diagnostics, the failure bundle) is this command.
- */
-export function serveLogTailCommand(logPath: string, lines = tailLines): RemoteCommand {
-  return sh`tail -n ${lines} -- ${logPath} | tail -c ${maxTailBytes}`;
 }
 
 /** The last lines of the serve log, redacted; '' when the file is missing. */
@@ -70,7 +65,7 @@ export async function serveLogTail(
 
 async function readMarker(session: SshSession, path: string): Promise<ServeMarker | undefined> {
   // The marker is one short JSON line; anything longer is not ours.
-  const res = await session.exec(sh`head -c ${markerMaxBytes} -- ${path}`, {
+  const res = await session.exec(readMarkerCommand(path), {
     timeoutMs: 10_000,
     check: false,
   });
@@ -88,30 +83,10 @@ async function readMarker(session: SshSession, path: string): Promise<ServeMarke
   }
 }
 
-export { pipelineParallelSize };
-
-export function serveArgv(input: LaunchServeInput): string[] {
-  // One worker process needs no distributed executor, and platforms without Ray support (vLLM's CPU
-  // build) refuse the flag; past one, the workers are placed over the Ray cluster liftoff started.
-  const distributed = input.tensorParallelSize * pipelineParallelSize(input.args) > 1;
-  return [
-    'vllm',
-    'serve',
-    input.model,
-    '--port',
-    String(input.port),
-    '--tensor-parallel-size',
-    String(input.tensorParallelSize),
-    ...(distributed ? ['--distributed-executor-backend', 'ray'] : []),
-    ...(input.servedModelName ? ['--served-model-name', input.servedModelName] : []),
-    ...input.args,
-  ];
-}
-
 /** Ray must still have the GPUs the server needs: the cluster was verified, but a node may have left since. */
 async function recheckRay(session: SshSession, input: LaunchServeInput): Promise<void> {
   const host = session.target.name;
-  const res = await session.exec(sh`docker exec ${input.container} ray status`, {
+  const res = await session.exec(rayStatusCommand(input.container), {
     timeoutMs: 30_000,
     check: false,
   });
@@ -173,10 +148,7 @@ export async function launchServe(input: LaunchServeInput): Promise<LaunchServeR
 
     const startedAt = Date.now();
     const transport = envTransport(env.values, env.secretNames);
-    const markerFormat = '{"launchId":%s,"pid":%s,"startedAt":%s}\n';
-    // One command starts the server and writes the marker, so no retry can fall between the two. It truncates
-    // the log and writes the marker only if neither is a symbolic link (which would truncate its target).
-    const launch = sh`${transport.prelude} if [ -L ${input.logPath} ] || [ -L ${markerPath} ]; then exit ${symlinkExit}; fi; : > ${input.logPath} || exit 3; setsid nohup docker exec ${transport.flags} ${input.container} ${serveArgv(input)} > ${input.logPath} 2>&1 < /dev/null & pid=$!; printf ${markerFormat} ${JSON.stringify(input.launchId)} ${raw('"$pid"')} ${startedAt} > ${markerPath} && echo "$pid"`;
+    const launch = serveLaunchCommand(input, transport, startedAt);
     let res;
     try {
       res = await session.exec(launch, { timeoutMs: 30_000, check: false, stdin: transport.stdin, secrets });

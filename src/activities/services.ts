@@ -2,7 +2,14 @@
 // so a reboot does not bring them back), then checked from systemd's own view.
 import { ApplicationFailure } from '@temporalio/common';
 import type { ExecResult, SshSession } from '../ssh/executor.js';
-import { raw, sh, type RawShell } from '../ssh/quote.js';
+import type { RawShell } from '../ssh/quote.js';
+import {
+  disableUnitsCommand,
+  privilegePrefix as prefixFor,
+  stopUnitsCommand,
+  unitStatesCommand,
+  userIdCommand,
+} from '../host-commands/cleanup.js';
 import { FailureType } from '../shared/failures.js';
 import { onHost } from './ssh-context.js';
 import type { StopServicesInput, StopServicesResult } from './types.js';
@@ -32,14 +39,14 @@ export async function stopServices(input: StopServicesInput): Promise<StopServic
     const privileged = await privilegePrefix(session);
     const rule = sudoersRule(session.target.user, loaded, input.disable);
     // systemd waits up to TimeoutStopSec (90 s by default) for a unit to stop before killing it.
-    const stop = await session.exec(sh`${privileged}systemctl stop -- ${loaded}`, {
+    const stop = await session.exec(stopUnitsCommand(privileged, loaded), {
       timeoutMs: 150_000,
       check: false,
     });
     refuseSudoFailure(host, stop, rule);
     let disableOutcome: ExecResult | undefined;
     if (input.disable) {
-      disableOutcome = await session.exec(sh`${privileged}systemctl disable -- ${loaded}`, {
+      disableOutcome = await session.exec(disableUnitsCommand(privileged, loaded), {
         timeoutMs: 60_000,
         check: false,
       });
@@ -82,8 +89,8 @@ export async function stopServices(input: StopServicesInput): Promise<StopServic
 
 /** Root runs systemctl itself; anyone else through `sudo -n`, which fails at once instead of prompting. */
 async function privilegePrefix(session: SshSession): Promise<RawShell> {
-  const id = await session.exec(sh`id -u`, { timeoutMs: 10_000 });
-  return id.stdout.trim() === '0' ? raw('') : raw('sudo -n ');
+  const id = await session.exec(userIdCommand(), { timeoutMs: 10_000 });
+  return prefixFor(id.stdout);
 }
 
 // sudoers reads `,` `:` `=` and a backslash in a command's arguments as its own syntax unless escaped.
@@ -123,11 +130,8 @@ function refuseSudoFailure(host: string, outcome: ExecResult, rule: string): voi
  * `systemctl show` prints one block of KEY=VALUE lines per unit, in the order the units were named,
  * blocks separated by a blank line. A unit that does not exist still gets a block (LoadState=not-found).
  */
-async function readUnitStates(session: SshSession, units: string[]): Promise<UnitState[]> {
-  const shown = await session.exec(
-    sh`systemctl show --property=Id,LoadState,ActiveState,UnitFileState -- ${units}`,
-    { timeoutMs: 30_000 },
-  );
+export async function readUnitStates(session: SshSession, units: string[]): Promise<UnitState[]> {
+  const shown = await session.exec(unitStatesCommand(units), { timeoutMs: 30_000 });
   const blocks = shown.stdout
     .split(/\r?\n\s*\r?\n/)
     .map((block) => block.trim())

@@ -2,7 +2,7 @@
 // cluster network, which the control host may not reach). It must return text; tokens/s is recorded.
 import { ApplicationFailure } from '@temporalio/common';
 import { FailureType } from '../shared/failures.js';
-import { sh } from '../ssh/quote.js';
+import { smokeCommand, smokeRequestTimeoutS, smokeTimingMarker } from '../host-commands/launch.js';
 import { authorizationHeader, baseUrl } from './health.js';
 import { resolveValue } from './secrets.js';
 import { redactedTail, redactText } from '../shared/secrets.js';
@@ -10,7 +10,7 @@ import type { SshSession } from '../ssh/executor.js';
 import { onHost } from './ssh-context.js';
 import type { SmokeTestInput, SmokeTestResult } from './types.js';
 
-const requestTimeoutS = 120;
+const requestTimeoutS = smokeRequestTimeoutS;
 /** Answers that say "not now" rather than "no": timeout, too many requests, a gateway's or a busy server's. */
 const transientHttpStatus = new Set([408, 429, 502, 503, 504]);
 
@@ -22,7 +22,7 @@ interface ChatCompletion {
 }
 
 // curl prints this after the body, so one request gives both the answer and curl's own timing.
-const timingMarker = '\n__liftoff_time_total=';
+const timingMarker = smokeTimingMarker;
 
 export async function smokeTest(input: SmokeTestInput): Promise<SmokeTestResult> {
   return onHost(input.head, (session) => chatCompletion(session, input, requestTimeoutS));
@@ -57,19 +57,12 @@ export async function chatCompletion(
       nonRetryable,
     });
 
-  // The body goes on stdin, after one header line (empty without a key) that the shell's `read` takes and
-  // `printf` (a builtin) writes into a pipe that curl reads as its header file on fd 3: neither the prompt
-  // nor the key becomes part of a command line, and no file holds the key, so a killed command leaves none.
-  const curl = sh`curl -sS --max-time ${timeoutS} -H ${'Content-Type: application/json'} -H @/dev/fd/3 --data-binary @- -w ${`${timingMarker}%{time_total}\\n%{http_code}`} ${url}`;
-  const res = await session.exec(
-    sh`IFS= read -r auth; { printf '%s\n' "$auth" | { ${curl} 3<&0 <&4 4<&-; }; } 4<&0`,
-    {
-      timeoutMs: (timeoutS + 15) * 1000,
-      check: false,
-      stdin: `${authorizationHeader(apiKey).trimEnd()}\n${body}`,
-      secrets,
-    },
-  );
+  const res = await session.exec(smokeCommand(url, timeoutS, timingMarker), {
+    timeoutMs: (timeoutS + 15) * 1000,
+    check: false,
+    stdin: `${authorizationHeader(apiKey).trimEnd()}\n${body}`,
+    secrets,
+  });
   if (res.exitCode !== 0) {
     throw fail(`curl failed (exit ${res.exitCode}): ${said(res.stderr.trim())}`, {
       exitCode: res.exitCode,

@@ -9,6 +9,8 @@ import { projectRoot } from '../temporal/cli-path.js';
 /** Each command by its name (the name it is given in its module), in the order help lists them. */
 export const commandLoaders: Readonly<Record<string, () => Promise<Command>>> = {
   validate: async () => (await import('./validate.js')).validateCommand,
+  plan: async () => (await import('./plan.js')).planCommand,
+  init: async () => (await import('./init.js')).initCommand,
   deploy: async () => (await import('./deploy.js')).deployCommand,
   status: async () => (await import('./status.js')).statusCommand,
   cancel: async () => (await import('./cancel.js')).cancelCommand,

@@ -23,12 +23,17 @@ export function loadSpecFile<S extends z.ZodType>(schema: S, file: string): z.in
       `cannot read spec file ${file}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`,
     );
   }
+  return parseSpecText(schema, text, file);
+}
+
+/** YAML (or JSON) text → validated spec: what a file holds, or what `liftoff init` is about to write. */
+export function parseSpecText<S extends z.ZodType>(schema: S, text: string, source: string): z.infer<S> {
   let value: unknown;
   try {
     value = parseYaml(text, { prettyErrors: true });
   } catch (err) {
     const detail = err instanceof YAMLParseError ? err.message : String(err);
-    throw new SpecError(`${file} is not valid YAML: ${detail}`);
+    throw new SpecError(`${source} is not valid YAML: ${detail}`);
   }
-  return parseSpec(schema, value, file);
+  return parseSpec(schema, value, source);
 }

@@ -29,6 +29,7 @@ import { rayWorkers, waitHealthy } from './wait-healthy.js';
 import { checkMasterPortFree, isRankFailure, launchRanks, rankFollowers } from './deploy-multiproc.js';
 import { deploySteps, type DeployProgress, type DeployResult, type StepState } from './steps.js';
 import { patches } from './patches.js';
+import { headAddressOf, launchServeInput, rayContainerInput } from '../host-commands/step-inputs.js';
 
 export const progressQuery = defineQuery<DeployProgress>('progress');
 
@@ -309,27 +310,14 @@ async function launchOnRay(
   acts: StepActivities,
   tracker: StepTracker,
 ): Promise<number> {
-  const rayBase = {
-    cluster: spec.cluster,
-    launchId,
-    image: spec.ray.image,
-    container: spec.ray.container,
-    port: spec.ray.port,
-    env: spec.ray.env,
-    volumes: spec.ray.volumes,
-    shmSize: spec.ray.shmSize,
-    gpus: spec.gpu.perHost,
-  };
   await tracker.run('startRayHead', () =>
-    acts('startRayHead').startRayHead({ ...rayBase, host: head.ref, clusterIp: head.clusterIp }),
+    acts('startRayHead').startRayHead(rayContainerInput(spec, launchId, head)),
   );
   await tracker.run('startRayWorkers', async () => {
     if (workers.length === 0) return tracker.skip('startRayWorkers', 'single host');
-    const headAddress = `${head.clusterIp}:${spec.ray.port}`;
+    const headAddress = headAddressOf(spec, head);
     const { startRayWorker } = acts('startRayWorkers');
-    await Promise.all(
-      workers.map((w) => startRayWorker({ ...rayBase, host: w.ref, clusterIp: w.clusterIp, headAddress })),
-    );
+    await Promise.all(workers.map((w) => startRayWorker(rayContainerInput(spec, launchId, w, headAddress))));
   });
   await tracker.run('verifyRayCluster', async () => {
     const state = await acts('verifyRayCluster').verifyRayCluster({
@@ -342,20 +330,7 @@ async function launchOnRay(
     tracker.detail('verifyRayCluster', `${state.nodes} nodes, ${state.gpusTotal} GPUs`);
   });
   const launch = await tracker.run('launchServe', () =>
-    acts('launchServe').launchServe({
-      head: head.ref,
-      clusterIp: head.clusterIp,
-      container: spec.ray.container,
-      launchId,
-      model: spec.serve.model,
-      servedModelName: spec.serve.servedModelName,
-      port: spec.serve.port,
-      tensorParallelSize: spec.serve.tensorParallelSize,
-      args: spec.serve.args,
-      env: spec.serve.env,
-      logPath: spec.serve.logPath,
-      rayPort: spec.ray.port,
-    }),
+    acts('launchServe').launchServe(launchServeInput(spec, launchId, head)),
   );
   return launch.pid;
 }

@@ -8,3 +8,5 @@ export { supervisionQuery, stopSupervisionSignal } from './supervise-api.js';
 export type { SuperviseInput } from './supervise-api.js';
 export { notify } from './notify.js';
 export type { NotifyInput, NotifyResult } from './notify.js';
+export { plan } from './plan.js';
+export type { PlanResult, PlanSecret } from './plan.js';

@@ -12,7 +12,7 @@ import {
   splitSections,
   type HostFacts,
 } from '../../src/activities/agreement-facts.js';
-import { hostReadCommand } from '../../src/activities/agreement-read.js';
+import { hostReadCommand } from '../../src/host-commands/agreement.js';
 import {
   compareHosts,
   ifaceMatches,

@@ -1,0 +1,42 @@
+// The command log of a simulated host: with `recordCommands`, sshd runs every session's command through a
+// small script that appends it (base64, one line each, so multi-line commands stay whole) to the host's
+// commands.log before running it unchanged. Tests read it as the host's own record of what a deploy ran.
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+export const commandLogPath = (hostDir: string): string => join(hostDir, 'commands.log');
+
+/**
+ * The ForceCommand script. sshd runs it with the user's shell and puts the client's command in
+ * SSH_ORIGINAL_COMMAND; `exec` keeps stdin, the exit status and signals the command's own. One printf per
+ * record: appends of one write do not interleave between concurrent sessions.
+ */
+const script = `#!/bin/sh
+if [ -n "\${SSH_ORIGINAL_COMMAND+x}" ]; then
+  rec=$(printf '%s' "$SSH_ORIGINAL_COMMAND" | base64 -w0)
+  printf '%s\\n' "$rec" >> "$LIFTOFF_SIM_HOST_DIR/commands.log"
+  exec "\${SHELL:-/bin/sh}" -c "$SSH_ORIGINAL_COMMAND"
+fi
+exec "\${SHELL:-/bin/sh}" -l
+`;
+
+/** Writes the script into `dir` and returns its path, for sshd_config's ForceCommand. */
+export function writeCommandRecorder(dir: string): string {
+  const path = join(dir, 'record-command.sh');
+  writeFileSync(path, script, { mode: 0o755 });
+  return path;
+}
+
+/** Every command the host ran over SSH since the cluster came up, in order. */
+export function readCommandLog(hostDir: string): string[] {
+  let text: string;
+  try {
+    text = readFileSync(commandLogPath(hostDir), 'utf8');
+  } catch {
+    return [];
+  }
+  return text
+    .split('\n')
+    .filter((l) => l !== '')
+    .map((l) => Buffer.from(l, 'base64').toString('utf8'));
+}

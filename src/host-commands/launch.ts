@@ -1,0 +1,147 @@
+// The remote commands of steps 5–11 (the Ray containers, `vllm serve`, the health polls and the smoke test),
+// shared by the activities that run them and by `liftoff plan`, which shows them.
+import { raw, sh, type RawShell, type RemoteCommand } from '../ssh/quote.js';
+import { pipelineParallelSize } from '../config/parallel.js';
+import type { EnvTransport } from './env-transport.js';
+import type { LaunchServeInput, RayContainerInput } from '../activities/types.js';
+
+// How much of each log the deploy reads, and how long the smoke test waits: the activities use these, and
+// `liftoff plan` shows the commands they lead to.
+/** Lines of a Ray container's log read while confirming it started. */
+export const rayConfirmLogLines = 50;
+/** Lines of a worker's container log verifyRayCluster reads for why it has not joined. */
+export const workerJoinLogLines = 200;
+/** Lines of the serve log each health poll returns. */
+export const serveTailLines = 40;
+/** At most this much new log is read per poll; a bigger backlog is read over the next polls. */
+export const maxLogChunkBytes = 256 * 1024;
+/** The smoke test's one chat completion. */
+export const smokeRequestTimeoutS = 120;
+
+/** `http://ip:port`, with brackets for an IPv6 address. */
+export function baseUrl(clusterIp: string, port: number): string {
+  return `http://${clusterIp.includes(':') ? `[${clusterIp}]` : clusterIp}:${port}`;
+}
+
+export const inspectContainerCommand = (name: string): RemoteCommand =>
+  sh`docker inspect --type container -- ${name}`;
+
+/** A container log tail is cut to this many bytes on the host, whatever the length of its lines. */
+export const maxContainerLogBytes = 64 * 1024;
+
+/**
+ * Reads the last lines a container printed (stdout and stderr together), and at most maxContainerLogBytes of
+ * them. Its exit status is the cut's: a missing container shows as docker's error text.
+ */
+export const containerLogTailCommand = (name: string, lines: number = rayConfirmLogLines): RemoteCommand =>
+  sh`docker logs --tail ${lines} -- ${name} 2>&1 | tail -c ${maxContainerLogBytes}`;
+
+export const removeContainerCommand = (name: string): RemoteCommand => sh`docker rm -f -- ${name}`;
+
+export const rayStatusCommand = (container: string): RemoteCommand => sh`docker exec ${container} ray status`;
+
+export type RayRole = 'head' | 'worker';
+
+function rayStartArgs(input: RayContainerInput, role: RayRole): string[] {
+  const common = ['--node-ip-address', input.clusterIp, '--num-gpus', String(input.gpus)];
+  return role === 'head'
+    ? ['start', '--head', '--block', '--port', String(input.port), ...common]
+    : ['start', '--block', '--address', input.headAddress ?? '', ...common];
+}
+
+/** The Ray node's container; `transport` carries its env (secret values on stdin, never in this text). */
+export function rayRunCommand(
+  input: RayContainerInput,
+  role: RayRole,
+  transport: EnvTransport,
+): RemoteCommand {
+  const labels = [
+    `liftoff.cluster=${input.cluster}`,
+    `liftoff.launch=${input.launchId}`,
+    `liftoff.role=${role}`,
+  ].flatMap((l) => ['--label', l]);
+  const volumes = input.volumes.flatMap((v) => ['-v', v]);
+  return sh`${transport.prelude} docker run -d --name ${input.container} --gpus all --network host --ipc host --shm-size ${input.shmSize} ${labels} ${transport.flags} ${volumes} --entrypoint ray ${input.image} ${rayStartArgs(input, role)}`;
+}
+
+export { pipelineParallelSize };
+
+export function serveArgv(input: LaunchServeInput): string[] {
+  // One worker process needs no distributed executor, and platforms without Ray support (vLLM's CPU
+  // build) refuse the flag; past one, the workers are placed over the Ray cluster liftoff started.
+  const distributed = input.tensorParallelSize * pipelineParallelSize(input.args) > 1;
+  return [
+    'vllm',
+    'serve',
+    input.model,
+    '--port',
+    String(input.port),
+    '--tensor-parallel-size',
+    String(input.tensorParallelSize),
+    ...(distributed ? ['--distributed-executor-backend', 'ray'] : []),
+    ...(input.servedModelName ? ['--served-model-name', input.servedModelName] : []),
+    ...input.args,
+  ];
+}
+
+export function markerPathFor(logPath: string): string {
+  return `${logPath}.liftoff.json`;
+}
+
+const markerMaxBytes = 4096;
+/** A log tail is cut to this many bytes on the host, whatever the length of its lines. */
+export const maxTailBytes = 64 * 1024;
+/** The launch command's exit status when the log or its marker is a symbolic link. */
+export const symlinkExit = 4;
+
+export const readMarkerCommand = (path: string): RemoteCommand => sh`head -c ${markerMaxBytes} -- ${path}`;
+
+/** A zombie (dead, not reaped yet) still answers `kill -0`, so its state is read too. */
+export const pidAliveCommand = (pid: number | RawShell): RemoteCommand =>
+  sh`kill -0 ${pid} 2>/dev/null && ! grep -qs '^State:[[:space:]]*Z' /proc/${pid}/status`;
+
+/**
+ * Reads the serve log's last lines, and at most maxTailBytes of them: one line can be any length. Every read of
+ * the log's tail (health, diagnostics, the failure bundle) is this command.
+ */
+export const serveLogTailCommand = (logPath: string, lines: number = serveTailLines): RemoteCommand =>
+  sh`tail -n ${lines} -- ${logPath} | tail -c ${maxTailBytes}`;
+
+/**
+ * One command starts the server and writes the marker, so no retry can fall between the two. It truncates the
+ * log and writes the marker only if neither is a symbolic link (which would truncate its target). `startedAt`
+ * is the launch time in ms; `liftoff plan`, which runs nothing, passes a named placeholder instead.
+ */
+export function serveLaunchCommand(
+  input: LaunchServeInput,
+  transport: EnvTransport,
+  startedAt: number | RawShell,
+): RemoteCommand {
+  const markerPath = markerPathFor(input.logPath);
+  const markerFormat = '{"launchId":%s,"pid":%s,"startedAt":%s}\n';
+  return sh`${transport.prelude} if [ -L ${input.logPath} ] || [ -L ${markerPath} ]; then exit ${symlinkExit}; fi; : > ${input.logPath} || exit 3; setsid nohup docker exec ${transport.flags} ${input.container} ${serveArgv(input)} > ${input.logPath} 2>&1 < /dev/null & pid=$!; printf ${markerFormat} ${JSON.stringify(input.launchId)} ${raw('"$pid"')} ${startedAt} > ${markerPath} && echo "$pid"`;
+}
+
+export const fileSizeCommand = (path: string): RemoteCommand => sh`wc -c < ${path}`;
+
+export const logChunkCommand = (path: string, from: number, maxBytes: number): RemoteCommand =>
+  sh`tail -c +${from + 1} -- ${path} | head -c ${maxBytes}`;
+
+export const healthCommand = (url: string): RemoteCommand =>
+  sh`curl -sS --max-time 5 -o /dev/null -w ${'%{http_code}'} ${`${url}/health`}`;
+
+/** The Authorization header comes on stdin (`-H @-`): the key never appears on a command line. */
+export const modelsCommand = (url: string): RemoteCommand =>
+  sh`curl -sS --max-time 5 -H @- ${`${url}/v1/models`}`;
+
+export const smokeTimingMarker = '\n__liftoff_time_total=';
+
+/**
+ * The body goes on stdin, after one header line (empty without a key) that the shell's `read` takes and
+ * `printf` (a builtin) writes into a pipe that curl reads as its header file on fd 3: neither the prompt nor
+ * the key becomes part of a command line, and no file holds the key, so a killed command leaves none.
+ */
+export function smokeCommand(url: string, timeoutS: number, timingMarker: string): RemoteCommand {
+  const curl = sh`curl -sS --max-time ${timeoutS} -H ${'Content-Type: application/json'} -H @/dev/fd/3 --data-binary @- -w ${`${timingMarker}%{time_total}\\n%{http_code}`} ${url}`;
+  return sh`IFS= read -r auth; { printf '%s\n' "$auth" | { ${curl} 3<&0 <&4 4<&-; }; } 4<&0`;
+}

@@ -1,0 +1,113 @@
+// What `liftoff init` reads on one host, read only, through the one SSH executor: each probe is bounded by
+// the executor's output cap and parsed line by line; a probe that fails (no nvidia-smi, no docker) reads as
+// nothing found, so the spec it leads to says so instead of the whole run failing.
+import type { SshSession } from '../ssh/executor.js';
+import { parseQueryGpu } from '../parsers/nvidia-smi.js';
+import { hostLines } from '../parsers/host-output.js';
+import {
+  parseIbdev2netdev,
+  parseIpv4Addresses,
+  type Ipv4Address,
+  type RdmaLink,
+} from '../parsers/ip-addr.js';
+import { ipv4AddressesCommand } from '../host-commands/preflight.js';
+import {
+  gpuListCommand,
+  hfModelsCommand,
+  imagesCommand,
+  initGpuFields,
+  rdmaLinksCommand,
+  runningContainersCommand,
+  vllmUnitsCommand,
+} from '../host-commands/init.js';
+
+export interface HostGpu {
+  index: number;
+  name: string;
+  /** null on unified memory (GB10 prints [N/A]). */
+  memoryTotalMiB: number | null;
+}
+
+export interface CachedModel {
+  /** Org/Name. */
+  id: string;
+  /** The cache folder that holds hub/ (what a volume mounts at /root/.cache/huggingface). */
+  cacheDir: string;
+}
+
+export interface HostFacts {
+  name: string;
+  address: string;
+  gpus: HostGpu[];
+  addresses: Ipv4Address[];
+  rdma: RdmaLink[];
+  images: { ref: string; id: string }[];
+  models: CachedModel[];
+  units: string[];
+  containers: { name: string; image: string }[];
+}
+
+const modelFolder = /^(\/[^\s]*)\/hub\/models--([A-Za-z0-9][A-Za-z0-9._-]*)--([A-Za-z0-9][A-Za-z0-9._-]*)$/;
+const plainWord = /^[A-Za-z0-9][A-Za-z0-9._:/@-]*$/;
+
+export function parseModels(text: string): CachedModel[] {
+  const out: CachedModel[] = [];
+  for (const line of hostLines(text)) {
+    const m = modelFolder.exec(line.trim());
+    if (m?.[1] && m[2] && m[3]) out.push({ id: `${m[2]}/${m[3]}`, cacheDir: m[1] });
+  }
+  return out;
+}
+
+export function parseGpus(text: string): HostGpu[] {
+  return parseQueryGpu(text, [...initGpuFields]).map((row) => ({
+    index: Number(row['index'] ?? -1),
+    name: String(row['name'] ?? ''),
+    memoryTotalMiB: typeof row['memory.total'] === 'number' ? row['memory.total'] : null,
+  }));
+}
+
+/** Two words a line (`NAME IMAGE`, `REF ID`), each a plain word; anything else is dropped. */
+function pairs(text: string): [string, string][] {
+  return hostLines(text).flatMap((line): [string, string][] => {
+    const [a = '', b = '', ...rest] = line.trim().split(/\s+/);
+    return rest.length === 0 && plainWord.test(a) && plainWord.test(b) ? [[a, b]] : [];
+  });
+}
+
+export async function probeHost(session: SshSession, name: string, address: string): Promise<HostFacts> {
+  const run = async (cmd: Parameters<SshSession['exec']>[0]): Promise<string> => {
+    const res = await session.exec(cmd, { timeoutMs: 30_000, check: false });
+    return res.exitCode === 0 ? res.stdout : '';
+  };
+  const [gpus, ip, rdma, images, models, units, containers] = await Promise.all([
+    run(gpuListCommand()),
+    run(ipv4AddressesCommand()),
+    run(rdmaLinksCommand()),
+    run(imagesCommand()),
+    run(hfModelsCommand()),
+    run(vllmUnitsCommand()),
+    run(runningContainersCommand()),
+  ]);
+  let gpuList: HostGpu[] = [];
+  try {
+    gpuList = parseGpus(gpus);
+  } catch {
+    gpuList = [];
+  }
+  return {
+    name,
+    address,
+    gpus: gpuList,
+    addresses: parseIpv4Addresses(ip),
+    rdma: parseIbdev2netdev(rdma),
+    images: pairs(images)
+      .filter(([ref]) => !ref.includes('<none>'))
+      .map(([ref, id]) => ({ ref, id })),
+    models: parseModels(models),
+    units: hostLines(units)
+      .map((l) => l.trim().split(/\s+/)[0] ?? '')
+      .filter((u) => /^[A-Za-z0-9@._:-]+\.service$/.test(u)),
+    containers: pairs(containers).map(([n, image]) => ({ name: n, image })),
+  };
+}

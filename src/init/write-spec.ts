@@ -1,0 +1,119 @@
+// The spec `liftoff init` writes: YAML by hand, so every choice can carry its comment (what was picked, why,
+// and what was not). Values are written as JSON strings, which YAML reads as they are; comments hold host text
+// only after it is reduced to printable characters (YAML refuses control characters anywhere in a file).
+import type { Choice, InitChoices } from './choose.js';
+import { rayContainerName } from './choose.js';
+import type { HostFacts } from './probe.js';
+
+export interface InitSshOptions {
+  user: string;
+  privateKeyPath?: string;
+  useAgent?: boolean;
+  knownHostsPath: string;
+}
+
+export interface WriteSpecInput {
+  cluster: string;
+  ssh: InitSshOptions;
+  choices: InitChoices;
+  facts: HostFacts[];
+  /** Shown in the header: when the hosts were probed. */
+  probedAt: string;
+}
+
+const q = (v: string): string => JSON.stringify(v);
+// eslint-disable-next-line no-control-regex
+const commentText = (text: string): string => text.replace(/[\u0000-\u001f\u007f-\u009f]/g, '?');
+const fallbackModel = 'Org/Model-Name';
+const fallbackLog = '/var/tmp/liftoff-vllm-serve.log';
+
+function choiceComments(indent: string, what: string, choice: Choice<unknown>): string[] {
+  const lines = [`${indent}# ${what}: ${commentText(choice.reason)}`];
+  if (choice.alternatives.length > 0) {
+    lines[0] = `${indent}# ${what}: picked ${commentText(choice.reason)}`;
+    for (const alt of choice.alternatives) lines.push(`${indent}#   not picked: ${commentText(alt)}`);
+  }
+  return lines;
+}
+
+function gpuSummary(h: HostFacts): string {
+  if (h.gpus.length === 0) return 'no GPU listed by nvidia-smi';
+  const names = [...new Set(h.gpus.map((g) => g.name))].join(', ');
+  const unified = h.gpus.some((g) => g.memoryTotalMiB === null);
+  const memory = unified
+    ? 'unified memory (nvidia-smi reports no device memory)'
+    : `${Math.min(...h.gpus.map((g) => g.memoryTotalMiB ?? 0))} MiB each`;
+  return `${h.gpus.length} GPU (${names}, ${memory})`;
+}
+
+/** Where the serve log goes: the home that holds the HF cache (it exists on the head), else /var/tmp. */
+function logPathFor(cacheDir: string | undefined): string {
+  const home =
+    cacheDir !== undefined ? /^(\/home\/[^/]+|\/root)\/\.cache\/huggingface$/.exec(cacheDir)?.[1] : undefined;
+  return home ? `${home}/liftoff-vllm-serve.log` : fallbackLog;
+}
+
+export function writeSpecText(input: WriteSpecInput): string {
+  const { choices } = input;
+  const out: string[] = [
+    `# liftoff spec written by \`liftoff init\` from what the hosts showed (read only) at ${input.probedAt}.`,
+    '# Check each choice below (the comments say what was picked and why), then:',
+    '#   liftoff validate -c THIS_FILE && liftoff plan -c THIS_FILE',
+  ];
+  for (const w of choices.warnings) out.push(`# WARNING: ${commentText(w)}`);
+  out.push(`cluster: ${q(input.cluster)}`, 'ssh:', `  user: ${q(input.ssh.user)}`);
+  if (input.ssh.privateKeyPath !== undefined) out.push(`  privateKeyPath: ${q(input.ssh.privateKeyPath)}`);
+  if (input.ssh.useAgent) out.push('  useAgent: true');
+  out.push(`  knownHostsPath: ${q(input.ssh.knownHostsPath)}`, 'hosts:');
+  for (const h of choices.hosts) {
+    const facts = input.facts.find((f) => f.name === h.name);
+    out.push(`  # ${h.name}: ${commentText(facts ? gpuSummary(facts) : 'not probed')}`);
+    out.push(`  - name: ${q(h.name)}`, `    address: ${q(h.address)}`, `    role: ${h.role}`);
+    if (h.jumpHost) out.push(`    jumpHost: ${q(h.jumpHost)}`);
+    if (h.cluster) {
+      out.push(...choiceComments('    ', 'clusterIp', h.cluster));
+      out.push(`    clusterIp: ${q(h.cluster.value.ip)}`);
+    } else {
+      out.push(
+        '    # clusterIp: no candidate interface found; the SSH address stands in',
+        `    clusterIp: ${q(h.address)}`,
+      );
+    }
+  }
+  out.push('cleanup:');
+  out.push(
+    '  # running on the hosts now: vLLM services, and containers of an inference server; the deploy stops and removes them',
+  );
+  out.push(`  services: [${choices.services.map(q).join(', ')}]`);
+  out.push('  # so a reboot does not start them again');
+  out.push('  disableServices: true');
+  out.push(`  containers: [${choices.containers.map(q).join(', ')}]`);
+  if (choices.otherContainers.length > 0) {
+    out.push(
+      `  # also running, not suggested (no sign of an inference server): ${commentText(choices.otherContainers.join(', '))}`,
+    );
+  }
+  out.push('gpu:', `  perHost: ${choices.gpusPerHost}`);
+  out.push('ray:', ...choiceComments('  ', 'image', choices.image), `  image: ${q(choices.image.value)}`);
+  out.push(`  container: ${q(rayContainerName)}`, '  env:');
+  if (choices.iface !== undefined) {
+    out.push('    # the head’s cluster interface (the comments under hosts say why)');
+    out.push(`    NCCL_SOCKET_IFNAME: ${q(choices.iface)}`, `    GLOO_SOCKET_IFNAME: ${q(choices.iface)}`);
+  } else {
+    out.push('    {}');
+  }
+  const model = choices.model;
+  // Without a model found, the login's own cache: where `huggingface-cli download` run as it would put one.
+  const home = input.ssh.user === 'root' ? '/root' : `/home/${input.ssh.user}`;
+  const cacheDir = model?.value.cacheDir ?? `${home}/.cache/huggingface`;
+  out.push('  volumes:');
+  if (!model) out.push('    # no model found: the SSH user’s own Hugging Face cache');
+  out.push(`    - ${q(`${cacheDir}:/root/.cache/huggingface`)}`);
+  out.push('serve:');
+  if (model) out.push(...choiceComments('  ', 'model', model));
+  else out.push('  # model: none found in the hosts’ Hugging Face caches; name yours here');
+  out.push(`  model: ${q(model?.value.id ?? fallbackModel)}`);
+  out.push(`  tensorParallelSize: ${choices.hosts.length * choices.gpusPerHost}`);
+  out.push(`  logPath: ${q(logPathFor(cacheDir))}`);
+  return `${out.join('\n')}\n`;
+}

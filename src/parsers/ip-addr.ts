@@ -1,0 +1,48 @@
+// The host's network as `ip -o -4 addr show` and `ibdev2netdev` print it. Host output is hostile: each line is
+// cut before matching, and only anchored, linear patterns are used.
+import { hostLines } from './host-output.js';
+
+export interface Ipv4Address {
+  iface: string;
+  address: string;
+  prefix: number;
+}
+
+/** `ip -o -4 addr show` lines: `2: enp1s0f1np1    inet 10.213.2.1/24 brd 10.213.2.255 scope global enp1s0f1np1\ …`. */
+export function parseIpv4Addresses(text: string): Ipv4Address[] {
+  const out: Ipv4Address[] = [];
+  for (const line of hostLines(text)) {
+    const m = /^\d+:\s+([^\s@]+)(?:@\S+)?\s+inet\s+(\d{1,3}(?:\.\d{1,3}){3})\/(\d{1,2})\b/.exec(line);
+    if (m?.[1] && m[2] && m[3]) out.push({ iface: m[1], address: m[2], prefix: Number(m[3]) });
+  }
+  return out;
+}
+
+export interface RdmaLink {
+  device: string;
+  port: number;
+  iface: string;
+  up: boolean;
+}
+
+/** `ibdev2netdev` (Mellanox OFED) lines: `mlx5_0 port 1 ==> enp1s0f0np0 (Up)`. */
+export function parseIbdev2netdev(text: string): RdmaLink[] {
+  const out: RdmaLink[] = [];
+  for (const line of hostLines(text)) {
+    const m = /^(\S+) port (\d+) ==> (\S+) \((\w+)\)/.exec(line.trim());
+    if (m?.[1] && m[2] && m[3] && m[4]) {
+      out.push({ device: m[1], port: Number(m[2]), iface: m[3], up: m[4].toLowerCase() === 'up' });
+    }
+  }
+  return out;
+}
+
+/** Both addresses in the same IPv4 network of `prefix` bits. */
+export function sameSubnet(a: string, b: string, prefix: number): boolean {
+  const size = 2 ** (32 - prefix);
+  return Math.floor(ipv4ToNumber(a) / size) === Math.floor(ipv4ToNumber(b) / size);
+}
+
+export function ipv4ToNumber(address: string): number {
+  return address.split('.').reduce((n, part) => n * 256 + Number(part), 0);
+}

@@ -1,0 +1,281 @@
+// What the deploy would run on one host, step by step, built with the deploy's own command builders
+// (src/host-commands) from the spec and what a read-only look at the host found (its login's uid, which
+// listed units are loaded, which containers exist). Pure: the plan activity reads, this writes the list.
+import type { HostRef } from '../activities/ssh-context.js';
+import { envTransport } from '../host-commands/env-transport.js';
+import type { DeploySpec, EnvSpec } from '../config/schema.js';
+import { dirnameOf, modelPathFor } from '../config/derive.js';
+import { isSecretEnvName } from '../shared/secrets.js';
+import { raw, type RemoteCommand } from '../ssh/quote.js';
+import {
+  dockerVersionCommand,
+  folderExistsCommand,
+  freeSpaceCommand,
+  imageIdCommand,
+  ipv4AddressesCommand,
+  logDirCommand,
+  missingPathsCommand,
+  volumeHostPaths,
+  weightFilesCommand,
+} from '../host-commands/preflight.js';
+import {
+  clusterFilter,
+  containerNamesCommand,
+  disableUnitsCommand,
+  gpuAppsCommand,
+  gpuDevicesCommand,
+  meminfoCommand,
+  privilegePrefix,
+  removeContainersCommand,
+  stopUnitsCommand,
+  unitStatesCommand,
+  userIdCommand,
+} from '../host-commands/cleanup.js';
+import {
+  baseUrl,
+  maxLogChunkBytes as logChunkBytes,
+  rayConfirmLogLines,
+  serveTailLines,
+  smokeRequestTimeoutS as smokeTimeoutS,
+  workerJoinLogLines as verifyWorkerLogLines,
+  containerLogTailCommand,
+  fileSizeCommand,
+  healthCommand,
+  inspectContainerCommand,
+  logChunkCommand,
+  serveLogTailCommand,
+  markerPathFor,
+  modelsCommand,
+  pidAliveCommand,
+  rayRunCommand,
+  rayStatusCommand,
+  readMarkerCommand,
+  serveLaunchCommand,
+  smokeCommand,
+  smokeTimingMarker,
+} from '../host-commands/launch.js';
+import { headAddressOf, launchServeInput, rayContainerInput } from '../host-commands/step-inputs.js';
+import { hostReadCommand, imageVersionsCommand } from '../host-commands/agreement.js';
+
+/** Stand-ins for what exists only once the deploy runs; the plan shows them by these names. */
+export const planPlaceholders = {
+  runId: 'RUN_ID',
+  startedAt: 'START_MS',
+  pid: 'PID',
+  /** The per-read marker of the agreement read's sections. */
+  nonce: 'NONCE',
+} as const;
+
+export interface PlannedCommand {
+  text: string;
+  /** Changes the host (stops, removes, starts); every other command only reads. */
+  change: boolean;
+  /** Run again until a condition holds (a poll); said how. */
+  repeats?: string;
+}
+
+export interface PlannedStep {
+  step: string;
+  commands: PlannedCommand[];
+}
+
+export interface HostPlan {
+  host: string;
+  role: 'head' | 'worker';
+  steps: PlannedStep[];
+  stop: string[];
+  disable: string[];
+  remove: string[];
+  start: string[];
+}
+
+/** What the plan activity read on the host, read only. */
+export interface HostObservation {
+  uid: string;
+  /** The listed units systemd knows (LoadState other than not-found). */
+  loadedUnits: string[];
+  /** Every container name on the host. */
+  containers: string[];
+  /** Containers an earlier liftoff launch of this cluster left (by label). */
+  labelled: string[];
+}
+
+export interface PlanHost {
+  name: string;
+  role: 'head' | 'worker';
+  clusterIp: string;
+  ref: HostRef;
+}
+
+const read = (cmd: RemoteCommand, repeats?: string): PlannedCommand => ({
+  text: cmd.text,
+  change: false,
+  ...(repeats ? { repeats } : {}),
+});
+const change = (cmd: RemoteCommand): PlannedCommand => ({ text: cmd.text, change: true });
+
+/**
+ * The env a command gets, as the deploy's envTransport builds it, without reading a secret: a reference's
+ * value stays on the worker, so it is sent on stdin and the command shows only `-e NAME`.
+ */
+function planTransport(env: EnvSpec, extra: Record<string, string> = {}): ReturnType<typeof envTransport> {
+  const values: Record<string, string> = {};
+  const secretNames = new Set<string>();
+  for (const [name, value] of Object.entries(env)) {
+    values[name] = typeof value === 'string' ? value : '';
+    if (typeof value !== 'string' || isSecretEnvName(name)) secretNames.add(name);
+  }
+  return envTransport({ ...values, ...extra }, secretNames);
+}
+
+export function launchIdOf(spec: DeploySpec): string {
+  return `liftoff-${spec.cluster}:${planPlaceholders.runId}`;
+}
+
+function preflightCommands(spec: DeploySpec, host: PlanHost, head: PlanHost): PlannedCommand[] {
+  const modelPath = modelPathFor(spec) ?? '';
+  const paths = volumeHostPaths(spec.ray.volumes);
+  // The agreement checks (one read per host) cover NCCL/GLOO_SOCKET_IFNAME, so preflightHost reads no interface.
+  const agreementRead = hostReadCommand(
+    {
+      host: host.name,
+      image: spec.ray.image,
+      modelPath,
+      hashWeights: spec.preflight.hashWeights,
+      rayHead: host.role === 'head' ? undefined : { ip: head.clusterIp, port: spec.ray.port },
+    },
+    planPlaceholders.nonce,
+  );
+  const cmds = [
+    dockerVersionCommand(),
+    imageIdCommand(spec.ray.image),
+    folderExistsCommand(modelPath),
+    weightFilesCommand(modelPath),
+    ...(paths.length > 0 ? [missingPathsCommand(paths)] : []),
+    ipv4AddressesCommand(),
+    freeSpaceCommand(modelPath),
+    ...(host.role === 'head' ? [logDirCommand(dirnameOf(spec.serve.logPath), spec.serve.logPath)] : []),
+    agreementRead,
+  ];
+  return [
+    ...cmds.map((c) => read(c)),
+    // Read on the first host of each distinct image ID; hosts of one image share its versions.
+    ...(host.role === 'head'
+      ? [read(imageVersionsCommand(spec.ray.image), 'once per distinct image ID, on its first host')]
+      : []),
+  ];
+}
+
+export function planHost(
+  spec: DeploySpec,
+  host: PlanHost,
+  head: PlanHost,
+  workers: readonly PlanHost[],
+  seen: HostObservation,
+): HostPlan {
+  const launchId = launchIdOf(spec);
+  const steps: PlannedStep[] = [{ step: 'preflight', commands: preflightCommands(spec, host, head) }];
+  const units = [...new Set(spec.cleanup.services)];
+  const stop = units.filter((u) => seen.loadedUnits.includes(u));
+  const disable = spec.cleanup.disableServices ? stop : [];
+  if (units.length > 0) {
+    const privileged = privilegePrefix(seen.uid);
+    steps.push({
+      step: 'stopServices',
+      commands: [
+        read(unitStatesCommand(units)),
+        ...(stop.length === 0
+          ? []
+          : [
+              read(userIdCommand()),
+              change(stopUnitsCommand(privileged, stop)),
+              ...(disable.length > 0 ? [change(disableUnitsCommand(privileged, disable))] : []),
+              read(unitStatesCommand(stop)),
+            ]),
+      ],
+    });
+  }
+  const names = [...new Set([...spec.cleanup.containers, spec.ray.container])];
+  const remove = [...new Set([...names.filter((n) => seen.containers.includes(n)), ...seen.labelled])];
+  steps.push({
+    step: 'removeContainers',
+    commands: [
+      read(containerNamesCommand()),
+      read(containerNamesCommand(clusterFilter(spec.cluster))),
+      ...(remove.length === 0
+        ? []
+        : [change(removeContainersCommand(remove)), read(containerNamesCommand())]),
+    ],
+  });
+  const untilClear = `until the GPUs are clear (gpu.clearTimeout ${spec.gpu.clearTimeout})`;
+  steps.push({
+    step: 'verifyGpusClear',
+    commands: [gpuDevicesCommand(), gpuAppsCommand(), meminfoCommand()].map((c) => read(c, untilClear)),
+  });
+
+  const ray = rayContainerInput(
+    spec,
+    launchId,
+    host,
+    host.role === 'head' ? undefined : headAddressOf(spec, head),
+  );
+  const container = spec.ray.container;
+  const untilStarted = 'until `ray start` reports the node started (up to 3 s)';
+  steps.push({
+    step: host.role === 'head' ? 'startRayHead' : 'startRayWorkers',
+    commands: [
+      read(inspectContainerCommand(container)),
+      change(rayRunCommand(ray, host.role, planTransport(spec.ray.env, { VLLM_HOST_IP: host.clusterIp }))),
+      read(containerLogTailCommand(container, rayConfirmLogLines), untilStarted),
+      read(inspectContainerCommand(container), untilStarted),
+    ],
+  });
+  const untilJoined = `until ${workers.length + 1} nodes and their GPUs have joined (ray.verifyTimeout ${spec.ray.verifyTimeout})`;
+  steps.push({
+    step: 'verifyRayCluster',
+    commands:
+      host.role === 'head'
+        ? [read(rayStatusCommand(container), untilJoined)]
+        : [
+            read(inspectContainerCommand(container), 'while this node has not joined'),
+            read(containerLogTailCommand(container, verifyWorkerLogLines), 'while this node has not joined'),
+          ],
+  });
+  const start = [`Ray ${host.role} container ${container} (${spec.ray.image})`];
+  if (host.role === 'head') {
+    const serve = launchServeInput(spec, launchId, host);
+    const url = baseUrl(host.clusterIp, spec.serve.port);
+    const untilHealthy = `until /health answers and the model is listed (serve.loadTimeout ${spec.serve.loadTimeout})`;
+    steps.push({
+      step: 'launchServe',
+      commands: [
+        read(readMarkerCommand(markerPathFor(spec.serve.logPath))),
+        read(rayStatusCommand(container)),
+        change(serveLaunchCommand(serve, planTransport(spec.serve.env), raw(planPlaceholders.startedAt))),
+      ],
+    });
+    steps.push({
+      step: 'waitHealthy',
+      commands: [
+        read(pidAliveCommand(raw(planPlaceholders.pid)), untilHealthy),
+        read(inspectContainerCommand(container), untilHealthy),
+        read(fileSizeCommand(spec.serve.logPath), untilHealthy),
+        read(logChunkCommand(spec.serve.logPath, 0, logChunkBytes), untilHealthy),
+        read(serveLogTailCommand(spec.serve.logPath, serveTailLines), untilHealthy),
+        read(healthCommand(url), untilHealthy),
+        read(modelsCommand(url), untilHealthy),
+      ],
+    });
+    steps.push({
+      step: 'smokeTest',
+      commands: [read(smokeCommand(`${url}/v1/chat/completions`, smokeTimeoutS, smokeTimingMarker))],
+    });
+    start.push(
+      `vllm serve ${spec.serve.model} in ${container}, log ${spec.serve.logPath}, endpoint ${url}/v1`,
+    );
+  } else {
+    const untilLoaded = 'while the head loads the model';
+    steps.push({ step: 'waitHealthy', commands: [read(inspectContainerCommand(container), untilLoaded)] });
+  }
+  return { host: host.name, role: host.role, steps, stop, disable, remove, start };
+}

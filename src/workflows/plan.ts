@@ -1,0 +1,71 @@
+// `liftoff plan`: the deploy's validate and preflight steps, exactly as the deploy runs them (on a worker, under
+// its policy, through the one preflight function), then a read-only look at each host that lists every command
+// the deploy would run there. Nothing is stopped, removed or started. A workflow, not a local run, so the
+// plan sees the hosts from where the deploy would: the worker's keys, known_hosts and network.
+import { ApplicationFailure, proxyActivities } from '@temporalio/workflow';
+import type { EnvSpec } from '../config/schema.js';
+import type { HostPlan } from '../plan/host-plan.js';
+import { FailureType } from '../shared/failures.js';
+import { heartbeatTimeout, stepActivities, type Activities } from './activity-options.js';
+import { clusterHosts, validate } from './deploy.js';
+import { preflight } from './preflight.js';
+
+export interface PlanSecret {
+  /** Where the spec uses it, e.g. `serve.env.HF_TOKEN`. */
+  field: string;
+  /** How the worker gets the value: a reference, never the value. */
+  source: string;
+}
+
+export interface PlanResult {
+  cluster: string;
+  /** Whether the deploy would go past preflight and start. */
+  wouldStart: boolean;
+  /** Preflight's refusal, one line per problem (empty when it passed). */
+  problems: string[];
+  /** Preflight's warnings when it passed (clock skew between hosts). */
+  warnings: string[];
+  hosts: HostPlan[];
+  secrets: PlanSecret[];
+}
+
+const { planHostCommands } = proxyActivities<Activities>({
+  startToCloseTimeout: '2 minutes',
+  heartbeatTimeout,
+  retry: { initialInterval: '2s', backoffCoefficient: 2, maximumInterval: '20s', maximumAttempts: 4 },
+});
+
+export async function plan(input: unknown): Promise<PlanResult> {
+  const spec = validate(input);
+  const acts = stepActivities(spec);
+  await acts('validate').checkWorkerPolicy({ spec });
+  const hosts = clusterHosts(spec);
+  const head = hosts.find((h) => h.role === 'head');
+  if (!head) throw ApplicationFailure.nonRetryable('no head host', FailureType.invalidSpec);
+  const workers = hosts.filter((h) => h !== head);
+  const secrets = [...secretsOf('ray.env', spec.ray.env), ...secretsOf('serve.env', spec.serve.env)];
+  let warnings: string[];
+  try {
+    warnings = await preflight(spec, hosts, head, acts);
+  } catch (err) {
+    if (err instanceof ApplicationFailure && err.type === FailureType.preflightFailed) {
+      const problems = err.message
+        .split('\n')
+        .slice(1)
+        .map((l) => l.trim())
+        .filter((l) => l !== '');
+      return { cluster: spec.cluster, wouldStart: false, problems, warnings: [], hosts: [], secrets };
+    }
+    throw err;
+  }
+  const plans = await Promise.all(hosts.map((h) => planHostCommands({ spec, host: h, head, workers })));
+  return { cluster: spec.cluster, wouldStart: true, problems: [], warnings, hosts: plans, secrets };
+}
+
+function secretsOf(prefix: string, env: EnvSpec): PlanSecret[] {
+  return Object.entries(env).flatMap(([name, value]): PlanSecret[] => {
+    if (typeof value === 'string') return [];
+    const source = 'fromEnv' in value ? `worker env ${value.fromEnv}` : `worker file ${value.fromFile}`;
+    return [{ field: `${prefix}.${name}`, source }];
+  });
+}

@@ -1,0 +1,215 @@
+// `liftoff plan` and `liftoff init` end to end, as a user runs them (the CLI as its own process) against a real
+// Temporal dev server, a liftoff worker and the simulated 2-host cluster (spark2 behind spark1). The hosts
+// record every command they run (sim recordCommands): the evidence that plan changed nothing and that the
+// deploy then ran exactly the plan's changes, and nothing the plan did not list.
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { stringify } from 'yaml';
+import { useE2eCluster } from '../helpers/e2e-cluster.js';
+import { runLiftoff } from '../helpers/cli.js';
+import { addHostInterface, hostCommands, reseedCluster } from '../../sim/cluster.js';
+import { loadSpecFile } from '../../src/config/load.js';
+import { deploySpecSchema } from '../../src/config/schema.js';
+import { simDeploySpec } from '../../sim/spec.js';
+import { TASK_QUEUE } from '../../src/shared/constants.js';
+import { deploy, type PlanResult } from '../../src/workflows/index.js';
+import { planPlaceholders } from '../../src/plan/host-plan.js';
+
+const stateDir = '/tmp/liftoff-test-plan-init';
+const cluster = 'plan-e2e';
+
+/** Commands that change a host, by the test's own reading of the shell text (not the plan's flag). */
+const changesHost = (cmd: string): boolean =>
+  /systemctl (stop|disable) |docker rm -f |docker run -d |setsid nohup docker exec /.test(cmd);
+
+describe('liftoff plan and init on the simulated cluster', () => {
+  const e2e = useE2eCluster({
+    stateDir,
+    netIndex: 41,
+    recordCommands: true,
+    vllm: { shards: 3, shardSeconds: 0.2, graphCaptureSeconds: 0.2 },
+  });
+  const env = (): NodeJS.ProcessEnv => ({
+    ...process.env,
+    ...e2e.temporalEnv,
+    LIFTOFF_WORKER_POLICY: e2e.sim.workerPolicyPath,
+  });
+  const writeSpec = (name: string, spec: unknown): string => {
+    mkdirSync(stateDir, { recursive: true });
+    const file = join(stateDir, name);
+    writeFileSync(file, stringify(spec));
+    return file;
+  };
+  const logLengths = (): Map<string, number> =>
+    new Map(e2e.sim.hosts.map((h) => [h.name, hostCommands(stateDir, h.name).length]));
+  const since = (marks: Map<string, number>, host: string): string[] =>
+    hostCommands(stateDir, host).slice(marks.get(host) ?? 0);
+
+  it('plan lists every command, changes nothing, and the deploy then runs exactly its changes', async () => {
+    const file = writeSpec('plan.yaml', simDeploySpec(e2e.sim, { cluster }));
+    const before = logLengths();
+    const text = await runLiftoff(['plan', '-c', file], env());
+    assert.equal(text.code, 0, text.stderr);
+    console.log(`PLAN OUTPUT:\n${text.stdout}`);
+    assert.match(text.stdout, /preflight passed on every host \(spark1, spark2\)/);
+    assert.match(text.stdout, /^spark2 \(worker\)$/m);
+    assert.match(text.stdout, /^would stop: {4}spark1: vllm-cluster\.service/m);
+    assert.match(text.stdout, /^would remove: {2}spark1: .*vllm_node/m);
+    assert.match(text.stdout, /^would start: {3}spark1: Ray head container vllm_qwen35/m);
+    const json = await runLiftoff(['plan', '-c', file, '--json'], env());
+    assert.equal(json.code, 0, json.stderr);
+    const plan = JSON.parse(json.stdout) as PlanResult;
+    assert.equal(plan.wouldStart, true);
+    assert.deepEqual(
+      plan.hosts.map((h) => [h.host, h.role]),
+      [
+        ['spark1', 'head'],
+        ['spark2', 'worker'],
+      ],
+    );
+    for (const h of e2e.sim.hosts) {
+      const ran = since(before, h.name);
+      assert.ok(ran.length > 0, `plan reached ${h.name}`);
+      assert.deepEqual(ran.filter(changesHost), [], `plan changed nothing on ${h.name}`);
+    }
+
+    const marks = logLengths();
+    const handle = await e2e.client.workflow.start(deploy, {
+      taskQueue: TASK_QUEUE,
+      workflowId: `liftoff-${cluster}`,
+      args: [simDeploySpec(e2e.sim, { cluster }), { trigger: 'cli' }],
+    });
+    await handle.result();
+    const runId = handle.firstExecutionRunId;
+    // What only the run has (its id, the launch time, the server's pid, how far the log was read) is the
+    // plan's placeholder; everything else must be the same text.
+    const normalize = (cmd: string): string =>
+      cmd
+        .replaceAll(runId, planPlaceholders.runId)
+        .replace(/"\$pid" \d+ >/, `"$pid" ${planPlaceholders.startedAt} >`)
+        .replace(/kill -0 \d+ /, `kill -0 ${planPlaceholders.pid} `)
+        .replace(/\/proc\/\d+\/status/, `/proc/${planPlaceholders.pid}/status`)
+        .replace(/tail -c \+\d+ /, 'tail -c +1 ')
+        .replaceAll(/@@[0-9a-f]{16} /g, `@@${planPlaceholders.nonce} `);
+    for (const hp of plan.hosts) {
+      const planned = hp.steps.flatMap((s) => s.commands);
+      const ran = since(marks, hp.host).map(normalize);
+      assert.deepEqual(
+        planned.filter((c) => c.change).map((c) => c.text),
+        planned.map((c) => c.text).filter(changesHost),
+        `${hp.host}: the plan flags exactly the commands that change the host`,
+      );
+      assert.deepEqual(
+        ran.filter(changesHost),
+        planned.filter((c) => c.change).map((c) => c.text),
+        `${hp.host}: the deploy ran the plan's changes, in its order, and no other`,
+      );
+      const listed = new Set(planned.map((c) => c.text));
+      const unlisted = [...new Set(ran)].filter((c) => !listed.has(c));
+      assert.deepEqual(unlisted, [], `${hp.host}: every command the deploy ran is in the plan`);
+      console.log(
+        `FIGURE: ${hp.host}: plan lists ${planned.length} commands; the deploy ran ${ran.length} (polls repeat)`,
+      );
+    }
+  });
+
+  it('plan exits 1 when preflight would refuse, 2 for bad input, and starts nothing', async () => {
+    const spec = simDeploySpec(e2e.sim, { cluster: 'plan-refused' });
+    spec.ray.image = 'example/not-pulled:1';
+    const marks = logLengths();
+    const refused = await runLiftoff(['plan', '-c', writeSpec('refused.yaml', spec)], env());
+    assert.equal(refused.code, 1, refused.stderr);
+    assert.match(refused.stdout, /preflight would refuse/);
+    assert.match(refused.stdout, /spark2: image: image example\/not-pulled:1 is not on the host/);
+    for (const h of e2e.sim.hosts) assert.deepEqual(since(marks, h.name).filter(changesHost), []);
+
+    const bad = await runLiftoff(['plan', '-c', writeSpec('bad.yaml', { cluster: 'x' })], env());
+    assert.equal(bad.code, 2);
+    assert.match(bad.stderr, /hosts/);
+    const missing = await runLiftoff(['plan', '-c', join(stateDir, 'none.yaml')], env());
+    assert.equal(missing.code, 2);
+  });
+
+  it('init writes a commented spec that validates and deploys as it stands, and never overwrites without --force', async () => {
+    await reseedCluster(stateDir);
+    // A second candidate interface on spark2, on a network no other host has.
+    await addHostInterface(stateDir, 'spark2', 'eth7', '10.250.41.12/24');
+    const [spark1, spark2] = e2e.sim.hosts;
+    assert.ok(spark1 && spark2);
+    const out = join(stateDir, 'init.yaml');
+    rmSync(out, { force: true });
+    const args = [
+      'init',
+      '--host',
+      `spark1=${spark1.address}`,
+      '--host',
+      `spark2=${spark2.address}`,
+      '--jump',
+      'spark1',
+      '--cluster',
+      'init-e2e',
+      '--user',
+      e2e.sim.sshUser,
+      '--key',
+      e2e.sim.privateKeyPath,
+      '--known-hosts',
+      e2e.sim.knownHostsPath,
+      '-o',
+      out,
+    ];
+    const marks = logLengths();
+    const run = await runLiftoff(args, env());
+    assert.equal(run.code, 0, run.stderr);
+    console.log(`INIT OUTPUT:\n${run.stdout}`);
+    const text = readFileSync(out, 'utf8');
+    console.log(`INIT SPEC:\n${text}`);
+    for (const h of e2e.sim.hosts)
+      assert.deepEqual(since(marks, h.name).filter(changesHost), [], `init only read ${h.name}`);
+    // The choices, with the alternatives as comments.
+    assert.match(text, /# clusterIp: picked enp1s0f1np1 [\d.]+\/24: .*on a network every other host shares/);
+    assert.match(text, /# {3}not picked: eth7 10\.250\.41\.12\/24: .*on no network the other hosts share/);
+    assert.match(text, /# {3}not picked: mgmt0 /, 'spark1: its management address is a candidate too');
+    // Two images are on every host: the pick and the other one, each named.
+    const image =
+      /# image: picked (\S+): on every host, and the image the running container \S+ on spark1 uses\n {2}# {3}not picked: (\S+): also on every host\n {2}image: "([^"]+)"/.exec(
+        text,
+      );
+    assert.ok(image, 'the image choice is written as a comment');
+    assert.equal(image[1], image[3]);
+    assert.deepEqual([image[1], image[2]].sort(), [
+      'hellohal2064/vllm-qwen3.5-gb10:latest',
+      'vllm/vllm-openai:latest',
+    ]);
+    assert.match(text, /clusterIp: "10\.213\.\d+\.12"/);
+    assert.match(text, /services: \["vllm-/);
+    assert.match(text, /containers: \[.*"vllm_node"/);
+    assert.match(text, /model: "Qwen\/Qwen3\.5-122B-A10B-FP8"/);
+    assert.match(text, /jumpHost: "spark1"/);
+    const validated = await runLiftoff(['validate', '-c', out], env());
+    assert.equal(validated.code, 0, validated.stderr);
+
+    const spec = loadSpecFile(deploySpecSchema, out);
+    const handle = await e2e.client.workflow.start(deploy, {
+      taskQueue: TASK_QUEUE,
+      workflowId: 'liftoff-init-e2e',
+      // As written; only the supervisor stays off, so it does not probe the hosts after the test.
+      args: [spec, { trigger: 'cli', supervise: false }],
+    });
+    const result = await handle.result();
+    assert.equal(result.model, 'Qwen/Qwen3.5-122B-A10B-FP8');
+    assert.ok(result.smoke.completionTokens > 0);
+
+    const again = await runLiftoff(args, env());
+    assert.equal(again.code, 2);
+    assert.match(again.stderr, /exists; nothing was probed or written\. Pass --force/);
+    assert.equal(readFileSync(out, 'utf8'), text, 'the file is untouched');
+    const forced = await runLiftoff([...args, '--force'], env());
+    assert.equal(forced.code, 0, forced.stderr);
+
+    const bad = await runLiftoff(['init', '--host', 'spark1', '-o', join(stateDir, 'bad.yaml')], env());
+    assert.equal(bad.code, 2);
+    assert.match(bad.stderr, /expected NAME=ADDRESS/);
+  });
+});
