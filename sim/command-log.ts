@@ -1,10 +1,10 @@
 // The command log of a simulated host: with `recordCommands`, sshd runs every session's command through a
 // small script that appends it (base64, one line each, so multi-line commands stay whole) to the host's
-// commands.log before running it unchanged. Tests read it as the host's own record of what a deploy ran.
+// ssh-commands.log before running it unchanged (the simulated tools' own calls go to commands.log). Tests read it as the host's own record of what a deploy ran.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-export const commandLogPath = (hostDir: string): string => join(hostDir, 'commands.log');
+export const commandLogPath = (hostDir: string): string => join(hostDir, 'ssh-commands.log');
 
 /**
  * The ForceCommand script. sshd runs it with the user's shell and puts the client's command in
@@ -14,7 +14,7 @@ export const commandLogPath = (hostDir: string): string => join(hostDir, 'comman
 const script = `#!/bin/sh
 if [ -n "\${SSH_ORIGINAL_COMMAND+x}" ]; then
   rec=$(printf '%s' "$SSH_ORIGINAL_COMMAND" | base64 -w0)
-  printf '%s\\n' "$rec" >> "$LIFTOFF_SIM_HOST_DIR/commands.log"
+  printf '%s\\n' "$rec" >> "$LIFTOFF_SIM_HOST_DIR/ssh-commands.log"
   exec "\${SHELL:-/bin/sh}" -c "$SSH_ORIGINAL_COMMAND"
 fi
 exec "\${SHELL:-/bin/sh}" -l
