@@ -113,7 +113,6 @@ describe('multiproc under faults: a SIGKILLed worker mid-load, a rank lost under
     await startWorker();
     const result = await handle.result();
     const doneAt = Date.now();
-    assert.equal(result.launchId.length > 0, true);
     assert.deepEqual(rankLaunches(before), [1, 1], 'each rank was launched exactly once');
     for (const h of sim.hosts) {
       const out = await sshRun(
@@ -164,7 +163,7 @@ describe('multiproc under faults: a SIGKILLed worker mid-load, a rank lost under
     const backAt = Date.now();
     assert.deepEqual(rankLaunches(before), [2, 2], 'each rank launched by the deploy and by the relaunch');
     const failed = JSON.stringify(lost.recentFailures.map((r) => r.failures));
-    assert.match(failed, /spark2 container/, failed);
+    assert.match(failed, new RegExp(`spark2 container: rank 1's container ${container} is`), failed);
     console.log(
       `FIGURE: multiproc supervised (interval ${fast.interval}, threshold ${fast.failureThreshold}): rank 1's container killed → ${lost.status} ${seconds(lostAt - killedAt)} after, serving again (launch ${back.launch.launchId}) ${seconds(backAt - killedAt)} after the kill; launches per rank ${rankLaunches(before).join(', ')}`,
     );
