@@ -7,14 +7,14 @@
 import { Context } from '@temporalio/activity';
 import { toFailureDetails } from '../ssh/errors.js';
 import { inspectContainer } from './docker.js';
-import { probeHead } from './serving-probe.js';
+import { containerWhat, probeHead } from './serving-probe.js';
 import { onHosts, type HostRef } from './ssh-context.js';
 import type { ProbeCheck, ProbeServingInput } from './types.js';
 
 export interface ProbeServingClusterInput {
   head: ProbeServingInput;
   workers: HostRef[];
-  /** The Ray container that must run on every worker. */
+  /** The container that must run on every worker: Ray's, or (serve.backend multiproc) the host's rank. */
   container: string;
   /**
    * Keep the connections for the next round of the same workflow for this long (a little over the interval),
@@ -54,7 +54,7 @@ export async function probeServingCluster(
           input.head.head,
           async () => (await probeHead(await open(input.head.head), input.head)).checks,
         ),
-        ...input.workers.map((ref) =>
+        ...input.workers.map((ref, i) =>
           settle(ref, async () => {
             const container = await inspectContainer(await open(ref), input.container);
             return [
@@ -64,7 +64,9 @@ export async function probeServingCluster(
                 ok: container.running,
                 ...(container.running
                   ? {}
-                  : { error: `the Ray container ${input.container} is ${container.status ?? 'gone'}` }),
+                  : {
+                      error: `${containerWhat(input.head.backend, i + 1)} ${input.container} is ${container.status ?? 'gone'}`,
+                    }),
               },
             ];
           }),

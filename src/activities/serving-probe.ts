@@ -45,6 +45,7 @@ export async function probeHead(session: SshSession, input: ProbeServingInput): 
       });
     }
   };
+  const what = containerWhat(input.backend, 0);
   await probe('container', async () => {
     const state = await inspectContainer(session, input.container);
     secrets = containerSecrets(state);
@@ -52,8 +53,8 @@ export async function probeHead(session: SshSession, input: ProbeServingInput): 
     return {
       ok: false,
       error: state.exists
-        ? `the Ray container ${input.container} is ${state.status ?? 'not running'} (exit code ${state.exitCode ?? 'unknown'})`
-        : `the Ray container ${input.container} is gone`,
+        ? `${what} ${input.container} is ${state.status ?? 'not running'} (exit code ${state.exitCode ?? 'unknown'})`
+        : `${what} ${input.container} is gone`,
     };
   });
   const url = baseUrl(input.clusterIp, input.port);
@@ -81,6 +82,8 @@ export async function probeHead(session: SshSession, input: ProbeServingInput): 
       detail: `${r.completionTokens} token(s)`,
     };
   });
+  // A multiproc cluster has no Ray: its ranks are judged by their containers, each on its own host.
+  if (input.backend === 'multiproc') return { host, checks };
   await probe('rayStatus', async () => {
     const read = await readRayStatus(session, input.container);
     if (!read.status) return { ok: false, error: `ray status: ${read.problem ?? 'no answer'}` };
@@ -91,6 +94,11 @@ export async function probeHead(session: SshSession, input: ProbeServingInput): 
     return ok ? { ok, detail } : { ok, detail, error: `ray status shows ${detail}` };
   });
   return { host, checks };
+}
+
+/** How a probe failure names the container: the Ray container, or (multiproc) the host's rank. */
+export function containerWhat(backend: 'multiproc' | undefined, rank: number): string {
+  return backend === 'multiproc' ? `rank ${rank}'s container` : 'the Ray container';
 }
 
 /** `/health`: 200 within a few seconds; anything else is the error, as curl or the server said it. */

@@ -225,6 +225,8 @@ export interface ProbeServingInput {
   /** What the launch verified: `ray status` must still show as many nodes and GPUs. */
   expectedNodes: number;
   expectedGpus: number;
+  /** serve.backend multiproc: no Ray on the head, so no `ray status`; the container is rank 0's. */
+  backend?: 'multiproc';
 }
 export interface ProbeServingResult {
   host: string;

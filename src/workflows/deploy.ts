@@ -186,8 +186,8 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
           tokensPerSecond: smoke.tokensPerSecond,
         },
       };
-      if (supervised && multiproc) {
-        // Its probes read `ray status` on the head, which a multiproc cluster has not: it would relaunch for ever.
+      if (supervised && multiproc && !patched(patches.multiprocSupervision)) {
+        // Recorded before patches.multiprocSupervision: its probes read `ray status`, which multiproc has not.
         result.supervision =
           'not supervised: the supervisor probes Ray (`ray status`), not the ranks of serve.backend multiproc';
         tracker.detail('record', result.supervision);

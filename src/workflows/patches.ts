@@ -14,6 +14,8 @@ export const patches = {
   localProbeRound: 'supervise-local-probe-round',
   /** Preflight's checks that the hosts agree with each other (image, versions, weights, addresses, IPC, clocks). */
   agreementChecks: 'agreement-checks',
+  /** A multiproc deploy is supervised: the rounds probe every rank's container instead of `ray status`. */
+  multiprocSupervision: 'multiproc-supervision',
 } as const;
 
 export const patchIds: readonly string[] = Object.values(patches);

@@ -1,5 +1,6 @@
 // One probe round of the supervisor: the head's probes (container, /health, a one-token completion,
-// `ray status`) and every worker's Ray container, in parallel, judged into a ProbeRound. A host that does not
+// `ray status`, which a multiproc cluster has not) and every worker's container (Ray's, or its rank), in
+// parallel, judged into a ProbeRound. A host that does not
 // answer is given serve.hostUnreachableTimeout, as during the load, before its silence fails the round.
 import {
   isCancellation,
@@ -61,6 +62,8 @@ export async function probeRound(
     completionTimeoutS: Math.max(1, Math.round(probeTimeoutMs(spec.supervise) / 1000)),
     expectedNodes: hosts.length,
     expectedGpus: hosts.length * spec.gpu.perHost,
+    // Only a multiproc deploy (patches.multiprocSupervision) starts a supervisor of a multiproc spec.
+    ...(spec.serve.backend === 'multiproc' ? { backend: 'multiproc' as const } : {}),
   };
   const polls = patched(patches.localProbeRound)
     ? await oneActivityPolls(

@@ -36,8 +36,9 @@ function asMultiproc(spec: Spec) {
   const { port: _port, verifyTimeout: _verify, ...ray } = spec.ray;
   return {
     ...spec,
-    // On by default: the deploy itself must decline it for this backend.
-    supervise: { enabled: true },
+    // Off: `liftoff postmortem` below must find the deploy, not a supervisor started by it (the supervised
+    // multiproc cluster is test/e2e/multiproc-durability.test.ts's).
+    supervise: { enabled: false },
     ray,
     serve: { ...spec.serve, backend: 'multiproc', masterPort, distributedTimeout: '5s' },
   };
@@ -151,7 +152,7 @@ describe('serve.backend multiproc: vLLM multi-node mode on the simulated cluster
       assert.match(steps.get(name)?.detail ?? '', /serve\.backend multiproc: .*no Ray cluster/);
     }
     assert.match(steps.get('launchServe')?.detail ?? '', /spark1: rank 0; spark2: rank 1 \(headless\)/);
-    assert.match(mp.result.supervision ?? '', /not supervised: the supervisor probes Ray/);
+    assert.match(mp.result.supervision ?? '', /not supervised \(supervise\.enabled: false\)/);
     assert.equal(mp.result.endpoint, `http://${spark1.address}:30000/v1`);
     assert.ok(mp.result.smoke.completionTokens > 0);
     const [rank0] = await containers('spark1');
