@@ -198,23 +198,36 @@ const memoUpserted: EventHandler = (fold, event) => {
   Object.assign(fold.record.memo, memoValues(event.attrs.upsertedMemo));
 };
 
+// Only a child deploy is "the child": a deploy itself starts children too (its supervisor, its notifications),
+// and the postmortem of a deploy is about the deploy, not about them.
 const childInitiated: EventHandler = (fold, event) => {
+  if (nameOf(event.attrs.workflowType) !== 'deploy') return;
   fold.record.child = { workflowId: idText(event.attrs.workflowId), initiatedAtMs: event.timeMs };
 };
 
+/** The recorded child, when `event` is about it. */
+function childOf(fold: Fold, event: HistoryEventView): ChildRun | undefined {
+  const execution = event.attrs.workflowExecution;
+  const child = fold.record.child;
+  const id = isRecord(execution) ? execution.workflowId : event.attrs.workflowId;
+  return child && child.workflowId === idText(id) ? child : undefined;
+}
+
 const childStarted: EventHandler = (fold, event) => {
   const execution = event.attrs.workflowExecution;
-  if (fold.record.child && isRecord(execution) && typeof execution.runId === 'string')
-    fold.record.child.runId = execution.runId;
+  const child = childOf(fold, event);
+  if (child && isRecord(execution) && typeof execution.runId === 'string') child.runId = execution.runId;
 };
 
 const childStartFailed: EventHandler = (fold, event) => {
-  if (fold.record.child) Object.assign(fold.record.child, { endedAtMs: event.timeMs, outcome: 'refused' });
+  const child = childOf(fold, event);
+  if (child) Object.assign(child, { endedAtMs: event.timeMs, outcome: 'refused' });
 };
 
 const childEnded: EventHandler = (fold, event) => {
-  if (fold.record.child)
-    Object.assign(fold.record.child, {
+  const child = childOf(fold, event);
+  if (child)
+    Object.assign(child, {
       endedAtMs: event.timeMs,
       outcome: event.kind.slice('childWorkflowExecution'.length).toLowerCase(),
     });
