@@ -39,6 +39,8 @@ function scriptedCluster(readyAfterMs: number | undefined) {
     // The real check (it reads no host): the example's ~/.ssh paths are what the default policy allows.
     checkWorkerPolicy,
     preflightHost: (i) => Promise.resolve({ host: i.host.target.name, ok: true, checks: [] }),
+    // The scripted hosts agree: this file is about the load's deadline, not about preflight.
+    checkHostsAgree: () => Promise.resolve({ ok: true, problems: [], warnings: [], unread: [] }),
     stopServices: (i) =>
       Promise.resolve({ host: i.host.target.name, stopped: i.units, disabled: [], notLoaded: [] }),
     removeContainers: (i) => Promise.resolve({ host: i.host.target.name, removed: [] }),
