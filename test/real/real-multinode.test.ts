@@ -53,6 +53,8 @@ function multiprocSpec(sim: SimCluster) {
       // A busy 2-core machine: the engine's start prints nothing for a while.
       stallTimeout: '5m',
     },
+    // Few tokens: on 2 shared cores a token of tensor parallel 2 over gloo took over a second.
+    smoke: { prompt: 'Reply with one word: ready?', maxTokens: 4 },
     onFailure: 'teardown' as const,
   };
 }
@@ -201,7 +203,8 @@ describe("liftoff's multiproc backend against the real vLLM (CPU build, no Ray),
     const res = await fetch(`${base}/v1/completions`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ model: realModels.tiny, prompt: 'Reply with one word: ready?', max_tokens: 8 }),
+      // One token: the fingerprint is the point, and each token costs a gloo round trip between the ranks.
+      body: JSON.stringify({ model: realModels.tiny, prompt: 'Reply with one word: ready?', max_tokens: 1 }),
       signal: AbortSignal.timeout(60_000),
     });
     const body = (await res.json()) as { system_fingerprint?: string; choices?: { text?: string }[] };
@@ -230,14 +233,20 @@ describe("liftoff's multiproc backend against the real vLLM (CPU build, no Ray),
     const load = loadAverage();
     const [spark1, spark2] = [host(sim, 'spark1'), host(sim, 'spark2')];
     const handle = await start(multiprocSpec(sim));
-    // Mid-load: rank 1 has met rank 0 at the store and joined the group (the deploy is in waitHealthy, rank 0
-    // not serving yet). The log is the new launch's: startRank truncates it.
+    // Mid-load: the deploy is in waitHealthy (so the log is this launch's: startRank truncated it), rank 1 has
+    // met rank 0 at the store and joined the group, and rank 0 does not serve yet.
+    const deadline = Date.now() + 300_000;
+    while (step(await handle.query(progressQuery), 'waitHealthy').status !== 'running') {
+      assert.ok(Date.now() < deadline, 'timed out waiting for the deploy to reach waitHealthy');
+      await new Promise((r) => setTimeout(r, 100));
+    }
     const pid = await waitFor("rank 1 to join the group, in this launch's log", 300_000, () => {
       if (!/rank 1 in world size 2 is assigned as .*TP rank 1\b/.test(rankLog(spark2))) return undefined;
       return realVllmMain(spark2);
     });
     const before = await handle.query(progressQuery);
     assert.equal(step(before, 'waitHealthy').status, 'running', 'killed during the load');
+    assert.notEqual(before.load?.phase, 'ready', 'killed during the load');
     process.kill(pid, 'SIGKILL');
     const killedAt = Date.now();
 

@@ -2,7 +2,7 @@
 // found in test/real/real-multinode.test.ts): the same flags, the same env.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { interfaceOf, rankArgv, rankEnv } from '../../src/activities/multiproc-argv.js';
+import { interfaceOf, rankArgv, rankEnv } from '../../src/host-commands/multiproc.js';
 import { multiprocRankCommand } from '../helpers/vllm-multiproc.js';
 
 const common = {
