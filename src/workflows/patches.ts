@@ -16,6 +16,8 @@ export const patches = {
   agreementChecks: 'agreement-checks',
   /** A multiproc deploy is supervised: the rounds probe every rank's container instead of `ray status`. */
   multiprocSupervision: 'multiproc-supervision',
+  /** `liftoff plan` of a multiproc spec: its preflight checks serve.masterPort on the head, as the deploy's does. */
+  multiprocPlan: 'multiproc-plan',
 } as const;
 
 export const patchIds: readonly string[] = Object.values(patches);
