@@ -21,6 +21,7 @@ function hostBlock(plan: HostPlan): string[] {
       // A line break inside a command is part of a quoted argument: the lines after it are shown as they are.
       lines.push(`    ${cmd.change ? '!' : '$'} ${first}`, ...rest);
       if (cmd.repeats) lines.push(`      (repeated ${cmd.repeats})`);
+      if (cmd.when) lines.push(`      (only when ${cmd.when})`);
     }
   }
   return lines;

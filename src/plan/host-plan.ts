@@ -59,6 +59,7 @@ import {
   planPlaceholders,
   planTransport,
   read,
+  readWhen,
   type PlanHost,
   type PlannedCommand,
   type PlannedStep,
@@ -129,7 +130,7 @@ function preflightCommands(spec: DeploySpec, host: PlanHost, head: PlanHost): Pl
     ...(host.role === 'head' && spec.serve.backend === 'multiproc'
       ? [
           read(listenerCommand(spec.serve.masterPort ?? 0)),
-          read(rank0ContainersCommand(spec.cluster), 'only when something listens on serve.masterPort'),
+          readWhen(rank0ContainersCommand(spec.cluster), 'something listens on serve.masterPort'),
         ]
       : []),
   ];

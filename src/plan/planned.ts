@@ -30,6 +30,8 @@ export interface PlannedCommand {
   change: boolean;
   /** Run again until a condition holds (a poll); said how. */
   repeats?: string;
+  /** Run only in a case the plan cannot know beforehand; said which. */
+  when?: string;
 }
 
 export interface PlannedStep {
@@ -45,6 +47,11 @@ export const read = (cmd: RemoteCommand, repeats?: string): PlannedCommand => ({
   text: cmd.text,
   change: false,
   ...(repeats ? { repeats } : {}),
+});
+export const readWhen = (cmd: RemoteCommand, when: string): PlannedCommand => ({
+  text: cmd.text,
+  change: false,
+  when,
 });
 export const change = (cmd: RemoteCommand): PlannedCommand => ({ text: cmd.text, change: true });
 

@@ -7,6 +7,7 @@
 // real vLLM ranks take both cores. Timings are printed as FIGURE lines, never asserted.
 import { before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
@@ -32,7 +33,7 @@ const apiPort = 30000;
 const masterPort = 29501;
 
 /** The sim's spec as a multiproc spec for the real vLLM: tensor parallel 2, one rank per host, no Ray field. */
-function multiprocSpec(sim: SimCluster) {
+function multiprocSpec(sim: SimCluster, distributedTimeout = '2m') {
   const base = simDeploySpec(sim, { cluster });
   const { port: _port, verifyTimeout: _verify, ...ray } = base.ray;
   return {
@@ -42,6 +43,7 @@ function multiprocSpec(sim: SimCluster) {
       ...base.serve,
       backend: 'multiproc' as const,
       masterPort,
+      distributedTimeout,
       model: realModels.tiny,
       tensorParallelSize: 2,
       // vLLM's CPU build: a small context and KV cache, and no torch.compile warm-up (on 2 cores it doubles the
@@ -272,5 +274,76 @@ describe("liftoff's multiproc backend against the real vLLM (CPU build, no Ray),
       `FIGURE: real multiproc, headless rank SIGKILLed mid-load: RankExited ${seconds(detected)} after the kill ` +
         `(serve.pollInterval 1s); ${cause.message.split('\n')[0]}; load average ${load}`,
     );
+  });
+
+  it("a headless rank that cannot reach the master fails the deploy with torch's own connect timeout, naming spark2", async () => {
+    const load = loadAverage();
+    const [spark1, spark2] = [host(sim, 'spark1'), host(sim, 'spark2')];
+    assert.ok(spark2.netns);
+    const timeoutSeconds = 5;
+    // A rule in spark2's namespace makes TCP to the master port unreachable; SSH still passes. It goes in once
+    // preflight has passed (preflight reads the port on the head, not from the ranks): a path that breaks later.
+    const rule = [
+      '-n',
+      spark2.netns,
+      'rule',
+      '%',
+      'ipproto',
+      'tcp',
+      'dport',
+      String(masterPort),
+      'unreachable',
+    ];
+    let ruleAdded = false;
+    try {
+      const handle = await start(multiprocSpec(sim, `${timeoutSeconds}s`));
+      const deadline = Date.now() + 120_000;
+      for (;;) {
+        const s = await handle.query(progressQuery);
+        if (step(s, 'preflight').status === 'done') {
+          assert.notEqual(step(s, 'launchServe').status, 'done', 'the rule is in before the ranks start');
+          break;
+        }
+        assert.ok(Date.now() < deadline, 'timed out waiting for preflight to pass');
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      execFileSync(
+        'ip',
+        rule.map((a) => (a === '%' ? 'add' : a)),
+      );
+      ruleAdded = true;
+      const error = await handle.result().then(
+        (r) => assert.fail(`the deploy succeeded: ${JSON.stringify(r.smoke)}`),
+        (e: unknown) => e,
+      );
+      assert.ok(error instanceof WorkflowFailedError, String(error));
+      const cause = error.cause;
+      assert.ok(cause instanceof ApplicationFailure, String(cause));
+      const progress = await handle.query(progressQuery);
+      // torch's own line (c10d's TCPStore client) in rank 1's real log, once --distributed-timeout-seconds is spent.
+      const torchLine = new RegExp(
+        `The client socket has timed out after ${timeoutSeconds * 1000}ms while trying to connect to \\(${ipPattern(spark1.clusterIp)}, ${masterPort}\\)`,
+      );
+      assert.match(rankLog(spark2), torchLine);
+      assert.equal(cause.type, FailureType.masterUnreachable, cause.message);
+      assert.match(
+        cause.message,
+        /rank 1 on spark2 failed at phase [^:]+: it cannot reach rank 0's store at /,
+      );
+      assert.match(cause.message, torchLine);
+      const launched = step(progress, 'launchServe').endedAtMs ?? NaN;
+      const failedAt = step(progress, 'waitHealthy').endedAtMs ?? NaN;
+      assert.deepEqual(await rankContainers(sim, 'spark1'), [], 'rank 0 is not left waiting');
+      console.log(
+        `FIGURE: real multiproc, master port unreachable from the headless rank (--distributed-timeout-seconds ${timeoutSeconds}): ` +
+          `MasterUnreachable ${seconds(failedAt - launched)} after the ranks started; ${cause.message.split('\n')[0]}; load average ${load}`,
+      );
+    } finally {
+      if (ruleAdded)
+        execFileSync(
+          'ip',
+          rule.map((a) => (a === '%' ? 'del' : a)),
+        );
+    }
   });
 });
