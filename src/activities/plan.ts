@@ -1,6 +1,7 @@
 // `liftoff plan`'s look at one host, read only: the login's uid (root or sudo), which listed units systemd
-// knows, which containers exist (and for a multiproc rank, its cluster interface), through the same reads the deploy's steps start with. From them the
-// host's plan is written with the deploy's own command builders (src/plan/host-plan.ts).
+// knows, which containers exist (and for a multiproc rank, its cluster interface), through the same reads the
+// deploy's steps start with. From them the host's plan is written with the deploy's own command builders
+// (src/plan/host-plan.ts).
 import type { DeploySpec } from '../config/schema.js';
 import { userIdCommand, clusterFilter } from '../host-commands/cleanup.js';
 import { interfaceOf } from '../host-commands/multiproc.js';

@@ -4,11 +4,14 @@
 // deploy then ran exactly the plan's changes, and nothing the plan did not list.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { useE2eCluster } from '../helpers/e2e-cluster.js';
 import { runLiftoff } from '../helpers/cli.js';
+import { sshRun } from '../helpers/ssh.js';
+import { waitUntil } from '../helpers/wait.js';
 import { addHostInterface, hostCommands, reseedCluster } from '../../sim/cluster.js';
 import { loadSpecFile } from '../../src/config/load.js';
 import { deploySpecSchema } from '../../src/config/schema.js';
@@ -212,6 +215,31 @@ describe('liftoff plan and init on the simulated cluster', () => {
     assert.equal(refused.code, 1, refused.stderr);
     assert.match(refused.stdout, /preflight would refuse/);
     assert.match(refused.stdout, /spark2: image: image example\/not-pulled:1 is not on the host/);
+    for (const h of e2e.sim.hosts) assert.deepEqual(since(marks, h.name).filter(changesHost), []);
+
+    // A multiproc plan refuses as the deploy's preflight does when serve.masterPort is taken on the head.
+    const [spark1] = e2e.sim.hosts;
+    assert.ok(spark1?.netns);
+    const listen = `require('node:net').createServer().listen(29502, ${JSON.stringify(spark1.clusterIp)})`;
+    const holder = spawn('ip', ['netns', 'exec', spark1.netns, process.execPath, '-e', listen], {
+      stdio: 'ignore',
+    });
+    try {
+      await waitUntil(
+        'the port to be held on the head',
+        async () => (await sshRun(e2e.sim, 'spark1', `ss -Hltn 'sport = :29502'`)).trim() !== '',
+        10_000,
+      );
+      const base = simDeploySpec(e2e.sim, { cluster: 'plan-refused' });
+      const { port: _port, verifyTimeout: _verify, ...ray } = base.ray;
+      const mp = { ...base, ray, serve: { ...base.serve, backend: 'multiproc', masterPort: 29502 } };
+      const taken = await runLiftoff(['plan', '-c', writeSpec('taken.yaml', mp)], env());
+      assert.equal(taken.code, 1, taken.stderr);
+      assert.match(taken.stdout, /preflight would refuse/);
+      assert.match(taken.stdout, /spark1: serve\.masterPort 29502 is in use on the head \(LISTEN/);
+    } finally {
+      holder.kill('SIGKILL');
+    }
     for (const h of e2e.sim.hosts) assert.deepEqual(since(marks, h.name).filter(changesHost), []);
 
     const bad = await runLiftoff(['plan', '-c', writeSpec('bad.yaml', { cluster: 'x' })], env());

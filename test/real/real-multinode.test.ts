@@ -276,7 +276,7 @@ describe("liftoff's multiproc backend against the real vLLM (CPU build, no Ray),
     );
   });
 
-  it("a headless rank that cannot reach the master fails the deploy with torch's own connect timeout, naming spark2", async () => {
+  it("a headless rank that cannot reach the master fails the deploy as MasterUnreachable with torch's own line, naming spark2", async () => {
     const load = loadAverage();
     const [spark1, spark2] = [host(sim, 'spark1'), host(sim, 'spark2')];
     assert.ok(spark2.netns);
