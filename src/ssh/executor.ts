@@ -1,9 +1,10 @@
 // The one SSH executor (ssh2): the entry point every other module imports. Every remote command of liftoff goes
 // through SshSession.exec, which takes only commands built by `sh` (quote.ts). Host keys are checked against
 // known_hosts before any command runs, jump hosts are reached through the jump host's own verified session, and
-// a pool gives each activity one connection per host. The parts live in one file each:
+// a worker-wide pool gives each host one connection, shared by the worker's activities. The parts live in one file each:
 //   target.ts (who and with what), connect.ts (hops, jump chains, settings), classify.ts (error kinds),
-//   session.ts (a connection and its commands), host-key-fetch.ts (`liftoff trust`), pool.ts (reuse).
+//   session.ts (a connection and its commands), host-key-fetch.ts (`liftoff trust`), pool.ts (reuse within one use),
+//   shared-pool.ts (one connection per host per worker, leased by each activity).
 export type { SshAuth, SshEndpoint, SshTarget } from './target.js';
 export { expandHome } from './target.js';
 export type { ExecOptions, ExecResult, SshSession } from './session.js';
@@ -12,3 +13,5 @@ export { openSshSession } from './connect.js';
 export type { OfferedHostKey } from './host-key-fetch.js';
 export { fetchOfferedHostKey } from './host-key-fetch.js';
 export { SshPool } from './pool.js';
+export type { SharedSshPoolOptions, SshLease, SshLeaseOptions } from './shared-pool.js';
+export { SharedSshPool } from './shared-pool.js';

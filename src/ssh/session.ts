@@ -12,6 +12,21 @@ import { isRemoteCommand, type RemoteCommand } from './quote.js';
 import { Slots } from './slots.js';
 import { endpointOf, type SshTarget } from './target.js';
 
+/**
+ * Errors of commands that never reached the host (no channel was opened for them): running them again on a new
+ * connection cannot run them twice. A pool retries these once when the connection turns out dead.
+ */
+const neverStarted = new WeakSet<Error>();
+
+export function commandNeverStarted(err: unknown): boolean {
+  return err instanceof Error && neverStarted.has(err);
+}
+
+function notStarted<E extends Error>(err: E): E {
+  neverStarted.add(err);
+  return err;
+}
+
 type Client = InstanceType<typeof ssh2.Client>;
 
 export interface ExecOptions {
@@ -90,6 +105,11 @@ export class Ssh2Session implements SshSession {
     });
   }
 
+  /** Settles once the connection is gone (dropped, or closed by either side). */
+  get closed(): Promise<void> {
+    return this.closedPromise;
+  }
+
   /** False once the connection has dropped or been closed; a pool then opens a new one. */
   get alive(): boolean {
     return this.lostReason === undefined && !this.closing;
@@ -98,14 +118,16 @@ export class Ssh2Session implements SshSession {
   async exec(cmd: RemoteCommand, opts: ExecOptions = {}): Promise<ExecResult> {
     if (!isRemoteCommand(cmd)) throw new TypeError('SshSession.exec accepts only commands built with sh`…`');
     opts.signal?.throwIfAborted();
-    await this.slots.acquire();
+    await this.slots.acquire(opts.signal);
     try {
       opts.signal?.throwIfAborted();
       if (!this.alive) {
-        throw new SshConnectError(
-          this.endpoint,
-          'closed',
-          `session is no longer open (${this.lostReason ?? 'closed'})`,
+        throw notStarted(
+          new SshConnectError(
+            this.endpoint,
+            'closed',
+            `session is no longer open (${this.lostReason ?? 'closed'})`,
+          ),
         );
       }
       return await this.run(cmd, opts);
@@ -194,11 +216,13 @@ export class Ssh2Session implements SshSession {
         if (err) {
           settle(() =>
             reject(
-              new SshConnectError(endpoint, 'closed', `could not open a channel: ${err.message}`, {
-                cause: err,
-                advice:
-                  'The connection is open but the host refused a new session channel: check MaxSessions in its sshd_config.',
-              }),
+              notStarted(
+                new SshConnectError(endpoint, 'closed', `could not open a channel: ${err.message}`, {
+                  cause: err,
+                  advice:
+                    'The connection is open but the host refused a new session channel: check MaxSessions in its sshd_config.',
+                }),
+              ),
             ),
           );
           return;
@@ -276,9 +300,16 @@ export class Ssh2Session implements SshSession {
       } catch (err) {
         settle(() =>
           reject(
-            new SshConnectError(endpoint, 'closed', `session is no longer open (${(err as Error).message})`, {
-              cause: err,
-            }),
+            notStarted(
+              new SshConnectError(
+                endpoint,
+                'closed',
+                `session is no longer open (${(err as Error).message})`,
+                {
+                  cause: err,
+                },
+              ),
+            ),
           ),
         );
       }
