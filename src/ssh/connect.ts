@@ -211,7 +211,14 @@ export async function connectHop(hop: Hop, owned: SshSession[] = []): Promise<Ss
       finish(new SshConnectError(endpoint, 'auth', (err as Error).message, { cause: err }));
     }
   });
-  return new Ssh2Session(target, client, closed, settings.maxConcurrentExecs, owned);
+  return new Ssh2Session(
+    target,
+    client,
+    closed,
+    settings.maxConcurrentExecs,
+    owned,
+    settings.connectTimeoutMs,
+  );
 }
 
 export function resolveSettings(opts: SshConnectOptions = {}): ConnectSettings {

@@ -77,6 +77,12 @@ export class Ssh2Session implements SshSession {
   private readonly client: Client;
   private readonly endpoint: SshErrorEndpoint;
   private readonly slots: Slots;
+  /**
+   * A channel that does not open within this long means the host or the path to it stopped answering: on a
+   * connection kept open between activities, that is how a partition shows (a new connection would have hit its
+   * connect timeout instead). The connection is then dropped, so the next command opens a new one.
+   */
+  private readonly channelOpenTimeoutMs: number;
   private readonly closedPromise: Promise<void>;
   private lostReason: string | undefined;
   private closing = false;
@@ -90,11 +96,13 @@ export class Ssh2Session implements SshSession {
     closed: Promise<void>,
     maxConcurrentExecs: number,
     owned: SshSession[] = [],
+    channelOpenTimeoutMs = 10_000,
   ) {
     this.target = target;
     this.client = client;
     this.endpoint = endpointOf(target);
     this.slots = new Slots(maxConcurrentExecs);
+    this.channelOpenTimeoutMs = channelOpenTimeoutMs;
     this.owned = owned;
     this.closedPromise = closed;
     client.on('error', (err: Error) => {
@@ -150,8 +158,27 @@ export class Ssh2Session implements SshSession {
       const errDecoder = new StringDecoder('utf8');
       let exit: { code: number | null; signal?: string } | undefined;
 
+      // Settles the command if its channel does not open in time (settle and abandon run later, when it fires).
+      const openTimer = setTimeout(() => {
+        settle(() => {
+          const waited = this.channelOpenTimeoutMs;
+          this.abandon(`no channel opened within ${waited} ms`);
+          reject(
+            new SshConnectError(
+              endpoint,
+              'timeout',
+              `the host did not open a channel within ${waited} ms on an open connection; the connection is dropped`,
+              {
+                advice:
+                  'The host or the network path to it stopped answering; the next command opens a new connection.',
+              },
+            ),
+          );
+        });
+      }, this.channelOpenTimeoutMs);
       const cleanup = () => {
         if (timer) clearTimeout(timer);
+        clearTimeout(openTimer);
         opts.signal?.removeEventListener('abort', onAbort);
       };
       const settle = (fn: () => void) => {
@@ -213,6 +240,7 @@ export class Ssh2Session implements SshSession {
       }
 
       const onOpen = (err: Error | undefined, opened: ClientChannel) => {
+        clearTimeout(openTimer);
         if (err) {
           settle(() =>
             reject(
@@ -358,6 +386,12 @@ export class Ssh2Session implements SshSession {
         );
       }
     });
+  }
+
+  /** Gives up on a connection that stopped answering: every command on it fails now, and pools replace it. */
+  private abandon(reason: string): void {
+    this.lostReason ??= reason;
+    this.client.destroy();
   }
 
   async close(): Promise<void> {
