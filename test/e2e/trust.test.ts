@@ -12,11 +12,10 @@ import { ActivityFailure, WorkflowFailedError } from '@temporalio/client';
 import { RetryState } from '@temporalio/common';
 import { useE2eCluster } from '../helpers/e2e-cluster.js';
 import { countSshHandshakes, restartSshd, type SimHost } from '../../sim/cluster.js';
-import { generateKeyPair, sshdPaths } from '../../sim/sshd.js';
+import { generateKeyPair, killSshdConnections, sshdPaths } from '../../sim/sshd.js';
 import { simClusterSpec } from '../../sim/spec.js';
 import type { TrustReport } from '../../src/commands/trust.js';
 import { liftoffArgv } from '../helpers/cli.js';
-import { killSshdConnections } from '../helpers/sshd-connections.js';
 
 const stateDir = '/tmp/liftoff-test-trust';
 const repo = new URL('../../', import.meta.url).pathname;
