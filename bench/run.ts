@@ -549,6 +549,10 @@ async function main(): Promise<void> {
     };
     writeFileSync('bench/results.json', `${JSON.stringify(results, null, 2)}\n`);
     printReport(results);
+  } catch (err) {
+    // Said before the cleanup below, whose own error would otherwise be the only one shown.
+    log(`failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+    throw err;
   } finally {
     await env.worker.kill('SIGTERM').catch(() => undefined);
     await connection.close();

@@ -132,6 +132,13 @@ const workerPolicyFile = 'worker-policy.yaml';
 export function writeSimWorkerPolicy(stateDir: string): string {
   const sshDir = clusterPaths.ssh(resolve(stateDir));
   mkdirSync(sshDir, { recursive: true });
+  // Marks the folder as a cluster's state dir, so the bring-up that follows may clear it (downCluster refuses
+  // any other non-empty folder).
+  if (!existsSync(markerFile(resolve(stateDir))))
+    writeFileSync(
+      markerFile(resolve(stateDir)),
+      'state of a simulated liftoff cluster; `npm run sim -- down` removes it\n',
+    );
   const file = join(sshDir, workerPolicyFile);
   writeFileSync(
     file,

@@ -6,7 +6,14 @@ import { resolve } from 'node:path';
 import { netOf, requireCluster, requireHost, startHostSshd } from './cluster-state.js';
 import { writeFaults, type HostFaults } from './host-state.js';
 import { setHostLinks } from './network.js';
-import { countAcceptedPublickey, countConnections, countSessions, sshdRunning, stopSshd } from './sshd.js';
+import {
+  countAcceptedPublickey,
+  countConnections,
+  countSessions,
+  killSshdConnections,
+  sshdRunning,
+  stopSshd,
+} from './sshd.js';
 import { runOk } from './processes.js';
 import { readCommandLog } from './command-log.js';
 
@@ -23,11 +30,13 @@ export { downCluster } from './cluster-down.js';
 export { clusterStatus } from './cluster-status.js';
 export { reseedCluster, upCluster, writeSimWorkerPolicy } from './cluster-up.js';
 
-/** `sshd`: the daemon stops (connection refused). `link`: the host's links go down (connections time out). */
+/** `sshd`: the daemon and every open connection stop (connection refused). `link`: the host's links go down (connections time out). */
 export async function setHostDown(stateDir: string, host: string, how: 'sshd' | 'link'): Promise<void> {
   const cluster = requireCluster(resolve(stateDir));
   const h = requireHost(cluster, host);
   if (how === 'sshd') {
+    // Down for the connections already open too: a worker keeps one per host between activities.
+    killSshdConnections(h.hostDir);
     await stopSshd(h.hostDir);
     return;
   }

@@ -2,7 +2,7 @@
 import { spawn } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { isRunning, killAndWait, runOk, sleep } from './processes.js';
+import { isRunning, killAndWait, runOk, sleep, withDescendants } from './processes.js';
 
 export const sshdBinary = '/usr/sbin/sshd';
 
@@ -206,6 +206,35 @@ export function countSessions(hostDir: string): number {
 }
 
 /** Stops the listening sshd only; like `systemctl stop ssh`, open sessions are left alone. */
+function isSshdProcess(pid: number): boolean {
+  try {
+    return readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'sshd';
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * SIGKILLs every sshd process of the host but its listener, so every open connection ends, as when the host
+ * reboots or every sshd process crashes (stopping or restarting the listener alone leaves them open, and a
+ * liftoff worker keeps one per host between activities). Returns how many processes it killed.
+ */
+export function killSshdConnections(hostDir: string): number {
+  const listener = readSshdPid(hostDir);
+  if (listener === undefined || !isRunning(listener)) return 0;
+  let killed = 0;
+  for (const pid of withDescendants([listener])) {
+    if (pid === listener || !isSshdProcess(pid)) continue;
+    try {
+      process.kill(pid, 'SIGKILL');
+      killed++;
+    } catch {
+      // it closed by itself meanwhile
+    }
+  }
+  return killed;
+}
+
 export async function stopSshd(hostDir: string): Promise<void> {
   const pid = readSshdPid(hostDir);
   if (pid === undefined || !isRunning(pid)) return;

@@ -7,7 +7,9 @@ import { TASK_QUEUE } from './shared/constants.js';
 import { workflowBundle } from './temporal/workflow-bundle.js';
 import { loadWorkerPolicy, type WorkerPolicy } from './config/worker-policy.js';
 import { bindWorkerPolicy } from './activities/worker-policy.js';
-import { closeKeptConnections } from './activities/ssh-context.js';
+import { bindSshPool } from './activities/ssh-context.js';
+import { SharedSshPool } from './ssh/executor.js';
+import { sshIdleMsFromEnv } from './config/ssh-idle.js';
 
 export { workflowBundle, workflowsPath } from './temporal/workflow-bundle.js';
 
@@ -26,14 +28,25 @@ export interface LiftoffWorkerOptions {
    * this process's environment (the file LIFTOFF_WORKER_POLICY names, or the defaults), read once, here.
    */
   policy?: WorkerPolicy;
+  /**
+   * How long the worker keeps an SSH connection nobody uses (one per host, shared by its activities). Default:
+   * LIFTOFF_SSH_IDLE_TIMEOUT of this process's environment (a duration, e.g. `5m`), or 5 minutes.
+   */
+  sshIdleMs?: number;
 }
 
-/** Every activity, each bound to `policy`: whatever a workflow passes, they reach only what it allows. */
-function activitiesUnder(policy: WorkerPolicy): Record<string, (...args: never[]) => Promise<unknown>> {
+/**
+ * Every activity, each bound to `policy` (whatever a workflow passes, they reach only what it allows) and to the
+ * worker's SSH pool.
+ */
+function activitiesUnder(
+  policy: WorkerPolicy,
+  pool: SharedSshPool,
+): Record<string, (...args: never[]) => Promise<unknown>> {
   return Object.fromEntries(
     Object.entries(activities).map(([name, fn]) => [
       name,
-      bindWorkerPolicy(policy, fn as (...args: unknown[]) => Promise<unknown>),
+      bindSshPool(pool, bindWorkerPolicy(policy, fn as (...args: unknown[]) => Promise<unknown>)),
     ]),
   );
 }
@@ -41,18 +54,30 @@ function activitiesUnder(policy: WorkerPolicy): Record<string, (...args: never[]
 export async function createLiftoffWorker(opts: LiftoffWorkerOptions): Promise<Worker> {
   const dataConverter = opts.dataConverter ?? liftoffDataConverter(process.env, { role: 'worker' });
   const policy = opts.policy ?? loadWorkerPolicy(process.env);
-  return Worker.create({
+  const pool = new SharedSshPool({ idleMs: opts.sshIdleMs ?? sshIdleMsFromEnv(process.env) });
+  const worker = await Worker.create({
     connection: opts.connection,
     namespace: opts.namespace,
     taskQueue: opts.taskQueue ?? TASK_QUEUE,
     // Workflow code converts failures inside the sandbox, so it needs the same failure converter.
     workflowBundle: await workflowBundle({ failureConverterPath: dataConverter.failureConverterPath }),
-    activities: activitiesUnder(policy),
+    activities: activitiesUnder(policy, pool),
     dataConverter,
     // After a worker dies, its workflows' next task goes back to the shared queue after this long.
     stickyQueueScheduleToStartTimeout: '5s',
     ...(opts.identity ? { identity: opts.identity } : {}),
   });
+  // The pool's connections close when the worker stops, however it is run: they would otherwise hold the
+  // process (and a login on every host) open until idle.
+  const run = worker.run.bind(worker);
+  worker.run = async () => {
+    try {
+      await run();
+    } finally {
+      await pool.close();
+    }
+  };
+  return worker;
 }
 
 /** Runs the worker until Ctrl-C or SIGTERM, then lets it finish its current tasks (graceful shutdown). */
@@ -65,7 +90,5 @@ export async function runUntilSignalled(worker: Worker): Promise<void> {
   } finally {
     process.off('SIGINT', stop);
     process.off('SIGTERM', stop);
-    // The supervisors' probe connections, kept between rounds, would hold the process open until idle.
-    await closeKeptConnections();
   }
 }

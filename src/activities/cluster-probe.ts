@@ -1,10 +1,10 @@
 // One probe round of the supervisor in one (local) activity: the head's probes (serving-probe.ts) and every
 // worker's Ray container, in parallel, over one SSH pool, so a worker behind the head as its jump host rides the
 // head's connection (one handshake per host), and a round costs one workflow task instead of an activity task
-// per host and a workflow task per result. Each host's outcome stays its own: a host that cannot be reached is
+// per host and a workflow task per result. The connections are the worker's (ssh-context.ts), kept open at least
+// until the next round. Each host's outcome stays its own: a host that cannot be reached is
 // reported with the error, never failing the others, so the workflow still counts each against its
 // unreachable window.
-import { Context } from '@temporalio/activity';
 import { toFailureDetails } from '../ssh/errors.js';
 import { inspectContainer } from './docker.js';
 import { containerWhat, probeHead } from './serving-probe.js';
@@ -17,8 +17,8 @@ export interface ProbeServingClusterInput {
   /** The container that must run on every worker: Ray's, or (serve.backend multiproc) the host's rank. */
   container: string;
   /**
-   * Keep the connections for the next round of the same workflow for this long (a little over the interval),
-   * so a healthy round costs no SSH handshake; unset: closed after this round.
+   * Keep the connections open unused at least this long (a little over the interval), even past the worker's
+   * SSH idle time, so a healthy round costs no SSH handshake; unset: the worker's idle time alone.
    */
   keepConnectionsMs?: number;
 }
@@ -35,10 +35,7 @@ export interface ProbeServingClusterResult {
 export async function probeServingCluster(
   input: ProbeServingClusterInput,
 ): Promise<ProbeServingClusterResult> {
-  const keep =
-    input.keepConnectionsMs !== undefined
-      ? { key: `${workflowIdOf() ?? 'no-workflow'} probe`, idleMs: input.keepConnectionsMs }
-      : undefined;
+  const keep = input.keepConnectionsMs !== undefined ? { idleMs: input.keepConnectionsMs } : undefined;
   return onHosts(
     [input.head.head, ...input.workers],
     async (open) => {
@@ -76,12 +73,4 @@ export async function probeServingCluster(
     },
     keep,
   );
-}
-
-function workflowIdOf(): string | undefined {
-  try {
-    return Context.current().info.workflowExecution?.workflowId;
-  } catch {
-    return undefined; // called outside an activity
-  }
 }

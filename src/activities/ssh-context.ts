@@ -1,8 +1,9 @@
 // How activities reach hosts: the workflow passes a target (plain data) and references to credentials
 // (paths, never key material); the key is read here, inside the activity.
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
-import { SshPool, type SshAuth, type SshSession } from '../ssh/executor.js';
+import { SharedSshPool, type SshAuth, type SshLease, type SshSession } from '../ssh/executor.js';
 import { SshError, toFailureDetails } from '../ssh/errors.js';
 import type { SshTargetData } from '../config/targets.js';
 import { keepHeartbeating } from './heartbeat.js';
@@ -24,9 +25,47 @@ export function toSshAuth(ref: SshAuthRef): SshAuth {
 }
 
 /**
- * Runs `fn` with one SSH session to the host, reused for every command of this activity and closed after,
- * so an activity costs one handshake per host. The activity heartbeats meanwhile, so a dead worker is noticed
- * within the heartbeat timeout and a cancellation reaches it.
+ * The worker's connections, bound to every activity it registers (like its policy), so one process running two
+ * workers keeps each worker's connections apart and closes them with it.
+ */
+const boundPool = new AsyncLocalStorage<SharedSshPool>();
+
+/** `fn`, using `pool` for its SSH connections wherever it is called from. */
+export function bindSshPool<A extends unknown[], R>(
+  pool: SharedSshPool,
+  fn: (...args: A) => Promise<R>,
+): (...args: A) => Promise<R> {
+  return (...args) => boundPool.run(pool, () => fn(...args));
+}
+
+/**
+ * Runs `fn` with a lease on the worker's SSH pool, released after however `fn` ends: its commands still running
+ * then are stopped, the connections stay for the next activity. The activity heartbeats meanwhile, so a dead
+ * worker is noticed within the heartbeat timeout and a cancellation reaches it; a cancellation stops this
+ * activity's commands, never the connection other activities share. Outside a worker (a test or the CLI calling
+ * an activity directly) the connections last for the call only.
+ */
+async function withLease<T>(fn: (lease: SshLease) => Promise<T>, keepMs?: number): Promise<T> {
+  const shared = boundPool.getStore();
+  const pool = shared ?? new SharedSshPool({ idleMs: 0 });
+  const signal = activitySignal();
+  const lease = pool.lease({
+    ...(signal ? { signal } : {}),
+    ...(keepMs !== undefined ? { keepMs } : {}),
+  });
+  try {
+    return await keepHeartbeating(() => fn(lease));
+  } catch (err) {
+    throw err instanceof SshError ? sshFailure(err) : err;
+  } finally {
+    lease.release();
+    if (!shared) await pool.close();
+  }
+}
+
+/**
+ * Runs `fn` with an SSH session to the host: the worker's one connection to it, opened by the first activity that
+ * needs it and reused by the next ones, so a deploy costs about one handshake per host.
  *
  * Nothing connects before the worker's policy allows the host reference's known_hosts, key and agent.
  *
@@ -37,54 +76,22 @@ export function toSshAuth(ref: SshAuthRef): SshAuth {
 export async function onHost<T>(ref: HostRef, fn: (session: SshSession) => Promise<T>): Promise<T> {
   // The worker's policy decides which known_hosts and keys a spec may use, whatever the workflow passed.
   assertSshAuthAllowed(ref.auth);
-  const pool = new SshPool(toSshAuth(ref.auth));
-  const signal = activitySignal();
-  const abort = () => void pool.closeAll();
-  signal?.addEventListener('abort', abort);
-  try {
-    return await keepHeartbeating(async () => fn(await pool.session(ref.target)));
-  } catch (err) {
-    throw err instanceof SshError ? sshFailure(err) : err;
-  } finally {
-    signal?.removeEventListener('abort', abort);
-    await pool.closeAll();
-  }
+  return withLease(async (lease) => fn(await lease.session(ref.target, toSshAuth(ref.auth))));
 }
 
-/** How long connections kept between calls (onHosts' `keep`) live unused, and under which key. */
+/** How long the connections of an onHosts call stay open unused at least, past the worker's idle time. */
 export interface KeepConnections {
-  /** Calls with the same key share the connections: a supervisor's rounds, one after the other. */
-  key: string;
   idleMs: number;
 }
 
-interface KeptPools {
-  pools: Map<string, SshPool>;
-  busy: boolean;
-  timer?: NodeJS.Timeout;
-}
-
-/** Connections kept between the calls of one key, each closed once unused for its idle time. */
-const kept = new Map<string, KeptPools>();
-
-/** Closes every kept connection (a worker that shuts down). */
-export async function closeKeptConnections(): Promise<void> {
-  const all = [...kept.values()];
-  kept.clear();
-  for (const k of all) clearTimeout(k.timer);
-  await Promise.all(all.flatMap((k) => [...k.pools.values()].map((p) => p.closeAll())));
-}
-
 /**
- * Like onHost for an activity that works on several hosts at once: one pool for all of them, so a jump host's
- * connection also carries the hosts behind it (one handshake per host, however they are reached). `fn` opens
- * the sessions it needs and judges each host's errors itself; SSH errors it lets through are converted as in
- * onHost.
+ * Like onHost for an activity that works on several hosts at once. `fn` opens the sessions it needs and judges
+ * each host's errors itself; SSH errors it lets through are converted as in onHost.
  *
- * With `keep`, the connections outlive the call, for the next call of the same key within `idleMs`: a probe
- * every 30 s then costs no handshake at all. A kept connection that dropped is replaced by the pool (its
- * keepalive notices a dead link within 15 s; a command caught by the drop fails as a lost connection, so the
- * host counts as unreachable, as with a fresh one).
+ * With `keep`, the connections stay open unused for at least `idleMs` (a supervisor whose interval is longer
+ * than the worker's idle time): a probe round then costs no handshake at all. A kept connection that dropped is
+ * replaced by the pool (its keepalive notices a dead link within 15 s; a command caught by the drop fails as a
+ * lost connection, so the host counts as unreachable, as with a fresh one).
  */
 export async function onHosts<T>(
   refs: readonly HostRef[],
@@ -92,41 +99,15 @@ export async function onHosts<T>(
   keep?: KeepConnections,
 ): Promise<T> {
   for (const ref of refs) assertSshAuthAllowed(ref.auth);
-  const reuse = keep ? kept.get(keep.key) : undefined;
-  const entry: KeptPools = reuse && !reuse.busy ? reuse : { pools: new Map(), busy: false };
-  clearTimeout(entry.timer);
-  entry.busy = true;
-  if (keep && !reuse) kept.set(keep.key, entry);
-  const open = (ref: HostRef): Promise<SshSession> => {
-    if (!refs.includes(ref))
-      throw new Error(`onHosts: ${ref.target.name} is not one of this activity's hosts`);
-    const key = JSON.stringify(toSshAuth(ref.auth));
-    let pool = entry.pools.get(key);
-    if (!pool) entry.pools.set(key, (pool = new SshPool(toSshAuth(ref.auth))));
-    return pool.session(ref.target);
-  };
-  const closeAll = async () => {
-    if (kept.get(keep?.key ?? '') === entry) kept.delete(keep?.key ?? '');
-    await Promise.all([...entry.pools.values()].map((p) => p.closeAll()));
-  };
-  const signal = activitySignal();
-  const abort = () => void closeAll();
-  signal?.addEventListener('abort', abort);
-  let keepOpen = false;
-  try {
-    const result = await keepHeartbeating(() => fn(open));
-    keepOpen = keep !== undefined && kept.get(keep.key) === entry;
-    return result;
-  } catch (err) {
-    throw err instanceof SshError ? sshFailure(err) : err;
-  } finally {
-    signal?.removeEventListener('abort', abort);
-    entry.busy = false;
-    if (keepOpen && keep) {
-      entry.timer = setTimeout(() => void closeAll(), keep.idleMs);
-      entry.timer.unref();
-    } else await closeAll();
-  }
+  return withLease(
+    (lease) =>
+      fn((ref: HostRef): Promise<SshSession> => {
+        if (!refs.includes(ref))
+          throw new Error(`onHosts: ${ref.target.name} is not one of this activity's hosts`);
+        return lease.session(ref.target, toSshAuth(ref.auth));
+      }),
+    keep?.idleMs,
+  );
 }
 
 function activitySignal(): AbortSignal | undefined {

@@ -100,7 +100,12 @@ describe('supervise under faults', () => {
 
   async function deployAndWaitSupervised(s: Record<string, unknown>) {
     const handle = await startDeploy(client, s as never, 'cli');
-    const result = await handle.result();
+    const result = await handle.result().catch((err: unknown) => {
+      // "Workflow execution failed" alone says nothing: the chain of causes says which step and why.
+      const causes: string[] = [];
+      for (let e: unknown = err; e instanceof Error; e = e.cause) causes.push(`${e.name}: ${e.message}`);
+      throw new Error(`the deploy failed: ${causes.join(' <- ')}`, { cause: err });
+    });
     assert.match(result.supervision ?? '', /supervised by /, JSON.stringify(result.supervision));
     const runId = (await supervisor().describe()).runId;
     await until(

@@ -12,7 +12,7 @@ import { ActivityFailure, WorkflowFailedError } from '@temporalio/client';
 import { RetryState } from '@temporalio/common';
 import { useE2eCluster } from '../helpers/e2e-cluster.js';
 import { countSshHandshakes, restartSshd, type SimHost } from '../../sim/cluster.js';
-import { generateKeyPair, sshdPaths } from '../../sim/sshd.js';
+import { generateKeyPair, killSshdConnections, sshdPaths } from '../../sim/sshd.js';
 import { simClusterSpec } from '../../sim/spec.js';
 import type { TrustReport } from '../../src/commands/trust.js';
 import { liftoffArgv } from '../helpers/cli.js';
@@ -267,8 +267,10 @@ describe('liftoff trust: pinning host keys through a jump host (namespace mode)'
 
   it('refuses a changed host key before any command runs, and trust will not overwrite it', async () => {
     const oldFingerprint = await fingerprintOnHost(spark2);
-    // A reinstall (or an impostor): a new host key, same address.
+    // A reinstall (or an impostor): a new host key, same address. The reinstall also ends the connections open
+    // to the old system, which the worker keeps between activities (a connection is verified when it opens).
     await generateKeyPair(sshdPaths.hostKey(spark2.hostDir), 'root@spark2-reinstalled');
+    killSshdConnections(spark2.hostDir);
     await restartSshd(stateDir, 'spark2');
     const newFingerprint = await fingerprintOnHost(spark2);
     assert.notEqual(newFingerprint, oldFingerprint);

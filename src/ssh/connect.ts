@@ -1,0 +1,257 @@
+// Opening a verified connection: one hop (credentials, the host key checked against known_hosts before anything
+// runs, the handshake), and a chain of hops where each jump host's own verified session carries the next.
+import { readFile } from 'node:fs/promises';
+import ssh2 from 'ssh2';
+import type { ConnectConfig } from 'ssh2';
+import {
+  HostKeyMismatchError,
+  HostKeyUnknownError,
+  SshConnectError,
+  type SshErrorEndpoint,
+} from './errors.js';
+import { classifyConnectError, type SshLevelError } from './classify.js';
+import { blobKeyType, knownKeyTypes, loadKnownHosts, sshFingerprint, verifyHostKey } from './known-hosts.js';
+import { Ssh2Session, type SshSession } from './session.js';
+import { endpointOf, expandHome, type SshAuth, type SshTarget } from './target.js';
+
+const { Client, utils: sshUtils } = ssh2;
+
+export interface SshConnectOptions {
+  /** TCP connect + handshake + authentication, per hop (default 10 s). */
+  connectTimeoutMs?: number;
+  /** A dead link is noticed after interval × count without an answer (default 5 s × 3). */
+  keepaliveIntervalMs?: number;
+  keepaliveCountMax?: number;
+  /** Channels open at once on one connection; sshd's MaxSessions defaults to 10 (default 8). */
+  maxConcurrentExecs?: number;
+  /** Where the insecureAcceptAnyHostKey warning goes (default console.warn). */
+  warn?: (message: string) => void;
+}
+
+const defaults = {
+  connectTimeoutMs: 10_000,
+  keepaliveIntervalMs: 5_000,
+  keepaliveCountMax: 3,
+  maxConcurrentExecs: 8,
+};
+
+// The order ssh2 offers by default, so that putting the known types first keeps every other one available.
+// Not `ssh-rsa`: that signs the key exchange with SHA-1. An RSA host key still works through rsa-sha2-256/512,
+// which every OpenSSH since 7.2 (2016) signs with; only a server older than that would need SHA-1.
+export const hostKeyAlgorithms = [
+  'ssh-ed25519',
+  'ecdsa-sha2-nistp256',
+  'ecdsa-sha2-nistp384',
+  'ecdsa-sha2-nistp521',
+  'rsa-sha2-512',
+  'rsa-sha2-256',
+] as const;
+type HostKeyAlgorithm = (typeof hostKeyAlgorithms)[number];
+
+export function algorithmsForKeyType(keyType: string): HostKeyAlgorithm[] {
+  if (keyType === 'ssh-rsa') return ['rsa-sha2-512', 'rsa-sha2-256'];
+  return hostKeyAlgorithms.filter((a) => a === keyType);
+}
+
+async function readPrivateKey(path: string, endpoint: SshErrorEndpoint): Promise<Buffer> {
+  const fullPath = expandHome(path);
+  let key: Buffer;
+  try {
+    key = await readFile(fullPath);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? 'error';
+    throw new SshConnectError(endpoint, 'auth', `cannot read private key file ${fullPath} (${code})`, {
+      advice: 'Check privateKeyPath in the spec and that the worker process may read that file.',
+    });
+  }
+  // Only the parser's verdict is reported, never the content: its errors name the format, not the bytes.
+  const parsed = sshUtils.parseKey(key);
+  if (parsed instanceof Error) {
+    const encrypted = /encrypted|passphrase/i.test(parsed.message);
+    throw new SshConnectError(
+      endpoint,
+      'auth',
+      encrypted
+        ? `private key ${fullPath} is protected by a passphrase`
+        : `private key ${fullPath} cannot be parsed`,
+      {
+        advice: encrypted
+          ? 'Load it into ssh-agent (ssh-add) and set useAgent, or point privateKeyPath at a key without a passphrase.'
+          : 'Point privateKeyPath at an OpenSSH or PEM private key (ed25519, ecdsa or rsa).',
+      },
+    );
+  }
+  return key;
+}
+
+/** SshConnectOptions with every default filled in. */
+export type ConnectSettings = Required<Omit<SshConnectOptions, 'warn'>> & { warn: (message: string) => void };
+
+export interface Hop {
+  target: SshTarget;
+  auth: SshAuth;
+  settings: ConnectSettings;
+  /** The verified session to the jump host, when this hop goes through one. */
+  via?: Ssh2Session;
+}
+
+export async function connectHop(hop: Hop, owned: SshSession[] = []): Promise<Ssh2Session> {
+  const { target, auth, settings } = hop;
+  const endpoint = endpointOf(target);
+  const knownHostsPath = expandHome(auth.knownHostsPath);
+
+  const config: ConnectConfig = {
+    host: target.host,
+    port: target.port,
+    username: target.user,
+    readyTimeout: settings.connectTimeoutMs,
+    keepaliveInterval: settings.keepaliveIntervalMs,
+    keepaliveCountMax: settings.keepaliveCountMax,
+  };
+  if (auth.privateKeyPath) config.privateKey = await readPrivateKey(auth.privateKeyPath, endpoint);
+  if (auth.useAgent) {
+    const agent = process.env.SSH_AUTH_SOCK;
+    if (!agent) {
+      throw new SshConnectError(endpoint, 'auth', 'useAgent is set but SSH_AUTH_SOCK is not', {
+        advice: 'Start ssh-agent for the worker process and export SSH_AUTH_SOCK, or set privateKeyPath.',
+      });
+    }
+    config.agent = agent;
+  }
+  if (!config.privateKey && !config.agent) {
+    throw new SshConnectError(endpoint, 'auth', 'no credentials configured', {
+      advice: 'Set privateKeyPath or useAgent in the ssh section of the spec.',
+    });
+  }
+
+  let rejection: Error | undefined;
+  if (auth.insecureAcceptAnyHostKey) {
+    config.hostVerifier = (key: Buffer) => {
+      settings.warn(
+        `WARNING: host key of ${target.name} (${target.host}:${target.port}) was NOT verified ` +
+          `(insecureAcceptAnyHostKey is set); accepted ${blobKeyType(key) ?? 'key'} ${sshFingerprint(key)}. ` +
+          `Anyone on the network path can impersonate this host. Remove the option and trust the host key instead.`,
+      );
+      return true;
+    };
+  } else {
+    const { entries } = await loadKnownHosts(knownHostsPath);
+    const knownTypes = knownKeyTypes(entries, target.host, target.port);
+    const preferred = knownTypes.flatMap(algorithmsForKeyType);
+    // Ask for a key type we know first, so a host with several keys offers the one we can check.
+    config.algorithms = {
+      serverHostKey: [...new Set([...preferred, ...hostKeyAlgorithms])],
+    };
+    config.hostVerifier = (key: Buffer) => {
+      const verdict = verifyHostKey(entries, target.host, target.port, key);
+      switch (verdict.status) {
+        case 'trusted':
+          return true;
+        case 'unknown':
+          rejection = new HostKeyUnknownError(endpoint, verdict.keyType, verdict.fingerprint, knownHostsPath);
+          return false;
+        case 'revoked':
+          rejection = new HostKeyMismatchError(endpoint, {
+            keyType: verdict.keyType,
+            gotFingerprint: verdict.fingerprint,
+            expectedFingerprints: [],
+            knownHostsPath,
+            revoked: true,
+          });
+          return false;
+        case 'mismatch':
+          rejection = new HostKeyMismatchError(endpoint, {
+            keyType: verdict.keyType,
+            gotFingerprint: verdict.fingerprint,
+            expectedFingerprints: verdict.expected.map((e) => `${e.keyType} ${e.fingerprint}`),
+            knownHostsPath,
+          });
+          return false;
+      }
+    };
+  }
+
+  if (hop.via)
+    config.sock = await hop.via.tunnel(target.host, target.port, endpoint, settings.connectTimeoutMs);
+
+  const client = new Client();
+  const closed = new Promise<void>((resolve) => client.once('close', () => resolve()));
+  await new Promise<void>((resolve, reject) => {
+    let done = false;
+    const finish = (err?: Error) => {
+      if (done) return;
+      done = true;
+      client.removeListener('ready', onReady);
+      client.removeListener('error', onError);
+      client.removeListener('close', onClose);
+      if (err) {
+        client.destroy();
+        reject(err);
+      } else resolve();
+    };
+    const onReady = () => finish();
+    const onError = (err: SshLevelError) => {
+      if (rejection) {
+        finish(rejection);
+        return;
+      }
+      finish(new SshConnectError(endpoint, classifyConnectError(err), err.message, { cause: err }));
+    };
+    const onClose = () => {
+      finish(rejection ?? new SshConnectError(endpoint, 'closed', 'connection closed during the handshake'));
+    };
+    client.on('ready', onReady);
+    client.on('error', onError);
+    client.on('close', onClose);
+    // Errors after the handshake are recorded by the session; this keeps them from being unhandled meanwhile.
+    client.on('error', () => {});
+    try {
+      client.connect(config);
+    } catch (err) {
+      finish(new SshConnectError(endpoint, 'auth', (err as Error).message, { cause: err }));
+    }
+  });
+  return new Ssh2Session(
+    target,
+    client,
+    closed,
+    settings.maxConcurrentExecs,
+    owned,
+    settings.connectTimeoutMs,
+  );
+}
+
+export function resolveSettings(opts: SshConnectOptions = {}): ConnectSettings {
+  return {
+    connectTimeoutMs: opts.connectTimeoutMs ?? defaults.connectTimeoutMs,
+    keepaliveIntervalMs: opts.keepaliveIntervalMs ?? defaults.keepaliveIntervalMs,
+    keepaliveCountMax: opts.keepaliveCountMax ?? defaults.keepaliveCountMax,
+    maxConcurrentExecs: opts.maxConcurrentExecs ?? defaults.maxConcurrentExecs,
+    warn: opts.warn ?? ((message: string) => console.warn(message)),
+  };
+}
+
+/** The session to `target` owns the sessions to its jump hosts: closing it closes the whole chain. */
+export async function openChain(
+  target: SshTarget,
+  auth: SshAuth,
+  settings: ConnectSettings,
+): Promise<Ssh2Session> {
+  if (!target.jump) return connectHop({ target, auth, settings });
+  const via = await openChain(target.jump, auth, settings);
+  try {
+    return await connectHop({ target, auth, settings, via }, [via]);
+  } catch (err) {
+    await via.close();
+    throw err;
+  }
+}
+
+/** Opens a session to `target` (through its jump hosts, each verified); close() closes the whole chain. */
+export async function openSshSession(
+  target: SshTarget,
+  auth: SshAuth,
+  opts?: SshConnectOptions,
+): Promise<SshSession> {
+  return openChain(target, auth, resolveSettings(opts));
+}

@@ -1,0 +1,409 @@
+// One SSH connection and the commands run on it (Ssh2Session). exec takes only commands built by `sh`
+// (quote.ts), caps the channels open at once (Slots), and stops a command that times out or is aborted.
+import { StringDecoder } from 'node:string_decoder';
+import type { Duplex } from 'node:stream';
+import type ssh2 from 'ssh2';
+import type { ClientChannel } from 'ssh2';
+import { RemoteCommandError, RemoteTimeoutError, SshConnectError, type SshErrorEndpoint } from './errors.js';
+import { classifyForwardError } from './classify.js';
+import { sendSignal, signalExitCode } from './channel-signal.js';
+import { defaultMaxOutputBytes, OutputTail } from './output-tail.js';
+import { isRemoteCommand, type RemoteCommand } from './quote.js';
+import { Slots } from './slots.js';
+import { endpointOf, type SshTarget } from './target.js';
+
+/**
+ * Errors of commands that never reached the host (no channel was opened for them): running them again on a new
+ * connection cannot run them twice. A pool retries these once when the connection turns out dead.
+ */
+const neverStarted = new WeakSet<Error>();
+
+export function commandNeverStarted(err: unknown): boolean {
+  return err instanceof Error && neverStarted.has(err);
+}
+
+function notStarted<E extends Error>(err: E): E {
+  neverStarted.add(err);
+  return err;
+}
+
+type Client = InstanceType<typeof ssh2.Client>;
+
+export interface ExecOptions {
+  timeoutMs?: number;
+  stdin?: string;
+  onStdout?: (chunk: string) => void;
+  onStderr?: (chunk: string) => void;
+  /** Throw RemoteCommandError on a non-zero exit or a signal (default true). */
+  check?: boolean;
+  signal?: AbortSignal;
+  /**
+   * The most bytes of each stream kept in the result: the tail, after a line saying how much was cut
+   * (default 1 MiB). onStdout/onStderr still see every chunk.
+   */
+  maxOutputBytes?: number;
+  /** Also return stdout as the bytes received (ExecResult.stdoutBytes), for reads that count bytes. */
+  stdoutBytes?: boolean;
+  /**
+   * Values this command handles (sent on stdin, exported on the host) that its errors must not show: they are
+   * redacted from the command's output before the error cuts it to a tail.
+   */
+  secrets?: readonly string[];
+}
+
+export interface ExecResult {
+  /** The exit status; 128 + signal number when the command was killed by a signal, as shells report it. */
+  exitCode: number;
+  /** `SIGTERM`, … when the command was killed by a signal. */
+  signal?: string;
+  stdout: string;
+  stderr: string;
+  /** With ExecOptions.stdoutBytes: stdout's kept bytes, undecoded. */
+  stdoutBytes?: Buffer;
+  /** Bytes cut from the front of stdout / stderr to keep within maxOutputBytes; absent when none were. */
+  stdoutCutBytes?: number;
+  stderrCutBytes?: number;
+  durationMs: number;
+}
+
+export interface SshSession {
+  exec(cmd: RemoteCommand, opts?: ExecOptions): Promise<ExecResult>;
+  close(): Promise<void>;
+  readonly target: SshTarget;
+}
+
+export class Ssh2Session implements SshSession {
+  readonly target: SshTarget;
+  private readonly client: Client;
+  private readonly endpoint: SshErrorEndpoint;
+  private readonly slots: Slots;
+  /**
+   * A channel that does not open within this long means the host or the path to it stopped answering: on a
+   * connection kept open between activities, that is how a partition shows (a new connection would have hit its
+   * connect timeout instead). The connection is then dropped, so the next command opens a new one.
+   */
+  private readonly channelOpenTimeoutMs: number;
+  private readonly closedPromise: Promise<void>;
+  private lostReason: string | undefined;
+  private closing = false;
+  /** Closed together with this session (the jump hosts it owns, outside a pool). */
+  private readonly owned: SshSession[];
+
+  /** `closed` settles on the client's 'close' event, listened to since before the handshake. */
+  constructor(
+    target: SshTarget,
+    client: Client,
+    closed: Promise<void>,
+    maxConcurrentExecs: number,
+    owned: SshSession[] = [],
+    channelOpenTimeoutMs = 10_000,
+  ) {
+    this.target = target;
+    this.client = client;
+    this.endpoint = endpointOf(target);
+    this.slots = new Slots(maxConcurrentExecs);
+    this.channelOpenTimeoutMs = channelOpenTimeoutMs;
+    this.owned = owned;
+    this.closedPromise = closed;
+    client.on('error', (err: Error) => {
+      this.lostReason ??= err.message;
+    });
+    void closed.then(() => {
+      this.lostReason ??= 'connection closed';
+    });
+  }
+
+  /** Settles once the connection is gone (dropped, or closed by either side). */
+  get closed(): Promise<void> {
+    return this.closedPromise;
+  }
+
+  /** False once the connection has dropped or been closed; a pool then opens a new one. */
+  get alive(): boolean {
+    return this.lostReason === undefined && !this.closing;
+  }
+
+  async exec(cmd: RemoteCommand, opts: ExecOptions = {}): Promise<ExecResult> {
+    if (!isRemoteCommand(cmd)) throw new TypeError('SshSession.exec accepts only commands built with sh`…`');
+    opts.signal?.throwIfAborted();
+    await this.slots.acquire(opts.signal);
+    try {
+      opts.signal?.throwIfAborted();
+      if (!this.alive) {
+        throw notStarted(
+          new SshConnectError(
+            this.endpoint,
+            'closed',
+            `session is no longer open (${this.lostReason ?? 'closed'})`,
+          ),
+        );
+      }
+      return await this.run(cmd, opts);
+    } finally {
+      this.slots.release();
+    }
+  }
+
+  private run(cmd: RemoteCommand, opts: ExecOptions): Promise<ExecResult> {
+    const started = performance.now();
+    const endpoint = this.endpoint;
+    return new Promise<ExecResult>((resolve, reject) => {
+      let settled = false;
+      let channel: ClientChannel | undefined;
+      let timer: NodeJS.Timeout | undefined;
+      const maxOutputBytes = opts.maxOutputBytes ?? defaultMaxOutputBytes;
+      const stdout = new OutputTail(maxOutputBytes);
+      const stderr = new OutputTail(maxOutputBytes);
+      const outDecoder = new StringDecoder('utf8');
+      const errDecoder = new StringDecoder('utf8');
+      let exit: { code: number | null; signal?: string } | undefined;
+
+      // Settles the command if its channel does not open in time (settle and abandon run later, when it fires).
+      const openTimer = setTimeout(() => {
+        settle(() => {
+          const waited = this.channelOpenTimeoutMs;
+          this.abandon(`no channel opened within ${waited} ms`);
+          reject(
+            new SshConnectError(
+              endpoint,
+              'timeout',
+              `the host did not open a channel within ${waited} ms on an open connection; the connection is dropped`,
+              {
+                advice:
+                  'The host or the network path to it stopped answering; the next command opens a new connection.',
+              },
+            ),
+          );
+        });
+      }, this.channelOpenTimeoutMs);
+      const cleanup = () => {
+        if (timer) clearTimeout(timer);
+        clearTimeout(openTimer);
+        opts.signal?.removeEventListener('abort', onAbort);
+      };
+      const settle = (fn: () => void) => {
+        if (settled) return;
+        settled = true;
+        cleanup();
+        fn();
+      };
+      // Ask the remote process to stop, then close the channel; sshd also closes the process's pipes.
+      const stopRemote = () => {
+        const open = channel;
+        if (!open) return;
+        sendSignal(open, 'TERM');
+        const kill = setTimeout(() => {
+          sendSignal(open, 'KILL');
+          try {
+            open.close();
+          } catch {
+            // closed in the meantime
+          }
+        }, 1_000);
+        kill.unref();
+        open.once('close', () => clearTimeout(kill));
+      };
+      const onAbort = () => {
+        settle(() => {
+          stopRemote();
+          const reason: unknown = opts.signal?.reason;
+          reject(reason instanceof Error ? reason : new Error(`aborted: ${String(reason)}`));
+        });
+      };
+      const deliver = (sink: ((chunk: string) => void) | undefined, chunk: string) => {
+        if (!sink || chunk === '') return;
+        try {
+          sink(chunk);
+        } catch (err) {
+          settle(() => {
+            stopRemote();
+            reject(err instanceof Error ? err : new Error(String(err)));
+          });
+        }
+      };
+
+      opts.signal?.addEventListener('abort', onAbort, { once: true });
+      if (opts.timeoutMs !== undefined) {
+        const timeoutMs = opts.timeoutMs;
+        timer = setTimeout(() => {
+          settle(() => {
+            stopRemote();
+            reject(
+              new RemoteTimeoutError(
+                endpoint,
+                { command: cmd.text, timeoutMs, stdout: stdout.text(), stderr: stderr.text() },
+                opts.secrets,
+              ),
+            );
+          });
+        }, timeoutMs);
+      }
+
+      const onOpen = (err: Error | undefined, opened: ClientChannel) => {
+        clearTimeout(openTimer);
+        if (err) {
+          settle(() =>
+            reject(
+              notStarted(
+                new SshConnectError(endpoint, 'closed', `could not open a channel: ${err.message}`, {
+                  cause: err,
+                  advice:
+                    'The connection is open but the host refused a new session channel: check MaxSessions in its sshd_config.',
+                }),
+              ),
+            ),
+          );
+          return;
+        }
+        channel = opened;
+        if (settled) {
+          // Timed out or aborted while the channel was opening.
+          stopRemote();
+          return;
+        }
+        opened.on('data', (data: Buffer) => {
+          stdout.push(data);
+          if (opts.onStdout) deliver(opts.onStdout, outDecoder.write(data));
+        });
+        opened.stderr.on('data', (data: Buffer) => {
+          stderr.push(data);
+          if (opts.onStderr) deliver(opts.onStderr, errDecoder.write(data));
+        });
+        opened.on('exit', (code: number | null, signal?: string) => {
+          exit = { code, ...(signal ? { signal } : {}) };
+        });
+        opened.on('close', () => {
+          settle(() => {
+            if (opts.onStdout) {
+              const restOut = outDecoder.end();
+              if (restOut) opts.onStdout(restOut);
+            }
+            if (opts.onStderr) {
+              const restErr = errDecoder.end();
+              if (restErr) opts.onStderr(restErr);
+            }
+            if (!exit) {
+              reject(
+                new SshConnectError(
+                  endpoint,
+                  'closed',
+                  `connection lost while running a command (${this.lostReason ?? 'channel closed without an exit status'})`,
+                  {
+                    advice:
+                      'The command may have run, partly or fully, and may still be running: check the host before running it again.',
+                  },
+                ),
+              );
+              return;
+            }
+            const durationMs = Math.round(performance.now() - started);
+            const exitCode = exit.code ?? (exit.signal ? signalExitCode(exit.signal) : 255);
+            const result: ExecResult = {
+              exitCode,
+              ...(exit.signal ? { signal: exit.signal } : {}),
+              stdout: stdout.text(),
+              stderr: stderr.text(),
+              ...(opts.stdoutBytes ? { stdoutBytes: stdout.bytes() } : {}),
+              ...(stdout.cutBytes > 0 ? { stdoutCutBytes: stdout.cutBytes } : {}),
+              ...(stderr.cutBytes > 0 ? { stderrCutBytes: stderr.cutBytes } : {}),
+              durationMs,
+            };
+            if ((opts.check ?? true) && (exitCode !== 0 || exit.signal)) {
+              reject(new RemoteCommandError(endpoint, { command: cmd.text, ...result }, opts.secrets));
+              return;
+            }
+            resolve(result);
+          });
+        });
+        opened.on('error', () => {
+          // A channel error is followed by 'close', which settles.
+        });
+        // EOF on stdin, so a command that reads it does not wait forever.
+        if (opts.stdin !== undefined) opened.end(opts.stdin);
+        else opened.end();
+      };
+
+      try {
+        this.client.exec(cmd.text, onOpen);
+      } catch (err) {
+        settle(() =>
+          reject(
+            notStarted(
+              new SshConnectError(
+                endpoint,
+                'closed',
+                `session is no longer open (${(err as Error).message})`,
+                {
+                  cause: err,
+                },
+              ),
+            ),
+          ),
+        );
+      }
+    });
+  }
+
+  /** A TCP stream from this host to host:port (direct-tcpip), to carry the next hop's SSH connection. */
+  tunnel(host: string, port: number, forEndpoint: SshErrorEndpoint, timeoutMs: number): Promise<Duplex> {
+    const jumpName = this.target.name;
+    return new Promise<Duplex>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        reject(
+          new SshConnectError(
+            forEndpoint,
+            'timeout',
+            `jump host ${jumpName} could not reach ${host}:${port} within ${timeoutMs} ms`,
+          ),
+        );
+      }, timeoutMs);
+      try {
+        this.client.forwardOut('127.0.0.1', 0, host, port, (err, stream) => {
+          clearTimeout(timer);
+          if (err) {
+            const { kind, advice } = classifyForwardError(err);
+            reject(
+              new SshConnectError(
+                forEndpoint,
+                kind,
+                `jump host ${jumpName} could not connect: ${err.message}`,
+                {
+                  cause: err,
+                  ...(advice ? { advice } : {}),
+                },
+              ),
+            );
+            return;
+          }
+          resolve(stream);
+        });
+      } catch (err) {
+        clearTimeout(timer);
+        reject(
+          new SshConnectError(forEndpoint, 'closed', `jump host ${jumpName} session is closed`, {
+            cause: err,
+          }),
+        );
+      }
+    });
+  }
+
+  /** Gives up on a connection that stopped answering: every command on it fails now, and pools replace it. */
+  private abandon(reason: string): void {
+    this.lostReason ??= reason;
+    this.client.destroy();
+  }
+
+  async close(): Promise<void> {
+    if (!this.closing) {
+      this.closing = true;
+      this.client.end();
+      const forced = setTimeout(() => this.client.destroy(), 2_000);
+      forced.unref();
+      await this.closedPromise;
+      clearTimeout(forced);
+    }
+    await this.closedPromise;
+    for (const session of this.owned) await session.close();
+  }
+}

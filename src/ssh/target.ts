@@ -1,0 +1,53 @@
+// Who a connection reaches (a host, possibly behind a chain of jump hosts) and with which credentials: plain data,
+// plus the forms of it that messages (endpointOf) and pools (targetKey) use.
+import { homedir } from 'node:os';
+import type { SshErrorEndpoint } from './errors.js';
+
+export interface SshEndpoint {
+  /** The host's name in the cluster spec; used in every message. */
+  name: string;
+  host: string;
+  port: number;
+  user: string;
+}
+
+export interface SshAuth {
+  privateKeyPath?: string;
+  useAgent?: boolean;
+  knownHostsPath: string;
+  /** Explicit opt-in; logs a loud warning on every connect. */
+  insecureAcceptAnyHostKey?: boolean;
+}
+
+/** A host, reached through `jump` (itself possibly behind another jump) when set. */
+export interface SshTarget extends SshEndpoint {
+  jump?: SshTarget;
+}
+
+export function expandHome(path: string): string {
+  if (path === '~') return homedir();
+  if (path.startsWith('~/')) return `${homedir()}${path.slice(1)}`;
+  return path;
+}
+
+export function endpointOf(target: SshTarget): SshErrorEndpoint {
+  const via: string[] = [];
+  for (let hop = target.jump; hop; hop = hop.jump) via.unshift(hop.name);
+  return {
+    host: target.name,
+    address: target.host,
+    port: target.port,
+    user: target.user,
+    ...(via.length > 0 ? { via } : {}),
+  };
+}
+
+/** The same host reached the same way (user, address, port, and every jump hop) gives the same key. */
+export function targetKey(target: SshTarget): string {
+  const self = `${target.user}@${target.host}:${target.port}`;
+  return target.jump ? `${self} via ${targetKey(target.jump)}` : self;
+}
+
+export function depth(target: SshTarget): number {
+  return target.jump ? 1 + depth(target.jump) : 0;
+}
