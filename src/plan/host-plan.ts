@@ -33,20 +33,12 @@ import {
 } from '../host-commands/cleanup.js';
 import {
   baseUrl,
-  maxLogChunkBytes as logChunkBytes,
   rayConfirmLogLines,
-  serveTailLines,
   smokeRequestTimeoutS as smokeTimeoutS,
   workerJoinLogLines as verifyWorkerLogLines,
   containerLogTailCommand,
-  fileSizeCommand,
-  healthCommand,
   inspectContainerCommand,
-  logChunkCommand,
-  serveLogTailCommand,
   markerPathFor,
-  modelsCommand,
-  pidAliveCommand,
   rayRunCommand,
   rayStatusCommand,
   readMarkerCommand,
@@ -54,6 +46,7 @@ import {
   smokeCommand,
   smokeTimingMarker,
 } from '../host-commands/launch.js';
+import { headPollCommand, rayWorkerWatchCommand } from '../host-commands/polls.js';
 import { headAddressOf, launchServeInput, rayContainerInput } from '../host-commands/step-inputs.js';
 import { hostReadCommand, imageVersionsCommand } from '../host-commands/agreement.js';
 
@@ -257,13 +250,14 @@ export function planHost(
     steps.push({
       step: 'waitHealthy',
       commands: [
-        read(pidAliveCommand(raw(planPlaceholders.pid)), untilHealthy),
-        read(inspectContainerCommand(container), untilHealthy),
-        read(fileSizeCommand(spec.serve.logPath), untilHealthy),
-        read(logChunkCommand(spec.serve.logPath, 0, logChunkBytes), untilHealthy),
-        read(serveLogTailCommand(spec.serve.logPath, serveTailLines), untilHealthy),
-        read(healthCommand(url), untilHealthy),
-        read(modelsCommand(url), untilHealthy),
+        // One command per poll: the process, the container, /health (and /v1/models), the log's tail and news.
+        read(
+          headPollCommand(
+            { pid: 0, container, logPath: spec.serve.logPath, logOffset: 0, url },
+            { pid: raw(planPlaceholders.pid) },
+          ).command,
+          untilHealthy,
+        ),
       ],
     });
     steps.push({
@@ -275,7 +269,10 @@ export function planHost(
     );
   } else {
     const untilLoaded = 'while the head loads the model';
-    steps.push({ step: 'waitHealthy', commands: [read(inspectContainerCommand(container), untilLoaded)] });
+    steps.push({
+      step: 'waitHealthy',
+      commands: [read(rayWorkerWatchCommand(container).command, `${untilLoaded}, every serve.workerPollEvery-th poll`)],
+    });
   }
   return { host: host.name, role: host.role, steps, stop, disable, remove, start };
 }

@@ -16,6 +16,8 @@ export const patches = {
   agreementChecks: 'agreement-checks',
   /** A multiproc deploy is supervised: the rounds probe every rank's container instead of `ray status`. */
   multiprocSupervision: 'multiproc-supervision',
+  /** The load polls the hosts other than the head every serve.workerPollEvery polls instead of every poll. */
+  workerPollEvery: 'load-worker-poll-every',
 } as const;
 
 export const patchIds: readonly string[] = Object.values(patches);
