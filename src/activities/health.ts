@@ -5,7 +5,12 @@ import { summarizeVllmLog } from '../parsers/vllm-log.js';
 import { ApplicationFailure } from '@temporalio/common';
 import type { SshSession } from '../ssh/executor.js';
 import { baseUrl, maxLogChunkBytes } from '../host-commands/launch.js';
-import { headPollCommand, logChunkPart, maxInspectBytes, rayWorkerWatchCommand } from '../host-commands/polls.js';
+import {
+  headPollCommand,
+  logChunkPart,
+  maxInspectBytes,
+  rayWorkerWatchCommand,
+} from '../host-commands/polls.js';
 import { sectionScript } from '../host-commands/sections.js';
 import {
   parseSections,
@@ -133,7 +138,9 @@ export function containerOf(
   name: string,
   host: string,
 ): { state?: ContainerState; problem?: string } {
-  const problem = sectionProblem(s, 'container') ?? (s?.cut ? `docker inspect ${name} printed more than ${maxInspectBytes} bytes` : undefined);
+  const problem =
+    sectionProblem(s, 'container') ??
+    (s?.cut ? `docker inspect ${name} printed more than ${maxInspectBytes} bytes` : undefined);
   if (problem || !s) return { problem: problem ?? 'no container section' };
   try {
     const { stdout, stderr } = splitStderr(s.text);
@@ -177,7 +184,8 @@ export async function checkServeHealth(input: CheckServeInput): Promise<CheckSer
     const out = parseSections(res.stdoutBytes ?? Buffer.alloc(0), poll.bounds);
     const problems: string[] = [];
     const pidSection = out.sections.get('pid');
-    const pidProblem = Number.isInteger(input.pid) && input.pid > 0 ? sectionProblem(pidSection, 'pid') : undefined;
+    const pidProblem =
+      Number.isInteger(input.pid) && input.pid > 0 ? sectionProblem(pidSection, 'pid') : undefined;
     if (pidProblem) problems.push(pidProblem);
     const processAlive = pidSection?.exitCode === 0 && !pidProblem;
     const container = containerOf(out.sections.get('container'), input.container, host);
@@ -188,7 +196,7 @@ export async function checkServeHealth(input: CheckServeInput): Promise<CheckSer
       ...(container.state ? containerSecrets(container.state) : []),
     ];
     const chunk = logChunkOf(out.rest, input.logOffset);
-    if (out.rest?.name !== 'log') problems.push('no log section in the host\'s output');
+    if (out.rest?.name !== 'log') problems.push("no log section in the host's output");
     const summary = chunk.lines.length > 0 ? summarizeVllmLog(chunk.lines) : undefined;
     if (summary?.fatal) summary.fatal = { ...summary.fatal, line: redactText(summary.fatal.line, secrets) };
     if (!container.state && (pidProblem || (processAlive && !summary?.fatal))) {
@@ -211,7 +219,9 @@ export async function checkServeHealth(input: CheckServeInput): Promise<CheckSer
       tail: tailLinesOf(out.sections.get('tail'), secrets),
       health,
       modelListed: health === 'ok' && modelListedIn(out.sections.get('models'), input.model),
-      ...(problems.length > 0 ? { readProblems: problems.map((p) => redactText(tail(p, 512), secrets)) } : {}),
+      ...(problems.length > 0
+        ? { readProblems: problems.map((p) => redactText(tail(p, 512), secrets)) }
+        : {}),
     };
   });
 }
@@ -245,7 +255,8 @@ export function workerStateOf(
   container: string,
   host: string,
 ): Omit<CheckRayWorkerResult, 'host'> {
-  const problem = sectionProblem(state, 'state') ?? (state?.cut ? 'the container state line is too long' : undefined);
+  const problem =
+    sectionProblem(state, 'state') ?? (state?.cut ? 'the container state line is too long' : undefined);
   if (problem || !state) {
     throw ApplicationFailure.create({
       type: FailureType.rayContainerFailed,
@@ -268,7 +279,9 @@ export function workerStateOf(
   const running = known === 'running' && mainProcessAlive !== false;
   return {
     containerRunning: running,
-    ...(known ? { containerStatus: known === 'running' && !running ? 'running (its main process is gone)' : known } : {}),
+    ...(known
+      ? { containerStatus: known === 'running' && !running ? 'running (its main process is gone)' : known }
+      : {}),
     ...(mainProcessAlive !== undefined ? { mainProcessAlive } : {}),
   };
 }

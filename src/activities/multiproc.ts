@@ -236,7 +236,9 @@ export async function checkRank(input: CheckRankInput): Promise<CheckRankResult>
     const secrets = container.state ? containerSecrets(container.state) : [];
     const chunk = logChunkOf(out.rest, input.logOffset);
     const summary = chunk.lines.length > 0 ? summarizeVllmLog(chunk.lines) : undefined;
-    const fatal = summary?.fatal ? { ...summary.fatal, line: redactText(summary.fatal.line, secrets) } : undefined;
+    const fatal = summary?.fatal
+      ? { ...summary.fatal, line: redactText(summary.fatal.line, secrets) }
+      : undefined;
     if (!container.state && !fatal) {
       throw rankFailure(
         FailureType.rayContainerFailed,

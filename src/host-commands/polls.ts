@@ -70,7 +70,10 @@ export interface HeadPollCommandInput {
  * The head's poll. /v1/models is asked only when /health said 200; it reads its Authorization header from the
  * command's stdin (authorizationHeader), the only read that gets stdin.
  */
-export function headPollCommand(input: HeadPollCommandInput, placeholders?: { pid: RawShell }): SectionedCommand {
+export function headPollCommand(
+  input: HeadPollCommandInput,
+  placeholders?: { pid: RawShell },
+): SectionedCommand {
   const pidRead: SectionRead | undefined =
     placeholders || (Number.isInteger(input.pid) && input.pid > 0)
       ? { name: 'pid', command: pidAliveCommand(placeholders?.pid ?? input.pid), maxBytes: 256 }
@@ -117,7 +120,11 @@ export const rankTailLines = 30;
 
 /** A headless rank's poll: its container, its log's tail and new bytes. */
 export function rankPollCommand(container: string, logPath: string, logOffset: number): SectionedCommand {
-  const state: SectionRead = { name: 'container', command: stderrAfter(inspectContainerCommand(container)), maxBytes: maxInspectBytes };
+  const state: SectionRead = {
+    name: 'container',
+    command: stderrAfter(inspectContainerCommand(container)),
+    maxBytes: maxInspectBytes,
+  };
   const tail: SectionRead = {
     name: 'tail',
     command: serveLogTailCommand(logPath, rankTailLines),

@@ -28,7 +28,8 @@ export interface SectionRead {
 const namePattern = /^[a-z0-9-]{1,32}$/;
 
 function checkName(name: string): void {
-  if (!namePattern.test(name)) throw new TypeError(`section name ${JSON.stringify(name)} is not [a-z0-9-]{1,32}`);
+  if (!namePattern.test(name))
+    throw new TypeError(`section name ${JSON.stringify(name)} is not [a-z0-9-]{1,32}`);
 }
 
 /**
@@ -77,7 +78,10 @@ export function sectionScript(parts: readonly RemoteCommand[]): RemoteCommand {
 }
 
 /** The most output a script of these reads can print when every read fills its bound (markers included). */
-export function sectionScriptBound(reads: readonly Pick<SectionRead, 'name' | 'maxBytes'>[], restBytes = 0): number {
+export function sectionScriptBound(
+  reads: readonly Pick<SectionRead, 'name' | 'maxBytes'>[],
+  restBytes = 0,
+): number {
   // Each kept line gains a `|`: at worst every byte is a newline, doubling the section.
   return reads.reduce((n, r) => n + 2 * (r.maxBytes + 1) + r.name.length + 64, restBytes + 256);
 }

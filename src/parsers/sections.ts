@@ -30,6 +30,7 @@ export interface ParsedSections {
 }
 
 const newline = 0x0a;
+const newlineByte = Buffer.from('\n');
 const pipe = 0x7c;
 /** A marker line is short; a longer unprefixed line is garbage, and is not decoded. */
 const maxMarkerBytes = 128;
@@ -60,7 +61,7 @@ export function parseSections(
     if (!open) return;
     // An empty line right before the end marker: the output ended with a newline (printf's own one ended a
     // last line that had none). With no line at all, the output was empty.
-    if (open.pendingBlank && open.lines > 0) append(Buffer.from('\n'));
+    if (open.pendingBlank && open.lines > 0) append(newlineByte);
     const text = Buffer.concat(open.chunks, open.kept).toString('utf8');
     const why = malformed ?? open.malformed;
     sections.set(open.name, {
@@ -73,10 +74,11 @@ export function parseSections(
   };
   const bound = (name: string) => bounds[name] ?? defaultBound;
   const append = (bytes: Buffer) => {
-    if (!open) return;
+    // A full section only counts what comes: nothing more is copied.
+    if (!open || open.cut) return;
     const room = bound(open.name) - open.kept;
     if (bytes.length > room) open.cut = true;
-    const take = Math.max(0, Math.min(room, bytes.length));
+    const take = Math.min(room, bytes.length);
     if (take > 0) {
       open.chunks.push(Buffer.from(bytes.subarray(0, take)));
       open.kept += take;
@@ -94,7 +96,7 @@ export function parseSections(
           open.malformed ??= 'an empty line inside the output';
           open.pendingBlank = false;
         }
-        if (open.lines > 0) append(Buffer.from('\n'));
+        if (open.lines > 0) append(newlineByte);
         append(out.subarray(pos + 1, end));
         open.lines++;
       }
@@ -122,7 +124,10 @@ export function parseSections(
         continue;
       }
       const code = /^\d{1,3}$/.test(status ?? '') ? Number(status) : undefined;
-      close(code, code === undefined ? `an unreadable exit status ${JSON.stringify(status ?? '')}` : undefined);
+      close(
+        code,
+        code === undefined ? `an unreadable exit status ${JSON.stringify(status ?? '')}` : undefined,
+      );
     } else if (line.startsWith(sectionMarkers.rest)) {
       close(undefined, 'no end marker');
       const [name = '', ...fields] = line.slice(sectionMarkers.rest.length).split(' ');

@@ -271,7 +271,9 @@ export function planHost(
     const untilLoaded = 'while the head loads the model';
     steps.push({
       step: 'waitHealthy',
-      commands: [read(rayWorkerWatchCommand(container).command, `${untilLoaded}, every serve.workerPollEvery-th poll`)],
+      commands: [
+        read(rayWorkerWatchCommand(container).command, `${untilLoaded}, every serve.workerPollEvery-th poll`),
+      ],
     });
   }
   return { host: host.name, role: host.role, steps, stop, disable, remove, start };

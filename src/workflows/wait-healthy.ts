@@ -177,7 +177,8 @@ function judgeWorkers<T>(
   checkReachable(watch, polls, at);
   results.forEach((poll, i) => {
     const w = hosts[i];
-    if (poll.ok && w) followers.judge(w, poll.value, { where: where(watch.load), tail: watch.tail, load: watch.load });
+    if (poll.ok && w)
+      followers.judge(w, poll.value, { where: where(watch.load), tail: watch.tail, load: watch.load });
   });
 }
 
