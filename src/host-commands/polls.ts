@@ -18,8 +18,11 @@ import {
   sectionScript,
   sectionScriptBound,
   stderrAfter,
+  type SectionedCommand,
   type SectionRead,
 } from './sections.js';
+
+export type { SectionedCommand } from './sections.js';
 
 /** A container's `docker inspect` is a few KB; its env can make it longer, never this long. */
 export const maxInspectBytes = 256 * 1024;
@@ -29,14 +32,6 @@ const maxHealthBytes = 256;
 export const maxModelsBytes = 64 * 1024;
 /** `docker inspect --format` of the state: one short line. */
 const maxStateBytes = 1024;
-
-export interface SectionedCommand {
-  command: RemoteCommand;
-  /** Each section's byte bound, for parseSections. */
-  bounds: Record<string, number>;
-  /** The most output the command prints (ExecOptions.maxOutputBytes). */
-  maxOutputBytes: number;
-}
 
 function sectioned(reads: SectionRead[], parts: RemoteCommand[], restBytes: number): SectionedCommand {
   return {

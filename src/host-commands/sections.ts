@@ -85,3 +85,20 @@ export function sectionScriptBound(
   // Each kept line gains a `|`: at worst every byte is a newline, doubling the section.
   return reads.reduce((n, r) => n + 2 * (r.maxBytes + 1) + r.name.length + 64, restBytes + 256);
 }
+
+export interface SectionedCommand {
+  command: RemoteCommand;
+  /** Each section's byte bound, for parseSections. */
+  bounds: Record<string, number>;
+  /** The most output the command prints (ExecOptions.maxOutputBytes). */
+  maxOutputBytes: number;
+}
+
+/** Several reads, one section each, as one command (no rest part). */
+export function sectionedReads(reads: readonly SectionRead[]): SectionedCommand {
+  return {
+    command: sectionScript(reads.map((r) => section(r))),
+    bounds: Object.fromEntries(reads.map((r) => [r.name, r.maxBytes])),
+    maxOutputBytes: sectionScriptBound(reads),
+  };
+}

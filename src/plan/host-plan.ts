@@ -22,9 +22,7 @@ import {
   clusterFilter,
   containerNamesCommand,
   disableUnitsCommand,
-  gpuAppsCommand,
-  gpuDevicesCommand,
-  meminfoCommand,
+  gpuStateCommand,
   privilegePrefix,
   removeContainersCommand,
   stopUnitsCommand,
@@ -203,7 +201,7 @@ export function planHost(
   const untilClear = `until the GPUs are clear (gpu.clearTimeout ${spec.gpu.clearTimeout})`;
   steps.push({
     step: 'verifyGpusClear',
-    commands: [gpuDevicesCommand(), gpuAppsCommand(), meminfoCommand()].map((c) => read(c, untilClear)),
+    commands: [read(gpuStateCommand().command, untilClear)],
   });
 
   const ray = rayContainerInput(
