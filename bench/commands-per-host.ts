@@ -3,6 +3,7 @@
 // The hosts' own command logs (sim recordCommands) are the evidence. The head's load polls are the commands it ran
 // between the `vllm serve` launch and the smoke test; a worker's are its checkRayWorker runs in the history (each
 // one command, before and after issue 18). Uses netIndex 52.
+import { writeFileSync } from 'node:fs';
 import { createLiftoffWorker } from '../src/worker.js';
 import { downCluster, hostCommands, upCluster } from '../sim/cluster.js';
 import { simDeploySpec } from '../sim/spec.js';
@@ -48,6 +49,11 @@ async function main(): Promise<void> {
     const runs = activityRuns(await handle.fetchHistory());
     const rows = sim.hosts.map((h, i) => {
       const log = hostCommands(stateDir, h.name);
+      // Every command, one a line (newlines shown as ⏎), for reading what is left to batch.
+      writeFileSync(
+        `/tmp/liftoff-commands-${h.name}.txt`,
+        log.map((c) => c.replaceAll('\n', '⏎')).join('\n') + '\n',
+      );
       let polls: number;
       if (i === 0) {
         const launch = log.findIndex((c) => c.includes('setsid nohup docker exec'));
