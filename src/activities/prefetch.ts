@@ -4,7 +4,8 @@
 // check judges its own read with its own message, and one read that fails (a missing tool) leaves the others'
 // answers standing. A read whose section came back unreadable is run again on its own, as it always was; so is
 // any command that was not prefetched, or a second run of one that was (a read after a change must see the host
-// as it is then).
+// as it is then). A step whose commands do not depend on each other's answers (stop, disable, then read the
+// states) runs them the same way, in their order.
 import type { ExecOptions, ExecResult, SshSession } from '../ssh/executor.js';
 import type { RemoteCommand } from '../ssh/quote.js';
 import { section, sectionScript, sectionScriptBound, stderrAfter } from '../host-commands/sections.js';
