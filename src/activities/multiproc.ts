@@ -7,33 +7,39 @@ import { summarizeVllmLog } from '../parsers/vllm-log.js';
 import { redactText, secretArgValues } from '../shared/secrets.js';
 import { tail } from '../shared/text.js';
 import type { SshSession } from '../ssh/executor.js';
-import { raw, sh } from '../ssh/quote.js';
 import { containerLogTail, containerSecrets, inspectContainer, pause } from './docker.js';
 import { envTransport } from '../host-commands/env-transport.js';
+import {
+  markerPathFor,
+  readMarkerCommand,
+  removeContainerCommand,
+  symlinkExit,
+} from '../host-commands/launch.js';
+import {
+  interfaceOf,
+  listenerCommand,
+  rank0ContainersCommand,
+  rankEnv,
+  rankRunCommand,
+  type RankRunInput,
+} from '../host-commands/multiproc.js';
+import { ipv4AddressesCommand } from '../host-commands/preflight.js';
 import { containerOf, logChunkOf, tailLinesOf } from './health.js';
 import { rankPollCommand } from '../host-commands/polls.js';
 import { parseSections } from '../parsers/sections.js';
 import { heartbeat } from './heartbeat.js';
-import { interfaceOf, rankArgv, rankEnv, type RankCommandInput } from './multiproc-argv.js';
 import { resolveEnv } from './secrets.js';
-import { markerPathFor, pidAlive } from './serve.js';
+import { pidAlive } from './serve.js';
 import { onHost, type HostRef } from './ssh-context.js';
 import type { EnvSpec } from '../config/schema.js';
 import type { VllmFatal } from '../parsers/vllm-log.js';
 
-export interface StartRankInput extends RankCommandInput {
+/** One rank's start: what its container is run from (src/host-commands/multiproc.ts), on which host, with which env. */
+export interface StartRankInput extends RankRunInput {
   host: HostRef;
-  cluster: string;
-  launchId: string;
-  image: string;
-  container: string;
   clusterIp: string;
   /** ray.env then serve.env: a rank's container runs vllm itself, so it gets both. */
   env: EnvSpec[];
-  volumes: string[];
-  shmSize: string;
-  /** This rank's log on its own host (serve.logPath); the container's output is copied there. */
-  logPath: string;
 }
 
 export interface StartRankResult {
@@ -80,10 +86,9 @@ export interface CheckRankResult {
 
 const confirmWindowMs = 2_000;
 const confirmPollMs = 250;
-const symlinkExit = 4;
 
 async function listener(session: SshSession, port: number): Promise<string | undefined> {
-  const res = await session.exec(sh`ss -Hltn ${`sport = :${port}`}`, { timeoutMs: 10_000, check: false });
+  const res = await session.exec(listenerCommand(port), { timeoutMs: 10_000, check: false });
   const line = res.stdout
     .split('\n')
     .map((l) => l.trim())
@@ -92,10 +97,7 @@ async function listener(session: SshSession, port: number): Promise<string | und
 }
 
 async function rank0Of(session: SshSession, cluster: string): Promise<string | undefined> {
-  const res = await session.exec(
-    sh`docker ps --filter ${`label=liftoff.cluster=${cluster}`} --filter label=liftoff.role=rank0 --format ${'{{.Names}}'}`,
-    { timeoutMs: 30_000, check: false },
-  );
+  const res = await session.exec(rank0ContainersCommand(cluster), { timeoutMs: 30_000, check: false });
   return res.stdout.split('\n').find((l) => l.trim() !== '');
 }
 
@@ -145,7 +147,7 @@ export async function startRank(input: StartRankInput): Promise<StartRankResult>
     const existing = await inspectContainer(session, input.container);
     if (existing.exists) {
       if (existing.running && existing.labels['liftoff.launch'] === input.launchId) {
-        const marker = await session.exec(sh`head -c 4096 -- ${markerPath}`, {
+        const marker = await session.exec(readMarkerCommand(markerPath), {
           timeoutMs: 10_000,
           check: false,
         });
@@ -155,24 +157,14 @@ export async function startRank(input: StartRankInput): Promise<StartRankResult>
         }
       }
       // Another launch's container, or this launch's that died or lost its log: it goes before the name is free.
-      await session.exec(sh`docker rm -f -- ${input.container}`, { timeoutMs: 60_000 });
+      await session.exec(removeContainerCommand(input.container), { timeoutMs: 60_000 });
     }
     if (input.rank === 0) await assertMasterPortFree(session, input);
 
-    const addrs = await session.exec(sh`ip -o -4 addr show`, { timeoutMs: 10_000, check: false });
-    const env = { ...rankEnv(input.clusterIp, interfaceOf(addrs.stdout, input.clusterIp)), ...values };
+    const addrs = await session.exec(ipv4AddressesCommand(), { timeoutMs: 10_000, check: false });
+    const env = rankEnv(input.clusterIp, interfaceOf(addrs.stdout, input.clusterIp), values);
     const transport = envTransport(env, secretNames);
-    const labels = [
-      `liftoff.cluster=${input.cluster}`,
-      `liftoff.launch=${input.launchId}`,
-      `liftoff.role=rank${input.rank}`,
-      'liftoff.backend=multiproc',
-    ].flatMap((l) => ['--label', l]);
-    const volumes = input.volumes.flatMap((v) => ['-v', v]);
-    const markerFormat = '{"launchId":%s,"pid":%s,"startedAt":%s}\n';
-    // One command starts the container, the copy of its output to the log and the marker, so no retry falls
-    // between them. Neither the log nor the marker may be a symbolic link: the launch truncates the log.
-    const run = sh`${transport.prelude} if [ -L ${input.logPath} ] || [ -L ${markerPath} ]; then exit ${symlinkExit}; fi; : > ${input.logPath} || exit 3; docker run -d --name ${input.container} --gpus all --network host --ipc host --shm-size ${input.shmSize} ${labels} ${transport.flags} ${volumes} --entrypoint vllm ${input.image} ${rankArgv(input)} > /dev/null || exit 5; setsid nohup docker logs -f ${input.container} > ${input.logPath} 2>&1 < /dev/null & pid=$!; printf ${markerFormat} ${JSON.stringify(input.launchId)} ${raw('"$pid"')} ${Date.now()} > ${markerPath} && echo "$pid"`;
+    const run = rankRunCommand(input, transport, Date.now());
     const started = await session.exec(run, {
       timeoutMs: 120_000,
       check: false,

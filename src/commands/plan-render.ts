@@ -10,12 +10,18 @@ const titles = new Map<string, string>(deploySteps.map((s) => [s.name, s.title])
 function hostBlock(plan: HostPlan): string[] {
   const lines = [`${plan.host} (${plan.role})`];
   for (const step of plan.steps) {
-    lines.push(`  ${titles.get(step.step) ?? step.step} [${step.step}]`);
+    const title = `  ${titles.get(step.step) ?? step.step} [${step.step}]`;
+    if (step.skipped) {
+      lines.push(`${title}: skipped (${step.skipped})`);
+      continue;
+    }
+    lines.push(step.note ? `${title}: ${step.note}` : title);
     for (const cmd of step.commands) {
       const [first = '', ...rest] = cmd.text.split('\n');
       // A line break inside a command is part of a quoted argument: the lines after it are shown as they are.
       lines.push(`    ${cmd.change ? '!' : '$'} ${first}`, ...rest);
       if (cmd.repeats) lines.push(`      (repeated ${cmd.repeats})`);
+      if (cmd.when) lines.push(`      (only when ${cmd.when})`);
     }
   }
   return lines;

@@ -28,12 +28,6 @@ export const planCommand = new Command('plan')
   .action((opts: { config: string; json?: boolean }) =>
     runCommand(opts, async () => {
       const spec = loadSpecFile(deploySpecSchema, opts.config);
-      // The plan lists the Ray backend's commands; listing the multiproc backend's is not built yet, and a plan
-      // that showed the Ray steps for it would be wrong.
-      if (spec.serve.backend === 'multiproc')
-        throw new SpecError(
-          `${opts.config}: serve.backend is multiproc, and liftoff plan lists only the Ray backend's commands so far. Use liftoff validate for this spec, or plan it with serve.backend: ray.`,
-        );
       const policy = loadWorkerPolicy(process.env);
       const refusals = policyRefusals(spec, policy);
       if (refusals.length > 0) throw new SpecError(`${opts.config} is ${refusalText(refusals, policy)}`);

@@ -21,6 +21,7 @@ import {
   type SectionedCommand,
   type SectionRead,
 } from './sections.js';
+import { rankTailLines } from './multiproc.js';
 
 export type { SectionedCommand } from './sections.js';
 
@@ -109,9 +110,6 @@ export function headPollCommand(
     maxLogChunkBytes,
   );
 }
-
-/** Lines of a headless rank's log each poll returns. */
-export const rankTailLines = 30;
 
 /** A headless rank's poll: its container, its log's tail and new bytes. */
 export function rankPollCommand(container: string, logPath: string, logOffset: number): SectionedCommand {

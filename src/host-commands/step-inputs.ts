@@ -2,6 +2,9 @@
 // `liftoff plan` renders the commands they lead to, so the two cannot disagree on a flag. Pure.
 import type { HostRef } from '../activities/ssh-context.js';
 import type { LaunchServeInput, RayContainerInput } from '../activities/types.js';
+import type { StartRankInput } from '../activities/multiproc.js';
+import { defaultDistributedTimeout } from '../config/backend.js';
+import { parseDuration } from '../config/duration.js';
 import type { DeploySpec } from '../config/schema.js';
 
 export interface InputHost {
@@ -50,5 +53,42 @@ export function launchServeInput(spec: DeploySpec, launchId: string, head: Input
     env: spec.serve.env,
     logPath: spec.serve.logPath,
     rayPort: spec.ray.port,
+  };
+}
+
+/**
+ * The rank on `host` of a multiproc launch (serve.backend: multiproc): rank 0 is the head, the other hosts take
+ * ranks 1.. in the spec's order. Every rank gets the same parallel sizes, master and model.
+ */
+export function rankInput(
+  spec: DeploySpec,
+  launchId: string,
+  host: InputHost,
+  rank: number,
+  head: InputHost,
+): StartRankInput {
+  const timeoutMs = parseDuration(spec.serve.distributedTimeout ?? defaultDistributedTimeout) ?? 120_000;
+  return {
+    host: host.ref,
+    cluster: spec.cluster,
+    launchId,
+    image: spec.ray.image,
+    container: spec.ray.container,
+    clusterIp: host.clusterIp,
+    // A rank's container runs vllm itself, so it gets both env blocks.
+    env: [spec.ray.env, spec.serve.env],
+    volumes: spec.ray.volumes,
+    shmSize: spec.ray.shmSize,
+    logPath: spec.serve.logPath,
+    model: spec.serve.model,
+    servedModelName: spec.serve.servedModelName,
+    rank,
+    nnodes: spec.hosts.length,
+    tensorParallelSize: spec.serve.tensorParallelSize,
+    masterAddr: head.clusterIp,
+    masterPort: spec.serve.masterPort ?? 0,
+    port: spec.serve.port,
+    distributedTimeoutSeconds: Math.max(1, Math.round(timeoutMs / 1000)),
+    args: spec.serve.args,
   };
 }

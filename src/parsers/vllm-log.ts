@@ -135,6 +135,13 @@ const fatalPatterns: Array<[RegExp, VllmFatalKind]> = [
   [/Timed out waiting for engine core processes to start/, 'engine_timeout'],
   // vLLM's multi-node mode: torch's store, on a rank that cannot reach rank 0, and on rank 0 itself.
   [/The client socket has timed out after \d+ms while trying to connect to/, 'master_unreachable'],
+  // The same once --distributed-timeout-seconds is spent, when the last try's error was not a refusal (the
+  // network unreachable, real vLLM in test/real/real-multinode). Only the raised exception's line: torch's
+  // retries print the same text without the exception's name, and a headless rank retries until rank 0 listens.
+  [
+    /DistNetworkError: The client socket has failed to connect to any network address of/,
+    'master_unreachable',
+  ],
   [/The server socket has failed to listen on any local network address/, 'master_port_in_use'],
   [/Timed out after \d+ seconds waiting for clients/, 'ranks_missing'],
   [/CUDA out of memory|(?:torch\.(?:cuda\.)?)OutOfMemoryError/, 'cuda_oom'],

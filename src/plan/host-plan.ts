@@ -1,12 +1,9 @@
 // What the deploy would run on one host, step by step, built with the deploy's own command builders
 // (src/host-commands) from the spec and what a read-only look at the host found (its login's uid, which
 // listed units are loaded, which containers exist). Pure: the plan activity reads, this writes the list.
-import type { HostRef } from '../activities/ssh-context.js';
-import { envTransport } from '../host-commands/env-transport.js';
-import type { DeploySpec, EnvSpec } from '../config/schema.js';
+import type { DeploySpec } from '../config/schema.js';
 import { dirnameOf, modelPathFor } from '../config/derive.js';
-import { isSecretEnvName } from '../shared/secrets.js';
-import { raw, type RemoteCommand } from '../ssh/quote.js';
+import { raw } from '../ssh/quote.js';
 import {
   dockerVersionCommand,
   folderExistsCommand,
@@ -47,28 +44,20 @@ import {
 import { headPollCommand, rayWorkerWatchCommand } from '../host-commands/polls.js';
 import { headAddressOf, launchServeInput, rayContainerInput } from '../host-commands/step-inputs.js';
 import { hostReadCommand, imageVersionsCommand } from '../host-commands/agreement.js';
+import { listenerCommand, rank0ContainersCommand } from '../host-commands/multiproc.js';
+import {
+  change,
+  planPlaceholders,
+  planTransport,
+  read,
+  readWhen,
+  type PlanHost,
+  type PlannedCommand,
+  type PlannedStep,
+} from './planned.js';
+import { rankLaunchStep, rankOf, rankPollStep, skippedRaySteps } from './multiproc-plan.js';
 
-/** Stand-ins for what exists only once the deploy runs; the plan shows them by these names. */
-export const planPlaceholders = {
-  runId: 'RUN_ID',
-  startedAt: 'START_MS',
-  pid: 'PID',
-  /** The per-read marker of the agreement read's sections. */
-  nonce: 'NONCE',
-} as const;
-
-export interface PlannedCommand {
-  text: string;
-  /** Changes the host (stops, removes, starts); every other command only reads. */
-  change: boolean;
-  /** Run again until a condition holds (a poll); said how. */
-  repeats?: string;
-}
-
-export interface PlannedStep {
-  step: string;
-  commands: PlannedCommand[];
-}
+export { planPlaceholders, type PlanHost, type PlannedCommand, type PlannedStep } from './planned.js';
 
 export interface HostPlan {
   host: string;
@@ -89,34 +78,8 @@ export interface HostObservation {
   containers: string[];
   /** Containers an earlier liftoff launch of this cluster left (by label). */
   labelled: string[];
-}
-
-export interface PlanHost {
-  name: string;
-  role: 'head' | 'worker';
-  clusterIp: string;
-  ref: HostRef;
-}
-
-const read = (cmd: RemoteCommand, repeats?: string): PlannedCommand => ({
-  text: cmd.text,
-  change: false,
-  ...(repeats ? { repeats } : {}),
-});
-const change = (cmd: RemoteCommand): PlannedCommand => ({ text: cmd.text, change: true });
-
-/**
- * The env a command gets, as the deploy's envTransport builds it, without reading a secret: a reference's
- * value stays on the worker, so it is sent on stdin and the command shows only `-e NAME`.
- */
-function planTransport(env: EnvSpec, extra: Record<string, string> = {}): ReturnType<typeof envTransport> {
-  const values: Record<string, string> = {};
-  const secretNames = new Set<string>();
-  for (const [name, value] of Object.entries(env)) {
-    values[name] = typeof value === 'string' ? value : '';
-    if (typeof value !== 'string' || isSecretEnvName(name)) secretNames.add(name);
-  }
-  return envTransport({ ...values, ...extra }, secretNames);
+  /** serve.backend multiproc: the interface carrying the host's clusterIp, which its rank's gloo binds to. */
+  clusterIface?: string;
 }
 
 export function launchIdOf(spec: DeploySpec): string {
@@ -153,6 +116,13 @@ function preflightCommands(spec: DeploySpec, host: PlanHost, head: PlanHost): Pl
     // Read on the first host of each distinct image ID; hosts of one image share its versions.
     ...(host.role === 'head'
       ? [read(imageVersionsCommand(spec.ray.image), 'once per distinct image ID, on its first host')]
+      : []),
+    // multiproc: serve.masterPort must be free on the head, or held by this cluster's earlier rank 0.
+    ...(host.role === 'head' && spec.serve.backend === 'multiproc'
+      ? [
+          read(listenerCommand(spec.serve.masterPort ?? 0)),
+          readWhen(rank0ContainersCommand(spec.cluster), 'something listens on serve.masterPort'),
+        ]
       : []),
   ];
 }
@@ -204,47 +174,34 @@ export function planHost(
     commands: [read(gpuStateCommand().command, untilClear)],
   });
 
-  const ray = rayContainerInput(
-    spec,
-    launchId,
-    host,
-    host.role === 'head' ? undefined : headAddressOf(spec, head),
-  );
   const container = spec.ray.container;
-  const untilStarted = 'until `ray start` reports the node started (up to 3 s)';
-  steps.push({
-    step: host.role === 'head' ? 'startRayHead' : 'startRayWorkers',
-    commands: [
-      read(inspectContainerCommand(container)),
-      change(rayRunCommand(ray, host.role, planTransport(spec.ray.env, { VLLM_HOST_IP: host.clusterIp }))),
-      read(containerLogTailCommand(container, rayConfirmLogLines), untilStarted),
-      read(inspectContainerCommand(container), untilStarted),
-    ],
-  });
-  const untilJoined = `until ${workers.length + 1} nodes and their GPUs have joined (ray.verifyTimeout ${spec.ray.verifyTimeout})`;
-  steps.push({
-    step: 'verifyRayCluster',
-    commands:
-      host.role === 'head'
-        ? [read(rayStatusCommand(container), untilJoined)]
-        : [
-            read(inspectContainerCommand(container), 'while this node has not joined'),
-            read(containerLogTailCommand(container, verifyWorkerLogLines), 'while this node has not joined'),
-          ],
-  });
-  const start = [`Ray ${host.role} container ${container} (${spec.ray.image})`];
+  const multiproc = spec.serve.backend === 'multiproc';
+  const start: string[] = [];
+  if (multiproc) {
+    steps.push(
+      ...skippedRaySteps(host),
+      rankLaunchStep(spec, launchId, host, head, workers, seen.clusterIface),
+    );
+  } else {
+    steps.push(...rayLaunchSteps(spec, launchId, host, head, workers));
+    start.push(`Ray ${host.role} container ${container} (${spec.ray.image})`);
+  }
+  const url = baseUrl(head.clusterIp, spec.serve.port);
+  const untilHealthy = `until /health answers and the model is listed (serve.loadTimeout ${spec.serve.loadTimeout})`;
   if (host.role === 'head') {
-    const serve = launchServeInput(spec, launchId, host);
-    const url = baseUrl(host.clusterIp, spec.serve.port);
-    const untilHealthy = `until /health answers and the model is listed (serve.loadTimeout ${spec.serve.loadTimeout})`;
-    steps.push({
-      step: 'launchServe',
-      commands: [
-        read(readMarkerCommand(markerPathFor(spec.serve.logPath))),
-        read(rayStatusCommand(container)),
-        change(serveLaunchCommand(serve, planTransport(spec.serve.env), raw(planPlaceholders.startedAt))),
-      ],
-    });
+    if (!multiproc) {
+      const serve = launchServeInput(spec, launchId, host);
+      steps.push({
+        step: 'launchServe',
+        commands: [
+          read(readMarkerCommand(markerPathFor(spec.serve.logPath))),
+          read(rayStatusCommand(container)),
+          change(serveLaunchCommand(serve, planTransport(spec.serve.env), raw(planPlaceholders.startedAt))),
+        ],
+      });
+    }
+    // The head's polls are the same with either backend: with multiproc the pid is rank 0's log copy, which
+    // lives as long as its container.
     steps.push({
       step: 'waitHealthy',
       commands: [
@@ -263,7 +220,16 @@ export function planHost(
       commands: [read(smokeCommand(`${url}/v1/chat/completions`, smokeTimeoutS, smokeTimingMarker))],
     });
     start.push(
-      `vllm serve ${spec.serve.model} in ${container}, log ${spec.serve.logPath}, endpoint ${url}/v1`,
+      multiproc
+        ? `vLLM rank 0 container ${container} (${spec.ray.image}): vllm serve ${spec.serve.model} --nnodes ${spec.hosts.length}, after the headless ranks; log ${spec.serve.logPath}, endpoint ${url}/v1`
+        : `vllm serve ${spec.serve.model} in ${container}, log ${spec.serve.logPath}, endpoint ${url}/v1`,
+    );
+  } else if (multiproc) {
+    steps.push(
+      rankPollStep(spec, `${untilHealthy.replace('until', 'until rank 0')}; a fatal line here fails it`),
+    );
+    start.push(
+      `vLLM rank ${rankOf(host, workers)} (headless) container ${container} (${spec.ray.image}), before rank 0; log ${spec.serve.logPath}`,
     );
   } else {
     const untilLoaded = 'while the head loads the model';
@@ -275,4 +241,47 @@ export function planHost(
     });
   }
   return { host: host.name, role: host.role, steps, stop, disable, remove, start };
+}
+
+/** Steps 5–7 of the Ray backend on this host: its Ray node's container, then the cluster's check. */
+function rayLaunchSteps(
+  spec: DeploySpec,
+  launchId: string,
+  host: PlanHost,
+  head: PlanHost,
+  workers: readonly PlanHost[],
+): PlannedStep[] {
+  const ray = rayContainerInput(
+    spec,
+    launchId,
+    host,
+    host.role === 'head' ? undefined : headAddressOf(spec, head),
+  );
+  const container = spec.ray.container;
+  const untilStarted = 'until `ray start` reports the node started (up to 3 s)';
+  const untilJoined = `until ${workers.length + 1} nodes and their GPUs have joined (ray.verifyTimeout ${spec.ray.verifyTimeout})`;
+  return [
+    {
+      step: host.role === 'head' ? 'startRayHead' : 'startRayWorkers',
+      commands: [
+        read(inspectContainerCommand(container)),
+        change(rayRunCommand(ray, host.role, planTransport(spec.ray.env, { VLLM_HOST_IP: host.clusterIp }))),
+        read(containerLogTailCommand(container, rayConfirmLogLines), untilStarted),
+        read(inspectContainerCommand(container), untilStarted),
+      ],
+    },
+    {
+      step: 'verifyRayCluster',
+      commands:
+        host.role === 'head'
+          ? [read(rayStatusCommand(container), untilJoined)]
+          : [
+              read(inspectContainerCommand(container), 'while this node has not joined'),
+              read(
+                containerLogTailCommand(container, verifyWorkerLogLines),
+                'while this node has not joined',
+              ),
+            ],
+    },
+  ];
 }

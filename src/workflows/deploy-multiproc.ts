@@ -4,9 +4,9 @@
 import { ApplicationFailure } from '@temporalio/workflow';
 import type { CheckRankResult } from '../activities/multiproc.js';
 import type { NamedHost } from '../activities/types.js';
-import { defaultDistributedTimeout, multiprocSkipsRay, rayOnlySteps } from '../config/backend.js';
+import { multiprocSkipsRay, rayOnlySteps } from '../config/backend.js';
 import type { DeploySpec } from '../config/schema.js';
-import { parseDuration } from '../config/duration.js';
+import { rankInput } from '../host-commands/step-inputs.js';
 import { FailureType } from '../shared/failures.js';
 import type { StepActivities } from './activity-options.js';
 import { loadFailure, rootApplicationFailure } from './failures.js';
@@ -52,32 +52,9 @@ export async function launchRanks(
   tracker: StepTracker,
 ): Promise<number> {
   for (const step of rayOnlySteps) tracker.skip(step, multiprocSkipsRay);
-  const ranks = ranksOf(head, workers);
-  const timeoutMs = parseDuration(spec.serve.distributedTimeout ?? defaultDistributedTimeout) ?? 120_000;
   const { startRank } = acts('launchServe', 'startRank');
-  const start = (host: NamedHost, rank: number) =>
-    startRank({
-      host: host.ref,
-      cluster: spec.cluster,
-      launchId,
-      image: spec.ray.image,
-      container: spec.ray.container,
-      clusterIp: host.clusterIp,
-      env: [spec.ray.env, spec.serve.env],
-      volumes: spec.ray.volumes,
-      shmSize: spec.ray.shmSize,
-      logPath: spec.serve.logPath,
-      model: spec.serve.model,
-      servedModelName: spec.serve.servedModelName,
-      rank,
-      nnodes: ranks.length,
-      tensorParallelSize: spec.serve.tensorParallelSize,
-      masterAddr: head.clusterIp,
-      masterPort: spec.serve.masterPort ?? 0,
-      port: spec.serve.port,
-      distributedTimeoutSeconds: Math.max(1, Math.round(timeoutMs / 1000)),
-      args: spec.serve.args,
-    });
+  // The inputs are built where `liftoff plan` builds them too (src/host-commands/step-inputs.ts).
+  const start = (host: NamedHost, rank: number) => startRank(rankInput(spec, launchId, host, rank, head));
   return tracker.run('launchServe', async () => {
     // The headless ranks first, then rank 0. vLLM itself accepts any order (each rank retries its connect to
     // the store until --distributed-timeout-seconds), but rank 0 is the one whose clock matters: its store waits

@@ -16,6 +16,8 @@ export const patches = {
   agreementChecks: 'agreement-checks',
   /** A multiproc deploy is supervised: the rounds probe every rank's container instead of `ray status`. */
   multiprocSupervision: 'multiproc-supervision',
+  /** `liftoff plan` of a multiproc spec: its preflight checks serve.masterPort on the head, as the deploy's does. */
+  multiprocPlan: 'multiproc-plan',
   /** The load polls the hosts other than the head every serve.workerPollEvery polls instead of every poll. */
   workerPollEvery: 'load-worker-poll-every',
 } as const;

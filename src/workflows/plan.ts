@@ -2,12 +2,14 @@
 // its policy, through the one preflight function), then a read-only look at each host that lists every command
 // the deploy would run there. Nothing is stopped, removed or started. A workflow, not a local run, so the
 // plan sees the hosts from where the deploy would: the worker's keys, known_hosts and network.
-import { ApplicationFailure, proxyActivities } from '@temporalio/workflow';
+import { ApplicationFailure, patched, proxyActivities } from '@temporalio/workflow';
 import type { EnvSpec } from '../config/schema.js';
 import type { HostPlan } from '../plan/host-plan.js';
 import { FailureType } from '../shared/failures.js';
 import { heartbeatTimeout, stepActivities, type Activities } from './activity-options.js';
 import { clusterHosts, validate } from './deploy.js';
+import { checkMasterPortFree } from './deploy-multiproc.js';
+import { patches } from './patches.js';
 import { preflight } from './preflight.js';
 
 export interface PlanSecret {
@@ -47,8 +49,12 @@ export async function plan(input: unknown): Promise<PlanResult> {
   let warnings: string[];
   try {
     warnings = await preflight(spec, hosts, head, acts);
+    // The deploy's preflight refuses a multiproc launch whose master port is taken on the head; so does the plan.
+    if (spec.serve.backend === 'multiproc' && patched(patches.multiprocPlan))
+      await checkMasterPortFree(spec, head, acts);
   } catch (err) {
-    if (err instanceof ApplicationFailure && err.type === FailureType.preflightFailed) {
+    const refused = [FailureType.preflightFailed, FailureType.masterPortInUse] as string[];
+    if (err instanceof ApplicationFailure && refused.includes(err.type ?? '')) {
       const problems = err.message
         .split('\n')
         .slice(1)

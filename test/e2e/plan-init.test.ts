@@ -4,11 +4,14 @@
 // deploy then ran exactly the plan's changes, and nothing the plan did not list.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { useE2eCluster } from '../helpers/e2e-cluster.js';
 import { runLiftoff } from '../helpers/cli.js';
+import { sshRun } from '../helpers/ssh.js';
+import { waitUntil } from '../helpers/wait.js';
 import { addHostInterface, hostCommands, reseedCluster } from '../../sim/cluster.js';
 import { loadSpecFile } from '../../src/config/load.js';
 import { deploySpecSchema } from '../../src/config/schema.js';
@@ -16,6 +19,8 @@ import { simDeploySpec } from '../../sim/spec.js';
 import { TASK_QUEUE } from '../../src/shared/constants.js';
 import { deploy, type PlanResult } from '../../src/workflows/index.js';
 import { planPlaceholders } from '../../src/plan/host-plan.js';
+import { containersLogPath, type ContainerCreation } from '../../sim/tools/docker/state.js';
+import { hostLogLines } from '../helpers/host-logs.js';
 
 const stateDir = '/tmp/liftoff-test-plan-init';
 const cluster = 'plan-e2e';
@@ -23,6 +28,17 @@ const cluster = 'plan-e2e';
 /** Commands that change a host, by the test's own reading of the shell text (not the plan's flag). */
 const changesHost = (cmd: string): boolean =>
   /systemctl (stop|disable) |docker rm -f |docker run -d |setsid nohup docker exec /.test(cmd);
+
+// What only the run has (its id, the launch time, the server's pid, how far the log was read) is the plan's
+// placeholder; everything else must be the same text.
+const normalize = (cmd: string, runId: string): string =>
+  cmd
+    .replaceAll(runId, planPlaceholders.runId)
+    .replace(/"\$pid" \d+ >/, `"$pid" ${planPlaceholders.startedAt} >`)
+    .replace(/kill -0 \d+ /, `kill -0 ${planPlaceholders.pid} `)
+    .replace(/\/proc\/\d+\/status/, `/proc/${planPlaceholders.pid}/status`)
+    .replace(/tail -c \+\d+ /, 'tail -c +1 ')
+    .replaceAll(/@@[0-9a-f]{16} /g, `@@${planPlaceholders.nonce} `);
 
 describe('liftoff plan and init on the simulated cluster', () => {
   const e2e = useE2eCluster({
@@ -83,19 +99,9 @@ describe('liftoff plan and init on the simulated cluster', () => {
     });
     await handle.result();
     const runId = handle.firstExecutionRunId;
-    // What only the run has (its id, the launch time, the server's pid, how far the log was read) is the
-    // plan's placeholder; everything else must be the same text.
-    const normalize = (cmd: string): string =>
-      cmd
-        .replaceAll(runId, planPlaceholders.runId)
-        .replace(/"\$pid" \d+ >/, `"$pid" ${planPlaceholders.startedAt} >`)
-        .replace(/kill -0 \d+ /, `kill -0 ${planPlaceholders.pid} `)
-        .replace(/\/proc\/\d+\/status/, `/proc/${planPlaceholders.pid}/status`)
-        .replace(/tail -c \+\d+ /, 'tail -c +1 ')
-        .replaceAll(/@@[0-9a-f]{16} /g, `@@${planPlaceholders.nonce} `);
     for (const hp of plan.hosts) {
       const planned = hp.steps.flatMap((s) => s.commands);
-      const ran = since(marks, hp.host).map(normalize);
+      const ran = since(marks, hp.host).map((c) => normalize(c, runId));
       assert.deepEqual(
         planned.filter((c) => c.change).map((c) => c.text),
         planned.map((c) => c.text).filter(changesHost),
@@ -115,6 +121,92 @@ describe('liftoff plan and init on the simulated cluster', () => {
     }
   });
 
+  it('plan lists a multiproc deploy: Ray steps skipped, a rank container per host, and the deploy runs exactly that', async () => {
+    // The cluster above runs the Ray backend: the plan says its containers go, and the deploy removes them.
+    const base = simDeploySpec(e2e.sim, { cluster });
+    const { port: _port, verifyTimeout: _verify, ...ray } = base.ray;
+    const spec = {
+      ...base,
+      ray,
+      serve: { ...base.serve, backend: 'multiproc', masterPort: 29501, distributedTimeout: '5s' },
+    };
+    const file = writeSpec('plan-multiproc.yaml', spec);
+    const before = logLengths();
+    const text = await runLiftoff(['plan', '-c', file], env());
+    assert.equal(text.code, 0, text.stderr);
+    console.log(`PLAN OUTPUT (multiproc):\n${text.stdout}`);
+    assert.match(text.stdout, /\[startRayHead\]: skipped \(serve\.backend multiproc: /);
+    assert.match(text.stdout, /\[launchServe\]: rank 1 \(headless\), started before rank 0 on spark1/);
+    assert.match(text.stdout, /\[launchServe\]: rank 0, once the headless ranks \(spark2\) have started/);
+    assert.match(
+      text.stdout,
+      /^would start: {3}spark1: vLLM rank 0 container vllm_qwen35 .*; spark2: vLLM rank 1 \(headless\)/m,
+    );
+    const json = await runLiftoff(['plan', '-c', file, '--json'], env());
+    assert.equal(json.code, 0, json.stderr);
+    const plan = JSON.parse(json.stdout) as PlanResult;
+    assert.equal(plan.wouldStart, true);
+    for (const hp of plan.hosts) {
+      const skipped = hp.steps.filter((st) => st.skipped).map((st) => st.step);
+      assert.deepEqual(
+        skipped,
+        hp.role === 'head' ? ['startRayHead', 'verifyRayCluster'] : ['startRayWorkers', 'verifyRayCluster'],
+      );
+      const launch = hp.steps.find((st) => st.step === 'launchServe')?.commands ?? [];
+      const run = launch.filter((c) => c.change).map((c) => c.text);
+      assert.equal(run.length, 1, `${hp.host}: one rank container`);
+      assert.match(
+        run[0] ?? '',
+        hp.role === 'head' ? / --node-rank 0 .* --port 30000/ : / --node-rank 1 .* --headless/,
+      );
+      assert.ok(!hp.steps.flatMap((st) => st.commands).some((c) => /ray (start|status)/.test(c.text)));
+    }
+    for (const h of e2e.sim.hosts)
+      assert.deepEqual(since(before, h.name).filter(changesHost), [], `plan changed nothing on ${h.name}`);
+
+    const marks = logLengths();
+    const handle = await e2e.client.workflow.start(deploy, {
+      taskQueue: TASK_QUEUE,
+      workflowId: `liftoff-${cluster}`,
+      args: [spec, { trigger: 'cli' }],
+    });
+    await handle.result();
+    const runId = handle.firstExecutionRunId;
+    // The run's order across hosts: every headless rank's container before rank 0's.
+    const rankRunAt = (name: string): number => {
+      const h = e2e.sim.hosts.find((x) => x.name === name);
+      assert.ok(h);
+      const created = hostLogLines(containersLogPath(h.hostDir))
+        .map((l) => JSON.parse(l) as ContainerCreation)
+        .find((c) => c.labels['liftoff.launch']?.endsWith(`:${runId}`));
+      return Date.parse(created?.time ?? '');
+    };
+    assert.ok(rankRunAt('spark2') < rankRunAt('spark1'), 'the headless rank started first');
+    for (const hp of plan.hosts) {
+      const ran = since(marks, hp.host).map((c) => normalize(c, runId));
+      const planned = hp.steps.flatMap((st) => st.commands);
+      assert.deepEqual(
+        planned.filter((c) => c.change).map((c) => c.text),
+        planned.map((c) => c.text).filter(changesHost),
+        `${hp.host}: the plan flags exactly the commands that change the host`,
+      );
+      assert.deepEqual(
+        ran.filter(changesHost),
+        planned.filter((c) => c.change).map((c) => c.text),
+        `${hp.host}: the deploy ran the plan's changes, in its order, and no other`,
+      );
+      const listed = new Set(planned.map((c) => c.text));
+      assert.deepEqual(
+        [...new Set(ran)].filter((c) => !listed.has(c)),
+        [],
+        `${hp.host}: all listed`,
+      );
+      console.log(
+        `FIGURE: multiproc ${hp.host}: plan lists ${planned.length} commands; the deploy ran ${ran.length} (polls repeat)`,
+      );
+    }
+  });
+
   it('plan exits 1 when preflight would refuse, 2 for bad input, and starts nothing', async () => {
     const spec = simDeploySpec(e2e.sim, { cluster: 'plan-refused' });
     spec.ray.image = 'example/not-pulled:1';
@@ -123,6 +215,31 @@ describe('liftoff plan and init on the simulated cluster', () => {
     assert.equal(refused.code, 1, refused.stderr);
     assert.match(refused.stdout, /preflight would refuse/);
     assert.match(refused.stdout, /spark2: image: image example\/not-pulled:1 is not on the host/);
+    for (const h of e2e.sim.hosts) assert.deepEqual(since(marks, h.name).filter(changesHost), []);
+
+    // A multiproc plan refuses as the deploy's preflight does when serve.masterPort is taken on the head.
+    const [spark1] = e2e.sim.hosts;
+    assert.ok(spark1?.netns);
+    const listen = `require('node:net').createServer().listen(29502, ${JSON.stringify(spark1.clusterIp)})`;
+    const holder = spawn('ip', ['netns', 'exec', spark1.netns, process.execPath, '-e', listen], {
+      stdio: 'ignore',
+    });
+    try {
+      await waitUntil(
+        'the port to be held on the head',
+        async () => (await sshRun(e2e.sim, 'spark1', `ss -Hltn 'sport = :29502'`)).trim() !== '',
+        10_000,
+      );
+      const base = simDeploySpec(e2e.sim, { cluster: 'plan-refused' });
+      const { port: _port, verifyTimeout: _verify, ...ray } = base.ray;
+      const mp = { ...base, ray, serve: { ...base.serve, backend: 'multiproc', masterPort: 29502 } };
+      const taken = await runLiftoff(['plan', '-c', writeSpec('taken.yaml', mp)], env());
+      assert.equal(taken.code, 1, taken.stderr);
+      assert.match(taken.stdout, /preflight would refuse/);
+      assert.match(taken.stdout, /spark1: serve\.masterPort 29502 is in use on the head \(LISTEN/);
+    } finally {
+      holder.kill('SIGKILL');
+    }
     for (const h of e2e.sim.hosts) assert.deepEqual(since(marks, h.name).filter(changesHost), []);
 
     const bad = await runLiftoff(['plan', '-c', writeSpec('bad.yaml', { cluster: 'x' })], env());

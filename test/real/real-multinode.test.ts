@@ -1,42 +1,71 @@
-// vLLM's own multi-node mode (no Ray) for real: vLLM 0.32's CPU build serving the generated model with tensor
-// parallel 2 across two simulated hosts (spark2 reachable only through spark1), one rank on each, launched over
-// real SSH through the cluster's ssh config. liftoff does not launch this mode yet (issue 17); this file shows
-// the launch that works (test/helpers/vllm-multiproc.ts) and what its logs say. Runs alone (scripts/test.ts).
-// Timings are printed as FIGURE lines, never asserted.
-import { after, afterEach, before, describe, it } from 'node:test';
+// serve.backend: multiproc for real: liftoff (a real Temporal dev server, a worker, real sshd) deploys vLLM 0.32's
+// CPU build in its own multi-node mode (no Ray) across two simulated hosts (spark2 reachable only through
+// spark1), tensor parallel 2, one rank on each host, serving the generated model. docker, systemctl and
+// nvidia-smi stay simulated (sim/real-tools.ts): a rank's container is a process group running the real
+// `vllm serve --nnodes 2 --node-rank R … [--headless]` that liftoff's startRank builds
+// (src/activities/multiproc-argv.ts says why each flag and variable is there). Runs alone (scripts/test.ts): two
+// real vLLM ranks take both cores. Timings are printed as FIGURE lines, never asserted.
+import { before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
+import { useE2eCluster } from '../helpers/e2e-cluster.js';
+import { runLiftoff } from '../helpers/cli.js';
 import { sshRun } from '../helpers/ssh.js';
-import { tearDown } from '../helpers/teardown.js';
-import { waitFor } from '../helpers/wait.js';
-import { multiprocRankCommand, type MultiprocRank } from '../helpers/vllm-multiproc.js';
-import { downCluster, upCluster, type SimCluster, type SimHost } from '../../sim/cluster.js';
-import { isRunning, processGroupOf } from '../../sim/processes.js';
+import { startDeploy } from '../../src/temporal/start-deploy.js';
+import { progressQuery, type deploy } from '../../src/workflows/deploy.js';
+import type { DeployProgress, StepName } from '../../src/workflows/steps.js';
+import { multiprocSkipsRay, rayOnlySteps } from '../../src/config/backend.js';
+import { FailureType } from '../../src/shared/failures.js';
+import type { SimCluster, SimHost } from '../../sim/cluster.js';
+import { simDeploySpec } from '../../sim/spec.js';
+import { allPids, readEnvVar } from '../../sim/processes.js';
 import { realHfHome, realModels, realToolsMissing } from '../../sim/real-tools.js';
-import { sh } from '../../src/ssh/quote.js';
 
 const stateDir = '/tmp/liftoff-test-real-multinode';
+const cluster = 'e2e-real-multinode';
+const serveLog = '/home/aurora/vllm-real-rank.log';
+const container = 'vllm_qwen35';
 const apiPort = 30000;
 const masterPort = 29501;
 
-// The CPU build's settings of the real-stack tests: a small context and KV cache, no torch.compile warm-up (on 2
-// cores it doubles the start), and the host's Hugging Face cache, where the generated models were copied.
-const cpuArgs = ['--max-model-len', '256', '--enforce-eager'];
-const cpuEnv = { HF_HOME: realHfHome, HF_HUB_OFFLINE: '1', VLLM_CPU_KVCACHE_SPACE: '1' };
+/** The sim's spec as a multiproc spec for the real vLLM: tensor parallel 2, one rank per host, no Ray field. */
+function multiprocSpec(sim: SimCluster, distributedTimeout = '2m') {
+  const base = simDeploySpec(sim, { cluster });
+  const { port: _port, verifyTimeout: _verify, ...ray } = base.ray;
+  return {
+    ...base,
+    ray,
+    serve: {
+      ...base.serve,
+      backend: 'multiproc' as const,
+      masterPort,
+      distributedTimeout,
+      model: realModels.tiny,
+      tensorParallelSize: 2,
+      // vLLM's CPU build: a small context and KV cache, and no torch.compile warm-up (on 2 cores it doubles the
+      // start). The simulated docker applies no volumes, so HF_HOME names the host's cache the volume would mount.
+      args: ['--max-model-len', '256', '--enforce-eager'],
+      env: { HF_HOME: realHfHome, HF_HUB_OFFLINE: '1', VLLM_CPU_KVCACHE_SPACE: '1' },
+      logPath: serveLog,
+      loadTimeout: '10m',
+      // A busy 2-core machine: the engine's start prints nothing for a while.
+      stallTimeout: '5m',
+    },
+    // Few tokens: on 2 shared cores a token of tensor parallel 2 over gloo took over a second.
+    smoke: { prompt: 'Reply with one word: ready?', maxTokens: 4 },
+    onFailure: 'teardown' as const,
+  };
+}
 
 const seconds = (ms: number): string => `${(ms / 1000).toFixed(1)} s`;
 const loadAverage = (): string => readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
+const ipPattern = (ip: string): string => ip.replaceAll('.', '\\.');
 
-/** A rank started on a host: its process group (setsid makes the pid the group's id) and its log. */
-interface LaunchedRank {
-  host: SimHost;
-  pgid: number;
-  log: string;
-  startedAt: number;
-}
-
-function hostNamed(sim: SimCluster, name: string): SimHost {
+function host(sim: SimCluster, name: string): SimHost {
   const h = sim.hosts.find((x) => x.name === name);
   assert.ok(h, `no host ${name}`);
   return h;
@@ -48,206 +77,277 @@ function onDisk(h: SimHost, path: string): string {
   return join(h.hostDir, 'home', path.slice('/home/'.length));
 }
 
-function readLog(rank: LaunchedRank): string {
-  const file = onDisk(rank.host, rank.log);
+/** A rank's log on its host: liftoff copies the rank container's output to serve.logPath there. */
+function rankLog(h: SimHost): string {
+  const file = onDisk(h, serveLog);
   return existsSync(file) ? readFileSync(file, 'utf8') : '';
 }
 
-const tail = (text: string, lines = 30): string => text.trimEnd().split('\n').slice(-lines).join('\n');
+/**
+ * The main process of the real `vllm serve` on a host: found by its command line and the host's folder; its
+ * worker processes (forked, same command line) are its descendants, so the one whose parent is not one of them.
+ */
+function realVllmMain(h: SimHost): number | undefined {
+  const pids = allPids().filter((pid) => {
+    try {
+      const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+      return /\/bin\/vllm\0serve\0/.test(cmd) && readEnvVar(pid, 'LIFTOFF_SIM_HOST_DIR') === h.hostDir;
+    } catch {
+      return false;
+    }
+  });
+  const parentOf = (pid: number): number => {
+    try {
+      return Number(/^PPid:\s*(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0);
+    } catch {
+      return 0;
+    }
+  };
+  return pids.find((pid) => !pids.includes(parentOf(pid)));
+}
 
-describe("vLLM's own multi-node mode (CPU build, no Ray) across two simulated hosts", () => {
+async function waitFor<T>(what: string, timeoutMs: number, probe: () => T | undefined): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+type Handle = WorkflowHandle<typeof deploy>;
+
+function step(progress: DeployProgress, name: StepName) {
+  const s = progress.steps.find((x) => x.name === name);
+  assert.ok(s, `no step ${name}`);
+  return s;
+}
+
+/** The cluster's liftoff containers on a host: name, role and backend labels. */
+async function rankContainers(sim: SimCluster, hostName: string): Promise<string[]> {
+  const out = await sshRun(
+    sim,
+    hostName,
+    `docker ps --filter label=liftoff.cluster=${cluster} --format '{{.Names}} {{.Label "liftoff.role"}} {{.Label "liftoff.backend"}}'`,
+  );
+  return out
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '');
+}
+
+describe("liftoff's multiproc backend against the real vLLM (CPU build, no Ray), one rank on each of two hosts", () => {
   before(() => {
     // scripts/setup.sh installs them; without them this file fails rather than pass by skipping.
     const missing = realToolsMissing();
     if (missing) throw new Error(missing);
   });
-  let sim: SimCluster | undefined;
-  const launched: LaunchedRank[] = [];
-  before(async () => {
-    sim = await upCluster({
-      stateDir,
-      hosts: 2,
-      mode: 'netns',
-      clusterOnly: ['spark2'],
-      netIndex: 25,
-      realTools: true,
-      seedReferenceState: false,
-    });
+  const e2e = useE2eCluster({ stateDir, netIndex: 25, realTools: true });
+  let sim: SimCluster;
+  before(() => {
+    sim = e2e.sim;
   });
 
-  /** Ends every rank's process group: TERM, then KILL what is left after 10 s. */
-  async function stopRanks(): Promise<void> {
-    const groups = launched.splice(0).map((r) => r.pgid);
-    const signal = (sig: NodeJS.Signals) => {
-      for (const pgid of groups) {
-        try {
-          process.kill(-pgid, sig);
-        } catch {
-          // the group is gone already
-        }
-      }
-    };
-    signal('SIGTERM');
-    const alive = () => groups.some((pgid) => isRunning(pgid));
-    await waitFor('the ranks to stop', () => Promise.resolve(alive() ? undefined : true), 10_000).catch(
-      () => {
-        signal('SIGKILL');
-      },
-    );
-  }
-  afterEach(stopRanks);
-  after(() => tearDown([stopRanks, () => downCluster(stateDir)]));
+  const start = (spec: ReturnType<typeof multiprocSpec>): Promise<Handle> =>
+    startDeploy(e2e.client, spec, 'cli');
 
-  function cluster(): SimCluster {
-    assert.ok(sim, 'the cluster is up');
-    return sim;
-  }
-
-  /** The rank on `hostName`, as its own session and process group, started over SSH; returns at once. */
-  async function launch(
-    hostName: string,
-    rank: Omit<MultiprocRank, 'hostIp' | 'clusterIface' | 'model' | 'apiPort'>,
-  ): Promise<LaunchedRank> {
-    const host = hostNamed(cluster(), hostName);
-    const { argv, env } = multiprocRankCommand({
-      ...rank,
-      model: realModels.tiny,
-      apiPort,
-      hostIp: host.clusterIp,
-      clusterIface: host.clusterIface,
-      args: cpuArgs,
-    });
-    const log = `/home/aurora/vllm-rank${rank.nodeRank}.log`;
-    const assignments = Object.entries({ ...cpuEnv, ...env }).map(([k, v]) => `${k}=${v}`);
-    // No job control in the session's shell, so the background job is no group leader and setsid makes it one
-    // without forking: $! is the rank's session and group id. nohup and the redirections let the session end.
-    const command = sh`env ${assignments} setsid nohup ${argv} > ${log} 2>&1 < /dev/null & echo $!`;
-    const startedAt = Date.now();
-    const pgid = Number((await sshRun(cluster(), hostName, command.text)).trim());
-    assert.ok(Number.isInteger(pgid) && pgid > 0, `no pid from the launch on ${hostName}`);
-    const rankLaunched = { host, pgid, log, startedAt };
-    launched.push(rankLaunched);
-    await waitFor(
-      `${hostName}'s rank to lead its own process group`,
-      () => Promise.resolve(processGroupOf(pgid) === pgid ? true : undefined),
-      5_000,
-    );
-    return rankLaunched;
-  }
-
-  it('serves with tensor parallel 2 over both hosts: rank 0 healthy, rank 1 headless and in the group', async () => {
+  it('deploys: rank 1 headless on spark2 first, rank 0 on spark1 serving with tensor parallel 2, Ray steps skipped', async () => {
     const load = loadAverage();
-    const head = hostNamed(cluster(), 'spark1');
-    const common = { nnodes: 2, tensorParallelSize: 2, masterAddr: head.clusterIp, masterPort };
-    // Both at once: each waits for the other at the torch.distributed rendezvous.
-    const [rank0, rank1] = await Promise.all([
-      launch('spark1', { ...common, nodeRank: 0 }),
-      launch('spark2', { ...common, nodeRank: 1 }),
-    ]);
-    const logs = () => `rank 0:\n${tail(readLog(rank0))}\n\nrank 1:\n${tail(readLog(rank1))}`;
+    const [spark1, spark2] = [host(sim, 'spark1'), host(sim, 'spark2')];
+    const handle = await start(multiprocSpec(sim));
+    const result = await handle.result();
+    const progress = await handle.query(progressQuery);
 
-    await waitFor(
-      'rank 0 to answer /health with 200',
-      async () => {
-        for (const r of [rank0, rank1]) {
-          if (!isRunning(r.pgid)) assert.fail(`the rank on ${r.host.name} exited during the load\n${logs()}`);
-        }
-        const res = await fetch(`http://${head.address}:${apiPort}/health`, {
-          signal: AbortSignal.timeout(2_000),
-        }).catch(() => undefined);
-        return res?.status === 200 ? true : undefined;
-      },
-      300_000,
-      { everyMs: 500, detail: logs },
-    );
-    const healthyMs = Date.now() - rank0.startedAt;
+    // The steps: Ray's skipped with the reason, the ranks started in launchServe, headless first.
+    for (const name of rayOnlySteps) {
+      assert.equal(step(progress, name).status, 'skipped', name);
+      assert.equal(step(progress, name).detail, multiprocSkipsRay, name);
+    }
+    assert.equal(step(progress, 'launchServe').detail, 'spark1: rank 0; spark2: rank 1 (headless)');
+    assert.equal(progress.load?.phase, 'ready');
 
-    // Rank 1 is still there, headless, and its log shows that it ran the CLI's headless path and joined the
-    // process group as tensor-parallel rank 1 (printed once the rendezvous with rank 0 completed).
-    const rank1Cmd = await sshRun(
-      cluster(),
-      'spark2',
-      `kill -0 ${rank1.pgid} && tr '\\0' ' ' < /proc/${rank1.pgid}/cmdline`,
-    );
-    assert.match(rank1Cmd, /\/bin\/vllm serve .* --node-rank 1 .*--headless/);
-    const log1 = readLog(rank1);
+    // Each host runs its rank's container, labelled by liftoff.
+    assert.deepEqual(await rankContainers(sim, 'spark1'), [`${container} rank0 multiproc`]);
+    assert.deepEqual(await rankContainers(sim, 'spark2'), [`${container} rank1 multiproc`]);
+    const rank1 = realVllmMain(spark2);
+    assert.ok(rank1 !== undefined, "rank 1's real vllm runs on spark2");
+    const argv = readFileSync(`/proc/${rank1}/cmdline`, 'utf8').split('\0');
+    assert.equal(argv[argv.indexOf('--node-rank') + 1], '1');
+    assert.ok(argv.includes('--headless'), argv.join(' '));
+
+    // Both ranks' real logs: rank 1 ran the CLI's headless path and joined the group as TP rank 1; rank 0
+    // joined as TP rank 0 and serves the API.
+    const log1 = rankLog(spark2);
     assert.match(
       log1,
       new RegExp(
-        `Launching vLLM \\(v[\\d.]+\\) headless multiproc executor, with head node address ${head.clusterIp.replaceAll('.', '\\.')}:${masterPort}`,
+        `Launching vLLM \\(v[\\d.]+\\) headless multiproc executor, with head node address ${ipPattern(spark1.clusterIp)}:${masterPort}`,
       ),
     );
     assert.match(log1, /rank 1 in world size 2 is assigned as .*TP rank 1\b/);
-    assert.doesNotMatch(log1, /APIServer|Starting vLLM server/, 'rank 1 runs no API server');
-    const log0 = readLog(rank0);
+    assert.doesNotMatch(log1, /APIServer|Starting vLLM (API )?server/, 'rank 1 runs no API server');
+    const log0 = rankLog(spark1);
     assert.match(log0, /rank 0 in world size 2 is assigned as .*TP rank 0\b/);
     assert.match(log0, /Starting vLLM (API )?server on/);
+    assert.doesNotMatch(log0 + log1, /does not support ray|ray\.init/i, 'no Ray anywhere');
 
-    const asked = Date.now();
-    const res = await fetch(`http://${head.address}:${apiPort}/v1/completions`, {
+    // The endpoint, from this machine: the model listed, and a completion served by both ranks.
+    const base = `http://${spark1.address}:${apiPort}`;
+    assert.equal(result.endpoint, `${base}/v1`);
+    const models = (await (await fetch(`${base}/v1/models`)).json()) as { data: { id: string }[] };
+    assert.deepEqual(
+      models.data.map((m) => m.id),
+      [realModels.tiny],
+    );
+    assert.ok(result.smoke.text.length > 0, 'real tokens from the smoke test');
+    assert.ok(result.smoke.completionTokens > 0);
+    const res = await fetch(`${base}/v1/completions`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ model: realModels.tiny, prompt: 'Reply with one word: ready?', max_tokens: 16 }),
+      // One token: the fingerprint is the point, and each token costs a gloo round trip between the ranks.
+      body: JSON.stringify({ model: realModels.tiny, prompt: 'Reply with one word: ready?', max_tokens: 1 }),
       signal: AbortSignal.timeout(60_000),
     });
-    const answeredMs = Date.now() - asked;
-    const body = (await res.json()) as {
-      system_fingerprint?: string;
-      choices?: { text?: string }[];
-      usage?: { completion_tokens?: number };
-    };
+    const body = (await res.json()) as { system_fingerprint?: string; choices?: { text?: string }[] };
     assert.equal(res.status, 200, JSON.stringify(body));
-    const text = body.choices?.[0]?.text ?? '';
-    assert.ok(text.length > 0, `a non-empty answer: ${JSON.stringify(body)}`);
     assert.match(body.system_fingerprint ?? '', /-tp2-/, 'served with tensor parallel 2');
-    const tokens = body.usage?.completion_tokens ?? 0;
-    assert.ok(tokens > 0);
-    assert.ok(isRunning(rank1.pgid), 'rank 1 still runs after serving');
+
+    // What a user reads: status and the postmortem show the skipped Ray steps and why.
+    const env = { ...process.env, ...e2e.temporalEnv };
+    const status = await runLiftoff(['status', cluster], env);
+    assert.equal(status.code, 0, status.stderr);
+    assert.ok(status.stdout.includes(multiprocSkipsRay), status.stdout);
+    const postmortem = await runLiftoff(['postmortem', cluster], env);
+    assert.equal(postmortem.code, 0, postmortem.stderr);
+    assert.match(postmortem.stdout, /succeeded/);
+    assert.ok(postmortem.stdout.includes(multiprocSkipsRay), postmortem.stdout);
 
     console.log(
-      `FIGURE: real multi-node (vLLM --nnodes 2, tp 2, CPU): healthy ${seconds(healthyMs)} after the launch; ` +
-        `completion ${tokens} tokens in ${seconds(answeredMs)} (${((tokens * 1000) / answeredMs).toFixed(1)} tok/s) ` +
-        `${JSON.stringify(text)}, fingerprint ${body.system_fingerprint ?? '?'}; load average ${load}`,
+      `FIGURE: real multiproc deploy (vLLM --nnodes 2, tp 2, CPU, through liftoff): total ${result.totalSeconds.toFixed(1)} s; ` +
+        `time to healthy ${result.loadSeconds.toFixed(1)} s; launchServe (both ranks' containers) ${seconds(step(progress, 'launchServe').durationMs ?? NaN)}; ` +
+        `smoke ${result.smoke.completionTokens} tokens at ${result.smoke.tokensPerSecond.toFixed(1)} tok/s ${JSON.stringify(result.smoke.text)}, ` +
+        `fingerprint ${body.system_fingerprint ?? '?'}; load average ${load}`,
     );
   });
 
-  it("a rank pointed at a closed master port fails with torch's own connect timeout, in bounded time", async () => {
+  it('the headless rank SIGKILLed mid-load fails the deploy as RankExited naming spark2, and rank 0 is torn down', async () => {
     const load = loadAverage();
-    const head = hostNamed(cluster(), 'spark1');
-    const closedPort = masterPort + 98;
-    const timeoutSeconds = 5;
-    const rank1 = await launch('spark2', {
-      nnodes: 2,
-      tensorParallelSize: 2,
-      masterAddr: head.clusterIp,
-      masterPort: closedPort,
-      nodeRank: 1,
-      distributedTimeoutSeconds: timeoutSeconds,
+    const [spark1, spark2] = [host(sim, 'spark1'), host(sim, 'spark2')];
+    const handle = await start(multiprocSpec(sim));
+    // Mid-load: the deploy is in waitHealthy (so the log is this launch's: startRank truncated it), rank 1 has
+    // met rank 0 at the store and joined the group, and rank 0 does not serve yet.
+    const deadline = Date.now() + 300_000;
+    while (step(await handle.query(progressQuery), 'waitHealthy').status !== 'running') {
+      assert.ok(Date.now() < deadline, 'timed out waiting for the deploy to reach waitHealthy');
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const pid = await waitFor("rank 1 to join the group, in this launch's log", 300_000, () => {
+      if (!/rank 1 in world size 2 is assigned as .*TP rank 1\b/.test(rankLog(spark2))) return undefined;
+      return realVllmMain(spark2);
     });
-    // torch's own line (c10d's TCPStore client), once --distributed-timeout-seconds is spent.
-    const connectError = new RegExp(
-      `The client socket has timed out after ${timeoutSeconds * 1000}ms while trying to connect to \\(${head.clusterIp.replaceAll('.', '\\.')}, ${closedPort}\\)`,
+    const before = await handle.query(progressQuery);
+    assert.equal(step(before, 'waitHealthy').status, 'running', 'killed during the load');
+    assert.notEqual(before.load?.phase, 'ready', 'killed during the load');
+    process.kill(pid, 'SIGKILL');
+    const killedAt = Date.now();
+
+    const error = await handle.result().then(
+      (r) => assert.fail(`the deploy succeeded: ${JSON.stringify(r.smoke)}`),
+      (e: unknown) => e,
     );
-    const line = await waitFor(
-      "torch's connect error in rank 1's log",
-      () =>
-        Promise.resolve(
-          readLog(rank1)
-            .split('\n')
-            .find((l) => connectError.test(l)),
-        ),
-      120_000,
-      { everyMs: 250, detail: () => tail(readLog(rank1)) },
-    );
-    const seenMs = Date.now() - rank1.startedAt;
-    const log = readLog(rank1);
-    assert.match(
-      log,
-      new RegExp(`distributed_init_method=tcp://${head.clusterIp.replaceAll('.', '\\.')}:${closedPort}`),
+    assert.ok(error instanceof WorkflowFailedError, String(error));
+    const cause = error.cause;
+    assert.ok(cause instanceof ApplicationFailure, String(cause));
+    const progress = await handle.query(progressQuery);
+    assert.equal(cause.type, FailureType.rankExited, cause.message);
+    assert.match(cause.message, /rank 1 on spark2 exited at phase [^:]+: container vllm_qwen35 is exited/);
+    const detected = (step(progress, 'waitHealthy').endedAtMs ?? NaN) - killedAt;
+
+    // The failed rank leaves rank 0 waiting for it: the deploy removed every rank, whatever onFailure says.
+    assert.deepEqual(await rankContainers(sim, 'spark1'), []);
+    assert.deepEqual(await rankContainers(sim, 'spark2'), []);
+    await waitFor("rank 0's real vLLM to be gone", 30_000, () =>
+      realVllmMain(spark1) === undefined ? true : undefined,
     );
     console.log(
-      `FIGURE: real multi-node, closed master port: torch's error ${seconds(seenMs)} after the launch ` +
-        `(--distributed-timeout-seconds ${timeoutSeconds}): ${line.trim()}; load average ${load}`,
+      `FIGURE: real multiproc, headless rank SIGKILLed mid-load: RankExited ${seconds(detected)} after the kill ` +
+        `(serve.pollInterval 1s); ${cause.message.split('\n')[0]}; load average ${load}`,
     );
+  });
+
+  it("a headless rank that cannot reach the master fails the deploy as MasterUnreachable with torch's own line, naming spark2", async () => {
+    const load = loadAverage();
+    const [spark1, spark2] = [host(sim, 'spark1'), host(sim, 'spark2')];
+    assert.ok(spark2.netns);
+    const timeoutSeconds = 5;
+    // A rule in spark2's namespace makes TCP to the master port unreachable; SSH still passes. It goes in once
+    // preflight has passed (preflight reads the port on the head, not from the ranks): a path that breaks later.
+    const rule = [
+      '-n',
+      spark2.netns,
+      'rule',
+      '%',
+      'ipproto',
+      'tcp',
+      'dport',
+      String(masterPort),
+      'unreachable',
+    ];
+    let ruleAdded = false;
+    try {
+      const handle = await start(multiprocSpec(sim, `${timeoutSeconds}s`));
+      const deadline = Date.now() + 120_000;
+      for (;;) {
+        const s = await handle.query(progressQuery);
+        if (step(s, 'preflight').status === 'done') {
+          assert.notEqual(step(s, 'launchServe').status, 'done', 'the rule is in before the ranks start');
+          break;
+        }
+        assert.ok(Date.now() < deadline, 'timed out waiting for preflight to pass');
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      execFileSync(
+        'ip',
+        rule.map((a) => (a === '%' ? 'add' : a)),
+      );
+      ruleAdded = true;
+      const error = await handle.result().then(
+        (r) => assert.fail(`the deploy succeeded: ${JSON.stringify(r.smoke)}`),
+        (e: unknown) => e,
+      );
+      assert.ok(error instanceof WorkflowFailedError, String(error));
+      const cause = error.cause;
+      assert.ok(cause instanceof ApplicationFailure, String(cause));
+      const progress = await handle.query(progressQuery);
+      // torch's own lines (c10d's TCPStore client): its retries within --distributed-timeout-seconds, then the
+      // exception once they are spent. With the network unreachable (not a refused port) the last error is named.
+      const log = rankLog(spark2);
+      const store = `\\(${ipPattern(spark1.clusterIp)}, ${masterPort}\\)`;
+      assert.match(log, new RegExp(`retrying \\(try=0, timeout=${timeoutSeconds * 1000}ms`));
+      const torchLine = new RegExp(
+        `DistNetworkError: The client socket has failed to connect to any network address of ${store}`,
+      );
+      assert.match(log, torchLine);
+      assert.equal(cause.type, FailureType.masterUnreachable, cause.message);
+      assert.match(
+        cause.message,
+        /rank 1 on spark2 failed at phase [^:]+: it cannot reach rank 0's store at /,
+      );
+      assert.match(cause.message, torchLine);
+      const launched = step(progress, 'launchServe').endedAtMs ?? NaN;
+      const failedAt = step(progress, 'waitHealthy').endedAtMs ?? NaN;
+      assert.deepEqual(await rankContainers(sim, 'spark1'), [], 'rank 0 is not left waiting');
+      console.log(
+        `FIGURE: real multiproc, master port unreachable from the headless rank (--distributed-timeout-seconds ${timeoutSeconds}): ` +
+          `MasterUnreachable ${seconds(failedAt - launched)} after the ranks started; ${cause.message.split('\n')[0]}; load average ${load}`,
+      );
+    } finally {
+      if (ruleAdded)
+        execFileSync(
+          'ip',
+          rule.map((a) => (a === '%' ? 'del' : a)),
+        );
+    }
   });
 });

@@ -1,9 +1,9 @@
-// liftoff's multiproc rank command against the launch that works with the real vLLM (test/helpers/vllm-multiproc.ts,
-// found in test/real/real-multinode.test.ts): the same flags, the same env.
+// liftoff's multiproc rank command: the argv and env of the launch that works with the real vLLM 0.32 CPU build
+// (test/real/real-multinode.test.ts deploys it through liftoff; src/host-commands/multiproc.ts says why each flag
+// and variable is there), written out here so a change to it is a visible one.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { interfaceOf, rankArgv, rankEnv } from '../../src/activities/multiproc-argv.js';
-import { multiprocRankCommand } from '../helpers/vllm-multiproc.js';
+import { interfaceOf, rankArgv, rankEnv } from '../../src/host-commands/multiproc.js';
 
 const common = {
   model: 'Org/Model',
@@ -14,23 +14,46 @@ const common = {
   distributedTimeoutSeconds: 60,
 };
 
+const realLaunch = (rank: number): string[] => [
+  'serve',
+  'Org/Model',
+  '--nnodes',
+  '2',
+  '--node-rank',
+  String(rank),
+  '--master-addr',
+  '10.1.0.11',
+  '--master-port',
+  '29501',
+  '--tensor-parallel-size',
+  '2',
+  '--distributed-executor-backend',
+  'mp',
+  '--distributed-timeout-seconds',
+  '60',
+  ...(rank === 0 ? ['--port', '30000'] : ['--headless']),
+  '--max-model-len',
+  '256',
+];
+
 describe('multiproc rank command', () => {
   for (const rank of [0, 1]) {
     it(`rank ${rank}: the argv and env of the real launch`, () => {
       const hostIp = `10.1.0.1${rank + 1}`;
-      const real = multiprocRankCommand({
-        ...common,
-        nodeRank: rank,
-        hostIp,
-        clusterIface: 'veth-c',
-        apiPort: 30000,
-        args: ['--max-model-len', '256'],
-      });
       const ours = rankArgv({ ...common, rank, port: 30000, args: ['--max-model-len', '256'] });
-      assert.deepEqual(['vllm', ...ours], real.argv);
-      assert.deepEqual(rankEnv(hostIp, 'veth-c'), real.env);
+      assert.deepEqual(ours, realLaunch(rank));
+      assert.deepEqual(rankEnv(hostIp, 'veth-c'), { VLLM_HOST_IP: hostIp, GLOO_SOCKET_IFNAME: 'veth-c' });
     });
   }
+
+  it("the spec's env comes after the rank's own, and wins", () => {
+    const env = rankEnv('10.1.0.12', 'veth-c', { GLOO_SOCKET_IFNAME: 'bond0', HF_HOME: '/hf' });
+    assert.deepEqual(Object.entries(env), [
+      ['VLLM_HOST_IP', '10.1.0.12'],
+      ['GLOO_SOCKET_IFNAME', 'bond0'],
+      ['HF_HOME', '/hf'],
+    ]);
+  });
 
   it('passes the served model name to every rank, and the API port to rank 0 only', () => {
     const r1 = rankArgv({ ...common, rank: 1, port: 30000, servedModelName: 'qwen', args: [] });

@@ -92,6 +92,84 @@ describe('plan of one host', () => {
   });
 });
 
+describe('plan of a multiproc spec (serve.backend: multiproc)', () => {
+  const { port: _port, verifyTimeout: _verify, ...ray } = spec.ray;
+  const mp = deploySpecSchema.parse({
+    ...spec,
+    gpu: { perHost: 1 },
+    ray,
+    serve: { ...spec.serve, backend: 'multiproc', masterPort: 29501, distributedTimeout: '30s' },
+  });
+  const seenHere = { ...seen, clusterIface: 'eth1' };
+  const plans = [
+    planHost(mp, head, head, [worker], seenHere),
+    planHost(mp, worker, head, [worker], seenHere),
+  ];
+  const runOf = (i: number): string =>
+    plans[i]?.steps.find((s) => s.step === 'launchServe')?.commands.find((c) => c.change)?.text ?? '';
+
+  it('shows the Ray steps skipped, with the reason, and runs no ray command', () => {
+    const [h, w] = plans;
+    assert.ok(h && w);
+    const skipped = (p: typeof h) => p.steps.filter((s) => s.skipped).map((s) => s.step);
+    assert.deepEqual(skipped(h), ['startRayHead', 'verifyRayCluster']);
+    assert.deepEqual(skipped(w), ['startRayWorkers', 'verifyRayCluster']);
+    for (const p of plans)
+      assert.ok(!p.steps.flatMap((s) => s.commands).some((c) => /\bray (start|status)\b/.test(c.text)));
+  });
+
+  it("starts one rank per host with the deploy's argv: rank 0 serves, rank 1 headless and started first", () => {
+    assert.match(
+      runOf(0),
+      / --entrypoint vllm .* serve Qwen\/Qwen3-8B --nnodes 2 --node-rank 0 --master-addr 10\.0\.0\.1 --master-port 29501 .*--distributed-timeout-seconds 30 --port 8000\b/,
+    );
+    assert.match(runOf(1), / --node-rank 1 .* --headless\b/);
+    assert.doesNotMatch(runOf(1), / --port /);
+    assert.match(runOf(1), /'liftoff\.role=rank1' --label 'liftoff\.backend=multiproc'/);
+    // The rank's own address and interface first, then the spec's env; secrets by name only.
+    assert.match(
+      runOf(1),
+      / -e 'VLLM_HOST_IP=10\.0\.0\.2' -e 'GLOO_SOCKET_IFNAME=eth1' -e 'NCCL_SOCKET_IFNAME=eth1' -e HF_TOKEN -e VLLM_API_KEY /,
+    );
+    assert.match(runOf(0), /"\$pid" START_MS >/);
+    const notes = plans.map((p) => p.steps.find((s) => s.step === 'launchServe')?.note);
+    assert.deepEqual(notes, [
+      'rank 0, once the headless ranks (b) have started',
+      'rank 1 (headless), started before rank 0 on a',
+    ]);
+  });
+
+  it("reads the master port on the head in preflight and launchServe, and polls a headless rank's log", () => {
+    const [h, w] = plans;
+    assert.ok(h && w);
+    const texts = (p: typeof h, step: string) =>
+      p.steps.find((s) => s.step === step)?.commands.map((c) => c.text) ?? [];
+    assert.ok(texts(h, 'preflight').includes("ss -Hltn 'sport = :29501'"));
+    assert.ok(texts(h, 'launchServe').includes("ss -Hltn 'sport = :29501'"));
+    assert.ok(!texts(w, 'preflight').some((t) => t.startsWith('ss ')));
+    assert.deepEqual(texts(w, 'waitHealthy'), [
+      'docker inspect --type container -- liftoff_ray',
+      'wc -c < /home/ops/serve.log',
+      'tail -c +1 -- /home/ops/serve.log | head -c 262144',
+      'tail -n 30 -- /home/ops/serve.log | tail -c 65536',
+    ]);
+    const text = renderPlan({
+      cluster: 'lab',
+      wouldStart: true,
+      problems: [],
+      warnings: [],
+      hosts: plans,
+      secrets: [],
+    });
+    assert.match(text, /^ {2}Start the Ray head \[startRayHead\]: skipped \(serve\.backend multiproc: /m);
+    assert.match(text, /^ {6}\(only when something listens on serve\.masterPort\)$/m);
+    assert.match(
+      text,
+      /^would start: {3}a: vLLM rank 0 container liftoff_ray .*; b: vLLM rank 1 \(headless\) container liftoff_ray/m,
+    );
+  });
+});
+
 describe('plan text', () => {
   it('lists each host in order and ends with what would stop, be removed and start', () => {
     const result: PlanResult = {

@@ -1,0 +1,81 @@
+// The pieces every part of `liftoff plan`'s host list is made of: a planned command (a read or a change), a
+// step of them, the placeholders for what exists only once the deploy runs, and the env transport the deploy
+// would build, without reading a secret. Pure.
+import type { HostRef } from '../activities/ssh-context.js';
+import { envTransport, type EnvTransport } from '../host-commands/env-transport.js';
+import type { EnvSpec } from '../config/schema.js';
+import { isSecretEnvName } from '../shared/secrets.js';
+import type { RemoteCommand } from '../ssh/quote.js';
+
+/** Stand-ins for what exists only once the deploy runs; the plan shows them by these names. */
+export const planPlaceholders = {
+  runId: 'RUN_ID',
+  startedAt: 'START_MS',
+  pid: 'PID',
+  /** The per-read marker of the agreement read's sections. */
+  nonce: 'NONCE',
+} as const;
+
+/** A host of the spec, as the plan addresses it. */
+export interface PlanHost {
+  name: string;
+  role: 'head' | 'worker';
+  clusterIp: string;
+  ref: HostRef;
+}
+
+export interface PlannedCommand {
+  text: string;
+  /** Changes the host (stops, removes, starts); every other command only reads. */
+  change: boolean;
+  /** Run again until a condition holds (a poll); said how. */
+  repeats?: string;
+  /** Run only in a case the plan cannot know beforehand; said which. */
+  when?: string;
+}
+
+export interface PlannedStep {
+  step: string;
+  commands: PlannedCommand[];
+  /** The step does not run with this spec, and why (the Ray steps of serve.backend multiproc). */
+  skipped?: string;
+  /** When the step runs here relative to the other hosts (multiproc: the headless ranks start before rank 0). */
+  note?: string;
+}
+
+export const read = (cmd: RemoteCommand, repeats?: string): PlannedCommand => ({
+  text: cmd.text,
+  change: false,
+  ...(repeats ? { repeats } : {}),
+});
+export const readWhen = (cmd: RemoteCommand, when: string): PlannedCommand => ({
+  text: cmd.text,
+  change: false,
+  when,
+});
+export const change = (cmd: RemoteCommand): PlannedCommand => ({ text: cmd.text, change: true });
+
+/**
+ * The spec's env blocks merged in order, as the worker would resolve them, with a reference's value left on the
+ * worker: its name is a secret, sent on stdin, so a command shows only `-e NAME`.
+ */
+export function planEnv(envs: readonly EnvSpec[]): {
+  values: Record<string, string>;
+  secretNames: Set<string>;
+} {
+  const values: Record<string, string> = {};
+  const secretNames = new Set<string>();
+  for (const env of envs) {
+    for (const [name, value] of Object.entries(env)) {
+      values[name] = typeof value === 'string' ? value : '';
+      if (typeof value !== 'string' || isSecretEnvName(name)) secretNames.add(name);
+    }
+  }
+  return { values, secretNames };
+}
+
+/** The env a command gets, as the deploy's envTransport builds it from `env` and then `extra`. */
+export function planTransport(env: EnvSpec, extra: Record<string, string> = {}): EnvTransport {
+  const { values, secretNames } = planEnv([env]);
+  return envTransport({ ...values, ...extra }, secretNames);
+}
