@@ -4,11 +4,10 @@
 // check judges its own read with its own message, and one read that fails (a missing tool) leaves the others'
 // answers standing. A read whose section came back unreadable is run again on its own, as it always was; so is
 // any command that was not prefetched, or a second run of one that was (a read after a change must see the host
-// as it is then). A step whose commands do not depend on each other's answers (stop, disable, then read the
-// states) runs them the same way, in their order.
+// as it is then).
 import type { ExecOptions, ExecResult, SshSession } from '../ssh/executor.js';
 import type { RemoteCommand } from '../ssh/quote.js';
-import { section, sectionScript, sectionScriptBound, stderrAfter } from '../host-commands/sections.js';
+import { prefetchCommand } from '../host-commands/sections.js';
 import { parseSections, sectionProblem, splitStderr } from '../parsers/sections.js';
 
 export interface PrefetchOptions {
@@ -16,8 +15,6 @@ export interface PrefetchOptions {
   /** Bytes kept of each read's output (stdout and stderr together); the executor's default cap per stream. */
   maxBytesPerRead?: number;
 }
-
-const defaultMaxBytesPerRead = 1024 * 1024;
 
 /**
  * Runs `reads` as one remote command and returns a session that answers them. Commands given twice are read
@@ -29,27 +26,22 @@ export async function prefetchReads(
   reads: readonly RemoteCommand[],
   opts: PrefetchOptions,
 ): Promise<SshSession> {
-  const unique = [...new Map(reads.map((r) => [r.text, r])).values()];
-  const maxBytes = opts.maxBytesPerRead ?? defaultMaxBytesPerRead;
-  const named = unique.map((command, i) => ({ name: `r${i}`, command: stderrAfter(command), maxBytes }));
+  const batch = prefetchCommand(reads, opts.maxBytesPerRead);
   const answers = new Map<string, ExecResult>();
-  if (named.length > 0) {
+  if (batch.commands.length > 0) {
     const started = Date.now();
-    const res = await session.exec(sectionScript(named.map((r) => section(r))), {
+    const res = await session.exec(batch.command, {
       timeoutMs: opts.timeoutMs,
       check: false,
       stdoutBytes: true,
-      maxOutputBytes: sectionScriptBound(named),
+      maxOutputBytes: batch.maxOutputBytes,
     });
-    const out = parseSections(
-      res.stdoutBytes ?? Buffer.alloc(0),
-      Object.fromEntries(named.map((r) => [r.name, r.maxBytes])),
-    );
+    const out = parseSections(res.stdoutBytes ?? Buffer.alloc(0), batch.bounds);
     const durationMs = Date.now() - started;
-    named.forEach((r, i) => {
-      const s = out.sections.get(r.name);
-      const command = unique[i];
-      if (!command || !s || sectionProblem(s, r.name) !== undefined || s.exitCode === undefined) return;
+    batch.commands.forEach((command, i) => {
+      const name = `r${i}`;
+      const s = out.sections.get(name);
+      if (!s || sectionProblem(s, name) !== undefined || s.exitCode === undefined) return;
       const { stdout, stderr } = splitStderr(s.text);
       answers.set(command.text, {
         exitCode: s.exitCode,

@@ -53,7 +53,7 @@ export const stderrSeparator = '=liftoff-stderr';
  * container"): stdout first, then the separator line, then what it printed on stderr. Split with splitStderr.
  */
 export function stderrAfter(command: RemoteCommand): RemoteCommand {
-  return sh`{ __e=$( { ${command} ; } 2>&1 >&6 6>&- ); __r=$?; printf '\n%s\n%s' ${stderrSeparator} "$__e"; exit "$__r"; } 6>&1`;
+  return sh`{ __e=$( { ${command} ; } 2>&1 >&6 6>&- ); __r=$?; printf '\\n%s\\n%s' ${stderrSeparator} "$__e"; exit "$__r"; } 6>&1`;
 }
 
 /**
@@ -101,4 +101,21 @@ export function sectionedReads(reads: readonly SectionRead[]): SectionedCommand 
     bounds: Object.fromEntries(reads.map((r) => [r.name, r.maxBytes])),
     maxOutputBytes: sectionScriptBound(reads),
   };
+}
+
+/**
+ * The one command that runs a step's `reads` (activities/prefetch.ts), each with its stderr after its stdout;
+ * `liftoff plan` shows this same text. Commands given twice are run once; `commands[i]` is section `r<i>`.
+ */
+export function prefetchCommand(
+  reads: readonly RemoteCommand[],
+  maxBytesPerRead = 1024 * 1024,
+): SectionedCommand & { commands: RemoteCommand[] } {
+  const commands = [...new Map(reads.map((r) => [r.text, r])).values()];
+  const named = commands.map((command, i) => ({
+    name: `r${i}`,
+    command: stderrAfter(command),
+    maxBytes: maxBytesPerRead,
+  }));
+  return { ...sectionedReads(named), commands };
 }

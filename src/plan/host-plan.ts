@@ -42,6 +42,7 @@ import {
   smokeTimingMarker,
 } from '../host-commands/launch.js';
 import { headPollCommand, rayWorkerWatchCommand } from '../host-commands/polls.js';
+import { prefetchCommand } from '../host-commands/sections.js';
 import { headAddressOf, launchServeInput, rayContainerInput } from '../host-commands/step-inputs.js';
 import { hostReadCommand, imageVersionsCommand } from '../host-commands/agreement.js';
 import { listenerCommand, rank0ContainersCommand } from '../host-commands/multiproc.js';
@@ -109,10 +110,11 @@ function preflightCommands(spec: DeploySpec, host: PlanHost, head: PlanHost): Pl
     ipv4AddressesCommand(),
     freeSpaceCommand(modelPath),
     ...(host.role === 'head' ? [logDirCommand(dirnameOf(spec.serve.logPath), spec.serve.logPath)] : []),
-    agreementRead,
   ];
   return [
-    ...cmds.map((c) => read(c)),
+    // preflightHost's reads run as one command (activities/prefetch.ts).
+    read(prefetchCommand(cmds).command),
+    read(agreementRead),
     // Read on the first host of each distinct image ID; hosts of one image share its versions.
     ...(host.role === 'head'
       ? [read(imageVersionsCommand(spec.ray.image), 'once per distinct image ID, on its first host')]
@@ -143,12 +145,12 @@ export function planHost(
     const privileged = privilegePrefix(seen.uid);
     steps.push({
       step: 'stopServices',
+      // The states and the user's id in one command (activities/prefetch.ts); then each change, and a new read.
       commands: [
-        read(unitStatesCommand(units)),
+        read(prefetchCommand([unitStatesCommand(units), userIdCommand()]).command),
         ...(stop.length === 0
           ? []
           : [
-              read(userIdCommand()),
               change(stopUnitsCommand(privileged, stop)),
               ...(disable.length > 0 ? [change(disableUnitsCommand(privileged, disable))] : []),
               read(unitStatesCommand(stop)),
@@ -160,9 +162,12 @@ export function planHost(
   const remove = [...new Set([...names.filter((n) => seen.containers.includes(n)), ...seen.labelled])];
   steps.push({
     step: 'removeContainers',
+    // The two lists in one command (activities/prefetch.ts); the list after the removal is read anew.
     commands: [
-      read(containerNamesCommand()),
-      read(containerNamesCommand(clusterFilter(spec.cluster))),
+      read(
+        prefetchCommand([containerNamesCommand(), containerNamesCommand(clusterFilter(spec.cluster))])
+          .command,
+      ),
       ...(remove.length === 0
         ? []
         : [change(removeContainersCommand(remove)), read(containerNamesCommand())]),
@@ -194,8 +199,12 @@ export function planHost(
       steps.push({
         step: 'launchServe',
         commands: [
-          read(readMarkerCommand(markerPathFor(spec.serve.logPath))),
-          read(rayStatusCommand(container)),
+          read(
+            prefetchCommand([
+              readMarkerCommand(markerPathFor(spec.serve.logPath)),
+              rayStatusCommand(container),
+            ]).command,
+          ),
           change(serveLaunchCommand(serve, planTransport(spec.serve.env), raw(planPlaceholders.startedAt))),
         ],
       });
@@ -266,8 +275,15 @@ function rayLaunchSteps(
       commands: [
         read(inspectContainerCommand(container)),
         change(rayRunCommand(ray, host.role, planTransport(spec.ray.env, { VLLM_HOST_IP: host.clusterIp }))),
-        read(containerLogTailCommand(container, rayConfirmLogLines), untilStarted),
-        read(inspectContainerCommand(container), untilStarted),
+        // Each confirm poll reads the log and the state in one command.
+        read(
+          prefetchCommand([
+            containerLogTailCommand(container, rayConfirmLogLines),
+            inspectContainerCommand(container),
+          ]).command,
+          untilStarted,
+        ),
+        read(containerLogTailCommand(container, rayConfirmLogLines), 'when it exited instead'),
       ],
     },
     {
@@ -276,9 +292,11 @@ function rayLaunchSteps(
         host.role === 'head'
           ? [read(rayStatusCommand(container), untilJoined)]
           : [
-              read(inspectContainerCommand(container), 'while this node has not joined'),
               read(
-                containerLogTailCommand(container, verifyWorkerLogLines),
+                prefetchCommand([
+                  inspectContainerCommand(container),
+                  containerLogTailCommand(container, verifyWorkerLogLines),
+                ]).command,
                 'while this node has not joined',
               ),
             ],
