@@ -5,11 +5,18 @@ import type { SshSession } from '../ssh/executor.js';
 import { clusterFilter, containerNamesCommand, removeContainersCommand } from '../host-commands/cleanup.js';
 import { FailureType } from '../shared/failures.js';
 import { onHost } from './ssh-context.js';
+import { prefetchReads } from './prefetch.js';
 import type { RemoveContainersInput, RemoveContainersResult } from './types.js';
 
 export async function removeContainers(input: RemoveContainersInput): Promise<RemoveContainersResult> {
   const host = input.host.target.name;
-  return onHost(input.host, async (session) => {
+  return onHost(input.host, async (direct) => {
+    // The two lists in one round trip; the list after the removal is read anew.
+    const session = await prefetchReads(
+      direct,
+      [containerNamesCommand(), containerNamesCommand(clusterFilter(input.cluster))],
+      { timeoutMs: 30_000 },
+    );
     const present = await containerNames(session);
     const labelled = await containerNames(session, clusterFilter(input.cluster));
     const named = [...new Set(input.names)].filter((n) => present.has(n));

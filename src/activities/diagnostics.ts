@@ -5,6 +5,8 @@ import { redactedTail, redactText, secretEnvValues } from '../shared/secrets.js'
 import { tail } from '../shared/text.js';
 import { sh, type RemoteCommand } from '../ssh/quote.js';
 import { containerLogTailCommand, inspectContainer } from './docker.js';
+import { inspectContainerCommand } from '../host-commands/launch.js';
+import { prefetchReads } from './prefetch.js';
 import { serveLogTailCommand } from './serve.js';
 import { onHost } from './ssh-context.js';
 import { secretValues } from './secrets.js';
@@ -27,7 +29,20 @@ async function collectHost(input: DiagnosticsInput, host: NamedHost): Promise<Ho
   const isHead = host.name === input.headName;
   const errors: string[] = [];
   try {
-    return await onHost(host.ref, async (session) => {
+    return await onHost(host.ref, async (direct) => {
+      const rayStatusRead = sh`timeout ${rayStatusTimeoutS} docker exec ${input.container} ray status`;
+      // Every part in one round trip; should that one fail, each part is asked on its own as before.
+      const session = await prefetchReads(
+        direct,
+        [
+          inspectContainerCommand(input.container),
+          containerLogTailCommand(input.container, tailLines),
+          rayStatusRead,
+          sh`nvidia-smi`,
+          ...(isHead ? [serveLogTailCommand(input.logPath, tailLines)] : []),
+        ],
+        { timeoutMs: 30_000 + rayStatusTimeoutS * 1000, maxBytesPerRead: 256 * 1024 },
+      ).catch(() => direct);
       // The container's env is the env liftoff gave it: its secret-looking values are what to hide.
       let secrets: string[] = await secretValues(...(input.secretEnv ?? []));
       try {
@@ -55,7 +70,7 @@ async function collectHost(input: DiagnosticsInput, host: NamedHost): Promise<Ho
         part('docker logs', containerLogTailCommand(input.container, tailLines)),
         // Real Ray's `ray status` on a worker that cannot reach the head's GCS blocks for about 40 s before it
         // gives up; the report should not wait that long for a section that then says nothing.
-        part('ray status', sh`timeout ${rayStatusTimeoutS} docker exec ${input.container} ray status`),
+        part('ray status', rayStatusRead),
         part('nvidia-smi', sh`nvidia-smi`),
         isHead ? part('serve log', serveLogTailCommand(input.logPath, tailLines)) : undefined,
       ]);

@@ -50,12 +50,25 @@ export async function inspectContainer(session: SshSession, name: string): Promi
     timeoutMs: 20_000,
     check: false,
   });
+  return containerStateOf(res, name, session.target.name);
+}
+
+/**
+ * What `docker inspect --type container -- NAME` printed, read: a missing container is `exists: false`; any
+ * other failure (the daemon down, no docker at all) throws, since the container's state is then unknown. In a
+ * sectioned read (src/host-commands/sections.ts) stderr comes merged into the output: pass it as both.
+ */
+export function containerStateOf(
+  res: { exitCode: number; stdout: string; stderr: string },
+  name: string,
+  host: string,
+): ContainerState {
   if (res.exitCode !== 0) {
-    if (/No such (container|object)/i.test(res.stderr))
+    if (/No such (container|object)/i.test(res.stderr.slice(0, 4096)))
       return { exists: false, running: false, labels: {}, env: [] };
     throw ApplicationFailure.create({
       type: FailureType.rayContainerFailed,
-      message: `docker inspect ${name} on ${session.target.name} failed (exit ${res.exitCode}): ${tail(res.stderr.trim(), 1024)}. Check that the docker daemon runs on that host.`,
+      message: `docker inspect ${name} on ${host} failed (exit ${res.exitCode}): ${tail(res.stderr.trim(), 1024)}. Check that the docker daemon runs on that host.`,
     });
   }
   let entry: DockerInspectEntry | undefined;
@@ -64,7 +77,7 @@ export async function inspectContainer(session: SshSession, name: string): Promi
   } catch {
     entry = undefined;
   }
-  if (!entry) return { exists: false, running: false, labels: {}, env: [] };
+  if (!entry || typeof entry !== 'object') return { exists: false, running: false, labels: {}, env: [] };
   const labels: Record<string, string> = {};
   if (entry.Config?.Labels && typeof entry.Config.Labels === 'object') {
     for (const [k, v] of Object.entries(entry.Config.Labels as Record<string, unknown>)) {

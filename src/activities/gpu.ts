@@ -1,9 +1,10 @@
 // GPU state on a host (nvidia-smi device and compute-app queries, MemAvailable for unified memory), and the
 // check that nothing holds the GPUs before a launch.
 import { ApplicationFailure } from '@temporalio/common';
-import { gpuAppsCommand, gpuDevicesCommand, gpuFields, meminfoCommand } from '../host-commands/cleanup.js';
+import { gpuFields, gpuStateCommand } from '../host-commands/cleanup.js';
+import { parseSections, sectionProblem, splitStderr } from '../parsers/sections.js';
+import { tail } from '../shared/text.js';
 import type { SshSession } from '../ssh/executor.js';
-import { defaultMaxOutputBytes } from '../ssh/output-tail.js';
 import { parseComputeApps, parseQueryGpu } from '../parsers/nvidia-smi.js';
 import { parseMeminfo } from '../parsers/meminfo.js';
 import { boundedNumber, HostOutputError } from '../parsers/host-output.js';
@@ -104,29 +105,58 @@ export async function verifyGpusClear(input: VerifyGpusClearInput): Promise<GpuS
 
 // The queries run one after the other: nvidia-smi's view is taken before /proc/meminfo is read, so the
 // two describe the same moment as nearly as possible.
+/**
+ * The three reads in one remote command (cleanup.ts gpuStateCommand). A read that failed fails the state as a
+ * failed command always did (RemoteCommandError, final), naming every read that failed, not only the first; a
+ * read cut at its bound is output no real tool prints (HostOutputError).
+ */
 async function queryGpuState(session: SshSession, host: string): Promise<GpuState> {
-  const devices = await session.exec(gpuDevicesCommand(), { timeoutMs: 20_000 });
-  const apps = await session.exec(gpuAppsCommand(), { timeoutMs: 20_000 });
-  const meminfo = await session.exec(meminfoCommand(), { timeoutMs: 10_000 });
-  for (const [what, res] of [
-    ['nvidia-smi --query-gpu', devices],
-    ['nvidia-smi --query-compute-apps', apps],
-    ['/proc/meminfo', meminfo],
-  ] as const) {
-    // A cut output has lost its first rows: judging the rest could pass a GPU that is in use.
-    if (res.stdoutCutBytes !== undefined) {
+  const reads = gpuStateCommand();
+  const res = await session.exec(reads.command, {
+    timeoutMs: 45_000,
+    check: false,
+    stdoutBytes: true,
+    maxOutputBytes: reads.maxOutputBytes,
+  });
+  const out = parseSections(res.stdoutBytes ?? Buffer.alloc(0), reads.bounds);
+  const what = {
+    gpus: 'nvidia-smi --query-gpu',
+    apps: 'nvidia-smi --query-compute-apps',
+    meminfo: '/proc/meminfo',
+  };
+  const failed: string[] = [];
+  const stdout: Record<string, string> = {};
+  for (const [name, label] of Object.entries(what)) {
+    const s = out.sections.get(name);
+    if (s?.cut) {
       throw new HostOutputError(
-        `${what} printed more than ${defaultMaxOutputBytes} bytes (${res.stdoutCutBytes} of them cut), far more than that tool prints: its output cannot be trusted; check it on the host by hand.`,
+        `${label} printed more than ${reads.bounds[name]} bytes, far more than that tool prints: its output cannot be trusted; check it on the host by hand.`,
       );
     }
+    const problem = sectionProblem(s, name);
+    const split = splitStderr(s?.text ?? '');
+    if (problem) failed.push(`${label}: ${problem}`);
+    else if (s?.exitCode !== 0)
+      failed.push(
+        `${label} exited with code ${s?.exitCode}: ${tail(split.stderr.trim() || split.stdout.trim(), 512)}`,
+      );
+    stdout[name] = split.stdout;
   }
-  const gpus = parseQueryGpu(devices.stdout, [...gpuFields]).map((row) => ({
+  if (failed.length > 0) {
+    throw ApplicationFailure.create({
+      type: 'RemoteCommandError',
+      message: `The GPU reads on ${host} failed: ${failed.join('; ')}`,
+      nonRetryable: true,
+      details: [{ host, failed }],
+    });
+  }
+  const gpus = parseQueryGpu(stdout.gpus ?? '', [...gpuFields]).map((row) => ({
     index: Number(row['index'] ?? -1),
     name: String(row['name'] ?? ''),
     memoryUsedMiB: figure(row['memory.used'], 'memory.used'),
     memoryTotalMiB: figure(row['memory.total'], 'memory.total'),
   }));
-  const processes = parseComputeApps(apps.stdout).map((p) => ({
+  const processes = parseComputeApps(stdout.apps ?? '').map((p) => ({
     pid: p.pid,
     processName: p.processName,
     usedMiB: p.usedMiB,
@@ -136,7 +166,7 @@ async function queryGpuState(session: SshSession, host: string): Promise<GpuStat
     gpus,
     processes,
     unifiedMemory: gpus.some((g) => g.memoryTotalMiB === null),
-    memAvailableMiB: Math.floor(parseMeminfo(meminfo.stdout).memAvailableKiB / 1024),
+    memAvailableMiB: Math.floor(parseMeminfo(stdout.meminfo ?? '').memAvailableKiB / 1024),
   };
 }
 

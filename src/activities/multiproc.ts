@@ -7,13 +7,12 @@ import { summarizeVllmLog } from '../parsers/vllm-log.js';
 import { redactText, secretArgValues } from '../shared/secrets.js';
 import { tail } from '../shared/text.js';
 import type { SshSession } from '../ssh/executor.js';
-import { containerLogTail, inspectContainer, pause } from './docker.js';
+import { containerLogTail, containerSecrets, inspectContainer, pause } from './docker.js';
 import { envTransport } from '../host-commands/env-transport.js';
 import {
   markerPathFor,
   readMarkerCommand,
   removeContainerCommand,
-  serveLogTailCommand,
   symlinkExit,
 } from '../host-commands/launch.js';
 import {
@@ -22,11 +21,12 @@ import {
   rank0ContainersCommand,
   rankEnv,
   rankRunCommand,
-  rankTailLines,
   type RankRunInput,
 } from '../host-commands/multiproc.js';
 import { ipv4AddressesCommand } from '../host-commands/preflight.js';
-import { readLogFrom } from './health.js';
+import { containerOf, logChunkOf, tailLinesOf } from './health.js';
+import { rankPollCommand } from '../host-commands/polls.js';
+import { parseSections } from '../parsers/sections.js';
 import { heartbeat } from './heartbeat.js';
 import { resolveEnv } from './secrets.js';
 import { pidAlive } from './serve.js';
@@ -208,27 +208,46 @@ export async function startRank(input: StartRankInput): Promise<StartRankResult>
   });
 }
 
-/** One poll of a headless rank during the load: its container, and what its log said since the last poll. */
+/**
+ * One poll of a headless rank during the load, in one remote command (polls.ts rankPollCommand): its container,
+ * the log's tail, and what the log said since the last poll. A docker that fails leaves the log's answer
+ * standing: a fatal line is reported whatever the container; without one, an unknown state fails the poll.
+ */
 export async function checkRank(input: CheckRankInput): Promise<CheckRankResult> {
   return onHost(input.host, async (session) => {
-    const state = await inspectContainer(session, input.container);
-    const chunk = await readLogFrom(session, input.logPath, input.logOffset);
-    const summary = chunk.lines.length > 0 ? summarizeVllmLog(chunk.lines) : undefined;
-    const last = await session.exec(serveLogTailCommand(input.logPath, rankTailLines), {
-      timeoutMs: 15_000,
+    const host = input.host.target.name;
+    const poll = rankPollCommand(input.container, input.logPath, input.logOffset);
+    const res = await session.exec(poll.command, {
+      timeoutMs: 45_000,
       check: false,
+      stdoutBytes: true,
+      maxOutputBytes: poll.maxOutputBytes,
     });
+    const out = parseSections(res.stdoutBytes ?? Buffer.alloc(0), poll.bounds);
+    const container = containerOf(out.sections.get('container'), input.container, host);
+    const secrets = container.state ? containerSecrets(container.state) : [];
+    const chunk = logChunkOf(out.rest, input.logOffset);
+    const summary = chunk.lines.length > 0 ? summarizeVllmLog(chunk.lines) : undefined;
+    const fatal = summary?.fatal
+      ? { ...summary.fatal, line: redactText(summary.fatal.line, secrets) }
+      : undefined;
+    if (!container.state && !fatal) {
+      throw rankFailure(
+        FailureType.rayContainerFailed,
+        `The poll of rank ${host} cannot tell whether the container ${input.container} runs: ${tail(container.problem ?? '', 1024)}`,
+        false,
+        { host },
+      );
+    }
+    const state = container.state;
     return {
-      host: input.host.target.name,
-      containerRunning: state.running,
-      ...(state.status ? { containerStatus: state.status } : {}),
-      ...(state.exitCode !== undefined ? { exitCode: state.exitCode } : {}),
+      host,
+      containerRunning: state ? state.running : true,
+      ...(state?.status ? { containerStatus: state.status } : {}),
+      ...(state?.exitCode !== undefined ? { exitCode: state.exitCode } : {}),
       logOffset: chunk.nextOffset,
-      ...(summary?.fatal ? { fatal: summary.fatal } : {}),
-      tail: last.stdout
-        .split('\n')
-        .map((l) => l.trimEnd())
-        .filter((l) => l !== ''),
+      ...(fatal ? { fatal } : {}),
+      tail: tailLinesOf(out.sections.get('tail'), secrets),
     };
   });
 }

@@ -14,6 +14,7 @@ import {
   weightFilesCommand,
 } from '../host-commands/preflight.js';
 import { onHost } from './ssh-context.js';
+import { prefetchReads } from './prefetch.js';
 import { systemDirOf } from '../config/host-guards.js';
 import { parseIpv4Addresses, type Ipv4Address } from '../parsers/ip-addr.js';
 import type { PreflightCheck, PreflightInput, PreflightReport } from './types.js';
@@ -22,7 +23,25 @@ type Check = PreflightCheck;
 
 export async function preflightHost(input: PreflightInput): Promise<PreflightReport> {
   const target = input.host.target;
-  return onHost(input.host, async (session) => {
+  return onHost(input.host, async (host) => {
+    // Every read the checks below make, in one round trip (a read that only matters when another passed is
+    // read anyway: each is cheap, and read only).
+    const hostPaths = volumeHostPaths(input.volumes);
+    const session = await prefetchReads(
+      host,
+      [
+        dockerVersionCommand(),
+        imageIdCommand(input.image),
+        folderExistsCommand(input.modelPath),
+        weightFilesCommand(input.modelPath),
+        ...(hostPaths.length > 0 ? [missingPathsCommand(hostPaths)] : []),
+        ipv4AddressesCommand(),
+        ...(input.iface !== undefined ? [ipv4AddressesCommand(input.iface)] : []),
+        freeSpaceCommand(input.modelPath),
+        ...(input.logDir !== undefined ? [logDirCommand(input.logDir, input.logPath)] : []),
+      ],
+      { timeoutMs: 120_000 },
+    );
     const ssh: Check = {
       name: 'ssh',
       ok: true,

@@ -8,6 +8,8 @@ import { parseRayStatus, RayNotRunningError, type RayStatus } from '../parsers/r
 import { tail } from '../shared/text.js';
 import type { SshSession } from '../ssh/executor.js';
 import {
+  containerLogTailCommand,
+  inspectContainerCommand,
   rayRunCommand,
   rayStatusCommand,
   removeContainerCommand,
@@ -15,6 +17,7 @@ import {
 } from '../host-commands/launch.js';
 import { redactedTail, redactText } from '../shared/secrets.js';
 import { onHost } from './ssh-context.js';
+import { prefetchReads } from './prefetch.js';
 import { heartbeat } from './heartbeat.js';
 import { containerLogTail, containerSecrets, inspectContainer, pause } from './docker.js';
 import { envTransport } from '../host-commands/env-transport.js';
@@ -142,9 +145,14 @@ async function startRayContainer(
     for (;;) {
       heartbeat({ host, phase: 'confirming', container: input.container });
       await pause(confirmPollMs);
-      // The banner settles it in one read; only without it does the container's state need asking.
-      if (rayStarted.test(await containerLogTail(session, input.container, secrets))) break;
-      const state = await inspectContainer(session, input.container);
+      // The banner settles it; without it, the container's state is asked, in the same round trip.
+      const reads = await prefetchReads(
+        session,
+        [containerLogTailCommand(input.container), inspectContainerCommand(input.container)],
+        { timeoutMs: 30_000 },
+      );
+      if (rayStarted.test(await containerLogTail(reads, input.container, secrets))) break;
+      const state = await inspectContainer(reads, input.container);
       if (!state.running) {
         const log = await containerLogTail(session, input.container, secrets);
         const fatal = matchesAnyLine(log, configProblems);
@@ -258,7 +266,13 @@ interface WorkerFinding {
 
 async function inspectWorker(worker: NamedHost, container: string): Promise<WorkerFinding> {
   try {
-    return await onHost(worker.ref, async (session) => {
+    return await onHost(worker.ref, async (direct) => {
+      // The state and the log in one round trip.
+      const session = await prefetchReads(
+        direct,
+        [inspectContainerCommand(container), containerLogTailCommand(container, workerLogLines)],
+        { timeoutMs: 30_000 },
+      );
       const state = await inspectContainer(session, container);
       if (!state.exists) {
         return {

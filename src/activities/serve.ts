@@ -20,6 +20,7 @@ import { redactedTail, redactText, secretArgValues } from '../shared/secrets.js'
 import { heartbeat } from './heartbeat.js';
 import { resolveEnv } from './secrets.js';
 import { onHost } from './ssh-context.js';
+import { prefetchReads } from './prefetch.js';
 import type { LaunchServeInput, LaunchServeResult } from './types.js';
 
 /** What the marker file `<logPath>.liftoff.json` on the head holds. */
@@ -120,7 +121,13 @@ export async function launchServe(input: LaunchServeInput): Promise<LaunchServeR
     ...[...env.secretNames].map((n) => env.values[n] ?? '').filter((v) => v !== ''),
     ...secretArgValues(input.args),
   ];
-  return onHost(input.head, async (session) => {
+  return onHost(input.head, async (direct) => {
+    // The marker and Ray's state in one round trip (Ray's is read again only if the marker asks for a pid check).
+    const session = await prefetchReads(
+      direct,
+      [readMarkerCommand(markerPath), rayStatusCommand(input.container)],
+      { timeoutMs: 40_000 },
+    );
     const marker = await readMarker(session, markerPath);
     if (marker?.launchId === input.launchId) {
       if (await pidAlive(session, marker.pid)) {

@@ -12,6 +12,7 @@ import {
 } from '../host-commands/cleanup.js';
 import { FailureType } from '../shared/failures.js';
 import { onHost } from './ssh-context.js';
+import { prefetchReads } from './prefetch.js';
 import type { StopServicesInput, StopServicesResult } from './types.js';
 
 interface UnitState {
@@ -30,7 +31,11 @@ export async function stopServices(input: StopServicesInput): Promise<StopServic
   const units = [...new Set(input.units)];
   if (units.length === 0) return { host, stopped: [], disabled: [], notLoaded: [] };
 
-  return onHost(input.host, async (session) => {
+  return onHost(input.host, async (direct) => {
+    // The units' states and the user's id in one round trip; the states after the stop are read anew.
+    const session = await prefetchReads(direct, [unitStatesCommand(units), userIdCommand()], {
+      timeoutMs: 30_000,
+    });
     const before = await readUnitStates(session, units);
     const notLoaded = before.filter((u) => u.loadState === 'not-found').map((u) => u.unit);
     const loaded = units.filter((u) => !notLoaded.includes(u));

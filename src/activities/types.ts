@@ -152,6 +152,11 @@ export interface CheckServeResult {
   tail: string[];
   health: 'refused' | 'ok' | 'error';
   modelListed: boolean;
+  /**
+   * Reads of this poll that could not be made or read (docker failed, the output was cut or malformed), one
+   * line each: each read is judged on its own, so one that fails leaves the others' answers standing.
+   */
+  readProblems?: string[];
 }
 
 export interface CheckRayWorkerInput {
@@ -162,6 +167,8 @@ export interface CheckRayWorkerResult {
   host: string;
   containerRunning: boolean;
   containerStatus?: string;
+  /** The container's main process, as the host's kernel sees it; absent when it could not be read. */
+  mainProcessAlive?: boolean;
 }
 
 export interface SmokeTestInput {

@@ -270,6 +270,11 @@ const deploySpecObject = z
       stallTimeout: duration.default('5m'),
       /** A worker host that cannot be reached (or its Ray container is gone) for this long fails the load. */
       hostUnreachableTimeout: duration.default('2m'),
+      /**
+       * The head is polled every serve.pollInterval; the other hosts (their Ray containers, or ranks) every this
+       * many polls, and at every poll while one does not answer.
+       */
+      workerPollEvery: z.number().int().min(1).max(1000).default(3),
     }),
     smoke: z
       .strictObject({

@@ -19,9 +19,7 @@ import {
   clusterFilter,
   containerNamesCommand,
   disableUnitsCommand,
-  gpuAppsCommand,
-  gpuDevicesCommand,
-  meminfoCommand,
+  gpuStateCommand,
   privilegePrefix,
   removeContainersCommand,
   stopUnitsCommand,
@@ -30,20 +28,12 @@ import {
 } from '../host-commands/cleanup.js';
 import {
   baseUrl,
-  maxLogChunkBytes as logChunkBytes,
   rayConfirmLogLines,
-  serveTailLines,
   smokeRequestTimeoutS as smokeTimeoutS,
   workerJoinLogLines as verifyWorkerLogLines,
   containerLogTailCommand,
-  fileSizeCommand,
-  healthCommand,
   inspectContainerCommand,
-  logChunkCommand,
-  serveLogTailCommand,
   markerPathFor,
-  modelsCommand,
-  pidAliveCommand,
   rayRunCommand,
   rayStatusCommand,
   readMarkerCommand,
@@ -51,6 +41,8 @@ import {
   smokeCommand,
   smokeTimingMarker,
 } from '../host-commands/launch.js';
+import { headPollCommand, rayWorkerWatchCommand } from '../host-commands/polls.js';
+import { prefetchCommand } from '../host-commands/sections.js';
 import { headAddressOf, launchServeInput, rayContainerInput } from '../host-commands/step-inputs.js';
 import { hostReadCommand, imageVersionsCommand } from '../host-commands/agreement.js';
 import { listenerCommand, rank0ContainersCommand } from '../host-commands/multiproc.js';
@@ -118,10 +110,11 @@ function preflightCommands(spec: DeploySpec, host: PlanHost, head: PlanHost): Pl
     ipv4AddressesCommand(),
     freeSpaceCommand(modelPath),
     ...(host.role === 'head' ? [logDirCommand(dirnameOf(spec.serve.logPath), spec.serve.logPath)] : []),
-    agreementRead,
   ];
   return [
-    ...cmds.map((c) => read(c)),
+    // preflightHost's reads run as one command (activities/prefetch.ts).
+    read(prefetchCommand(cmds).command),
+    read(agreementRead),
     // Read on the first host of each distinct image ID; hosts of one image share its versions.
     ...(host.role === 'head'
       ? [read(imageVersionsCommand(spec.ray.image), 'once per distinct image ID, on its first host')]
@@ -152,12 +145,12 @@ export function planHost(
     const privileged = privilegePrefix(seen.uid);
     steps.push({
       step: 'stopServices',
+      // The states and the user's id in one command (activities/prefetch.ts); then each change, and a new read.
       commands: [
-        read(unitStatesCommand(units)),
+        read(prefetchCommand([unitStatesCommand(units), userIdCommand()]).command),
         ...(stop.length === 0
           ? []
           : [
-              read(userIdCommand()),
               change(stopUnitsCommand(privileged, stop)),
               ...(disable.length > 0 ? [change(disableUnitsCommand(privileged, disable))] : []),
               read(unitStatesCommand(stop)),
@@ -169,9 +162,12 @@ export function planHost(
   const remove = [...new Set([...names.filter((n) => seen.containers.includes(n)), ...seen.labelled])];
   steps.push({
     step: 'removeContainers',
+    // The two lists in one command (activities/prefetch.ts); the list after the removal is read anew.
     commands: [
-      read(containerNamesCommand()),
-      read(containerNamesCommand(clusterFilter(spec.cluster))),
+      read(
+        prefetchCommand([containerNamesCommand(), containerNamesCommand(clusterFilter(spec.cluster))])
+          .command,
+      ),
       ...(remove.length === 0
         ? []
         : [change(removeContainersCommand(remove)), read(containerNamesCommand())]),
@@ -180,7 +176,7 @@ export function planHost(
   const untilClear = `until the GPUs are clear (gpu.clearTimeout ${spec.gpu.clearTimeout})`;
   steps.push({
     step: 'verifyGpusClear',
-    commands: [gpuDevicesCommand(), gpuAppsCommand(), meminfoCommand()].map((c) => read(c, untilClear)),
+    commands: [read(gpuStateCommand().command, untilClear)],
   });
 
   const container = spec.ray.container;
@@ -203,8 +199,12 @@ export function planHost(
       steps.push({
         step: 'launchServe',
         commands: [
-          read(readMarkerCommand(markerPathFor(spec.serve.logPath))),
-          read(rayStatusCommand(container)),
+          read(
+            prefetchCommand([
+              readMarkerCommand(markerPathFor(spec.serve.logPath)),
+              rayStatusCommand(container),
+            ]).command,
+          ),
           change(serveLaunchCommand(serve, planTransport(spec.serve.env), raw(planPlaceholders.startedAt))),
         ],
       });
@@ -214,13 +214,14 @@ export function planHost(
     steps.push({
       step: 'waitHealthy',
       commands: [
-        read(pidAliveCommand(raw(planPlaceholders.pid)), untilHealthy),
-        read(inspectContainerCommand(container), untilHealthy),
-        read(fileSizeCommand(spec.serve.logPath), untilHealthy),
-        read(logChunkCommand(spec.serve.logPath, 0, logChunkBytes), untilHealthy),
-        read(serveLogTailCommand(spec.serve.logPath, serveTailLines), untilHealthy),
-        read(healthCommand(url), untilHealthy),
-        read(modelsCommand(url), untilHealthy),
+        // One command per poll: the process, the container, /health (and /v1/models), the log's tail and news.
+        read(
+          headPollCommand(
+            { pid: 0, container, logPath: spec.serve.logPath, logOffset: 0, url },
+            { pid: raw(planPlaceholders.pid) },
+          ).command,
+          untilHealthy,
+        ),
       ],
     });
     steps.push({
@@ -241,7 +242,12 @@ export function planHost(
     );
   } else {
     const untilLoaded = 'while the head loads the model';
-    steps.push({ step: 'waitHealthy', commands: [read(inspectContainerCommand(container), untilLoaded)] });
+    steps.push({
+      step: 'waitHealthy',
+      commands: [
+        read(rayWorkerWatchCommand(container).command, `${untilLoaded}, every serve.workerPollEvery-th poll`),
+      ],
+    });
   }
   return { host: host.name, role: host.role, steps, stop, disable, remove, start };
 }
@@ -269,8 +275,15 @@ function rayLaunchSteps(
       commands: [
         read(inspectContainerCommand(container)),
         change(rayRunCommand(ray, host.role, planTransport(spec.ray.env, { VLLM_HOST_IP: host.clusterIp }))),
-        read(containerLogTailCommand(container, rayConfirmLogLines), untilStarted),
-        read(inspectContainerCommand(container), untilStarted),
+        // Each confirm poll reads the log and the state in one command.
+        read(
+          prefetchCommand([
+            containerLogTailCommand(container, rayConfirmLogLines),
+            inspectContainerCommand(container),
+          ]).command,
+          untilStarted,
+        ),
+        read(containerLogTailCommand(container, rayConfirmLogLines), 'when it exited instead'),
       ],
     },
     {
@@ -279,9 +292,11 @@ function rayLaunchSteps(
         host.role === 'head'
           ? [read(rayStatusCommand(container), untilJoined)]
           : [
-              read(inspectContainerCommand(container), 'while this node has not joined'),
               read(
-                containerLogTailCommand(container, verifyWorkerLogLines),
+                prefetchCommand([
+                  inspectContainerCommand(container),
+                  containerLogTailCommand(container, verifyWorkerLogLines),
+                ]).command,
                 'while this node has not joined',
               ),
             ],

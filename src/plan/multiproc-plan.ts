@@ -5,16 +5,11 @@
 import { multiprocSkipsRay } from '../config/backend.js';
 import type { DeploySpec } from '../config/schema.js';
 import { envTransport } from '../host-commands/env-transport.js';
-import {
-  fileSizeCommand,
-  inspectContainerCommand,
-  logChunkCommand,
-  maxLogChunkBytes,
-  serveLogTailCommand,
-} from '../host-commands/launch.js';
-import { listenerCommand, rankEnv, rankRunCommand, rankTailLines } from '../host-commands/multiproc.js';
+import { inspectContainerCommand } from '../host-commands/launch.js';
+import { listenerCommand, rankEnv, rankRunCommand } from '../host-commands/multiproc.js';
 import { ipv4AddressesCommand } from '../host-commands/preflight.js';
 import { rankInput } from '../host-commands/step-inputs.js';
+import { rankPollCommand } from '../host-commands/polls.js';
 import { raw } from '../ssh/quote.js';
 import { change, planEnv, planPlaceholders, read, type PlanHost, type PlannedStep } from './planned.js';
 
@@ -71,11 +66,7 @@ export function rankPollStep(spec: DeploySpec, untilHealthy: string): PlannedSte
   const log = spec.serve.logPath;
   return {
     step: 'waitHealthy',
-    commands: [
-      inspectContainerCommand(spec.ray.container),
-      fileSizeCommand(log),
-      logChunkCommand(log, 0, maxLogChunkBytes),
-      serveLogTailCommand(log, rankTailLines),
-    ].map((c) => read(c, untilHealthy)),
+    // One command per poll (polls.ts rankPollCommand); the offset read from is the run's.
+    commands: [read(rankPollCommand(spec.ray.container, log, 0).command, untilHealthy)],
   };
 }

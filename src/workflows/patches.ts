@@ -18,6 +18,8 @@ export const patches = {
   multiprocSupervision: 'multiproc-supervision',
   /** `liftoff plan` of a multiproc spec: its preflight checks serve.masterPort on the head, as the deploy's does. */
   multiprocPlan: 'multiproc-plan',
+  /** The load polls the hosts other than the head every serve.workerPollEvery polls instead of every poll. */
+  workerPollEvery: 'load-worker-poll-every',
 } as const;
 
 export const patchIds: readonly string[] = Object.values(patches);

@@ -1,7 +1,8 @@
-// Step 9, wait healthy: one poll of the head (log chunk, process, container, /health) and of every worker's Ray
-// container per serve.pollInterval, until the server answers or something says it never will. The deadline is
-// fixed here, once, from serve.loadTimeout, so retries of a poll cannot stretch it.
-import { isCancellation, sleep } from '@temporalio/workflow';
+// Step 9, wait healthy: one poll of the head (log chunk, process, container, /health: one remote command) per
+// serve.pollInterval, and of every worker's Ray container (or rank) every serve.workerPollEvery polls, until the
+// server answers or something says it never will. The deadline is fixed here, once, from serve.loadTimeout, so
+// retries of a poll cannot stretch it.
+import { isCancellation, patched, sleep } from '@temporalio/workflow';
 import type { CheckRayWorkerResult, CheckServeResult, NamedHost } from '../activities/types.js';
 import type { DeploySpec } from '../config/schema.js';
 import { formatDuration, parseDuration } from '../config/duration.js';
@@ -9,6 +10,7 @@ import { vllmPhases, type VllmPhase } from '../parsers/vllm-log.js';
 import { FailureType } from '../shared/failures.js';
 import type { StepActivities } from './activity-options.js';
 import { isFinal, loadFailure, messageOf } from './failures.js';
+import { patches } from './patches.js';
 import { publishDetails } from './step-tracker.js';
 import type { DeployProgress, LoadProgress } from './steps.js';
 
@@ -90,10 +92,21 @@ export async function waitHealthy<T>(
     stallMs: ms(spec.serve.stallTimeout, 5 * 60_000),
   };
   const headPolls = acts('waitHealthy', 'checkServeHealth');
+  // Runs recorded before the patch polled every worker at every poll.
+  const every = patched(patches.workerPollEvery) ? spec.serve.workerPollEvery : 1;
+  /** The workers polled this round: every `every`-th round, and any that did not answer at its last poll. */
+  const dueAt = (round: number): NamedHost[] =>
+    workers.filter((w) => round % every === 0 || unreachable(watch, w));
+  /** Polls `hosts` and judges what they answered: reachability first, then each follower's own verdict. */
+  const pollWorkers = async (hosts: NamedHost[], pollStartedAt: number): Promise<void> => {
+    const results = await Promise.all(hosts.map((w) => settle(followers.poll(w))));
+    judgeWorkers(watch, followers, hosts, results, { pollStartedAt, now: Date.now() });
+  };
   let offset = 0;
-  for (;;) {
+  for (let round = 0; ; round++) {
     // A host that does not answer has been silent since this poll began, not since it gave up.
     const pollStartedAt = Date.now();
+    const due = dueAt(round);
     const [headPoll, workerResults] = await Promise.all([
       settle(
         headPolls.checkServeHealth({
@@ -109,18 +122,11 @@ export async function waitHealthy<T>(
           apiKey: spec.serve.env.VLLM_API_KEY,
         }),
       ),
-      Promise.all(workers.map((w) => settle(followers.poll(w)))),
+      Promise.all(due.map((w) => settle(followers.poll(w)))),
     ]);
     const now = Date.now();
-    const polls: [NamedHost, HostPoll<unknown>][] = [
-      [head, headPoll],
-      ...workers.map((w, i): [NamedHost, HostPoll<unknown>] => [w, workerResults[i] ?? headPoll]),
-    ];
-    checkReachable(watch, polls, { pollStartedAt, now });
-    workerResults.forEach((poll, i) => {
-      const w = workers[i];
-      if (poll.ok && w) followers.judge(w, poll.value, { where: where(load), tail: watch.tail, load });
-    });
+    checkReachable(watch, [[head, headPoll]], { pollStartedAt, now });
+    judgeWorkers(watch, followers, due, workerResults, { pollStartedAt, now });
     if (!headPoll.ok) {
       publishDetails(progress);
       await sleep(Math.max(0, Math.min(pollMs, watch.deadline - now)));
@@ -137,9 +143,43 @@ export async function waitHealthy<T>(
     watch.tail = r.tail;
     recordPoll(load, r, now, startedAt);
     publishDetails(progress);
-    if (judgePoll(watch, r, pid, now)) return;
+    const phaseBefore = load.phase;
+    if (judgePoll(watch, r, pid, now)) {
+      // Ready is judged with every host's answer of this very round: the workers not polled yet are polled now.
+      const rest = workers.filter((w) => !due.includes(w));
+      if (rest.length === 0) return;
+      await pollWorkers(rest, Date.now());
+      if (Object.keys(watch.unreachableSince).length === 0) return;
+      // A worker did not answer: not ready yet, whatever the head says.
+      load.phase = phaseBefore;
+      publishDetails(progress);
+    }
     await sleep(Math.min(pollMs, watch.deadline - now));
   }
+}
+
+function unreachable(watch: LoadWatch, host: NamedHost): boolean {
+  return watch.unreachableSince[host.name] !== undefined;
+}
+
+/** Reachability of the polled workers, then each answer's verdict (which throws when the load cannot succeed). */
+function judgeWorkers<T>(
+  watch: LoadWatch,
+  followers: Followers<T>,
+  hosts: NamedHost[],
+  results: HostPoll<T>[],
+  at: { pollStartedAt: number; now: number },
+): void {
+  const polls = hosts.flatMap((w, i): [NamedHost, HostPoll<unknown>][] => {
+    const poll = results[i];
+    return poll ? [[w, poll]] : [];
+  });
+  checkReachable(watch, polls, at);
+  results.forEach((poll, i) => {
+    const w = hosts[i];
+    if (poll.ok && w)
+      followers.judge(w, poll.value, { where: where(watch.load), tail: watch.tail, load: watch.load });
+  });
 }
 
 function where(load: LoadProgress): string {

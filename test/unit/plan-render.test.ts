@@ -5,6 +5,7 @@ import { deploySpecSchema } from '../../src/config/schema.js';
 import { planHost, type HostObservation, type PlanHost } from '../../src/plan/host-plan.js';
 import { renderPlan } from '../../src/commands/plan-render.js';
 import type { PlanResult } from '../../src/workflows/index.js';
+import { rankPollCommand } from '../../src/host-commands/polls.js';
 
 const spec = deploySpecSchema.parse({
   cluster: 'lab',
@@ -147,11 +148,9 @@ describe('plan of a multiproc spec (serve.backend: multiproc)', () => {
     assert.ok(texts(h, 'preflight').includes("ss -Hltn 'sport = :29501'"));
     assert.ok(texts(h, 'launchServe').includes("ss -Hltn 'sport = :29501'"));
     assert.ok(!texts(w, 'preflight').some((t) => t.startsWith('ss ')));
+    // One command per poll: the container, the log's tail and its new bytes (host-commands/polls.ts).
     assert.deepEqual(texts(w, 'waitHealthy'), [
-      'docker inspect --type container -- liftoff_ray',
-      'wc -c < /home/ops/serve.log',
-      'tail -c +1 -- /home/ops/serve.log | head -c 262144',
-      'tail -n 30 -- /home/ops/serve.log | tail -c 65536',
+      rankPollCommand('liftoff_ray', '/home/ops/serve.log', 0).command.text,
     ]);
     const text = renderPlan({
       cluster: 'lab',

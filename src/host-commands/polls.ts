@@ -1,0 +1,157 @@
+// The load's polls as one remote command each (sections.ts): the head's poll (server process, container, /health
+// and /v1/models, the log's tail and its new bytes), a headless rank's (container, tail, new bytes), and a Ray
+// worker's cheap watch (container state and its main process). `liftoff plan` shows these same commands.
+import { raw, sh, type RawShell, type RemoteCommand } from '../ssh/quote.js';
+import {
+  healthCommand,
+  inspectContainerCommand,
+  maxLogChunkBytes,
+  maxTailBytes,
+  modelsCommand,
+  pidAliveCommand,
+  serveLogTailCommand,
+  serveTailLines,
+} from './launch.js';
+import {
+  restSection,
+  section,
+  sectionScript,
+  sectionScriptBound,
+  stderrAfter,
+  type SectionedCommand,
+  type SectionRead,
+} from './sections.js';
+import { rankTailLines } from './multiproc.js';
+
+export type { SectionedCommand } from './sections.js';
+
+/** A container's `docker inspect` is a few KB; its env can make it longer, never this long. */
+export const maxInspectBytes = 256 * 1024;
+/** `curl -w %{http_code}` and its exit status. */
+const maxHealthBytes = 256;
+/** /v1/models lists the served models: a few KB. */
+export const maxModelsBytes = 64 * 1024;
+/** `docker inspect --format` of the state: one short line. */
+const maxStateBytes = 1024;
+
+function sectioned(reads: SectionRead[], parts: RemoteCommand[], restBytes: number): SectionedCommand {
+  return {
+    command: sectionScript(parts),
+    bounds: Object.fromEntries(reads.map((r) => [r.name, r.maxBytes])),
+    maxOutputBytes: sectionScriptBound(reads, restBytes),
+  };
+}
+
+/**
+ * The log's new bytes from `offset`, last (sectionScript's rest): the marker line carries the file's size and
+ * where the read started (0 when the file is now smaller than the offset: replaced or truncated), or nothing
+ * when the size cannot be read (no file). At most maxLogChunkBytes follow.
+ */
+export function logChunkPart(logPath: string, offset: number): RemoteCommand {
+  const header = sh`__z=$(wc -c 2>/dev/null < ${logPath}); case "$__z" in ''|*[!0-9]*) __z=;; esac; __f=${offset}; if [ -n "$__z" ] && [ "$__z" -lt "$__f" ]; then __f=0; fi; if [ -n "$__z" ]; then printf ' %s %s' "$__z" "$__f"; fi`;
+  const body = sh`if [ -n "$__z" ] && [ "$__z" -gt "$__f" ]; then tail -c +$((__f + 1)) -- ${logPath} 2>/dev/null | head -c ${maxLogChunkBytes}; fi`;
+  return restSection('log', header, body);
+}
+
+export interface HeadPollCommandInput {
+  pid: number;
+  container: string;
+  logPath: string;
+  logOffset: number;
+  /** baseUrl(clusterIp, port). */
+  url: string;
+}
+
+/**
+ * The head's poll. /v1/models is asked only when /health said 200; it reads its Authorization header from the
+ * command's stdin (authorizationHeader), the only read that gets stdin.
+ */
+export function headPollCommand(
+  input: HeadPollCommandInput,
+  placeholders?: { pid: RawShell },
+): SectionedCommand {
+  const pidRead: SectionRead | undefined =
+    placeholders || (Number.isInteger(input.pid) && input.pid > 0)
+      ? { name: 'pid', command: pidAliveCommand(placeholders?.pid ?? input.pid), maxBytes: 256 }
+      : undefined;
+  const container: SectionRead = {
+    name: 'container',
+    command: stderrAfter(inspectContainerCommand(input.container)),
+    maxBytes: maxInspectBytes,
+  };
+  const health: SectionRead = {
+    name: 'health',
+    command: sh`printf '%s %s' "$__hrc" "$__hc"`,
+    maxBytes: maxHealthBytes,
+  };
+  const models: SectionRead = {
+    name: 'models',
+    command: modelsCommand(input.url),
+    maxBytes: maxModelsBytes,
+    stdin: true,
+  };
+  const tail: SectionRead = {
+    name: 'tail',
+    command: serveLogTailCommand(input.logPath, serveTailLines),
+    maxBytes: maxTailBytes,
+  };
+  const reads = [...(pidRead ? [pidRead] : []), container, health, models, tail];
+  return sectioned(
+    reads,
+    [
+      ...(pidRead ? [section(pidRead)] : []),
+      section(container),
+      sh`__hc=$(${healthCommand(input.url)} 2>/dev/null </dev/null); __hrc=$?`,
+      section(health),
+      sh`if [ "$__hrc" = 0 ] && [ "$__hc" = 200 ]; then ${section(models)}; fi`,
+      section(tail),
+      logChunkPart(input.logPath, input.logOffset),
+    ],
+    maxLogChunkBytes,
+  );
+}
+
+/** A headless rank's poll: its container, its log's tail and new bytes. */
+export function rankPollCommand(container: string, logPath: string, logOffset: number): SectionedCommand {
+  const state: SectionRead = {
+    name: 'container',
+    command: stderrAfter(inspectContainerCommand(container)),
+    maxBytes: maxInspectBytes,
+  };
+  const tail: SectionRead = {
+    name: 'tail',
+    command: serveLogTailCommand(logPath, rankTailLines),
+    maxBytes: maxTailBytes,
+  };
+  return sectioned(
+    [state, tail],
+    [section(state), section(tail), logChunkPart(logPath, logOffset)],
+    maxLogChunkBytes,
+  );
+}
+
+/**
+ * A Ray worker's watch during the load, cheaper than a full inspect: the container's status, exit code and main
+ * pid in one short line, then whether that pid still lives on the host (the kernel's word, not the daemon's).
+ */
+export function rayWorkerWatchCommand(container: string): SectionedCommand {
+  const state: SectionRead = {
+    name: 'state',
+    command: sh`printf '%s\\n' "$__st"; exit "$__src"`,
+    maxBytes: maxStateBytes,
+  };
+  const alive: SectionRead = {
+    name: 'alive',
+    command: sh`case "$__pid" in ''|0|*[!0-9]*) exit 2;; esac; ${pidAliveCommand(raw('"$__pid"'))}`,
+    maxBytes: 256,
+  };
+  return sectioned(
+    [state, alive],
+    [
+      sh`__st=$(docker inspect --type container --format ${'{{.State.Status}} {{.State.ExitCode}} {{.State.Pid}}'} -- ${container} 2>&1 </dev/null); __src=$?; __pid=\${__st##* }`,
+      section(state),
+      section(alive),
+    ],
+    0,
+  );
+}
