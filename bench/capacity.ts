@@ -43,7 +43,8 @@ function ulimit(flag: string): number {
 
 function processCount(): number {
   try {
-    return execFileSync('ps', ['-e', '--no-headers'], { encoding: 'utf8' }).split('\n').filter(Boolean).length;
+    return execFileSync('ps', ['-e', '--no-headers'], { encoding: 'utf8' }).split('\n').filter(Boolean)
+      .length;
   } catch {
     return 0;
   }
@@ -78,7 +79,10 @@ export function capacityFor(hosts: number): Capacity {
       have: Math.floor(readMemAvailableMiB() ?? freemem() / 2 ** 20),
       need: fixed.memoryMiB + perHost.memoryMiB * hosts,
     },
-  ].map((l) => ({ ...l, ok: Number.isFinite(l.have) ? l.have >= l.need : Number.isNaN(l.have) ? false : true }));
+  ].map((l) => ({
+    ...l,
+    ok: Number.isFinite(l.have) ? l.have >= l.need : Number.isNaN(l.have) ? false : true,
+  }));
   const bad = limits.find((l) => !l.ok);
   return {
     hosts,

@@ -5,7 +5,17 @@
 //   - BSD process accounting (acct(2)), one record per exiting process with its own CPU: the records named sshd
 //     are the sshd share; the rest of the cgroup is the tools' (shells, the simulated docker/nvidia-smi/vllm).
 // Both need root. Without them the groups read NaN and the report says so: nothing else depends on them.
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readSync, rmdirSync, statSync, writeFileSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  readSync,
+  rmdirSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 
@@ -96,7 +106,10 @@ export class SimCpuMeter {
 
   private liveSshd(): Map<number, number> {
     const live = new Map<number, number>();
-    const procs = readFileSync(join(this.cgroup, 'cgroup.procs'), 'utf8').split('\n').filter(Boolean).map(Number);
+    const procs = readFileSync(join(this.cgroup, 'cgroup.procs'), 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map(Number);
     for (const pid of procs) {
       if (!isSshd(commOf(pid))) continue;
       const t = ticksOf(pid);
@@ -117,7 +130,8 @@ export class SimCpuMeter {
   /** The CPU between a mark and now. */
   since(mark: SimCpuMark | undefined): SimCpu {
     if (!mark) return { simTotalS: Number.NaN, sshdS: Number.NaN, toolsS: Number.NaN };
-    const simTotalS = (Number(readFileSync(join(this.cgroup, 'cpuacct.usage'), 'utf8')) - mark.cgroupNs) / 1e9;
+    const simTotalS =
+      (Number(readFileSync(join(this.cgroup, 'cpuacct.usage'), 'utf8')) - mark.cgroupNs) / 1e9;
     // sshd processes that ended in the window: their whole life's CPU, less what they had used before the mark.
     let ticks = 0;
     for (const r of this.records(mark.acctOffset)) if (isSshd(r.comm)) ticks += r.ticks;

@@ -25,10 +25,21 @@ import {
 import { activityRuns, round, timeProcess } from './measure.js';
 import { cpuPerHour, idleCpuRates, supervisionCost, type SupervisionCost } from './supervise-cost.js';
 
-const loadingTools = (shards: number) => ({ shards, shardSeconds: 0.5, graphCaptureSeconds: 1, memoryMiB: 1024 });
+const loadingTools = (shards: number) => ({
+  shards,
+  shardSeconds: 0.5,
+  graphCaptureSeconds: 1,
+  memoryMiB: 1024,
+});
 
 async function withCluster<T>(shards: number, fn: (sim: SimCluster) => Promise<T>): Promise<T> {
-  const sim = await upCluster({ hosts: 2, mode: 'netns', stateDir: simDir, netIndex, vllm: loadingTools(shards) });
+  const sim = await upCluster({
+    hosts: 2,
+    mode: 'netns',
+    stateDir: simDir,
+    netIndex,
+    vllm: loadingTools(shards),
+  });
   try {
     return await fn(sim);
   } finally {
@@ -72,12 +83,15 @@ export async function measureCrash(env: Env, repeats: number): Promise<CrashRun[
       if (run.code === 0) throw new Error('the crashing deploy succeeded');
       const handle = env.client.workflow.getHandle(deployWorkflowId(cluster));
       const described = await handle.describe().catch((err: unknown) => {
-        throw new Error(`the crash deploy did not run (exit ${run.code}): ${run.stdout}${run.stderr}`, { cause: err });
+        throw new Error(`the crash deploy did not run (exit ${run.code}): ${run.stdout}${run.stderr}`, {
+          cause: err,
+        });
       });
       const closedAtMs = described.closeTime?.getTime() ?? Number.NaN;
       const crashedAtMs = statSync(logFile).mtimeMs;
       const launchedAtMs =
-        activityRuns(await handle.fetchHistory()).find((x) => x.type === 'launchServe')?.completedAtMs ?? Number.NaN;
+        activityRuns(await handle.fetchHistory()).find((x) => x.type === 'launchServe')?.completedAtMs ??
+        Number.NaN;
       runs.push({
         crashIntoLoadS: round((crashedAtMs - launchedAtMs) / 1000, 1),
         detectedAfterS: round((closedAtMs - crashedAtMs) / 1000, 2),
@@ -175,7 +189,13 @@ export async function measureSupervision(env: Env, windowMs = 30_000): Promise<S
   log(`supervision: ${windowMs / 1000} s of supervising a healthy 2-host cluster every ${intervalS} s`);
   return withCluster(6, async (sim) => {
     const cluster = 'bench-supervise';
-    const supervise = { interval: `${intervalS}s`, failureThreshold: 2, backoff: '1s', maxRelaunches: 3, window: '1h' };
+    const supervise = {
+      interval: `${intervalS}s`,
+      failureThreshold: 2,
+      backoff: '1s',
+      maxRelaunches: 3,
+      window: '1h',
+    };
     const specFile = writeSpec(deploySpec(sim, cluster, { supervise }), cluster);
     const pids = { worker: env.worker.pid, temporal: env.server.pid };
     const idle = await idleCpuRates(pids, 10_000);
@@ -187,7 +207,8 @@ export async function measureSupervision(env: Env, windowMs = 30_000): Promise<S
         const s = await env.client.connection
           .withDeadline(Date.now() + 5000, () => supervisor.query(supervisionQuery))
           .catch(() => undefined);
-        if (s?.status === 'serving' && s.rounds >= 1) return { rounds: s.rounds, failedRounds: s.failedRounds };
+        if (s?.status === 'serving' && s.rounds >= 1)
+          return { rounds: s.rounds, failedRounds: s.failedRounds };
       }
       throw new Error('the supervisor did not report a passed round within 60 s');
     };

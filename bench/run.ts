@@ -31,7 +31,13 @@ import {
   type Env,
 } from './context.js';
 import { SimCpuMeter } from './cpu-groups.js';
-import { measureCrash, measureResume, measureSupervision, crashSettings, resumeSettings } from './fault-runs.js';
+import {
+  measureCrash,
+  measureResume,
+  measureSupervision,
+  crashSettings,
+  resumeSettings,
+} from './fault-runs.js';
 import { processUsage, round } from './measure.js';
 import { measureSize, type SizeResult } from './size-runs.js';
 import { judge, summarizeSize, type SizeSummary, type Target } from './summary.js';
@@ -51,10 +57,15 @@ if (!sizes.every((n) => Number.isInteger(n) && n > 0) || !(repeats >= 1))
 
 function versions(): Record<string, string> {
   const pkg = (name: string) =>
-    (JSON.parse(readFileSync(join('node_modules', name, 'package.json'), 'utf8')) as { version: string }).version;
+    (JSON.parse(readFileSync(join('node_modules', name, 'package.json'), 'utf8')) as { version: string })
+      .version;
   const first = (cmd: string, args: string[]) => {
     try {
-      return execFileSync(cmd, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).split('\n')[0]?.trim() ?? '';
+      return (
+        execFileSync(cmd, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] })
+          .split('\n')[0]
+          ?.trim() ?? ''
+      );
     } catch {
       return 'unknown';
     }
@@ -76,14 +87,20 @@ async function main(): Promise<void> {
   rmSync(workDir, { recursive: true, force: true });
   mkdirSync(workDir, { recursive: true });
   await downCluster(simDir);
-  log(`Temporal dev server on 127.0.0.1:${temporalPort}; ${repeats} runs per size: ${sizes.join(', ')} hosts`);
+  log(
+    `Temporal dev server on 127.0.0.1:${temporalPort}; ${repeats} runs per size: ${sizes.join(', ')} hosts`,
+  );
   const server = await startDevServer({ stateDir: join(workDir, 'temporal'), port: temporalPort, uiPort });
   const connection = await Connection.connect({ address: server.address });
   const client = new Client({ connection, namespace: server.namespace });
   const cliEnv = { ...process.env, TEMPORAL_ADDRESS: server.address, TEMPORAL_NAMESPACE: server.namespace };
   // Every size's cluster comes up in simDir with the same key and known_hosts paths: one policy serves them all.
   const workerPolicyPath = writeSimWorkerPolicy(simDir);
-  const worker = await startWorkerProcess({ address: server.address, namespace: server.namespace, workerPolicyPath });
+  const worker = await startWorkerProcess({
+    address: server.address,
+    namespace: server.namespace,
+    workerPolicyPath,
+  });
   const simCpu = new SimCpuMeter(workDir);
   if (!simCpu.available) log(`CPU of the simulated hosts' sshd and tools not measured: ${simCpu.why}`);
   const env: Env = { server, client, cliEnv, worker, workerPolicyPath, simCpu };
@@ -104,10 +121,16 @@ async function main(): Promise<void> {
         cores,
         cpuModel: cpus()[0]?.model ?? 'unknown',
         memoryGiB: round(totalmem() / 2 ** 30, 1),
-        loadAverageAtEnd: (readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3)).map(Number),
+        loadAverageAtEnd: readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).map(Number),
       },
       versions: versions(),
-      settings: { repeats, sizes, pollIntervalS: pollSeconds, heartbeatTimeoutS: heartbeatTimeoutSeconds, tools: instantTools },
+      settings: {
+        repeats,
+        sizes,
+        pollIntervalS: pollSeconds,
+        heartbeatTimeoutS: heartbeatTimeoutSeconds,
+        tools: instantTools,
+      },
       targets,
       sizes: summaries,
       capacity: bySize.map((s) => s.capacity),
@@ -185,7 +208,13 @@ function printReport(
               `${cell(s.commandsPerHost.liftoff.excludingPolls.head)}/${cell(s.commandsPerHost.liftoff.excludingPolls.mean)}; ${cell(s.commandsPerHost.baseline.all.mean)}`,
               `${cell(s.commandsPerHost.liftoff.polls.head)}/${cell(s.commandsPerHost.liftoff.polls.mean)}`,
               `${cell(s.sshHandshakesPerHostPerDeploy.liftoff.mean)}; ${cell(s.sshHandshakesPerHostPerDeploy.baseline.mean)}`,
-              [s.cpuS.liftoff.client, s.cpuS.liftoff.worker, s.cpuS.liftoff.temporal, s.cpuS.liftoff.simTools, s.cpuS.liftoff.simSshd]
+              [
+                s.cpuS.liftoff.client,
+                s.cpuS.liftoff.worker,
+                s.cpuS.liftoff.temporal,
+                s.cpuS.liftoff.simTools,
+                s.cpuS.liftoff.simSshd,
+              ]
                 .map((x) => cell(x))
                 .join(' / '),
               `${Math.round(s.machineBusy.liftoff * 100)}%`,

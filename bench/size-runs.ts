@@ -28,7 +28,14 @@ import {
   writeSpec,
   type Env,
 } from './context.js';
-import { activityRuns, cpuSecondsBetween, machineCpu, processUsage, resetPeakRss, timeProcess } from './measure.js';
+import {
+  activityRuns,
+  cpuSecondsBetween,
+  machineCpu,
+  processUsage,
+  resetPeakRss,
+  timeProcess,
+} from './measure.js';
 
 /** CPU-s of one run by process group; `rest` is the machine's busy CPU that none of the groups accounts for. */
 export interface CpuGroups {
@@ -149,7 +156,12 @@ async function measuredRun(
     simSshd: sim_.sshdS,
     rest: 0,
   };
-  cpu.rest = machineCpuS - cpu.client - cpu.worker - cpu.temporal - (Number.isNaN(sim_.simTotalS) ? 0 : sim_.simTotalS);
+  cpu.rest =
+    machineCpuS -
+    cpu.client -
+    cpu.worker -
+    cpu.temporal -
+    (Number.isNaN(sim_.simTotalS) ? 0 : sim_.simTotalS);
   const countsAfter = hostCounts(sim);
   const launch = atLaunch.read() ?? countsAfter.commands;
   const pollCommands = diff(countsAfter.commands, launch);
@@ -220,7 +232,12 @@ export async function measureSize(env: Env, hosts: number, repeats: number): Pro
   const settings = writeBaselineSettings(sim, spec);
   try {
     for (let r = 0; r < repeats; r++) {
-      const { stdout: _b, ...b } = await measuredRun(env, sim, ['bash', ['bench/baseline.sh', settings]], false);
+      const { stdout: _b, ...b } = await measuredRun(
+        env,
+        sim,
+        ['bash', ['bench/baseline.sh', settings]],
+        false,
+      );
       result.baseline.push(b);
       const run = await measuredRun(
         env,
@@ -228,7 +245,10 @@ export async function measureSize(env: Env, hosts: number, repeats: number): Pro
         [process.execPath, [liftoffBin, 'deploy', '-c', specFile, '--follow', '--json']],
         true,
       );
-      const deploy = JSON.parse(run.stdout) as { totalSeconds: number; stepDurationsMs: Record<string, number> };
+      const deploy = JSON.parse(run.stdout) as {
+        totalSeconds: number;
+        stepDurationsMs: Record<string, number>;
+      };
       const { stdout: _l, ...figures } = run;
       result.liftoff.push({
         ...figures,

@@ -57,14 +57,31 @@ function hostFigure(runs: readonly Counts[], head: string): HostFigure {
   };
 }
 
-const minus = (a: Counts, b: Counts): Counts => Object.fromEntries(Object.entries(a).map(([k, v]) => [k, v - (b[k] ?? 0)]));
+const minus = (a: Counts, b: Counts): Counts =>
+  Object.fromEntries(Object.entries(a).map(([k, v]) => [k, v - (b[k] ?? 0)]));
 
 function commandFigures(runs: readonly RunFigures[], head: string): CommandFigures {
   return {
-    all: hostFigure(runs.map((r) => r.commands), head),
-    excludingPolls: hostFigure(runs.map((r) => minus(r.commands, r.pollCommands)), head),
-    polls: hostFigure(runs.map((r) => r.pollCommands), head),
-    ...(runs[0]?.polls ? { pollActivities: hostFigure(runs.map((r) => r.polls ?? {}), head) } : {}),
+    all: hostFigure(
+      runs.map((r) => r.commands),
+      head,
+    ),
+    excludingPolls: hostFigure(
+      runs.map((r) => minus(r.commands, r.pollCommands)),
+      head,
+    ),
+    polls: hostFigure(
+      runs.map((r) => r.pollCommands),
+      head,
+    ),
+    ...(runs[0]?.polls
+      ? {
+          pollActivities: hostFigure(
+            runs.map((r) => r.polls ?? {}),
+            head,
+          ),
+        }
+      : {}),
   };
 }
 
@@ -95,12 +112,24 @@ export function summarizeSize(s: SizeResult, cores: number): SizeSummary {
       liftoff: medianBy(l, (r) => r.machineCpuS / (cores * (r.ms / 1000))),
       baseline: medianBy(b, (r) => r.machineCpuS / (cores * (r.ms / 1000))),
     },
-    machineCpuS: { liftoff: medianBy(l, (r) => r.machineCpuS, 1), baseline: medianBy(b, (r) => r.machineCpuS, 1) },
-    controlCpuS: { liftoff: medianBy(l, (r) => r.controlCpuS, 1), baseline: medianBy(b, (r) => r.controlCpuS, 1) },
+    machineCpuS: {
+      liftoff: medianBy(l, (r) => r.machineCpuS, 1),
+      baseline: medianBy(b, (r) => r.machineCpuS, 1),
+    },
+    controlCpuS: {
+      liftoff: medianBy(l, (r) => r.controlCpuS, 1),
+      baseline: medianBy(b, (r) => r.controlCpuS, 1),
+    },
     commandsPerHost: { liftoff: commandFigures(l, head), baseline: commandFigures(b, head) },
     sshHandshakesPerHostPerDeploy: {
-      liftoff: hostFigure(l.map((r) => r.handshakes), head),
-      baseline: hostFigure(b.map((r) => r.handshakes), head),
+      liftoff: hostFigure(
+        l.map((r) => r.handshakes),
+        head,
+      ),
+      baseline: hostFigure(
+        b.map((r) => r.handshakes),
+        head,
+      ),
     },
     sshHandshakesPerActivityMax: medianBy(l, (r) =>
       Math.max(...Object.entries(r.handshakes).map(([h, n]) => n / Math.max(1, r.attempts?.[h] ?? 0))),
@@ -186,8 +215,13 @@ export function judge(
       measure: 'resume after worker SIGKILL',
       figure: `progress moved ${fmt(m)} s after the kill (runs ${resume.map((r) => r.progressMovedAfterS).join(', ')} s); launches ${launches.join(', ')}`,
       target: `≤ heartbeat ${resumeSettings.heartbeatTimeoutS} s + 5 s, 1 launch`,
-      met: m <= resumeSettings.heartbeatTimeoutS + 5 && launches.every((n) => n === 1) && resume.every((r) => r.deploySucceeded),
-      binds: [`killed at shards ${resume.map((r) => r.killedAtShard).join(', ')} of ${resumeSettings.shards}`],
+      met:
+        m <= resumeSettings.heartbeatTimeoutS + 5 &&
+        launches.every((n) => n === 1) &&
+        resume.every((r) => r.deploySucceeded),
+      binds: [
+        `killed at shards ${resume.map((r) => r.killedAtShard).join(', ')} of ${resumeSettings.shards}`,
+      ],
     });
   }
   if (big) {
@@ -196,7 +230,9 @@ export function judge(
       figure: `${fmt(big.workerPeakRssMiB, 0)} MiB`,
       target: '< 200 MiB',
       met: big.workerPeakRssMiB < 200,
-      binds: [`peak RSS by size: ${measured.map((s) => `${s.hosts}: ${fmt(s.workerPeakRssMiB, 0)} MiB`).join(', ')}`],
+      binds: [
+        `peak RSS by size: ${measured.map((s) => `${s.hosts}: ${fmt(s.workerPeakRssMiB, 0)} MiB`).join(', ')}`,
+      ],
     });
   }
   if (measured.length) {

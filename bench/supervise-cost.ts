@@ -11,11 +11,16 @@ export interface RoundCount {
 }
 
 /** CPU-s per second each process spends over `ms` (call before anything is deployed or supervised). */
-export async function idleCpuRates(pids: Record<string, number>, ms: number): Promise<Record<string, number>> {
+export async function idleCpuRates(
+  pids: Record<string, number>,
+  ms: number,
+): Promise<Record<string, number>> {
   const before = cpuOf(pids);
   await sleep(ms);
   const after = cpuOf(pids);
-  return Object.fromEntries(Object.keys(pids).map((k) => [k, ((after[k] ?? 0) - (before[k] ?? 0)) / (ms / 1000)]));
+  return Object.fromEntries(
+    Object.keys(pids).map((k) => [k, ((after[k] ?? 0) - (before[k] ?? 0)) / (ms / 1000)]),
+  );
 }
 
 export interface SupervisionCost {
@@ -46,7 +51,9 @@ export async function supervisionCost(
   const last = await rounds();
   const n = last.rounds - first.rounds;
   if (n <= 0 || last.failedRounds !== first.failedRounds)
-    throw new Error(`supervision cost: ${n} rounds, ${last.failedRounds - first.failedRounds} failed; want passed rounds only`);
+    throw new Error(
+      `supervision cost: ${n} rounds, ${last.failedRounds - first.failedRounds} failed; want passed rounds only`,
+    );
   const keys = Object.keys(pids);
   const usedS = Object.fromEntries(keys.map((k) => [k, (after[k] ?? 0) - (before[k] ?? 0)]));
   const idleS = Object.fromEntries(keys.map((k) => [k, (idleRates[k] ?? 0) * (ms / 1000)]));
