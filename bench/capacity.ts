@@ -34,7 +34,7 @@ const readNumber = (path: string): number => {
 
 function ulimit(flag: string): number {
   try {
-    const v = execFileSync('sh', ['-c', `ulimit ${flag}`], { encoding: 'utf8' }).trim();
+    const v = execFileSync('bash', ['-c', `ulimit ${flag}`], { encoding: 'utf8' }).trim();
     return v === 'unlimited' ? Number.POSITIVE_INFINITY : Number(v);
   } catch {
     return Number.NaN;

@@ -8,7 +8,7 @@
 //
 // LIFTOFF_BENCH_SIZES and LIFTOFF_BENCH_REPEATS set the same as the flags. A size this machine cannot bring up
 // (bench/capacity.ts) is reported with the limit that stops it, and the others are still measured.
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { execFileSync } from 'node:child_process';
@@ -95,7 +95,10 @@ async function main(): Promise<void> {
   const client = new Client({ connection, namespace: server.namespace });
   const cliEnv = { ...process.env, TEMPORAL_ADDRESS: server.address, TEMPORAL_NAMESPACE: server.namespace };
   // Every size's cluster comes up in simDir with the same key and known_hosts paths: one policy serves them all.
-  const workerPolicyPath = writeSimWorkerPolicy(simDir);
+  // Kept outside simDir: a cluster's bring-up refuses a state dir that holds files of no cluster.
+  const workerPolicyPath = join(workDir, 'worker-policy.yaml');
+  renameSync(writeSimWorkerPolicy(simDir), workerPolicyPath);
+  rmSync(simDir, { recursive: true, force: true });
   const worker = await startWorkerProcess({
     address: server.address,
     namespace: server.namespace,
@@ -148,7 +151,8 @@ async function main(): Promise<void> {
     await env.worker.kill('SIGTERM').catch(() => undefined);
     await connection.close();
     await server.stop();
-    await downCluster(simDir);
+    // Never hide the error that brought us here behind one of the teardown's.
+    await downCluster(simDir).catch((err: unknown) => log(`teardown: ${(err as Error).message}`));
     simCpu.close();
   }
 }
