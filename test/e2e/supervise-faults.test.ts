@@ -13,7 +13,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { Client } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { processUsage } from '../../bench/measure.js';
+import { cpuPerHour, idleCpuRates, supervisionCost } from '../../bench/supervise-cost.js';
 import { startWorkerProcess, type WorkerProcess } from '../../scripts/lib/worker-process.js';
 import {
   downCluster,
@@ -168,23 +168,19 @@ describe('supervise under faults', () => {
 
   it('figure: control-host CPU per hour of supervising one healthy cluster', async () => {
     // What the worker costs doing nothing (polling Temporal), to tell it from what supervising adds.
-    const idleMs = 10_000;
-    const idleBefore = processUsage(worker.pid).cpuSeconds;
-    await new Promise((r) => setTimeout(r, idleMs));
-    const idlePerS = (processUsage(worker.pid).cpuSeconds - idleBefore) / (idleMs / 1000);
+    const pids = { worker: worker.pid };
+    const idle = await idleCpuRates(pids, 10_000);
     await deployAndWaitSupervised(spec());
-    const first = await until('serving', (x) => x.status === 'serving', 60_000);
-    const cpuBefore = processUsage(worker.pid).cpuSeconds;
-    const measureMs = 30_000;
-    await new Promise((r) => setTimeout(r, measureMs));
-    const used = processUsage(worker.pid).cpuSeconds - cpuBefore;
-    const last = await until('serving', (x) => x.status === 'serving', 60_000);
-    const rounds = last.rounds - first.rounds;
-    assert.ok(rounds > 0 && last.failedRounds === first.failedRounds, `${rounds} rounds, all passed`);
-    const perRound = (used - idlePerS * (measureMs / 1000)) / rounds;
+    await until('serving', (x) => x.status === 'serving', 60_000);
+    const rounds = async () => {
+      const s = await until('serving', (x) => x.status === 'serving', 60_000);
+      return { rounds: s.rounds, failedRounds: s.failedRounds };
+    };
+    const cost = await supervisionCost(pids, idle, 30_000, rounds);
+    const perRound = cost.perRoundS.worker ?? 0;
     // The worker process only (workflow tasks, the probe activity, ssh2); not the Temporal server, not this test.
     figures.push(
-      `supervise CPU: ${perRound.toFixed(4)} CPU-s per round over ${rounds} rounds at 2s (worker process: ${used.toFixed(2)} s in ${measureMs / 1000} s, of which idle polling ${(idlePerS * (measureMs / 1000)).toFixed(2)} s) → ${(perRound * 120).toFixed(1)} CPU-s per hour of supervising at the default 30s interval (target < 5), on top of the idle worker's ${(idlePerS * 3600).toFixed(1)} CPU-s per hour`,
+      `supervise CPU: ${perRound.toFixed(4)} CPU-s per round over ${cost.rounds} rounds at 2s (worker process: ${(cost.usedS.worker ?? 0).toFixed(2)} s in ${cost.windowS} s, of which idle polling ${(cost.idleS.worker ?? 0).toFixed(2)} s) → ${cpuPerHour(cost, 30).toFixed(1)} CPU-s per hour of supervising at the default 30s interval (target < 5), on top of the idle worker's ${((idle.worker ?? 0) * 3600).toFixed(1)} CPU-s per hour`,
     );
   });
 

@@ -1,0 +1,263 @@
+// From the bench's raw runs to its figures: medians of the repeats, per-host counts, and each target of issue 18
+// judged against its figure. The report prints these; bench/results.json holds them with the raw runs.
+import { median, round } from './measure.js';
+import type { CpuGroups, RunFigures, SizeResult } from './size-runs.js';
+import type { CrashRun, ResumeRun } from './fault-runs.js';
+import { crashSettings, resumeSettings } from './fault-runs.js';
+
+type Counts = Record<string, number>;
+
+export interface HostFigure {
+  /** The head (the first host): it runs the Ray head, the server and the load polls. */
+  head: number;
+  mean: number;
+  max: number;
+}
+
+export interface CommandFigures {
+  all: HostFigure;
+  excludingPolls: HostFigure;
+  polls: HostFigure;
+  /** Poll activities (liftoff's history). */
+  pollActivities?: HostFigure;
+}
+
+export interface SizeSummary {
+  hosts: number;
+  notMeasured?: string;
+  liftoffMedianS: number;
+  baselineMedianS: number;
+  ratio: number;
+  liftoffRunsS: number[];
+  baselineRunsS: number[];
+  workflowRunsS: number[];
+  stepsS: Record<string, number>;
+  /** Median CPU-s per process group over the runs. */
+  cpuS: { liftoff: CpuGroups; baseline: CpuGroups };
+  /** Median busy CPU of the whole machine over the run, as a fraction of all cores. */
+  machineBusy: { liftoff: number; baseline: number };
+  machineCpuS: { liftoff: number; baseline: number };
+  controlCpuS: { liftoff: number; baseline: number };
+  commandsPerHost: { liftoff: CommandFigures; baseline: CommandFigures };
+  sshHandshakesPerHostPerDeploy: { liftoff: HostFigure; baseline: HostFigure };
+  /** The highest handshakes / activity attempts ratio over the hosts (median over the runs). */
+  sshHandshakesPerActivityMax: number;
+  workerPeakRssMiB: number;
+}
+
+const medianBy = <T>(xs: readonly T[], f: (x: T) => number, digits = 2): number =>
+  round(median(xs.map(f)), digits);
+
+function hostFigure(runs: readonly Counts[], head: string): HostFigure {
+  const per = (c: Counts) => Object.values(c);
+  return {
+    head: medianBy(runs, (c) => c[head] ?? 0, 1),
+    mean: medianBy(runs, (c) => per(c).reduce((a, b) => a + b, 0) / Math.max(1, per(c).length), 1),
+    max: medianBy(runs, (c) => Math.max(...per(c)), 1),
+  };
+}
+
+const minus = (a: Counts, b: Counts): Counts =>
+  Object.fromEntries(Object.entries(a).map(([k, v]) => [k, v - (b[k] ?? 0)]));
+
+function commandFigures(runs: readonly RunFigures[], head: string): CommandFigures {
+  return {
+    all: hostFigure(
+      runs.map((r) => r.commands),
+      head,
+    ),
+    excludingPolls: hostFigure(
+      runs.map((r) => minus(r.commands, r.pollCommands)),
+      head,
+    ),
+    polls: hostFigure(
+      runs.map((r) => r.pollCommands),
+      head,
+    ),
+    ...(runs[0]?.polls
+      ? {
+          pollActivities: hostFigure(
+            runs.map((r) => r.polls ?? {}),
+            head,
+          ),
+        }
+      : {}),
+  };
+}
+
+function cpuGroups(runs: readonly RunFigures[]): CpuGroups {
+  const keys = ['client', 'worker', 'temporal', 'simTools', 'simSshd', 'rest'] as const;
+  return Object.fromEntries(keys.map((k) => [k, medianBy(runs, (r) => r.cpu[k], 1)])) as unknown as CpuGroups;
+}
+
+export function summarizeSize(s: SizeResult, cores: number): SizeSummary {
+  const head = Object.keys(s.liftoff[0]?.commands ?? s.baseline[0]?.commands ?? {})[0] ?? '';
+  const l = s.liftoff;
+  const b = s.baseline;
+  const liftoffMedianS = medianBy(l, (r) => r.ms / 1000);
+  const baselineMedianS = medianBy(b, (r) => r.ms / 1000);
+  const steps = Object.keys(l[0]?.stepsMs ?? {});
+  return {
+    hosts: s.hosts,
+    ...(s.notMeasured ? { notMeasured: s.notMeasured } : {}),
+    liftoffMedianS,
+    baselineMedianS,
+    ratio: round(liftoffMedianS / baselineMedianS),
+    liftoffRunsS: l.map((r) => round(r.ms / 1000)),
+    baselineRunsS: b.map((r) => round(r.ms / 1000)),
+    workflowRunsS: l.map((r) => round(r.workflowSeconds ?? Number.NaN)),
+    stepsS: Object.fromEntries(steps.map((st) => [st, medianBy(l, (r) => (r.stepsMs?.[st] ?? 0) / 1000)])),
+    cpuS: { liftoff: cpuGroups(l), baseline: cpuGroups(b) },
+    machineBusy: {
+      liftoff: medianBy(l, (r) => r.machineCpuS / (cores * (r.ms / 1000))),
+      baseline: medianBy(b, (r) => r.machineCpuS / (cores * (r.ms / 1000))),
+    },
+    machineCpuS: {
+      liftoff: medianBy(l, (r) => r.machineCpuS, 1),
+      baseline: medianBy(b, (r) => r.machineCpuS, 1),
+    },
+    controlCpuS: {
+      liftoff: medianBy(l, (r) => r.controlCpuS, 1),
+      baseline: medianBy(b, (r) => r.controlCpuS, 1),
+    },
+    commandsPerHost: { liftoff: commandFigures(l, head), baseline: commandFigures(b, head) },
+    sshHandshakesPerHostPerDeploy: {
+      liftoff: hostFigure(
+        l.map((r) => r.handshakes),
+        head,
+      ),
+      baseline: hostFigure(
+        b.map((r) => r.handshakes),
+        head,
+      ),
+    },
+    sshHandshakesPerActivityMax: medianBy(l, (r) =>
+      Math.max(...Object.entries(r.handshakes).map(([h, n]) => n / Math.max(1, r.attempts?.[h] ?? 0))),
+    ),
+    workerPeakRssMiB: medianBy(l, (r) => r.workerPeakRssMiB ?? Number.NaN, 0),
+  };
+}
+
+export interface Target {
+  measure: string;
+  figure: string;
+  target: string;
+  met: boolean;
+  /** What the figure is bound by, when the target is missed. */
+  binds?: string[];
+}
+
+const fmt = (x: number, d = 1) => (Number.isFinite(x) ? x.toFixed(d) : '-');
+
+/** Where the CPU of a size's liftoff deploy went, and the commands it ran: the lines printed under a missed target. */
+export function bindingLines(s: SizeSummary): string[] {
+  const c = s.cpuS.liftoff;
+  const cb = s.cpuS.baseline;
+  const cmd = s.commandsPerHost.liftoff;
+  return [
+    `${s.hosts} hosts, CPU-s by process group (liftoff | baseline): CLI ${fmt(c.client)} | script+ssh ${fmt(cb.client)}, ` +
+      `worker ${fmt(c.worker)}, Temporal server ${fmt(c.temporal)}, simulated hosts' tools ${fmt(c.simTools)} | ${fmt(cb.simTools)}, ` +
+      `sshd ${fmt(c.simSshd)} | ${fmt(cb.simSshd)}, other ${fmt(c.rest)} | ${fmt(cb.rest)}; ` +
+      `machine ${Math.round(s.machineBusy.liftoff * 100)}% | ${Math.round(s.machineBusy.baseline * 100)}% busy`,
+    `${s.hosts} hosts, remote commands per host (head / mean): liftoff ${fmt(cmd.excludingPolls.head)} / ${fmt(cmd.excludingPolls.mean)} ` +
+      `+ load polls ${fmt(cmd.polls.head)} / ${fmt(cmd.polls.mean)}; baseline ${fmt(s.commandsPerHost.baseline.all.head)} / ${fmt(s.commandsPerHost.baseline.all.mean)}`,
+  ];
+}
+
+export function judge(
+  sizes: readonly SizeSummary[],
+  crash: readonly CrashRun[],
+  resume: readonly ResumeRun[],
+): Target[] {
+  const measured = sizes.filter((s) => !s.notMeasured);
+  const at = (n: number) => measured.find((s) => s.hosts === n);
+  const targets: Target[] = [];
+  for (const [n, limit] of [
+    [2, 1.0],
+    [16, 0.35],
+  ] as const) {
+    const s = at(n);
+    if (!s) continue;
+    targets.push({
+      measure: `overhead, ${n} hosts`,
+      figure: `liftoff ${fmt(s.liftoffMedianS)} s / baseline ${fmt(s.baselineMedianS)} s = ${fmt(s.ratio, 2)}`,
+      target: `≤ ${limit.toFixed(2)}`,
+      met: s.ratio <= limit,
+      binds: bindingLines(s),
+    });
+  }
+  const two = at(2);
+  const big = at(32);
+  if (two && big) {
+    const scale = big.liftoffMedianS / two.liftoffMedianS;
+    targets.push({
+      measure: 'scale, 32 / 2 hosts',
+      figure: `${fmt(scale, 2)}×`,
+      target: '≤ 3×',
+      met: scale <= 3,
+      binds: [...bindingLines(two), ...bindingLines(big)],
+    });
+  }
+  if (crash.length) {
+    const d = median(crash.map((c) => c.detectedAfterS));
+    targets.push({
+      measure: 'crash detection',
+      figure: `${fmt(d, 2)} s after a crash ${fmt(median(crash.map((c) => c.crashIntoLoadS)))} s into the load (poll ${crashSettings.pollIntervalS} s; runs ${crash.map((c) => c.detectedAfterS).join(', ')} s; without liftoff ${crashSettings.blindWaitS / 60} min)`,
+      target: `≤ poll + 1 s`,
+      met: d <= crashSettings.pollIntervalS + 1,
+      binds: [`failure types: ${crash.map((c) => c.failureType).join(', ')}`],
+    });
+  }
+  if (resume.length) {
+    const m = median(resume.map((r) => r.progressMovedAfterS));
+    const launches = resume.map((r) => r.launches);
+    targets.push({
+      measure: 'resume after worker SIGKILL',
+      figure: `progress moved ${fmt(m)} s after the kill (runs ${resume.map((r) => r.progressMovedAfterS).join(', ')} s); launches ${launches.join(', ')}`,
+      target: `≤ heartbeat ${resumeSettings.heartbeatTimeoutS} s + 5 s, 1 launch`,
+      met:
+        m <= resumeSettings.heartbeatTimeoutS + 5 &&
+        launches.every((n) => n === 1) &&
+        resume.every((r) => r.deploySucceeded),
+      binds: [
+        `killed at shards ${resume.map((r) => r.killedAtShard).join(', ')} of ${resumeSettings.shards}`,
+      ],
+    });
+  }
+  if (big) {
+    targets.push({
+      measure: 'worker peak RSS, 32 hosts',
+      figure: `${fmt(big.workerPeakRssMiB, 0)} MiB`,
+      target: '< 200 MiB',
+      met: big.workerPeakRssMiB < 200,
+      binds: [
+        `peak RSS by size: ${measured.map((s) => `${s.hosts}: ${fmt(s.workerPeakRssMiB, 0)} MiB`).join(', ')}`,
+      ],
+    });
+  }
+  if (measured.length) {
+    const worst = measured.reduce((a, b) =>
+      b.commandsPerHost.liftoff.excludingPolls.max > a.commandsPerHost.liftoff.excludingPolls.max ? b : a,
+    );
+    const e = worst.commandsPerHost.liftoff.excludingPolls;
+    targets.push({
+      measure: 'remote commands per host, excluding load polls',
+      figure: `${fmt(e.max)} on the busiest host (${worst.hosts} hosts; head ${fmt(e.head)}, mean ${fmt(e.mean)}); load polls ${measured.map((s) => `${s.hosts}: ${fmt(s.commandsPerHost.liftoff.polls.head)} head / ${fmt(s.commandsPerHost.liftoff.polls.mean)} mean`).join(', ')}`,
+      target: '≤ 10',
+      met: e.max <= 10,
+      binds: measured.map((s) => bindingLines(s)[1] ?? ''),
+    });
+    const hs = Math.max(...measured.map((s) => s.sshHandshakesPerHostPerDeploy.liftoff.max));
+    targets.push({
+      measure: 'SSH handshakes per host per deploy',
+      figure: `${fmt(hs, 1)} on the busiest host, largest over sizes (${measured.map((s) => `${s.hosts}: ${fmt(s.sshHandshakesPerHostPerDeploy.liftoff.mean)} mean`).join(', ')}); per activity ≤ ${fmt(Math.max(...measured.map((s) => s.sshHandshakesPerActivityMax)), 2)}`,
+      target: '≤ 1.5',
+      met: hs <= 1.5,
+      binds: measured.map(
+        (s) =>
+          `${s.hosts} hosts: handshakes per host head ${fmt(s.sshHandshakesPerHostPerDeploy.liftoff.head)}, mean ${fmt(s.sshHandshakesPerHostPerDeploy.liftoff.mean)}, max ${fmt(s.sshHandshakesPerHostPerDeploy.liftoff.max)}; per activity attempt ≤ ${fmt(s.sshHandshakesPerActivityMax, 2)}`,
+      ),
+    });
+  }
+  return targets;
+}
