@@ -171,8 +171,10 @@ export async function connectHop(hop: Hop, owned: SshSession[] = []): Promise<Ss
     };
   }
 
-  if (hop.via)
-    config.sock = await hop.via.tunnel(target.host, target.port, endpoint, settings.connectTimeoutMs);
+  const viaChannel = hop.via
+    ? await hop.via.tunnel(target.host, target.port, endpoint, settings.connectTimeoutMs)
+    : undefined;
+  if (viaChannel) config.sock = viaChannel;
 
   const client = new Client();
   const closed = new Promise<void>((resolve) => client.once('close', () => resolve()));
@@ -211,14 +213,12 @@ export async function connectHop(hop: Hop, owned: SshSession[] = []): Promise<Ss
       finish(new SshConnectError(endpoint, 'auth', (err as Error).message, { cause: err }));
     }
   });
-  return new Ssh2Session(
-    target,
-    client,
-    closed,
-    settings.maxConcurrentExecs,
+  return new Ssh2Session(target, client, closed, {
+    maxConcurrentExecs: settings.maxConcurrentExecs,
     owned,
-    settings.connectTimeoutMs,
-  );
+    channelOpenTimeoutMs: settings.connectTimeoutMs,
+    ...(viaChannel ? { viaChannel } : {}),
+  });
 }
 
 export function resolveSettings(opts: SshConnectOptions = {}): ConnectSettings {

@@ -72,6 +72,19 @@ export interface SshSession {
   readonly target: SshTarget;
 }
 
+/** How long close() waits for the host to answer the SSH goodbye before it cuts the connection. */
+const closeGraceMs = 2_000;
+
+export interface Ssh2SessionOptions {
+  maxConcurrentExecs: number;
+  /** Closed together with this session (the jump hosts it owns, outside a pool). */
+  owned?: SshSession[];
+  /** A channel that does not open within this long drops the connection (default 10 s). */
+  channelOpenTimeoutMs?: number;
+  /** The jump host's channel the connection runs over, if any. */
+  viaChannel?: Duplex;
+}
+
 export class Ssh2Session implements SshSession {
   readonly target: SshTarget;
   private readonly client: Client;
@@ -86,24 +99,26 @@ export class Ssh2Session implements SshSession {
   private readonly closedPromise: Promise<void>;
   private lostReason: string | undefined;
   private closing = false;
+  private closeDone: Promise<void> | undefined;
   /** Closed together with this session (the jump hosts it owns, outside a pool). */
   private readonly owned: SshSession[];
 
+  /**
+   * The jump host's channel this connection runs over, when it has one. ssh2's own destroy() does nothing once
+   * end() was called (the socket is no longer writable), so a tunnel whose far end never answers the close would
+   * hold close() for ever; destroying the channel itself always ends it.
+   */
+  private readonly viaChannel: Duplex | undefined;
+
   /** `closed` settles on the client's 'close' event, listened to since before the handshake. */
-  constructor(
-    target: SshTarget,
-    client: Client,
-    closed: Promise<void>,
-    maxConcurrentExecs: number,
-    owned: SshSession[] = [],
-    channelOpenTimeoutMs = 10_000,
-  ) {
+  constructor(target: SshTarget, client: Client, closed: Promise<void>, opts: Ssh2SessionOptions) {
     this.target = target;
     this.client = client;
     this.endpoint = endpointOf(target);
-    this.slots = new Slots(maxConcurrentExecs);
-    this.channelOpenTimeoutMs = channelOpenTimeoutMs;
-    this.owned = owned;
+    this.slots = new Slots(opts.maxConcurrentExecs);
+    this.channelOpenTimeoutMs = opts.channelOpenTimeoutMs ?? 10_000;
+    this.owned = opts.owned ?? [];
+    this.viaChannel = opts.viaChannel;
     this.closedPromise = closed;
     client.on('error', (err: Error) => {
       this.lostReason ??= err.message;
@@ -391,19 +406,43 @@ export class Ssh2Session implements SshSession {
   /** Gives up on a connection that stopped answering: every command on it fails now, and pools replace it. */
   private abandon(reason: string): void {
     this.lostReason ??= reason;
-    this.client.destroy();
+    this.destroy();
   }
 
-  async close(): Promise<void> {
-    if (!this.closing) {
-      this.closing = true;
-      this.client.end();
-      const forced = setTimeout(() => this.client.destroy(), 2_000);
-      forced.unref();
-      await this.closedPromise;
-      clearTimeout(forced);
+  /** Ends the connection now, without the SSH goodbye: the socket (or the jump host's channel) is destroyed. */
+  private destroy(): void {
+    this.client.destroy();
+    this.viaChannel?.destroy();
+  }
+
+  close(): Promise<void> {
+    this.closeDone ??= this.closeOnce();
+    return this.closeDone;
+  }
+
+  private async closeOnce(): Promise<void> {
+    this.closing = true;
+    this.client.end();
+    // A host that does not answer the goodbye within the grace is cut off. A cut that is not confirmed either
+    // (a jump host that never answers the channel's close) is given up on: closing must never hold a worker's
+    // shutdown, and whatever is left dies with the jump host's connection.
+    if (!(await settlesWithin(this.closedPromise, closeGraceMs))) {
+      this.destroy();
+      await settlesWithin(this.closedPromise, closeGraceMs);
     }
-    await this.closedPromise;
     for (const session of this.owned) await session.close();
+  }
+}
+
+/** Whether `promise` settled within `ms` (it goes on either way). */
+async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+  });
+  try {
+    return await Promise.race([promise.then(() => true), timeout]);
+  } finally {
+    clearTimeout(timer);
   }
 }

@@ -228,6 +228,36 @@ describe('SharedSshPool', () => {
     }
   });
 
+  it(
+    'close() ends a connection behind a jump host whose far end no longer answers, so a worker can stop',
+    {
+      timeout: 60_000,
+    },
+    async () => {
+      const pool = new SharedSshPool({ idleMs: 60_000 });
+      const lease = pool.lease();
+      let frozen = 0;
+      try {
+        const session = await lease.session(targetOf(inner, targetOf(jump)), auth);
+        // The connection's sshd process on the inner host, frozen: it never answers the goodbye, so the jump host
+        // never closes the channel the connection runs over (ssh2's destroy() is a no-op once end() was called).
+        frozen = Number((await session.exec(sh`echo ${raw('$PPID')}`)).stdout.trim());
+        process.kill(frozen, 'SIGSTOP');
+        lease.release();
+        const started = Date.now();
+        await pool.close();
+        const tookMs = Date.now() - started;
+        process.stdout.write(
+          `# FIGURE: close() of a pool whose inner host stopped answering took ${tookMs} ms\n`,
+        );
+        assert.equal(pool.openConnections, 0);
+      } finally {
+        lease.release();
+        if (frozen) process.kill(frozen, 'SIGKILL');
+      }
+    },
+  );
+
   it('checks the host key on every new connection: a key that changed across a reconnect is refused', async () => {
     let host = await sshd('rekeyed', '127.0.0.4');
     const hostAuth = { ...auth, knownHostsPath: knownHosts('known_hosts_rekeyed', [host]) };
