@@ -53,6 +53,9 @@ for (const [batch, concurrency] of batches) {
       'tsx',
       '--test',
       `--test-concurrency=${concurrency}`,
+      // A file ends once its tests and hooks are done, even if something it started still holds its event loop;
+      // a teardown that hangs fails its hook at the hook's timeout instead of holding the suite for ever.
+      '--test-force-exit',
       '--test-reporter=spec',
       ...batch.map((f) => relative('.', f)),
     ],

@@ -77,9 +77,14 @@ export function useE2eCluster(opts: E2eClusterOptions): E2eClusterHandle {
   before(async () => {
     cluster = await startE2eCluster({ hosts: 2, mode: 'netns', clusterOnly: ['spark2'], ...opts });
   });
-  after(async () => {
-    await cluster?.stop();
-  });
+  // Bounded, so a teardown that hangs (a worker whose shutdown waits on something) fails its file within minutes
+  // instead of holding the whole suite; the runner's --test-force-exit then ends the file's process.
+  after(
+    async () => {
+      await cluster?.stop();
+    },
+    { timeout: 3 * 60_000 },
+  );
   const up = (): E2eCluster => {
     assert.ok(cluster, 'the e2e cluster is read only after its before hook brought it up');
     return cluster;
