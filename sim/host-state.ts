@@ -42,6 +42,8 @@ export interface HostConfig {
     graphCaptureSeconds: number;
     /** MiB of GPU memory the server holds per GPU once loaded. */
     memoryMiB: number;
+    /** Seconds one chat completion takes to generate (default 0: answers at once). */
+    completionSeconds?: number;
   };
 }
 

@@ -35,8 +35,9 @@ const rayContainer = 'vllm_qwen35';
 
 // Scenario 1 needs the load to outlast one kill-and-recover (a heartbeat timeout, 15 s) after the kill at
 // the waitHealthy boundary, so that a second kill can land mid-load. The others only need a short window.
-const slowPace = { shards: 39, shardSeconds: 1.2, graphCaptureSeconds: 1 };
-const fastPace = { shards: 30, shardSeconds: 0.4, graphCaptureSeconds: 0.5 };
+// The smoke test's completion takes 2 s, so the kill at smokeTest lands while its request is in flight.
+const slowPace = { shards: 39, shardSeconds: 1.2, graphCaptureSeconds: 1, completionSeconds: 2 };
+const fastPace = { shards: 30, shardSeconds: 0.4, graphCaptureSeconds: 0.5, completionSeconds: 0 };
 
 type HistoryEvent = proto.temporal.api.history.v1.IHistoryEvent;
 const { PendingActivityState } = proto.temporal.api.enums.v1;

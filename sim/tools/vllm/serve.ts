@@ -341,6 +341,7 @@ export class VllmServe {
       log: print,
       apiKey: this.parsed.values.get('api-key') ?? process.env.VLLM_API_KEY,
       completionFault: () => (this.dir ? readFaults(this.dir).completions : undefined),
+      completionMs: (this.pace.completionSeconds ?? 0) * 1000,
     });
     const host = this.bindAddress();
     try {

@@ -14,6 +14,8 @@ export interface ApiOptions {
   apiKey?: string;
   /** The host's `completions` fault, read per request: a hung engine behind a healthy /health. */
   completionFault?: () => 'hang' | 'error' | undefined;
+  /** Time one completion takes to generate, so a test can land a kill while a request is in flight. */
+  completionMs?: number;
 }
 
 interface ChatMessage {
@@ -211,6 +213,7 @@ export class VllmApi {
       openAiError(res, 404, 'NotFoundError', `The model \`${shown}\` does not exist.`);
       return;
     }
+    if (this.opts.completionMs) await new Promise((r) => setTimeout(r, this.opts.completionMs));
     if (!Array.isArray(body.messages) || body.messages.length === 0) {
       openAiError(
         res,
