@@ -123,6 +123,12 @@ export class Ssh2Session implements SshSession {
     client.on('error', (err: Error) => {
       this.lostReason ??= err.message;
     });
+    // The host ended the connection. Through a jump host this can come without a 'close' (the jump host's
+    // channel stays half open until we end it), and ssh2 then refuses every command with "Not connected": the
+    // connection counts as lost from here, so a pool replaces it instead of handing it out again.
+    client.on('end', () => {
+      this.lostReason ??= 'the host ended the connection';
+    });
     void closed.then(() => {
       this.lostReason ??= 'connection closed';
     });

@@ -228,6 +228,32 @@ describe('SharedSshPool', () => {
     }
   });
 
+  it('replaces a connection behind a jump host whose sshd process was killed between uses', async () => {
+    const pool = new SharedSshPool({ idleMs: 60_000 });
+    const viaJump = targetOf(inner, targetOf(jump));
+    try {
+      const first = pool.lease();
+      try {
+        const session = await first.session(viaJump, auth);
+        process.kill(Number((await session.exec(sh`echo ${raw('$PPID')}`)).stdout.trim()), 'SIGKILL');
+      } finally {
+        first.release();
+      }
+      // The jump host ends its channel's half from the inner host; the connection must not be handed out again.
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      const next = pool.lease();
+      try {
+        const again = await (await next.session(viaJump, auth)).exec(sh`echo again`);
+        assert.equal(again.stdout, 'again\n');
+      } finally {
+        next.release();
+      }
+      assert.equal(pool.connectionsOpened, 3, 'jump once, inner twice');
+    } finally {
+      await pool.close();
+    }
+  });
+
   it(
     'close() ends a connection behind a jump host whose far end no longer answers, so a worker can stop',
     {
