@@ -4,7 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import type { SshSession } from '../ssh/executor.js';
 import { hostReadCommand, imageVersionsCommand, type HostReadInput } from '../host-commands/agreement.js';
-import { parseHostFacts, parseVersions, splitSections, type HostFacts } from './agreement-facts.js';
+import { parseHostFacts, parseVersions, splitSections, type HostFacts } from '../parsers/agreement-facts.js';
 
 /** How long the read may take: hashing reads every byte of the weights, so it gets most of the agreement profile's 3 hours. */
 function readTimeoutMs(input: HostReadInput): number {

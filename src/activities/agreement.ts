@@ -1,9 +1,10 @@
 // Part of step 1, read only: do the hosts agree with each other (image, versions, weights, addresses, IPC,
 // clocks)? One activity for every host, since each answer only means something beside the others'. A host
 // that cannot be reached is left out here: its own preflight reports the SSH failure.
-import type { HostFacts } from './agreement-facts.js';
+import type { HostFacts } from '../parsers/agreement-facts.js';
 import { readHostFacts, readImageVersions } from './agreement-read.js';
-import { onHost, type HostRef } from './ssh-context.js';
+import { onHost } from './ssh-context.js';
+import type { HostRef } from '../config/targets.js';
 import { compareHosts, type AgreementExpectations, type AgreementReport } from '../preflight/agreement.js';
 
 export interface AgreementInput extends AgreementExpectations {

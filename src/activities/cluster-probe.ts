@@ -8,7 +8,8 @@
 import { toFailureDetails } from '../ssh/errors.js';
 import { inspectContainer } from './docker.js';
 import { containerWhat, probeHead } from './serving-probe.js';
-import { onHosts, type HostRef } from './ssh-context.js';
+import { onHosts } from './ssh-context.js';
+import type { HostRef } from '../config/targets.js';
 import type { ProbeCheck, ProbeServingInput } from './types.js';
 
 export interface ProbeServingClusterInput {

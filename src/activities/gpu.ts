@@ -9,7 +9,8 @@ import { parseComputeApps, parseQueryGpu } from '../parsers/nvidia-smi.js';
 import { parseMeminfo } from '../parsers/meminfo.js';
 import { boundedNumber, HostOutputError } from '../parsers/host-output.js';
 import { FailureType } from '../shared/failures.js';
-import { onHost, type HostRef } from './ssh-context.js';
+import { onHost } from './ssh-context.js';
+import type { HostRef } from '../config/targets.js';
 import type { VerifyGpusClearInput } from './types.js';
 
 export interface GpuDevice {

@@ -21,7 +21,7 @@ import {
   rank0ContainersCommand,
   rankEnv,
   rankRunCommand,
-  type RankRunInput,
+  type StartRankInput,
 } from '../host-commands/multiproc.js';
 import { ipv4AddressesCommand } from '../host-commands/preflight.js';
 import { containerOf, logChunkOf, tailLinesOf } from './health.js';
@@ -30,17 +30,9 @@ import { parseSections } from '../parsers/sections.js';
 import { heartbeat } from './heartbeat.js';
 import { resolveEnv } from './secrets.js';
 import { pidAlive } from './serve.js';
-import { onHost, type HostRef } from './ssh-context.js';
-import type { EnvSpec } from '../config/schema.js';
+import { onHost } from './ssh-context.js';
+import type { HostRef } from '../config/targets.js';
 import type { VllmFatal } from '../parsers/vllm-log.js';
-
-/** One rank's start: what its container is run from (src/host-commands/multiproc.ts), on which host, with which env. */
-export interface StartRankInput extends RankRunInput {
-  host: HostRef;
-  clusterIp: string;
-  /** ray.env then serve.env: a rank's container runs vllm itself, so it gets both. */
-  env: EnvSpec[];
-}
 
 export interface StartRankResult {
   host: string;

@@ -16,7 +16,7 @@ import {
 import { onHost } from './ssh-context.js';
 import { prefetchReads } from './prefetch.js';
 import { systemDirOf } from '../config/host-guards.js';
-import { parseIpv4Addresses, type Ipv4Address } from '../parsers/ip-addr.js';
+import { carries, parseIpv4Addresses, type Ipv4Address } from '../parsers/ip-addr.js';
 import type { PreflightCheck, PreflightInput, PreflightReport } from './types.js';
 
 type Check = PreflightCheck;
@@ -153,18 +153,6 @@ async function checkVolumes(session: SshSession, volumes: string[]): Promise<Che
     };
   }
   return { name: 'volumes', ok: true, detail: `every host path exists: ${hostPaths.join(', ')}` };
-}
-
-function ipv4ToNumber(address: string): number {
-  return address.split('.').reduce((n, part) => n * 256 + Number(part), 0);
-}
-
-/** Linux answers every address of a loopback interface's prefix (all of 127.0.0.0/8 on lo). */
-export function carries(entry: Ipv4Address, ip: string): boolean {
-  if (entry.address === ip) return true;
-  if (entry.iface !== 'lo') return false;
-  const size = 2 ** (32 - entry.prefix);
-  return Math.floor(ipv4ToNumber(entry.address) / size) === Math.floor(ipv4ToNumber(ip) / size);
 }
 
 async function checkInterface(session: SshSession, clusterIp: string, iface?: string): Promise<Check> {

@@ -22,13 +22,8 @@ import { heartbeat } from './heartbeat.js';
 import { containerLogTail, containerSecrets, inspectContainer, pause } from './docker.js';
 import { envTransport } from '../host-commands/env-transport.js';
 import { resolveEnv } from './secrets.js';
-import type {
-  NamedHost,
-  RayClusterState,
-  RayContainerInput,
-  RayContainerResult,
-  VerifyRayClusterInput,
-} from './types.js';
+import type { NamedHost, RayClusterState, RayContainerResult, VerifyRayClusterInput } from './types.js';
+import type { RayContainerInput } from '../host-commands/launch.js';
 
 /** How long a started container must stay up before we call it started: a bad flag kills it within a second. */
 const confirmWindowMs = 3_000;

@@ -21,7 +21,8 @@ import { heartbeat } from './heartbeat.js';
 import { resolveEnv } from './secrets.js';
 import { onHost } from './ssh-context.js';
 import { prefetchReads } from './prefetch.js';
-import type { LaunchServeInput, LaunchServeResult } from './types.js';
+import type { LaunchServeResult } from './types.js';
+import type { LaunchServeInput } from '../host-commands/launch.js';
 
 /** What the marker file `<logPath>.liftoff.json` on the head holds. */
 export interface ServeMarker {

@@ -5,20 +5,9 @@ import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { SharedSshPool, type SshAuth, type SshLease, type SshSession } from '../ssh/executor.js';
 import { SshError, toFailureDetails } from '../ssh/errors.js';
-import type { SshTargetData } from '../config/targets.js';
+import type { HostRef, SshAuthRef } from '../config/targets.js';
 import { keepHeartbeating } from './heartbeat.js';
 import { assertSshAuthAllowed } from './worker-policy.js';
-
-export interface SshAuthRef {
-  privateKeyPath?: string;
-  useAgent?: boolean;
-  knownHostsPath: string;
-}
-
-export interface HostRef {
-  target: SshTargetData;
-  auth: SshAuthRef;
-}
 
 export function toSshAuth(ref: SshAuthRef): SshAuth {
   return { privateKeyPath: ref.privateKeyPath, useAgent: ref.useAgent, knownHostsPath: ref.knownHostsPath };

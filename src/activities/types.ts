@@ -1,10 +1,8 @@
 // Inputs and results of the deploy's activities: plain data that crosses the workflow/activity boundary.
 // Credentials appear only as references (paths); activities resolve them.
 import type { EnvSpec, EnvValue } from '../config/schema.js';
-import type { HostRef } from './ssh-context.js';
+import type { HostRef } from '../config/targets.js';
 import type { VllmLogSummary } from '../parsers/vllm-log.js';
-
-export type { HostRef };
 
 export interface NamedHost {
   name: string;
@@ -69,21 +67,6 @@ export interface VerifyGpusClearInput {
   minAvailableMiB: number;
 }
 
-export interface RayContainerInput {
-  host: HostRef;
-  cluster: string;
-  launchId: string;
-  image: string;
-  container: string;
-  port: number;
-  clusterIp: string;
-  env: EnvSpec;
-  volumes: string[];
-  shmSize: string;
-  gpus: number;
-  /** Workers only: the head's clusterIp:port. */
-  headAddress?: string;
-}
 export interface RayContainerResult {
   host: string;
   containerId: string;
@@ -104,20 +87,6 @@ export interface RayClusterState {
   gpusUsed: number;
 }
 
-export interface LaunchServeInput {
-  head: HostRef;
-  clusterIp: string;
-  container: string;
-  launchId: string;
-  model: string;
-  servedModelName?: string;
-  port: number;
-  tensorParallelSize: number;
-  args: string[];
-  env: EnvSpec;
-  logPath: string;
-  rayPort: number;
-}
 export interface LaunchServeResult {
   pid: number;
   logPath: string;

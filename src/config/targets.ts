@@ -10,6 +10,19 @@ export interface SshTargetData {
   jump?: SshTargetData;
 }
 
+/** Credentials as the workflow passes them: references (paths, the agent), never key material. */
+export interface SshAuthRef {
+  privateKeyPath?: string;
+  useAgent?: boolean;
+  knownHostsPath: string;
+}
+
+/** A host as an activity is handed it: where to reach it, and which of the worker's credentials to use. */
+export interface HostRef {
+  target: SshTargetData;
+  auth: SshAuthRef;
+}
+
 export function resolveSshTarget(
   hosts: readonly HostSpec[],
   ssh: SshSpec,

@@ -3,7 +3,41 @@
 import { raw, sh, type RawShell, type RemoteCommand } from '../ssh/quote.js';
 import { pipelineParallelSize } from '../config/parallel.js';
 import type { EnvTransport } from './env-transport.js';
-import type { LaunchServeInput, RayContainerInput } from '../activities/types.js';
+import type { EnvSpec } from '../config/schema.js';
+import type { HostRef } from '../config/targets.js';
+
+/** A Ray container to start on one host (head or worker), from the spec. */
+export interface RayContainerInput {
+  host: HostRef;
+  cluster: string;
+  launchId: string;
+  image: string;
+  container: string;
+  port: number;
+  clusterIp: string;
+  env: EnvSpec;
+  volumes: string[];
+  shmSize: string;
+  gpus: number;
+  /** Workers only: the head's clusterIp:port. */
+  headAddress?: string;
+}
+
+/** `vllm serve` to launch in the head's Ray container. */
+export interface LaunchServeInput {
+  head: HostRef;
+  clusterIp: string;
+  container: string;
+  launchId: string;
+  model: string;
+  servedModelName?: string;
+  port: number;
+  tensorParallelSize: number;
+  args: string[];
+  env: EnvSpec;
+  logPath: string;
+  rayPort: number;
+}
 
 // How much of each log the deploy reads, and how long the smoke test waits: the activities use these, and
 // `liftoff plan` shows the commands they lead to.

@@ -11,6 +11,8 @@
 import { raw, sh, type RawShell, type RemoteCommand } from '../ssh/quote.js';
 import type { EnvTransport } from './env-transport.js';
 import { markerPathFor, symlinkExit } from './launch.js';
+import type { EnvSpec } from '../config/schema.js';
+import type { HostRef } from '../config/targets.js';
 
 export interface RankCommandInput {
   model: string;
@@ -113,6 +115,14 @@ export interface RankRunInput extends RankCommandInput {
   shmSize: string;
   /** This rank's log on its own host (serve.logPath); the container's output is copied there. */
   logPath: string;
+}
+
+/** One rank's start: what its container is run from (above), on which host, with which env. */
+export interface StartRankInput extends RankRunInput {
+  host: HostRef;
+  clusterIp: string;
+  /** ray.env then serve.env: a rank's container runs vllm itself, so it gets both. */
+  env: EnvSpec[];
 }
 
 /**

@@ -43,6 +43,13 @@ export function sameSubnet(a: string, b: string, prefix: number): boolean {
   return Math.floor(ipv4ToNumber(a) / size) === Math.floor(ipv4ToNumber(b) / size);
 }
 
+/** Whether `ip` reaches this host through `entry`: its own address, or (Linux answers every address of a
+ * loopback interface's prefix) any address of lo's prefix, all of 127.0.0.0/8. */
+export function carries(entry: Ipv4Address, ip: string): boolean {
+  if (entry.address === ip) return true;
+  return entry.iface === 'lo' && sameSubnet(entry.address, ip, entry.prefix);
+}
+
 export function ipv4ToNumber(address: string): number {
   return address.split('.').reduce((n, part) => n * 256 + Number(part), 0);
 }

@@ -1,7 +1,7 @@
 // The pieces every part of `liftoff plan`'s host list is made of: a planned command (a read or a change), a
 // step of them, the placeholders for what exists only once the deploy runs, and the env transport the deploy
 // would build, without reading a secret. Pure.
-import type { HostRef } from '../activities/ssh-context.js';
+import type { HostRef } from '../config/targets.js';
 import { envTransport, type EnvTransport } from '../host-commands/env-transport.js';
 import type { EnvSpec } from '../config/schema.js';
 import { isSecretEnvName } from '../shared/secrets.js';

@@ -1,7 +1,7 @@
-// Do the hosts agree? Pure comparisons of what each host said (src/activities/agreement-facts.ts) against the
+// Do the hosts agree? Pure comparisons of what each host said (src/parsers/agreement-facts.ts) against the
 // spec and against each other. Every problem names the hosts and what differs, and ends with what to do.
-import type { HostFacts, ImageVersions, WeightEntry } from '../activities/agreement-facts.js';
-import { carries } from '../activities/preflight.js';
+import type { HostFacts, ImageVersions, WeightEntry } from '../parsers/agreement-facts.js';
+import { carries } from '../parsers/ip-addr.js';
 
 export type AgreementCheck = 'image' | 'weights' | 'addresses' | 'versions' | 'ipc';
 

@@ -25,15 +25,15 @@ import { launchServe } from '../../src/activities/serve.js';
 import { checkServeHealth } from '../../src/activities/health.js';
 import { smokeTest } from '../../src/activities/smoke.js';
 import { collectDiagnostics } from '../../src/activities/diagnostics.js';
-import { onHost, type HostRef } from '../../src/activities/ssh-context.js';
+import { onHost } from '../../src/activities/ssh-context.js';
+import type { HostRef } from '../../src/config/targets.js';
 import type {
   CheckServeInput,
   CheckServeResult,
-  LaunchServeInput,
   NamedHost,
-  RayContainerInput,
   VerifyRayClusterInput,
 } from '../../src/activities/types.js';
+import type { LaunchServeInput, RayContainerInput } from '../../src/host-commands/launch.js';
 
 const stateDir = '/tmp/liftoff-test-ray-serve';
 const container = 'vllm_test';

@@ -11,7 +11,7 @@ import {
   parseWeights,
   splitSections,
   type HostFacts,
-} from '../../src/activities/agreement-facts.js';
+} from '../../src/parsers/agreement-facts.js';
 import { hostReadCommand } from '../../src/host-commands/agreement.js';
 import {
   compareHosts,

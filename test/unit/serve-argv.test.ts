@@ -2,7 +2,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { pipelineParallelSize, serveArgv } from '../../src/activities/serve.js';
-import type { LaunchServeInput } from '../../src/activities/types.js';
+import type { LaunchServeInput } from '../../src/host-commands/launch.js';
 
 const input = (tensorParallelSize: number, args: string[] = []): LaunchServeInput => ({
   head: { target: { name: 'spark1', host: '10.0.0.1', port: 22, user: 'root' } } as LaunchServeInput['head'],

@@ -2,7 +2,7 @@
 // (agreement-read.ts). Host output is hostile: every section was bounded on the host, each line is matched with
 // anchored, linear patterns, and a line that does not parse is skipped, never guessed at.
 import { weightListLimit } from '../host-commands/agreement.js';
-import { parseIpv4Addresses, type Ipv4Address } from '../parsers/ip-addr.js';
+import { parseIpv4Addresses, type Ipv4Address } from './ip-addr.js';
 
 export interface WeightEntry {
   /** Relative to the model folder, as find prints it (`./snapshots/<hash>/config.json`). */
