@@ -37,7 +37,7 @@ const layers = [
     typesFrom: ['**/activities/**'],
   },
   { files: 'src/ssh/**/*.ts', banned: [...aboveBase, '**/config/**', '**/parsers/**'] },
-  { files: 'src/{config,parsers,shared}/**/*.ts', banned: [...aboveBase, '**/ssh/**'] },
+  { files: 'src/{config,parsers,shared,preflight}/**/*.ts', banned: [...aboveBase, '**/ssh/**'] },
 ];
 const layerMessage = 'Imports run down the layers (docs/architecture.md).';
 const layerRules = layers.map(({ files, banned, typesFrom = [] }) => ({
