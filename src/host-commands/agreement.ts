@@ -2,9 +2,8 @@
 // by `liftoff plan`, which lists them. One read per host, every section bounded on the host; the versions inside
 // the image cost a container start (no network, never a pull).
 import { raw, sh, type RemoteCommand } from '../ssh/quote.js';
+import { weightListLimit } from '../parsers/agreement-facts.js';
 
-/** At most this many weight files are listed per host. */
-export const weightListLimit = 20_000;
 
 export interface HostReadInput {
   host: string;

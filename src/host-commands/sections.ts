@@ -6,13 +6,8 @@
 // reported after it: one read that fails (a missing tool, a daemon down) leaves the others as they were.
 // The parser is src/parsers/sections.ts.
 import { raw, sh, type RemoteCommand } from '../ssh/quote.js';
+import { sectionMarkers, stderrSeparator } from '../parsers/sections.js';
 
-/** Marker lines: never `|`-prefixed, so no output of a read can forge one. */
-export const sectionMarkers = {
-  begin: '=liftoff-section ',
-  end: '=liftoff-end ',
-  rest: '=liftoff-rest ',
-} as const;
 
 export interface SectionRead {
   /** [a-z0-9-]+: the parser's key. */
@@ -45,8 +40,6 @@ export function section(read: SectionRead): RemoteCommand {
   return sh`printf '%s\\n' ${`${sectionMarkers.begin}${read.name}`}; __rc=$( { { ( ${read.command} ) 2>&1 3>&- 4>&- ${input}; echo "$?" >&3; } | head -c ${read.maxBytes + 1} | sed 's/^/|/' >&4; } 3>&1 ); printf '\\n%s %s\\n' ${`${sectionMarkers.end}${read.name}`} "$__rc"`;
 }
 
-/** The line stderrAfter() puts between a read's stdout and its stderr. */
-export const stderrSeparator = '=liftoff-stderr';
 
 /**
  * A read whose stdout must stay whole (JSON) while its stderr is still wanted (`docker inspect`'s "No such

@@ -1,8 +1,10 @@
 // What one host says about itself for the agreement checks, parsed from the sections of the one batched read
 // (agreement-read.ts). Host output is hostile: every section was bounded on the host, each line is matched with
 // anchored, linear patterns, and a line that does not parse is skipped, never guessed at.
-import { weightListLimit } from '../host-commands/agreement.js';
 import { parseIpv4Addresses, type Ipv4Address } from './ip-addr.js';
+
+/** At most this many weight files are listed per host (src/host-commands/agreement.ts lists them). */
+export const weightListLimit = 20_000;
 
 export interface WeightEntry {
   /** Relative to the model folder, as find prints it (`./snapshots/<hash>/config.json`). */

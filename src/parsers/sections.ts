@@ -2,7 +2,16 @@
 // over the bytes, line by line with indexOf (linear, no pattern ever runs on a section's content here); each
 // section's content is kept up to its bound and the rest is only counted. A section that is missing, cut or
 // malformed is reported as such, for its own check to judge: it never spoils another section.
-import { sectionMarkers, stderrSeparator } from '../host-commands/sections.js';
+// The framing is defined here, where it is read; the script that writes it imports it.
+/** Marker lines: never `|`-prefixed, so no output of a read can forge one. */
+export const sectionMarkers = {
+  begin: '=liftoff-section ',
+  end: '=liftoff-end ',
+  rest: '=liftoff-rest ',
+} as const;
+
+/** The line stderrAfter() (src/host-commands/sections.ts) puts between a read's stdout and its stderr. */
+export const stderrSeparator = '=liftoff-stderr';
 
 export interface ParsedSection {
   /** The read's exit status; undefined when its end marker is missing or unreadable. */

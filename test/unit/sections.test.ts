@@ -10,15 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { raw, sh } from '../../src/ssh/quote.js';
-import {
-  restSection,
-  section,
-  sectionMarkers,
-  sectionScript,
-  stderrAfter,
-  stderrSeparator,
-} from '../../src/host-commands/sections.js';
-import { parseSections, splitStderr } from '../../src/parsers/sections.js';
+import { restSection, section, sectionScript, stderrAfter } from '../../src/host-commands/sections.js';
+import { parseSections, sectionMarkers, splitStderr, stderrSeparator } from '../../src/parsers/sections.js';
 import { headPollCommand, logChunkPart, rayWorkerWatchCommand } from '../../src/host-commands/polls.js';
 import {
   containerOf,
