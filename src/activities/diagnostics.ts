@@ -1,8 +1,7 @@
 // What a postmortem needs from every host after a failed deploy, gathered so nobody has to SSH in: the
 // Ray container's log, `ray status`, nvidia-smi, and the serve log (head). Never throws: a host that cannot
 // be reached is reported as such.
-import { redactedTail, redactText, secretEnvValues } from '../shared/secrets.js';
-import { tail } from '../shared/text.js';
+import { redactedTail, secretEnvValues } from '../shared/secrets.js';
 import { sh, type RemoteCommand } from '../ssh/quote.js';
 import { containerLogTailCommand, inspectContainer } from './docker.js';
 import { inspectContainerCommand } from '../host-commands/launch.js';
@@ -60,7 +59,7 @@ async function collectHost(input: DiagnosticsInput, host: NamedHost): Promise<Ho
           // 124: `timeout` ended the command.
           if (res.exitCode === 124) errors.push(`${what}: no answer within ${rayStatusTimeoutS} s`);
           else if (res.exitCode !== 0) errors.push(`${what}: exit code ${res.exitCode}`);
-          return tail(redactText(text, secrets), partBytes);
+          return redactedTail(text, secrets, partBytes);
         } catch (err) {
           errors.push(`${what}: ${firstLine(err, secrets)}`);
           return undefined;

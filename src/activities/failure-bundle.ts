@@ -5,7 +5,7 @@
 // login may read them. Never throws: a host that cannot be reached is reported as such.
 import { summarizeVllmLog } from '../parsers/vllm-log.js';
 import { hostLines } from '../parsers/host-output.js';
-import { redactText } from '../shared/secrets.js';
+import { redactText, redactedTail } from '../shared/secrets.js';
 import { tail } from '../shared/text.js';
 import { sh, type RemoteCommand } from '../ssh/quote.js';
 import { containerLogTailCommand, containerSecrets, inspectContainer } from './docker.js';
@@ -22,9 +22,11 @@ const kernelLines = 20;
 
 async function bundleOf(input: FailureBundleInput, host: NamedHost): Promise<HostBundle> {
   const errors: string[] = [];
+  // The spec's secrets, then the container's own once inspected: every text kept is redacted before it is cut.
+  let secrets: string[] = [];
   try {
     return await onHost(host.ref, async (session) => {
-      let secrets: string[] = await secretValues(...(input.secretEnv ?? []));
+      secrets = await secretValues(...(input.secretEnv ?? []));
       let container: HostBundle['container'];
       try {
         const state = await inspectContainer(session, input.container);
@@ -36,7 +38,7 @@ async function bundleOf(input: FailureBundleInput, host: NamedHost): Promise<Hos
           ...(state.exitCode !== undefined ? { exitCode: state.exitCode } : {}),
         };
       } catch (err) {
-        errors.push(`docker inspect ${input.container}: ${firstLine(err)}`);
+        errors.push(`docker inspect ${input.container}: ${firstLine(err, secrets)}`);
       }
       const part = async (what: string, cmd: RemoteCommand) => {
         try {
@@ -45,7 +47,7 @@ async function bundleOf(input: FailureBundleInput, host: NamedHost): Promise<Hos
           if (res.exitCode !== 0) errors.push(`${what}: exit code ${res.exitCode}`);
           return redactText(text, secrets);
         } catch (err) {
-          errors.push(`${what}: ${redactText(firstLine(err), secrets)}`);
+          errors.push(`${what}: ${firstLine(err, secrets)}`);
           return undefined;
         }
       };
@@ -82,7 +84,7 @@ async function bundleOf(input: FailureBundleInput, host: NamedHost): Promise<Hos
       });
     });
   } catch (err) {
-    return { host: host.name, reachable: false, errors: [...errors, firstLine(err)] };
+    return { host: host.name, reachable: false, errors: [...errors, firstLine(err, secrets)] };
   }
 }
 
@@ -90,9 +92,9 @@ function dropUndefined(b: { [K in keyof HostBundle]: HostBundle[K] | undefined }
   return Object.fromEntries(Object.entries(b).filter(([, v]) => v !== undefined)) as unknown as HostBundle;
 }
 
-function firstLine(err: unknown): string {
+function firstLine(err: unknown, secrets: readonly string[]): string {
   const text = err instanceof Error ? err.message : String(err);
-  return tail(text.split('\n')[0] ?? text, 1024);
+  return redactedTail(text.split('\n')[0] ?? text, secrets, 1024);
 }
 
 export async function collectFailureBundle(input: FailureBundleInput): Promise<FailureBundle> {

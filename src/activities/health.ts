@@ -20,7 +20,7 @@ import {
   type ParsedSections,
 } from '../parsers/sections.js';
 import { FailureType } from '../shared/failures.js';
-import { redactText } from '../shared/secrets.js';
+import { redactText, redactedTail } from '../shared/secrets.js';
 import { tail } from '../shared/text.js';
 import { containerSecrets, containerStateOf, type ContainerState } from './docker.js';
 import { onHost } from './ssh-context.js';
@@ -202,10 +202,7 @@ export async function checkServeHealth(input: CheckServeInput): Promise<CheckSer
     if (!container.state && (pidProblem || (processAlive && !summary?.fatal))) {
       throw ApplicationFailure.create({
         type: FailureType.rayContainerFailed,
-        message: redactText(
-          `The poll of ${host} cannot tell whether the container ${input.container} runs: ${tail(container.problem ?? '', 1024)}${pidProblem ? `; ${pidProblem}` : ''}`,
-          secrets,
-        ),
+        message: `The poll of ${host} cannot tell whether the container ${input.container} runs: ${redactedTail(container.problem ?? '', secrets, 1024)}${pidProblem ? `; ${redactText(pidProblem, secrets)}` : ''}`,
       });
     }
     const health = healthOf(out.sections.get('health'));
@@ -219,9 +216,7 @@ export async function checkServeHealth(input: CheckServeInput): Promise<CheckSer
       tail: tailLinesOf(out.sections.get('tail'), secrets),
       health,
       modelListed: health === 'ok' && modelListedIn(out.sections.get('models'), input.model),
-      ...(problems.length > 0
-        ? { readProblems: problems.map((p) => redactText(tail(p, 512), secrets)) }
-        : {}),
+      ...(problems.length > 0 ? { readProblems: problems.map((p) => redactedTail(p, secrets, 512)) } : {}),
     };
   });
 }

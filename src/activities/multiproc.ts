@@ -4,7 +4,7 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { FailureType } from '../shared/failures.js';
 import { summarizeVllmLog } from '../parsers/vllm-log.js';
-import { redactText, secretArgValues } from '../shared/secrets.js';
+import { redactText, redactedTail, secretArgValues } from '../shared/secrets.js';
 import { tail } from '../shared/text.js';
 import type { SshSession } from '../ssh/executor.js';
 import { containerLogTail, containerSecrets, inspectContainer, pause } from './docker.js';
@@ -226,7 +226,7 @@ export async function checkRank(input: CheckRankInput): Promise<CheckRankResult>
     if (!container.state && !fatal) {
       throw rankFailure(
         FailureType.rayContainerFailed,
-        `The poll of rank ${host} cannot tell whether the container ${input.container} runs: ${tail(container.problem ?? '', 1024)}`,
+        `The poll of rank ${host} cannot tell whether the container ${input.container} runs: ${redactedTail(container.problem ?? '', secrets, 1024)}`,
         false,
         { host },
       );

@@ -3,8 +3,7 @@
 // server can be healthy and still unable to generate), and `ray status` shows the nodes and GPUs the launch
 // verified. The workflow decides what a failed round means; this activity only observes. A host that cannot
 // be reached fails the activity itself, so the workflow counts it against its unreachable window.
-import { redactText } from '../shared/secrets.js';
-import { tail } from '../shared/text.js';
+import { redactedTail } from '../shared/secrets.js';
 import type { SshSession } from '../ssh/executor.js';
 import { SshConnectError } from '../ssh/errors.js';
 import { sh } from '../ssh/quote.js';
@@ -41,7 +40,7 @@ export async function probeHead(session: SshSession, input: ProbeServingInput): 
         host,
         ok: false,
         latencyMs: Date.now() - started,
-        error: tail(redactText(message, secrets), 2048),
+        error: redactedTail(message, secrets, 2048),
       });
     }
   };
