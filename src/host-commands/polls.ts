@@ -9,7 +9,6 @@ import {
   maxTailBytes,
   modelsCommand,
   pidAliveCommand,
-  serveLogTailCommand,
   serveTailLines,
 } from './launch.js';
 import {
@@ -43,14 +42,33 @@ function sectioned(reads: SectionRead[], parts: RemoteCommand[], restBytes: numb
 }
 
 /**
- * The log's new bytes from `offset`, last (sectionScript's rest): the marker line carries the file's size and
- * where the read started (0 when the file is now smaller than the offset: replaced or truncated), or nothing
- * when the size cannot be read (no file). At most maxLogChunkBytes follow.
+ * The log's size, read once (`__z`; empty when there is no file), and where this poll's new bytes start (`__f`:
+ * 0 when the file is now smaller than the offset, replaced or truncated). A poll's tail and its new bytes both
+ * end at that size, so a line the new bytes hold (a fatal one) is in the tail the failure quotes as well.
  */
-export function logChunkPart(logPath: string, offset: number): RemoteCommand {
-  const header = sh`__z=$(wc -c 2>/dev/null < ${logPath}); case "$__z" in ''|*[!0-9]*) __z=;; esac; __f=${offset}; if [ -n "$__z" ] && [ "$__z" -lt "$__f" ]; then __f=0; fi; if [ -n "$__z" ]; then printf ' %s %s' "$__z" "$__f"; fi`;
-  const body = sh`if [ -n "$__z" ] && [ "$__z" -gt "$__f" ]; then tail -c +$((__f + 1)) -- ${logPath} 2>/dev/null | head -c ${maxLogChunkBytes}; fi`;
+function logSnapshot(logPath: string, offset: number): RemoteCommand {
+  return sh`__z=$(wc -c 2>/dev/null < ${logPath}); case "$__z" in ''|*[!0-9]*) __z=;; esac; __f=${offset}; if [ -n "$__z" ] && [ "$__z" -lt "$__f" ]; then __f=0; fi`;
+}
+
+/** The last `lines` lines of the log as of the snapshot (its first $__z bytes), at most maxTailBytes. */
+function snapshotTailCommand(logPath: string, lines: number): RemoteCommand {
+  const window = sh`$(( __z > ${maxTailBytes} ? __z - ${maxTailBytes} : 0 ))`;
+  return sh`if [ -n "$__z" ]; then tail -c +$((${window} + 1)) -- ${logPath} 2>/dev/null | head -c $((__z - ${window})) | tail -n ${lines}; fi`;
+}
+
+/**
+ * The log's new bytes since the snapshot's `__f`, up to its size, last (sectionScript's rest): the marker line
+ * carries the size and where the read started, or nothing when there is no file. At most maxLogChunkBytes follow.
+ */
+function snapshotChunkPart(logPath: string): RemoteCommand {
+  const header = sh`if [ -n "$__z" ]; then printf ' %s %s' "$__z" "$__f"; fi`;
+  const body = sh`if [ -n "$__z" ] && [ "$__z" -gt "$__f" ]; then tail -c +$((__f + 1)) -- ${logPath} 2>/dev/null | head -c $(( __z - __f < ${maxLogChunkBytes} ? __z - __f : ${maxLogChunkBytes} )); fi`;
   return restSection('log', header, body);
+}
+
+/** The log's new bytes from `offset`, on its own (see snapshotChunkPart). */
+export function logChunkPart(logPath: string, offset: number): RemoteCommand {
+  return sh`${logSnapshot(logPath, offset)}; ${snapshotChunkPart(logPath)}`;
 }
 
 export interface HeadPollCommandInput {
@@ -92,20 +110,21 @@ export function headPollCommand(
   };
   const tail: SectionRead = {
     name: 'tail',
-    command: serveLogTailCommand(input.logPath, serveTailLines),
+    command: snapshotTailCommand(input.logPath, serveTailLines),
     maxBytes: maxTailBytes,
   };
   const reads = [...(pidRead ? [pidRead] : []), container, health, models, tail];
   return sectioned(
     reads,
     [
+      logSnapshot(input.logPath, input.logOffset),
       ...(pidRead ? [section(pidRead)] : []),
       section(container),
       sh`__hc=$(${healthCommand(input.url)} 2>/dev/null </dev/null); __hrc=$?`,
       section(health),
       sh`if [ "$__hrc" = 0 ] && [ "$__hc" = 200 ]; then ${section(models)}; fi`,
       section(tail),
-      logChunkPart(input.logPath, input.logOffset),
+      snapshotChunkPart(input.logPath),
     ],
     maxLogChunkBytes,
   );
@@ -120,12 +139,12 @@ export function rankPollCommand(container: string, logPath: string, logOffset: n
   };
   const tail: SectionRead = {
     name: 'tail',
-    command: serveLogTailCommand(logPath, rankTailLines),
+    command: snapshotTailCommand(logPath, rankTailLines),
     maxBytes: maxTailBytes,
   };
   return sectioned(
     [state, tail],
-    [section(state), section(tail), logChunkPart(logPath, logOffset)],
+    [logSnapshot(logPath, logOffset), section(state), section(tail), snapshotChunkPart(logPath)],
     maxLogChunkBytes,
   );
 }

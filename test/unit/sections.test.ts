@@ -12,7 +12,13 @@ import fc from 'fast-check';
 import { raw, sh } from '../../src/ssh/quote.js';
 import { restSection, section, sectionScript, stderrAfter } from '../../src/host-commands/sections.js';
 import { parseSections, sectionMarkers, splitStderr, stderrSeparator } from '../../src/parsers/sections.js';
-import { headPollCommand, logChunkPart, rayWorkerWatchCommand } from '../../src/host-commands/polls.js';
+import {
+  headPollCommand,
+  logChunkPart,
+  rankPollCommand,
+  rayWorkerWatchCommand,
+} from '../../src/host-commands/polls.js';
+import { logChunkOf } from '../../src/activities/health.js';
 import {
   containerOf,
   healthOf,
@@ -316,6 +322,38 @@ describe('the load polls read from their sections', () => {
     assert.match(rayWorkerWatchCommand('c').command.text, /--format '\{\{\.State\.Status\}\}/);
     assert.ok(logChunkPart('/x', 0).text.includes(sectionMarkers.rest));
     assert.equal(typeof raw, 'function');
+  });
+
+  it("a poll's tail and its new bytes end at the same byte, even when the log grows between the two reads", () => {
+    // The server writing while the poll runs: a `tail` that appends a line to the log once it has read it. The
+    // new bytes then must not hold a line (a fatal one) that the tail the failure quotes lacks.
+    const bin = join(dir, 'bin-growing');
+    execFileSync('mkdir', ['-p', bin]);
+    const log = join(dir, 'growing.log');
+    const flag = join(dir, 'grew');
+    writeFileSync(join(bin, 'docker'), '#!/bin/sh\necho "running 0 1"\n', { mode: 0o755 });
+    writeFileSync(
+      join(bin, 'tail'),
+      `#!/bin/sh\n${execFileSync('sh', ['-c', 'command -v tail']).toString().trim()} "$@"; rc=$?\n` +
+        `if [ ! -e '${flag}' ]; then : > '${flag}'; echo 'ERROR written while the poll ran' >> '${log}'; fi\nexit $rc\n`,
+      { mode: 0o755 },
+    );
+    for (const script of [
+      rankPollCommand('c', log, 4),
+      headPollCommand({ pid: 0, container: 'c', logPath: log, logOffset: 4, url: 'http://127.0.0.1:9' }),
+    ]) {
+      writeFileSync(log, 'one\ntwo\nthree\n');
+      rmSync(flag, { force: true });
+      const out = execFileSync('sh', ['-c', script.command.text], {
+        env: { ...process.env, PATH: `${bin}:${process.env.PATH ?? ''}` },
+      });
+      const parsed = parseSections(out, script.bounds);
+      const tailLines = (parsed.sections.get('tail')?.text ?? '').trim().split('\n');
+      const chunk = logChunkOf(parsed.rest, 4);
+      assert.deepEqual(chunk.lines, ['two', 'three']);
+      assert.equal(tailLines[tailLines.length - 1], chunk.lines[chunk.lines.length - 1]);
+      assert.equal(chunk.nextOffset, 'one\ntwo\nthree\n'.length, 'the next poll reads the new line');
+    }
   });
 
   it('the worker watch runs in sh against a real process: its pid alive, then gone', () => {
