@@ -1,7 +1,7 @@
 // The multiproc backend's part of the deploy (serve.backend: multiproc): vLLM's own multi-node mode, one rank
 // per host, no Ray. Preflight, cleanup, GPU check, smoke test and record are the Ray sequence's; what differs
 // is here: the master port's check, the ranks' launch instead of the Ray steps, and the ranks' polls.
-import { ApplicationFailure } from '@temporalio/workflow';
+import { ApplicationFailure, patched } from '@temporalio/workflow';
 import type { CheckRankResult } from '../activities/multiproc.js';
 import type { NamedHost } from '../activities/types.js';
 import { multiprocSkipsRay, rayOnlySteps } from '../config/backend.js';
@@ -11,7 +11,9 @@ import { FailureType } from '../shared/failures.js';
 import type { StepActivities } from './activity-options.js';
 import { loadFailure, rootApplicationFailure } from './failures.js';
 import type { StepTracker } from './step-tracker.js';
-import type { Followers } from './wait-healthy.js';
+import { patches } from './patches.js';
+import type { LoadProgress } from './steps.js';
+import { nameLostFollower, type Followers } from './wait-healthy.js';
 
 /** Rank 0 is the head; the other hosts take ranks 1.. in the spec's order. */
 export function ranksOf(head: NamedHost, workers: readonly NamedHost[]): NamedHost[] {
@@ -62,7 +64,25 @@ export async function launchRanks(
     // already dialling in, so none of its timeout is spent on docker runs through jump hosts; and a headless rank
     // that cannot start at all (image, flags, log folder) fails the step before rank 0 takes the GPUs and ports.
     const headless = await Promise.all(workers.map((w, i) => start(w, i + 1)));
-    const rank0 = await start(head, 0);
+    const rank0 = await start(head, 0).catch(async (err: unknown) => {
+      // Rank 0 exiting at once may only echo a headless rank that died meanwhile (its collectives fail with
+      // "connection reset by peer"): a rank whose container is gone is named instead. Runs recorded before the
+      // patch failed at once.
+      if (workers.length > 0 && patched(patches.lostHostBeforeHeadFailure)) {
+        const load: LoadProgress = {
+          phase: 'starting',
+          elapsedS: 0,
+          health: 'unknown',
+          lastLogAtMs: Date.now(),
+        };
+        await nameLostFollower(rankFollowers(spec, head, workers, acts), workers, {
+          where: 'phase starting',
+          tail: [],
+          load,
+        });
+      }
+      throw err;
+    });
     tracker.detail(
       'launchServe',
       [rank0, ...headless]
@@ -94,6 +114,7 @@ export function rankFollowers(
         logPath: spec.serve.logPath,
         logOffset: offsets.get(host.name) ?? 0,
       }),
+    gone: (r) => !r.containerRunning,
     judge: (host, r, at) => {
       offsets.set(host.name, r.logOffset);
       const who = `rank ${rankOf(host)} on ${host.name}`;

@@ -20,6 +20,8 @@ export const patches = {
   multiprocPlan: 'multiproc-plan',
   /** The load polls the hosts other than the head every serve.workerPollEvery polls instead of every poll. */
   workerPollEvery: 'load-worker-poll-every',
+  /** A head that fails the load first has the hosts not polled that round polled, and a lost one named instead. */
+  lostHostBeforeHeadFailure: 'lost-host-before-head-failure',
 } as const;
 
 export const patchIds: readonly string[] = Object.values(patches);

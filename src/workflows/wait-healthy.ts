@@ -47,6 +47,8 @@ interface LoadWatch {
 export interface Followers<T> {
   poll(host: NamedHost): Promise<T>;
   judge(host: NamedHost, value: T, at: { where: string; tail: string[]; load: LoadProgress }): void;
+  /** The host's container (its Ray node, or its rank) is gone: judge() then names it as lost. */
+  gone(value: T): boolean;
 }
 
 /** The Ray backend's followers: every worker's Ray container must keep running. */
@@ -54,6 +56,7 @@ export function rayWorkers(spec: DeploySpec, acts: StepActivities): Followers<Ch
   const workerPolls = acts('waitHealthy', 'checkRayWorker');
   return {
     poll: (w) => workerPolls.checkRayWorker({ host: w.ref, container: spec.ray.container }),
+    gone: (value) => !value.containerRunning,
     judge: (_w, value, at) => {
       if (value.containerRunning) return;
       throw loadFailure(
@@ -144,7 +147,19 @@ export async function waitHealthy<T>(
     recordPoll(load, r, now, startedAt);
     publishDetails(progress);
     const phaseBefore = load.phase;
-    if (judgePoll(watch, r, pid, now)) {
+    let ready: boolean;
+    try {
+      ready = judgePoll(watch, r, pid, now);
+    } catch (err) {
+      // The head's failure may be the echo of a host lost since its last poll (rank 0's "connection reset by
+      // peer" when a headless rank died): the hosts not polled this round are polled now, and one whose
+      // container is gone is named as the cause. Runs recorded before the patch failed at once.
+      const rest = workers.filter((w) => !due.includes(w));
+      if (rest.length > 0 && patched(patches.lostHostBeforeHeadFailure))
+        await nameLostFollower(followers, rest, { where: where(load), tail: watch.tail, load });
+      throw err;
+    }
+    if (ready) {
       // Ready is judged with every host's answer of this very round: the workers not polled yet are polled now.
       const rest = workers.filter((w) => !due.includes(w));
       if (rest.length === 0) return;
@@ -156,6 +171,22 @@ export async function waitHealthy<T>(
     }
     await sleep(Math.min(pollMs, watch.deadline - now));
   }
+}
+
+/**
+ * Polls `hosts` and throws the failure of the first whose container is gone (judge() names it); returns when none
+ * is. For a head that just failed: its failure may only echo a host lost under it.
+ */
+export async function nameLostFollower<T>(
+  followers: Followers<T>,
+  hosts: readonly NamedHost[],
+  at: { where: string; tail: string[]; load: LoadProgress },
+): Promise<void> {
+  const results = await Promise.all(hosts.map((w) => settle(followers.poll(w))));
+  results.forEach((poll, i) => {
+    const w = hosts[i];
+    if (w && poll.ok && followers.gone(poll.value)) followers.judge(w, poll.value, at);
+  });
 }
 
 function unreachable(watch: LoadWatch, host: NamedHost): boolean {

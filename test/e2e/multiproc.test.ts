@@ -224,7 +224,8 @@ describe('serve.backend multiproc: vLLM multi-node mode on the simulated cluster
     assert.equal(failure.type, 'RankFailed', failure.message);
     assert.match(
       failure.message,
-      /waitHealthy failed: rank 1 on spark2 failed at phase \w+.*: safetensors_rust\.SafetensorError: Error while deserializing header/,
+      // The crash can come while rank 0 is still being started (launchServe) or during the load.
+      /(launchServe|waitHealthy) failed: rank 1 on spark2 failed at phase \w+.*: safetensors_rust\.SafetensorError: Error while deserializing header/,
     );
     assert.match(
       failure.message,
@@ -240,44 +241,41 @@ describe('serve.backend multiproc: vLLM multi-node mode on the simulated cluster
     );
   });
 
-  it('a rank killed during the load fails it with RankExited naming the host, and rank 0 (still loading) is torn down', async () => {
-    // Rank 0 hangs mid-load, as it would waiting for a collective with a dead peer: only liftoff can end it.
-    setFaults(stateDir, 'spark1', { hangAtShard: 2 });
-    let failed;
-    try {
-      const handle = await e2e.client.workflow.start(deploy, {
-        taskQueue: TASK_QUEUE,
-        workflowId,
-        args: [multiprocSpec(), { trigger: 'cli' }],
-      });
-      await waitUntil(
-        'the load to start',
-        async () => (await handle.query(progressQuery)).load !== undefined,
-        60_000,
-      );
-      const killedAt = Date.now();
-      await sshRun(e2e.sim, 'spark2', 'docker kill vllm_qwen35');
-      const error = await handle.result().then(
-        () => undefined,
-        (e: unknown) => e,
-      );
-      assert.ok(
-        error instanceof WorkflowFailedError && error.cause instanceof ApplicationFailure,
-        String(error),
-      );
-      failed = { failure: error.cause, detectedMs: Date.now() - killedAt };
-    } finally {
-      setFaults(stateDir, 'spark1', {});
-    }
+  it('a rank killed during the load fails it with RankExited naming the host, not rank 0 whose collectives fail with it', async () => {
+    // As real vLLM does, rank 0 prints gloo's "Connection reset by peer" and exits as soon as the rank dies, often
+    // before the rank's own host is due for a poll: the failure must name the rank that died, not its echo.
+    const handle = await e2e.client.workflow.start(deploy, {
+      taskQueue: TASK_QUEUE,
+      workflowId,
+      args: [multiprocSpec(), { trigger: 'cli' }],
+    });
+    await waitUntil(
+      'the load to start',
+      async () => (await handle.query(progressQuery)).load !== undefined,
+      60_000,
+    );
+    const killedAt = Date.now();
+    await sshRun(e2e.sim, 'spark2', 'docker kill vllm_qwen35');
+    const error = await handle.result().then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    assert.ok(
+      error instanceof WorkflowFailedError && error.cause instanceof ApplicationFailure,
+      String(error),
+    );
+    const failed = { failure: error.cause, detectedMs: Date.now() - killedAt };
     assert.equal(failed.failure.type, 'RankExited', failed.failure.message);
     assert.match(
       failed.failure.message,
       /rank 1 on spark2 exited at phase \w+.*: container vllm_qwen35 is exited \(exit code \d+\)/,
     );
+    const serveLog = readFileSync(onHost(spark1, raySpec().serve.logPath), 'utf8');
+    assert.match(serveLog, /Connection reset by peer/, "rank 0's log has the echo the failure looked past");
     assert.deepEqual(await containers('spark1'), []);
     assert.deepEqual(await containers('spark2'), []);
     console.log(
-      `FIGURE: multiproc rank 1 killed mid-load (poll ${raySpec().serve.pollInterval}): deploy failed and every rank removed ${(failed.detectedMs / 1000).toFixed(1)} s after the kill`,
+      `FIGURE: multiproc rank 1 killed mid-load (poll ${raySpec().serve.pollInterval}): deploy failed with RankExited and every rank removed ${(failed.detectedMs / 1000).toFixed(1)} s after the kill`,
     );
   });
 

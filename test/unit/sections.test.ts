@@ -18,7 +18,6 @@ import {
   rankPollCommand,
   rayWorkerWatchCommand,
 } from '../../src/host-commands/polls.js';
-import { logChunkOf } from '../../src/activities/health.js';
 import {
   containerOf,
   healthOf,

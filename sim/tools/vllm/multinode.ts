@@ -103,11 +103,29 @@ export function assigned(m: Multinode): void {
 /** The connections of this rank to the others once all joined; closing them ends the group. */
 export interface ProcessGroup {
   close(): void;
+  /** Rank 0: `listener` runs once when a rank's connection drops while the group is up (a rank died). */
+  onPeerLost(listener: (peer: { rank: number; address: string }) => void): void;
+}
+
+/**
+ * What rank 0's worker prints when a headless rank dies under it, as real vLLM 0.32 did: gloo's read error in a
+ * collective, behind the executor's ERROR prefix (the peer's address and port from torch).
+ */
+export function peerLostLines(m: Multinode, peerAddress: string): string[] {
+  const prefix = (text: string) =>
+    `(Worker_TP0 pid=${process.pid}) ${vllmLine('ERROR', 'multiproc_executor.py:953', text)}`;
+  return traceback(
+    [frames.engineCore, distributedFrame],
+    `RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:537] Read error [${peerAddress}]:${m.masterPort + 1}: Connection reset by peer. This is typically caused by a remote worker hanging or bugs in the application.`,
+  ).map(prefix);
 }
 
 /** Rank 0: the store. Waits for every other rank, or fails as torch does when the port is taken or time runs out. */
 async function serveStore(m: Multinode): Promise<ProcessGroup> {
   const peers = new Set<Socket>();
+  let formed = false;
+  let closing = false;
+  let peerLost: ((peer: { rank: number; address: string }) => void) | undefined;
   const server: Server = createServer((socket) => {
     socket.on('error', () => undefined);
     let buffered = '';
@@ -117,7 +135,14 @@ async function serveStore(m: Multinode): Promise<ProcessGroup> {
       peers.add(socket);
       check();
     });
-    socket.on('close', () => peers.delete(socket));
+    socket.on('close', () => {
+      peers.delete(socket);
+      if (!formed || closing) return;
+      const rank = Number((JSON.parse(buffered.split('\n')[0] ?? '{}') as { rank?: number }).rank);
+      const listener = peerLost;
+      peerLost = undefined;
+      listener?.({ rank, address: socket.remoteAddress ?? m.masterAddr });
+    });
   });
   let check: () => void = () => undefined;
   await new Promise<void>((resolve, reject) => {
@@ -153,14 +178,19 @@ async function serveStore(m: Multinode): Promise<ProcessGroup> {
       if (peers.size < m.nnodes - 1) return;
       clearTimeout(timer);
       for (const p of peers) p.write('ready\n');
+      formed = true;
       resolve();
     };
     check();
   });
   return {
     close: () => {
+      closing = true;
       for (const p of peers) p.destroy();
       server.close();
+    },
+    onPeerLost: (listener) => {
+      peerLost = listener;
     },
   };
 }
@@ -208,7 +238,7 @@ async function joinStore(m: Multinode): Promise<ProcessGroup> {
           resolve(false);
         });
       });
-      if (ready) return { close: () => socket.destroy() };
+      if (ready) return { close: () => socket.destroy(), onPeerLost: () => undefined };
       socket.destroy();
     }
     if (Date.now() >= deadline) throw timedOut();

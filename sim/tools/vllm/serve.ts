@@ -22,6 +22,7 @@ import {
   announce,
   assigned,
   multinodeOf,
+  peerLostLines,
   rendezvous,
   workersPerNode,
   type Multinode,
@@ -167,6 +168,8 @@ export class VllmServe {
     if (m) {
       announce(m);
       this.group = await rendezvous(m);
+      // Rank 0's collectives fail as soon as a headless rank dies: it prints gloo's error and exits.
+      this.group.onPeerLost((peer) => this.peerLost(m, peer.address));
       assigned(m);
       this.ownGpus = Array.from({ length: workersPerNode(m) }, (_, i) => i);
     } else if (this.usesRay) await this.acquirePlacementGroup();
@@ -282,6 +285,14 @@ export class VllmServe {
   }
 
   /** Ray's memory monitor kills the task first, unless RAY_memory_monitor_refresh_ms=0 switched it off at `ray start`. */
+  private peerLost(m: Multinode, peerAddress: string): void {
+    if (this.stopping) return;
+    this.stopping = true;
+    for (const line of peerLostLines(m, peerAddress)) print(line);
+    this.group?.close();
+    process.exit(1);
+  }
+
   private outOfMemory(): string[] {
     const totalGb = ((this.cfg?.gpuMemoryMiB ?? 122_570) * 1.048576) / 1000;
     if (this.usesRay && !this.headMemoryMonitorDisabled) {
