@@ -2,9 +2,14 @@
 // brings up a simulated cluster has its own netIndex (namespaces, subnets) and state folder, and its own ports,
 // and most of a deploy test is waiting on simulated loads. LIFTOFF_TEST_CONCURRENCY=1 runs them one by one.
 // The files under test/real run after the rest, one at a time: a real vLLM load takes both cores.
-import { spawnSync } from 'node:child_process';
+//
+// run() rather than `node --test`: the command line sorts its files by name, and the order matters here (below).
 import { readdirSync, statSync } from 'node:fs';
-import { join, relative, sep } from 'node:path';
+import { join, relative, resolve, sep } from 'node:path';
+import type { Readable } from 'node:stream';
+import { finished } from 'node:stream/promises';
+import { run } from 'node:test';
+import { spec } from 'node:test/reporters';
 
 function findTests(dir: string): string[] {
   return readdirSync(dir)
@@ -22,45 +27,51 @@ const files = (roots.length ? roots : ['test']).flatMap((root) =>
 );
 const isReal = (f: string): boolean => relative('.', f).split(sep).slice(0, 2).join('/') === 'test/real';
 // The files that take minutes start first (longest first), so the batch does not end on one of them running
-// alone while the other slot is idle: the runner starts files in the order given. The order of the last CI run.
+// alone while the other slot is idle. The order of the last CI run's durations.
 const slowest = [
   'test/e2e/durability.test.ts',
+  'test/e2e/supervise-faults.test.ts',
   'test/e2e/supervise.test.ts',
-  'test/e2e/history-postmortem.test.ts',
-  'test/browser/ui-trigger.test.ts',
   'test/e2e/network-faults.test.ts',
+  'test/browser/ui-trigger.test.ts',
+  'test/e2e/multiproc.test.ts',
+  'test/e2e/multiproc-durability.test.ts',
+  'test/e2e/history-postmortem.test.ts',
+  'test/e2e/plan-init.test.ts',
+  'test/e2e/one-deploy-and-cancel.test.ts',
+  'test/e2e/failures.test.ts',
+  'test/e2e/package.test.ts',
+  'test/e2e/load-faults.test.ts',
   'test/e2e/schedule.test.ts',
 ];
 const rank = (f: string): number => {
   const i = slowest.indexOf(relative('.', f).split(sep).join('/'));
   return i < 0 ? slowest.length : i;
 };
-const batches: [string[], string][] = [
+const batches: [string[], number][] = [
   [
     files.filter((f) => !isReal(f)).sort((a, b) => rank(a) - rank(b)),
-    process.env.LIFTOFF_TEST_CONCURRENCY ?? '2',
+    Number(process.env.LIFTOFF_TEST_CONCURRENCY ?? '2'),
   ],
-  [files.filter(isReal), '1'],
+  [files.filter(isReal), 1],
 ];
 
-let status = 0;
+let failed = false;
 for (const [batch, concurrency] of batches) {
   if (batch.length === 0) continue;
-  const result = spawnSync(
-    process.execPath,
-    [
-      '--import',
-      'tsx',
-      '--test',
-      `--test-concurrency=${concurrency}`,
-      // A file ends once its tests and hooks are done, even if something it started still holds its event loop;
-      // a teardown that hangs fails its hook at the hook's timeout instead of holding the suite for ever.
-      '--test-force-exit',
-      '--test-reporter=spec',
-      ...batch.map((f) => relative('.', f)),
-    ],
-    { stdio: 'inherit' },
-  );
-  if (result.status !== 0) status = result.status ?? 1;
+  const stream = run({
+    files: batch.map((f) => resolve(f)),
+    concurrency,
+    // A file ends once its tests and hooks are done, even if something it started still holds its event loop;
+    // a teardown that hangs fails its hook at the hook's timeout instead of holding the suite for ever.
+    forceExit: true,
+  });
+  stream.on('test:fail', (event: { todo?: string | boolean }) => {
+    if (!event.todo) failed = true;
+  });
+  // compose() is typed `any`; it returns the reporter's text stream.
+  const report = stream.compose(new spec()) as Readable;
+  report.pipe(process.stdout, { end: false });
+  await finished(report);
 }
-process.exit(status);
+process.exit(failed ? 1 : 0);
