@@ -208,11 +208,18 @@ program
   )
   .argument('[host]', 'host name, e.g. spark2')
   .option('--image-id-salt <s>', 'docker reports another image ID for every image (another build)')
+  .option('--python-version <v>', 'the Python version inside every image')
   .option('--ray-version <v>', 'the Ray version inside every image')
   .option('--vllm-version <v>', 'the vLLM version inside every image')
   .option('--missing-shard <k>', 'shard k of the model is gone from the snapshot', intArg(1, 100000))
   .option('--broken-shard-link <k>', "shard k's link points at a missing blob", intArg(1, 100000))
+  .option('--empty-shard <k>', "shard k's blob is empty", intArg(1, 100000))
+  .option('--truncated-shard <k>', "shard k's blob is cut to half its size", intArg(1, 100000))
   .option('--cluster-iface <name>', 'rename the cluster interface')
+  .option(
+    '--cluster-address <ip>',
+    'the cluster interface carries this address (same /24) instead of clusterIp (a host with a management link)',
+  )
   .option('--mtu <n>', 'MTU of the cluster interface', intArg(576, 65535))
   .option('--block-ray-port', "TCP to the head's clusterIp on 6379 is unreachable from this host")
   .option(
@@ -226,11 +233,15 @@ program
       host: string | undefined,
       o: {
         imageIdSalt?: string;
+        pythonVersion?: string;
         rayVersion?: string;
         vllmVersion?: string;
         missingShard?: number;
         brokenShardLink?: number;
+        emptyShard?: number;
+        truncatedShard?: number;
         clusterIface?: string;
+        clusterAddress?: string;
         mtu?: number;
         blockRayPort?: boolean;
         nonRootUser?: string;
@@ -248,6 +259,7 @@ program
       if (!host || !cluster) throw new Error(`name a host of the cluster in ${stateDir}, or --clear`);
       const headIp = cluster.hosts[0]?.clusterIp ?? '';
       const versions = {
+        ...(o.pythonVersion ? { python: o.pythonVersion } : {}),
         ...(o.rayVersion ? { ray: o.rayVersion } : {}),
         ...(o.vllmVersion ? { vllm: o.vllmVersion } : {}),
       };
@@ -256,7 +268,10 @@ program
         imageVersions: Object.keys(versions).length ? versions : undefined,
         missingShard: o.missingShard,
         brokenShardLink: o.brokenShardLink,
+        emptyShard: o.emptyShard,
+        truncatedShard: o.truncatedShard,
         clusterIface: o.clusterIface,
+        clusterAddress: o.clusterAddress,
         mtu: o.mtu,
         blockTcpTo: o.blockRayPort ? { ip: headIp, port: 6379 } : undefined,
         logind: o.nonRootUser

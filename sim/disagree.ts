@@ -1,9 +1,10 @@
 // Knobs that make one simulated host disagree with the others, for the agreement checks of preflight: another
-// image build under the same tag, other versions inside the image, a missing or broken weight file, the
-// cluster address on another interface, another MTU, the Ray port blocked towards the head, logind removing a
-// non-root user's IPC, a clock offset. Each is real where the namespace allows it (interfaces, MTU, routing
-// rules, files) and otherwise state the simulated tools read. clearDisagreements puts every host back.
-import { existsSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+// image build under the same tag, other versions inside the image (a Python patch level is enough), a missing,
+// broken, empty or truncated weight file, the cluster address on another interface or gone from the host,
+// another MTU, the Ray port blocked towards the head, logind removing a non-root user's IPC, a clock offset. Each
+// is real where the namespace allows it (interfaces, addresses, MTU, routing rules, files) and otherwise state the
+// simulated tools read. clearDisagreements puts every host back.
+import { existsSync, rmSync, statSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { requireCluster, requireHost, type SimCluster, type SimHost } from './cluster-state.js';
 import { paths, readFaults, readHostConfig, readJson, writeFaults, writeJson } from './host-state.js';
@@ -23,13 +24,22 @@ export interface Disagreement {
   /** `docker image inspect` reports other IDs for every image of the host. */
   imageIdSalt?: string;
   /** The versions python3 finds inside every image of the host. */
-  imageVersions?: { ray?: string; vllm?: string };
+  imageVersions?: { python?: string; ray?: string; vllm?: string };
   /** This shard's file (1-based) is gone from the snapshot. */
   missingShard?: number;
   /** This shard's link (1-based) points at a blob that is not there. */
   brokenShardLink?: number;
+  /** This shard's blob (1-based) is empty, as a download that stopped before its first byte leaves it. */
+  emptyShard?: number;
+  /** This shard's blob (1-based) is cut to half its size: the shards then hold fewer bytes than total_size. */
+  truncatedShard?: number;
   /** The cluster interface is renamed to this: clusterIp is then on an interface NCCL_SOCKET_IFNAME does not name. */
   clusterIface?: string;
+  /**
+   * The cluster interface carries this address (same /24) instead of clusterIp, as after a new DHCP lease:
+   * clusterIp is on no interface. Only on a host reached by another address (its management link).
+   */
+  clusterAddress?: string;
   mtu?: number;
   /** TCP to the head's clusterIp on this port is unreachable from this host (a routing rule, like a firewall). */
   blockTcpTo?: { ip: string; port: number };
@@ -40,6 +50,8 @@ export interface Disagreement {
 /** What was changed on a host, so that clearDisagreements can undo the network part. */
 interface Applied {
   iface?: string;
+  /** The address the cluster interface carries instead of clusterIp. */
+  address?: string;
   mtu?: boolean;
   rule?: boolean;
   weights?: boolean;
@@ -84,10 +96,32 @@ export async function setDisagreement(stateDir: string, host: string, d: Disagre
     }
     applied.weights = true;
   }
+  for (const [shard, keep] of [
+    [d.emptyShard, 0],
+    [d.truncatedShard, 0.5],
+  ] as const) {
+    if (shard === undefined) continue;
+    for (const dir of modelDirsOnDisk(cluster, h)) {
+      // Through the snapshot's link: the blob is cut, as an interrupted download leaves it.
+      const link = join(snapshotDirOf(dir), shardFileName(shard, cfg.vllm.shards));
+      truncateSync(link, Math.floor(statSync(link).size * keep));
+    }
+    applied.weights = true;
+  }
   const currentIface = applied.iface ?? clusterIfaceName;
   if (d.clusterIface !== undefined && d.clusterIface !== currentIface) {
     await renameIface(needNetns(h), currentIface, d.clusterIface);
     applied.iface = d.clusterIface;
+  }
+  if (d.clusterAddress !== undefined) {
+    if (h.address === h.clusterIp)
+      throw new Error(`${h.name}: reached at its clusterIp, it would be cut off`);
+    // The old address goes first: deleting a primary address also deletes the secondaries of its subnet.
+    const iface = applied.iface ?? clusterIfaceName;
+    await runOk('ip', ['-n', needNetns(h), '-batch', '-'], {
+      input: `addr del ${applied.address ?? h.clusterIp}/24 dev ${iface}\naddr add ${d.clusterAddress}/24 dev ${iface}\n`,
+    });
+    applied.address = d.clusterAddress;
   }
   if (d.mtu !== undefined) {
     await runOk('ip', [
@@ -133,7 +167,10 @@ async function renameIface(netns: string, from: string, to: string): Promise<voi
   });
 }
 
-/** Every host back to the reference: one image build and its versions, whole weights, one interface name and MTU. */
+/**
+ * Every host back to the reference: one image build and its versions, whole weights, one interface name, address
+ * and MTU.
+ */
 export async function clearDisagreements(stateDir: string): Promise<void> {
   const cluster = requireCluster(stateDir);
   for (const h of cluster.hosts) {
@@ -145,6 +182,10 @@ export async function clearDisagreements(stateDir: string): Promise<void> {
     if (applied.weights) for (const dir of modelDirsOnDisk(cluster, h)) writeModelDir(dir, cfg.vllm.shards);
     if (h.netns) {
       if (applied.iface) await renameIface(h.netns, applied.iface, clusterIfaceName);
+      if (applied.address)
+        await runOk('ip', ['-n', h.netns, '-batch', '-'], {
+          input: `addr del ${applied.address}/24 dev ${clusterIfaceName}\naddr add ${h.clusterIp}/24 dev ${clusterIfaceName}\n`,
+        });
       if (applied.mtu)
         await runOk('ip', ['-n', h.netns, 'link', 'set', 'dev', clusterIfaceName, 'mtu', '1500']);
       if (applied.rule) await runOk('ip', ['-n', h.netns, 'rule', 'del', 'priority', String(rulePriority)]);

@@ -53,8 +53,11 @@ export function writeHostFolder(
   writeLogind(hostDir, referenceLogind);
 }
 
-/** Bytes of each simulated shard: its 8-byte header length, a small JSON header, then tensor data. */
-export const simShardBytes = 64;
+/**
+ * Bytes of each simulated shard: its 8-byte header length, a small JSON header, then tensor data. The header is
+ * a small part of the shard, as in a real one, so that a shard cut in half falls short of the index's total_size.
+ */
+export const simShardBytes = 4096;
 const simShardHeaderBytes = 16;
 
 export function shardFileName(i: number, count: number): string {
@@ -102,22 +105,30 @@ export function writeModelDir(dir: string, shards: number): void {
   );
 }
 
-/** The versions installed in every simulated image (tests/disagree.ts change one host's). */
-export const referenceImageVersions = { ray: '2.49.1', vllm: '0.11.0' } as const;
+/** The versions installed in every simulated image (sim/disagree.ts changes one host's). */
+export const referenceImageVersions = { python: '3.12.3', ray: '2.49.1', vllm: '0.11.0' } as const;
 
-/** dist-info folders, as pip installs them, that a container's python3 finds on its PYTHONPATH. */
+/**
+ * What a container's python3 finds on its PYTHONPATH: dist-info folders for ray and vllm, as pip installs them,
+ * and a sitecustomize that makes the machine's python3 report the image's Python version (sys.version).
+ */
 export function writeImageSite(
   hostDir: string,
   image: string,
-  versions: { ray: string; vllm: string },
+  versions: { python: string; ray: string; vllm: string },
 ): void {
   const site = paths.imageSite(hostDir, normaliseImage(image));
   rmSync(site, { recursive: true, force: true });
-  for (const [name, version] of Object.entries(versions)) {
+  const { python, ...packages } = versions;
+  for (const [name, version] of Object.entries(packages)) {
     const info = join(site, `${name}-${version}.dist-info`);
     mkdirSync(info, { recursive: true });
     writeFileSync(join(info, 'METADATA'), `Metadata-Version: 2.1\nName: ${name}\nVersion: ${version}\n`);
   }
+  writeFileSync(
+    join(site, 'sitecustomize.py'),
+    `import sys\nsys.version = ${JSON.stringify(python)} + sys.version[len(sys.version.split()[0]):]\n`,
+  );
 }
 
 /** logind as the reference hosts have it: RemoveIPC=yes (systemd's default), the session's user root. */

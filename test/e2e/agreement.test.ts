@@ -1,14 +1,19 @@
 // Issue 16: preflight refuses hosts that disagree (image, weights, addresses, versions, IPC), before anything is
 // stopped. One simulated cluster for the file: each test makes spark2 disagree in one way (sim/disagree.ts), runs
-// a real deploy, and puts the host back. That nothing changed is read from the hosts themselves: their units and
+// a real deploy, and puts the host back. spark2 has its own management link (not behind spark1, as in the
+// reference layout), so that its cluster address can change under it without cutting it off. That nothing changed is read from the hosts themselves: their units and
 // containers, and the command log of every simulated tool a session ran (sim/tools/main.ts).
 import { afterEach, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { stringify } from 'yaml';
 import { WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { DefaultLogger } from '@temporalio/worker';
 import { useE2eCluster } from '../helpers/e2e-cluster.js';
+import { runLiftoff } from '../helpers/cli.js';
 import { changingCommands, hostCommands } from '../helpers/host-logs.js';
 import { TASK_QUEUE, deployWorkflowId } from '../../src/shared/constants.js';
 import { deploy } from '../../src/workflows/index.js';
@@ -24,7 +29,12 @@ const stateDir = '/tmp/liftoff-test-agreement';
 type Spec = ReturnType<typeof simDeploySpec>;
 
 describe('preflight: the hosts must agree', () => {
-  const e2e = useE2eCluster({ stateDir, netIndex: 40, vllm: { shards: 12, shardSeconds: 0.1 } });
+  const e2e = useE2eCluster({
+    stateDir,
+    netIndex: 40,
+    clusterOnly: [],
+    vllm: { shards: 12, shardSeconds: 0.1 },
+  });
   const base = (): Spec => simDeploySpec(e2e.sim, { cluster: 'agreement' });
   const hostDirs = (): string[] => e2e.sim.hosts.map((h) => h.hostDir);
   const headIp = (): string => e2e.sim.hosts[0]?.clusterIp ?? '';
@@ -126,6 +136,22 @@ describe('preflight: the hosts must agree', () => {
     );
   });
 
+  it('refuses an empty shard on the worker', async () => {
+    await refused(
+      { emptyShard: 4 },
+      /spark2: weights: shard\(s\) listed in \.\/snapshots\/[0-9a-f]+\/model\.safetensors\.index\.json are empty: model-00004-of-00012\.safetensors/,
+    );
+  });
+
+  it('refuses a truncated shard on the worker: its shards hold less than the index’s total_size', async () => {
+    const message = await refused(
+      { truncatedShard: 9 },
+      /spark2: weights: the shards of \.\/snapshots\/[0-9a-f]+\/model\.safetensors\.index\.json hold (\d+) bytes, fewer than its total_size (\d+): a shard is truncated/,
+    );
+    const [, held, total] = /hold (\d+) bytes, fewer than its total_size (\d+)/.exec(message) ?? [];
+    assert.ok(Number(held) < Number(total));
+  });
+
   it('refuses a broken symbolic link in the worker’s snapshot', async () => {
     await refused(
       { brokenShardLink: 3 },
@@ -138,6 +164,17 @@ describe('preflight: the hosts must agree', () => {
       { clusterIface: 'enp2s0f0np0' },
       new RegExp(
         `spark2: addresses: clusterIp ${workerIp().replaceAll('.', '\\.')} is on enp2s0f0np0, but NCCL_SOCKET_IFNAME=enp1s0f1np1 and GLOO_SOCKET_IFNAME=enp1s0f1np1 name another interface`,
+      ),
+    );
+    assert.doesNotMatch(message, /spark1: addresses/, 'the head agrees with the spec');
+  });
+
+  it('refuses a clusterIp that is on no interface of the worker', async () => {
+    const moved = workerIp().replace(/\.\d+$/, '.201');
+    const message = await refused(
+      { clusterAddress: moved },
+      new RegExp(
+        `spark2: addresses: clusterIp ${workerIp().replaceAll('.', '\\.')} is on no interface of spark2 \\(NCCL_SOCKET_IFNAME=enp1s0f1np1 and GLOO_SOCKET_IFNAME=enp1s0f1np1`,
       ),
     );
     assert.doesNotMatch(message, /spark1: addresses/, 'the head agrees with the spec');
@@ -171,6 +208,13 @@ describe('preflight: the hosts must agree', () => {
     );
   });
 
+  it('refuses a Python that differs only in its patch level inside the image', async () => {
+    await refused(
+      { imageIdSalt: 'patch-release', imageVersions: { python: '3.12.4' } },
+      /spark2: versions: python inside hellohal2064\/vllm-qwen3\.5-gb10 differ \(spark1: python 3\.12\.3 \| spark2: python 3\.12\.4\)/,
+    );
+  });
+
   it('refuses RemoveIPC=yes for a non-root SSH user that does not linger, saying how to fix it', async () => {
     await refused(
       { logind: { removeIpc: true, uid: 1000, name: 'aurora', linger: false } },
@@ -196,5 +240,23 @@ describe('preflight: the hosts must agree', () => {
     const lenient = base() as Spec & { preflight?: { maxClockSkew: string } };
     lenient.preflight = { maxClockSkew: '30s' };
     assert.deepEqual((await agreementOf(lenient)).warnings, []);
+    // What a user reads: `liftoff plan` (the deploy's own preflight) would start, and says so with the warning.
+    mkdirSync(stateDir, { recursive: true });
+    const file = join(stateDir, 'clock-skew.yaml');
+    writeFileSync(file, stringify(base()));
+    const marks = hostDirs().map((dir) => hostCommands(dir).length);
+    const plan = await runLiftoff(['plan', '-c', file], {
+      ...process.env,
+      ...e2e.temporalEnv,
+      LIFTOFF_WORKER_POLICY: e2e.sim.workerPolicyPath,
+    });
+    assert.equal(plan.code, 0, plan.stderr);
+    assert.match(plan.stdout, /preflight passed on every host \(spark1, spark2\)/);
+    assert.match(
+      plan.stdout,
+      /^warning: clocks differ by [78]\.\d s between spark1 and spark2 \(preflight\.maxClockSkew is 5 s\)/m,
+    );
+    console.log(plan.stdout.split('\n').find((l) => l.startsWith('warning:')));
+    await assertNothingChanged(marks);
   });
 });
