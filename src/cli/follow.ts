@@ -112,7 +112,8 @@ export async function followTty(handle: WorkflowHandle, done: Promise<unknown>):
         if (status === 'skipped')
           return task.skip(`${step.title}: skipped (${terminalText(s?.detail ?? '')})`);
         if (status === 'failed') throw new Error(terminalText(s?.error ?? 'failed'));
-        task.title = `${step.title} (${formatDuration(s?.durationMs ?? 0)})`;
+        // The step's detail too (what was stopped, preflight's warnings), as the plain output shows it.
+        task.title = `${step.title} (${formatDuration(s?.durationMs ?? 0)})${s?.detail ? ` — ${terminalText(s.detail)}` : ''}`;
       },
     })),
     { concurrent: false, exitOnError: true, rendererOptions: { collapseSubtasks: false } },
