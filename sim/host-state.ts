@@ -57,6 +57,11 @@ export interface HostFaults {
   /** A Ray worker on this host cannot reach its head. */
   rayCannotReachHead?: boolean;
   /**
+   * A Ray worker that cannot join prints this variable of its environment (name=value) in the line that says
+   * why, as a process that dumps its settings into an error would: what liftoff quotes must come out redacted.
+   */
+  rayJoinErrorPrintsEnv?: string;
+  /**
    * A hung engine: /health stays 200 while chat completions never answer (`hang`) or fail with a 500 (`error`).
    * The running server reads it on every request, so it can be switched on after the server is up.
    */

@@ -7,10 +7,17 @@ import { SharedSshPool, type SshAuth, type SshLease, type SshSession } from '../
 import { SshError, toFailureDetails } from '../ssh/errors.js';
 import type { HostRef, SshAuthRef } from '../config/targets.js';
 import { keepHeartbeating } from './heartbeat.js';
-import { assertSshAuthAllowed } from './worker-policy.js';
+import { activeWorkerPolicy, assertSshAuthAllowed } from './worker-policy.js';
 
+/** The spec's credential references, plus what only the worker's policy decides: the hosts that may sign with SHA-1. */
 export function toSshAuth(ref: SshAuthRef): SshAuth {
-  return { privateKeyPath: ref.privateKeyPath, useAgent: ref.useAgent, knownHostsPath: ref.knownHostsPath };
+  const sshRsaHostKeys = activeWorkerPolicy().sshRsaHostKeys;
+  return {
+    privateKeyPath: ref.privateKeyPath,
+    useAgent: ref.useAgent,
+    knownHostsPath: ref.knownHostsPath,
+    ...(sshRsaHostKeys === true || sshRsaHostKeys.length > 0 ? { sshRsaHostKeys } : {}),
+  };
 }
 
 /**

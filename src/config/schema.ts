@@ -75,6 +75,14 @@ const hostPath = argText.superRefine((path, ctx) => {
   if (problem) ctx.addIssue({ code: 'custom', message: problem });
 });
 
+/** A `ray.volumes` entry: its host side is a host path, so a `~` there is refused for the same reason. */
+const volume = argText.superRefine((text, ctx) => {
+  const problem =
+    homeRelativeProblem(text) ??
+    (/^\/[^:]*:\/[^:]*(:(ro|rw))?$/.test(text) ? undefined : 'expected HOST_PATH:CONTAINER_PATH[:ro|rw]');
+  if (problem) ctx.addIssue({ code: 'custom', message: problem });
+});
+
 /**
  * A secret is named, never written: the spec travels through Temporal's history, so the worker resolves the
  * reference (its own environment variable, or a file on its host) inside the activity that needs the value.
@@ -215,9 +223,7 @@ const deploySpecObject = z
       container: containerName,
       port: port.default(rayOnlyFields.port),
       env: envMap,
-      volumes: z
-        .array(argText.regex(/^\/[^:]*:\/[^:]*(:(ro|rw))?$/, 'expected HOST_PATH:CONTAINER_PATH[:ro|rw]'))
-        .default([]),
+      volumes: z.array(volume).default([]),
       /** Lets ray.volumes mount `/` or the container runtime's socket, which give the container the host. */
       allowDangerousMounts: z.boolean().optional(),
       shmSize: z

@@ -1,7 +1,8 @@
 // The worker's trust policy: what a spec may make this worker reach. Whoever can start a deploy chooses the spec,
 // so the spec must not choose the worker's trust anchors or secret sources. The worker's own settings name them
 // (the known_hosts files, the private keys, whether its SSH agent may be used, the directory `{ fromFile }` reads
-// from and the variables `{ fromEnv }` reads); a spec picks among them and never names a new one. Loaded from
+// from, the variables `{ fromEnv }` reads, and the hosts whose SHA-1 host-key signatures it accepts); a spec
+// picks among them and never names a new one. Loaded from
 // the file LIFTOFF_WORKER_POLICY names, or the defaults below; checked by src/config/policy-check.ts.
 import { readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
@@ -40,6 +41,12 @@ export interface WorkerPolicy {
   maxSecretFileBytes: number;
   /** The variables `{ fromEnv }` may read. */
   fromEnv: string[];
+  /**
+   * The host addresses (as the spec's hosts and jump hosts give them) allowed to sign the key exchange with SHA-1
+   * (`ssh-rsa`), which a forged signature could impersonate; `true`: every host. Only a server older than OpenSSH
+   * 7.2 needs it.
+   */
+  sshRsaHostKeys: true | string[];
 }
 
 /** What a worker allows when nothing says otherwise: the common single-user setup. */
@@ -50,6 +57,7 @@ export const defaultWorkerPolicySettings = {
   secretsDir: '~/.liftoff/secrets',
   maxSecretFileBytes: 64 * 1024,
   fromEnv: ['HF_TOKEN', 'HUGGING_FACE_HUB_TOKEN', 'VLLM_API_KEY'],
+  sshRsaHostKeys: [],
 } as const;
 
 const pathSetting = z
@@ -78,6 +86,9 @@ export const workerPolicySettingsSchema = z.strictObject({
     .max(1024 * 1024, 'expected at most 1048576 (1 MiB): a secret is a line, not a file of data')
     .optional(),
   fromEnv: z.array(envNameSetting).optional(),
+  sshRsaHostKeys: z
+    .union([z.boolean(), z.array(z.string().regex(/^[^\s,]+$/, 'expected a host address'))])
+    .optional(),
 });
 export type WorkerPolicySettings = z.infer<typeof workerPolicySettingsSchema>;
 
@@ -109,6 +120,12 @@ export function workerPolicyFrom(
     secretsDir: expandWorkerPath(merged.secretsDir, home),
     maxSecretFileBytes: merged.maxSecretFileBytes,
     fromEnv: [...merged.fromEnv],
+    sshRsaHostKeys:
+      merged.sshRsaHostKeys === true
+        ? true
+        : merged.sshRsaHostKeys === false
+          ? []
+          : [...merged.sshRsaHostKeys],
   };
 }
 

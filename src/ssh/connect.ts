@@ -12,7 +12,7 @@ import {
 import { classifyConnectError, type SshLevelError } from './classify.js';
 import { blobKeyType, knownKeyTypes, loadKnownHosts, sshFingerprint, verifyHostKey } from './known-hosts.js';
 import { Ssh2Session, type SshSession } from './session.js';
-import { endpointOf, expandHome, type SshAuth, type SshTarget } from './target.js';
+import { acceptsSshRsa, endpointOf, expandHome, type SshAuth, type SshTarget } from './target.js';
 
 const { Client, utils: sshUtils } = ssh2;
 
@@ -37,7 +37,8 @@ const defaults = {
 
 // The order ssh2 offers by default, so that putting the known types first keeps every other one available.
 // Not `ssh-rsa`: that signs the key exchange with SHA-1. An RSA host key still works through rsa-sha2-256/512,
-// which every OpenSSH since 7.2 (2016) signs with; only a server older than that would need SHA-1.
+// which every OpenSSH since 7.2 (2016) signs with; only a server older than that needs SHA-1, and gets it only
+// when the worker's policy lists it (sshRsaHostKeys), last, so a server that offers SHA-2 still uses SHA-2.
 export const hostKeyAlgorithms = [
   'ssh-ed25519',
   'ecdsa-sha2-nistp256',
@@ -82,6 +83,20 @@ async function readPrivateKey(path: string, endpoint: SshErrorEndpoint): Promise
     );
   }
   return key;
+}
+
+// ssh2's words when the server offers no host-key algorithm the client does: with an RSA host key, a server
+// that signs with SHA-1 only.
+function noCommonHostKeyAlgorithm(err: SshLevelError): boolean {
+  return err.level === 'handshake' && /no matching host key format/i.test(err.message);
+}
+
+function sha1OnlyAdvice(address: string): string {
+  return (
+    `The host offers no host-key signature this worker accepts; with an RSA host key that means it signs with ` +
+    `SHA-1 only (ssh-rsa, OpenSSH before 7.2), which a forged signature could impersonate. Upgrade its sshd, or ` +
+    `list ${address} under sshRsaHostKeys in the worker policy (LIFTOFF_WORKER_POLICY).`
+  );
 }
 
 /** SshConnectOptions with every default filled in. */
@@ -138,9 +153,10 @@ export async function connectHop(hop: Hop, owned: SshSession[] = []): Promise<Ss
     const { entries } = await loadKnownHosts(knownHostsPath);
     const knownTypes = knownKeyTypes(entries, target.host, target.port);
     const preferred = knownTypes.flatMap(algorithmsForKeyType);
+    const sha1 = acceptsSshRsa(auth, target.host) ? (['ssh-rsa'] as const) : [];
     // Ask for a key type we know first, so a host with several keys offers the one we can check.
     config.algorithms = {
-      serverHostKey: [...new Set([...preferred, ...hostKeyAlgorithms])],
+      serverHostKey: [...new Set([...preferred, ...hostKeyAlgorithms, ...sha1])],
     };
     config.hostVerifier = (key: Buffer) => {
       const verdict = verifyHostKey(entries, target.host, target.port, key);
@@ -197,7 +213,12 @@ export async function connectHop(hop: Hop, owned: SshSession[] = []): Promise<Ss
         finish(rejection);
         return;
       }
-      finish(new SshConnectError(endpoint, classifyConnectError(err), err.message, { cause: err }));
+      finish(
+        new SshConnectError(endpoint, classifyConnectError(err), err.message, {
+          cause: err,
+          ...(noCommonHostKeyAlgorithm(err) ? { advice: sha1OnlyAdvice(target.host) } : {}),
+        }),
+      );
     };
     const onClose = () => {
       finish(rejection ?? new SshConnectError(endpoint, 'closed', 'connection closed during the handshake'));

@@ -55,6 +55,7 @@ function authKey(auth: SshAuth): string {
     auth.privateKeyPath ?? null,
     auth.useAgent ?? false,
     auth.insecureAcceptAnyHostKey ?? false,
+    auth.sshRsaHostKeys ?? [],
   ]);
 }
 

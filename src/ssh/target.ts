@@ -17,6 +17,18 @@ export interface SshAuth {
   knownHostsPath: string;
   /** Explicit opt-in; logs a loud warning on every connect. */
   insecureAcceptAnyHostKey?: boolean;
+  /**
+   * The host addresses whose host key may sign with SHA-1 (`ssh-rsa`); `true`: any. The worker's policy sets it
+   * (sshRsaHostKeys), never a spec.
+   */
+  sshRsaHostKeys?: true | readonly string[];
+}
+
+/** Whether a hop to `address` may accept an `ssh-rsa` (SHA-1) host-key signature. */
+export function acceptsSshRsa(auth: SshAuth, address: string): boolean {
+  const allowed = auth.sshRsaHostKeys;
+  if (allowed === true) return true;
+  return allowed?.some((a) => a.toLowerCase() === address.toLowerCase()) ?? false;
 }
 
 /** A host, reached through `jump` (itself possibly behind another jump) when set. */

@@ -2,6 +2,7 @@
 // not tear down the running one, and a failure must name the host and the cause.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { useE2eCluster } from '../helpers/e2e-cluster.js';
@@ -11,6 +12,7 @@ import { clusterStatus, setFaults, setHostDown, setHostUp } from '../../sim/clus
 import { simDeploySpec } from '../../sim/spec.js';
 
 const stateDir = '/tmp/liftoff-test-failures';
+const rayTokenVar = 'SIM_TEST_FAILURES_RAY_TOKEN';
 type Spec = ReturnType<typeof simDeploySpec>;
 
 describe('deploy failures on a simulated cluster', () => {
@@ -20,9 +22,14 @@ describe('deploy failures on a simulated cluster', () => {
     // Both hosts have a management link of their own: no jump host in these scenarios.
     clusterOnly: [],
     vllm: { shards: 6, shardSeconds: 0.2, graphCaptureSeconds: 0.2 },
+    // The worker lets specs read the test's variable (its own setting, never the spec's).
+    workerPolicy: { fromEnv: [rayTokenVar] },
   });
+  // Not shaped like a known credential: only the container's secret list can redact it.
+  const rayToken = `failures-ray-secret-${randomBytes(9).toString('hex')}`;
+  process.env[rayTokenVar] = rayToken;
 
-  async function deployExpectingFailure(spec: Spec): Promise<ApplicationFailure> {
+  async function deployExpectingFailure(spec: unknown): Promise<ApplicationFailure> {
     const error = await e2e.client.workflow
       .execute(deploy, {
         taskQueue: TASK_QUEUE,
@@ -115,17 +122,33 @@ describe('deploy failures on a simulated cluster', () => {
     }
   });
 
-  it('a Ray worker that cannot reach the head fails the Ray gate within its window, naming the host and quoting its log', async () => {
-    setFaults(stateDir, 'spark2', { rayCannotReachHead: true });
+  it('a Ray worker that cannot reach the head fails the Ray gate within its window, naming the host and quoting its log (a ray.env secret it prints redacted)', async () => {
+    // The worker's container prints its HF_TOKEN (a ray.env secret) in the very line the failure quotes.
+    setFaults(stateDir, 'spark2', { rayCannotReachHead: true, rayJoinErrorPrintsEnv: 'HF_TOKEN' });
     try {
-      const spec = base();
-      spec.ray.verifyTimeout = '25s';
+      const plain = base();
+      const spec = {
+        ...plain,
+        ray: {
+          ...plain.ray,
+          verifyTimeout: '25s',
+          env: { ...plain.ray.env, HF_TOKEN: { fromEnv: rayTokenVar } },
+        },
+      };
       const started = Date.now();
       const failure = await deployExpectingFailure(spec);
       const seconds = (Date.now() - started) / 1000;
       assert.equal(failure.type, 'RayClusterIncomplete');
       assert.match(failure.message, /spark2/);
       assert.match(failure.message, /Failed to connect to GCS at address/);
+      // The quoted line carried the secret: it is redacted in the message and nowhere in the history.
+      assert.match(failure.message, /Failed to connect to GCS at address .* HF_TOKEN=\[redacted\]/);
+      assert.ok(!failure.message.includes(rayToken), 'the ray.env secret is not in the failure message');
+      const history = await e2e.client.workflow.getHandle(deployWorkflowId('failures')).fetchHistory();
+      const historyText = JSON.stringify(history, (_key, value: unknown) =>
+        value instanceof Uint8Array ? Buffer.from(value).toString('utf8') : value,
+      );
+      assert.ok(!historyText.includes(rayToken), 'the ray.env secret is nowhere in the history');
       assert.ok(
         seconds < 90,
         `failed after ${seconds.toFixed(1)} s, within the verify window plus the earlier steps`,

@@ -1,5 +1,6 @@
 // Host-key algorithms: an RSA-only host still connects (rsa-sha2-512/256), and a host that can only sign the
-// key exchange with SHA-1 (`ssh-rsa`) is refused. A real OpenSSH sshd of its own, on loopback.
+// key exchange with SHA-1 (`ssh-rsa`) is refused unless the worker's policy lists it (sshRsaHostKeys). A real
+// OpenSSH sshd of its own, on loopback.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -7,7 +8,12 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { ApplicationFailure } from '@temporalio/common';
 import { openSshSession, type SshAuth, type SshTarget } from '../../src/ssh/executor.js';
+import { SshConnectError } from '../../src/ssh/errors.js';
+import { onHost } from '../../src/activities/ssh-context.js';
+import { bindWorkerPolicy } from '../../src/activities/worker-policy.js';
+import { workerPolicyFrom, type WorkerPolicySettings } from '../../src/config/worker-policy.js';
 import { sh } from '../../src/ssh/quote.js';
 import { runOk, sleep } from '../../sim/processes.js';
 import { sshdBinary } from '../../sim/sshd.js';
@@ -95,11 +101,38 @@ describe('host-key algorithms against an RSA-only sshd', () => {
     }
   });
 
-  it('a host that only signs with SHA-1 (ssh-rsa) is refused', async () => {
+  it('a host that only signs with SHA-1 (ssh-rsa) is refused: no host-key format in common', async () => {
     const { target, auth } = await sshdOffering('ssh-rsa');
     await assert.rejects(openSshSession(target, auth, { connectTimeoutMs: 5000 }), (err: Error) => {
       console.log(`FIGURE: ssh-rsa-only host refused: ${err.message.split('\n')[0]}`);
+      // The handshake's host-key negotiation, not the login, the network or the key check after it.
+      assert.ok(err instanceof SshConnectError, `an SshConnectError: ${err.name}: ${err.message}`);
+      assert.equal(err.reason, 'Handshake failed: no matching host key format');
+      assert.match(err.message, /SHA-1 only \(ssh-rsa/);
+      assert.match(err.message, /sshRsaHostKeys/);
       return true;
     });
+  });
+
+  it('the worker policy decides: a SHA-1-only host listed under sshRsaHostKeys (or all, with true) is reached; one not listed is refused', async () => {
+    const { target, auth } = await sshdOffering('ssh-rsa');
+    const echo = (settings: WorkerPolicySettings) =>
+      bindWorkerPolicy(
+        workerPolicyFrom({ knownHosts: [dir], privateKeys: [dir], ...settings }, 'the test'),
+        () => onHost({ target, auth }, async (session) => (await session.exec(sh`echo ok`)).stdout.trim()),
+      )();
+    assert.equal(await echo({ sshRsaHostKeys: ['127.0.0.1'] }), 'ok');
+    assert.equal(await echo({ sshRsaHostKeys: true }), 'ok');
+    for (const sshRsaHostKeys of [[], ['10.0.0.9'], false]) {
+      await assert.rejects(echo({ sshRsaHostKeys }), (err: Error) => {
+        assert.ok(err instanceof ApplicationFailure, String(err));
+        assert.equal(err.type, 'SshConnectError');
+        assert.match(err.message, /no matching host key format/);
+        return true;
+      });
+    }
+    console.log(
+      'FIGURE: SHA-1-only sshd reached with sshRsaHostKeys [127.0.0.1] and true; refused with [], [10.0.0.9], false',
+    );
   });
 });

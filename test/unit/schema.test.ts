@@ -202,6 +202,11 @@ describe('deploy spec schema', () => {
       (s) => (s.serve.modelPath = '~/models/qwen'),
       /serve\.modelPath: "~\/models\/qwen" starts with ~/,
     ],
+    [
+      'a volume whose host side starts with ~/',
+      (s) => (s.ray.volumes = ['~/models:/root/.cache/huggingface']),
+      /ray\.volumes\[0\]: "~\/models:\/root\/\.cache\/huggingface" starts with ~, which is not expanded on the hosts/,
+    ],
     ...[
       'sshd',
       'ssh.service',

@@ -59,6 +59,7 @@ describe('the worker policy: shape and defaults', () => {
     assert.equal(defaults.secretsDir, secrets);
     assert.equal(defaults.maxSecretFileBytes, 65536);
     assert.deepEqual(defaults.fromEnv, ['HF_TOKEN', 'HUGGING_FACE_HUB_TOKEN', 'VLLM_API_KEY']);
+    assert.deepEqual(defaults.sshRsaHostKeys, [], 'no host may sign with SHA-1');
     assert.match(defaults.source, /the defaults \(LIFTOFF_WORKER_POLICY is not set\)/);
   });
 
@@ -70,6 +71,18 @@ describe('the worker policy: shape and defaults', () => {
     assert.deepEqual(policy.privateKeys, [ssh]);
     assert.deepEqual(policy.fromEnv, ['HF_TOKEN', 'MY_TOKEN']);
     assert.equal(policy.source, `${file} (LIFTOFF_WORKER_POLICY)`);
+  });
+
+  it('sshRsaHostKeys: a list of host addresses, or true for every host', () => {
+    const file = join(root, 'sha1.yaml');
+    writeFileSync(file, 'sshRsaHostKeys: [10.0.0.5, old-box.lan]\n');
+    assert.deepEqual(readWorkerPolicyFile(file, home).sshRsaHostKeys, ['10.0.0.5', 'old-box.lan']);
+    writeFileSync(file, 'sshRsaHostKeys: true\n');
+    assert.equal(readWorkerPolicyFile(file, home).sshRsaHostKeys, true);
+    writeFileSync(file, 'sshRsaHostKeys: false\n');
+    assert.deepEqual(readWorkerPolicyFile(file, home).sshRsaHostKeys, []);
+    writeFileSync(file, "sshRsaHostKeys: ['a b']\n");
+    assert.throws(() => readWorkerPolicyFile(file, home), /sshRsaHostKeys\[0\]: expected a host address/);
   });
 
   it('a policy file cannot list LIFTOFF_* or TEMPORAL_* variables, nor unknown settings', () => {

@@ -217,9 +217,10 @@ export function glogPrefix(level: 'I' | 'W' | 'E'): string {
   return `[${stamp} ${level} ${process.pid} ${process.pid}] `;
 }
 
-export function gcsUnreachableLines(addr: GcsAddress): string[] {
+/** `printed`: text the first line ends with (a fault that puts the worker's settings in its error). */
+export function gcsUnreachableLines(addr: GcsAddress, printed?: string): string[] {
   return [
-    `${glogPrefix('W')}gcs_rpc_client.h:151: Failed to connect to GCS at address ${formatAddress(addr)} within ${gcsConnectTimeoutSeconds()} seconds.`,
+    `${glogPrefix('W')}gcs_rpc_client.h:151: Failed to connect to GCS at address ${formatAddress(addr)} within ${gcsConnectTimeoutSeconds()} seconds.${printed ? ` ${printed}` : ''}`,
     `${glogPrefix('W')}gcs_client.cc:187: Failed to get cluster ID from GCS server: TimedOut: Timed out while waiting for GCS to become available.`,
   ];
 }

@@ -224,7 +224,9 @@ async function runWorker({ parsed, dir, cfg, nodeIp, printBlockText }: StartCont
   }
   const channel = await joinCluster(addr, nodeIp, dir);
   if (!channel) {
-    for (const line of gcsUnreachableLines(addr)) err(line);
+    const printsEnv = readFaults(dir).rayJoinErrorPrintsEnv;
+    const printed = printsEnv ? `${printsEnv}=${process.env[printsEnv] ?? ''}` : undefined;
+    for (const line of gcsUnreachableLines(addr, printed)) err(line);
     return 1;
   }
   const node = describeNode(parsed, dir, cfg, nodeIp, false);
