@@ -216,7 +216,7 @@ export async function connectHop(hop: Hop, owned: SshSession[] = []): Promise<Ss
       finish(
         new SshConnectError(endpoint, classifyConnectError(err), err.message, {
           cause: err,
-          ...(noCommonHostKeyAlgorithm(err) ? { advice: sha1OnlyAdvice(target.host) } : {}),
+          ...(noCommonHostKeyAlgorithm(err) ? { advice: sha1OnlyAdvice(target.host), final: true } : {}),
         }),
       );
     };

@@ -62,7 +62,7 @@ export class SshConnectError extends SshError {
     endpoint: SshErrorEndpoint,
     kind: SshConnectErrorKind,
     reason: string,
-    options?: { cause?: unknown; advice?: string },
+    options?: { cause?: unknown; advice?: string; final?: boolean },
   ) {
     super(
       endpoint,
@@ -71,8 +71,9 @@ export class SshConnectError extends SshError {
     );
     this.kind = kind;
     this.reason = reason;
-    // Wrong credentials stay wrong however often we retry; everything else may be a passing network state.
-    this.retryable = kind !== 'auth';
+    // Wrong credentials stay wrong however often we retry, as does a host whose sshd offers nothing we accept
+    // (`final`); everything else may be a passing network state.
+    this.retryable = kind !== 'auth' && !options?.final;
   }
 
   data(): Record<string, JsonValue> {

@@ -110,6 +110,7 @@ describe('host-key algorithms against an RSA-only sshd', () => {
       assert.equal(err.reason, 'Handshake failed: no matching host key format');
       assert.match(err.message, /SHA-1 only \(ssh-rsa/);
       assert.match(err.message, /sshRsaHostKeys/);
+      assert.equal(err.retryable, false, 'retrying cannot change what the host offers');
       return true;
     });
   });
@@ -128,6 +129,7 @@ describe('host-key algorithms against an RSA-only sshd', () => {
         assert.ok(err instanceof ApplicationFailure, String(err));
         assert.equal(err.type, 'SshConnectError');
         assert.match(err.message, /no matching host key format/);
+        assert.equal(err.nonRetryable, true, 'final: Temporal does not retry it');
         return true;
       });
     }
