@@ -6,12 +6,18 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Client } from '@temporalio/client';
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { MockActivityEnvironment, type TestWorkflowEnvironment } from '@temporalio/testing';
+import { DefaultLogger } from '@temporalio/worker';
 import { startWorkerProcess, type WorkerProcess } from '../../scripts/lib/worker-process.js';
 import { downCluster, upCluster, type SimCluster } from '../../sim/cluster.js';
 import { paths } from '../../sim/host-state.js';
 import { simDeploySpec } from '../../sim/spec.js';
+import { startRank, type StartRankResult } from '../../src/activities/multiproc.js';
+import type { StartRankInput } from '../../src/host-commands/multiproc.js';
+import { rankInput } from '../../src/host-commands/step-inputs.js';
+import { workerPolicyEnv } from '../../src/config/worker-policy.js';
 import { TASK_QUEUE, deployWorkflowId, superviseWorkflowId } from '../../src/shared/constants.js';
+import { clusterHosts, validate } from '../../src/workflows/deploy.js';
 import { deploy, progressQuery } from '../../src/workflows/index.js';
 import type { DeployProgress } from '../../src/workflows/steps.js';
 import { supervisionQuery, type SuperviseState } from '../../src/workflows/supervise-api.js';
@@ -81,6 +87,20 @@ describe('multiproc under faults: a SIGKILLed worker mid-load, a rank lost under
   const launchesPerHost = () => sim.hosts.map((h) => hostLogLines(paths.launches(h.hostDir)).length);
   const rankLaunches = (before: number[]) => launchesPerHost().map((n, i) => n - (before[i] ?? 0));
 
+  /** Each host's containers of the cluster: id and launch, as docker on the host lists them. */
+  const rankContainers = () =>
+    Promise.all(
+      sim.hosts.map((h) =>
+        sshRun(
+          sim,
+          h.name,
+          `docker ps --no-trunc --filter label=liftoff.cluster=${cluster} --format '{{.ID}} {{.Label "liftoff.launch"}}'`,
+        ).then((out) => out.trim()),
+      ),
+    );
+  /** The launch the first case left serving. */
+  let served: { launchId: string } | undefined;
+
   async function progress(): Promise<DeployProgress | undefined> {
     return env!.connection
       .withDeadline(Date.now() + 5000, () =>
@@ -113,6 +133,7 @@ describe('multiproc under faults: a SIGKILLed worker mid-load, a rank lost under
     await startWorker();
     const result = await handle.result();
     const doneAt = Date.now();
+    served = result;
     assert.deepEqual(rankLaunches(before), [1, 1], 'each rank was launched exactly once');
     for (const h of sim.hosts) {
       const out = await sshRun(
@@ -125,6 +146,32 @@ describe('multiproc under faults: a SIGKILLed worker mid-load, a rank lost under
     console.log(
       `FIGURE: multiproc, worker SIGKILLed mid-load (shard ${mid.load?.shardsDone}/${mid.load?.shardsTotal}): deploy done ${seconds(doneAt - killedAt)} after the kill (${seconds(doneAt - startedAt)} in all); launches per rank ${rankLaunches(before).join(', ')}`,
     );
+  });
+
+  it('a retried startRank finds its rank running: reused, no second container or launch', async () => {
+    // As a retry after a worker lost mid-activity runs it: the same input, while this launch's ranks run.
+    assert.ok(served, 'the deploy of the case above serves');
+    const s = validate(spec({ enabled: false }));
+    const [head, ...rest] = clusterHosts(s);
+    assert.ok(head && rest.length === 1);
+    const containersBefore = await rankContainers();
+    const launchesBefore = launchesPerHost();
+    const retry = (input: StartRankInput): Promise<StartRankResult> =>
+      new MockActivityEnvironment(undefined, { logger: new DefaultLogger('ERROR') }).run(startRank, input);
+    // Outside a worker, the activity takes this process's worker policy: the sim's key and known_hosts.
+    process.env[workerPolicyEnv] = sim.workerPolicyPath;
+    const results = await Promise.all(
+      [head, ...rest].map((h, rank) => retry(rankInput(s, served!.launchId, h, rank, head))),
+    ).finally(() => delete process.env[workerPolicyEnv]);
+    assert.deepEqual(
+      results.map((r) => [r.host, r.rank, r.reused]),
+      [
+        ['spark1', 0, true],
+        ['spark2', 1, true],
+      ],
+    );
+    assert.deepEqual(rankLaunches(launchesBefore), [0, 0], 'no rank launched again');
+    assert.deepEqual(await rankContainers(), containersBefore, 'the same container on each host');
   });
 
   it('supervised: rank 1 killed after healthy → lost → relaunched → serving; two launches per rank', async () => {

@@ -13,6 +13,7 @@ import { stringify } from 'yaml';
 import { WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { runLiftoff, type CliRun } from '../helpers/cli.js';
+import { hostLogLines } from '../helpers/host-logs.js';
 import { useE2eCluster } from '../helpers/e2e-cluster.js';
 import { sshRun } from '../helpers/ssh.js';
 import { waitUntil } from '../helpers/wait.js';
@@ -378,8 +379,23 @@ describe('serve.backend multiproc on a 4-host cluster (3 behind the jump host)',
       const log = readFileSync(onHost(h, base.serve.logPath), 'utf8');
       assert.match(log, new RegExp(`rank ${i} in world size 4 is assigned as .*TP rank ${i}\\b`), h.name);
     }
+    // The headless ranks first, then rank 0 (launchRanks): when each rank's vllm started, as its host's own
+    // launches.log says (the hosts share this machine's clock).
+    const launchedAt = e2e.sim.hosts.map((h) => {
+      const entries = hostLogLines(paths.launches(h.hostDir)).map(
+        (l) => JSON.parse(l) as { time: string; args: string[] },
+      );
+      const rank = entries.filter((e) => e.args.includes('--nnodes')).at(-1);
+      assert.ok(rank, `${h.name} launched its rank`);
+      return Date.parse(rank.time);
+    });
+    const [rank0At = 0, ...headlessAt] = launchedAt;
+    assert.ok(
+      headlessAt.every((t) => t < rank0At),
+      `every headless rank was launched before rank 0: ${launchedAt.map((t) => new Date(t).toISOString()).join(', ')}`,
+    );
     console.log(
-      `FIGURE: multiproc on 4 hosts (tp 4): healthy ${((Date.now() - startedAt) / 1000).toFixed(1)} s after the start (load ${result.loadSeconds.toFixed(1)} s)`,
+      `FIGURE: multiproc on 4 hosts (tp 4): healthy ${((Date.now() - startedAt) / 1000).toFixed(1)} s after the start (load ${result.loadSeconds.toFixed(1)} s); rank 0 launched ${((rank0At - Math.max(...headlessAt)) / 1000).toFixed(1)} s after the last headless rank`,
     );
   });
 });

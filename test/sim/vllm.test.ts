@@ -4,7 +4,8 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { connect } from 'node:net';
+import { once } from 'node:events';
+import { connect, createServer } from 'node:net';
 import { join } from 'node:path';
 import { liveGpuProcesses, readJson, registerGpuProcess, writeFaults } from '../../sim/host-state.js';
 import {
@@ -36,6 +37,25 @@ const ENGINE_FAILED =
 const apiPort = 20000 + Math.floor(Math.random() * 5000);
 /** `vllm serve` of a model split over both nodes' GPUs through Ray, as the fault cases run it. */
 const tp2OverRay = ['m', '--port', String(apiPort), '-tp', '2', '--distributed-executor-backend', 'ray'];
+const masterPort = 26000 + Math.floor(Math.random() * 1000);
+/** Rank `rank` of vLLM's own two-node mode (no Ray, tp 2: one worker a node), rank 0's store on 127.0.1.4. */
+const rankOf2 = (rank: number, extra: string[] = []): string[] => [
+  'm',
+  '--port',
+  String(apiPort),
+  '-tp',
+  '2',
+  '--nnodes',
+  '2',
+  '--node-rank',
+  String(rank),
+  '--master-addr',
+  '127.0.1.4',
+  '--master-port',
+  String(masterPort),
+  ...(rank > 0 ? ['--headless'] : []),
+  ...extra,
+];
 
 function refused(ip: string, p: number): Promise<boolean> {
   return new Promise((resolve) => {
@@ -424,6 +444,54 @@ describe('simulated vllm', () => {
       () => liveGpuProcesses(headHost).length === 0 && liveGpuProcesses(workerHost).length === 0,
     );
     assert.equal(await gpuUsedGb(), ' 0.0/1.0 GPU');
+  });
+
+  it("--nnodes: rank 0 fails with torch's DistNetworkError when the master port is taken", async () => {
+    const holder = createServer().listen(masterPort, '127.0.1.4');
+    await once(holder, 'listening');
+    let result: RunResult;
+    try {
+      result = await serveToExit(bareHost, rankOf2(0));
+    } finally {
+      holder.close();
+    }
+    assert.equal(result.code, 1);
+    assert.match(
+      result.stdout,
+      new RegExp(
+        `^torch\\.distributed\\.DistNetworkError: The server socket has failed to listen on any local network address\\. port: ${masterPort}, useIpv6: false, code: -98, name: EADDRINUSE, message: address already in use$`,
+        'm',
+      ),
+    );
+    assert.doesNotMatch(result.stdout, /is assigned as|Loading safetensors/);
+  });
+
+  it("--nnodes: rank 0's store times out waiting for a rank that never joins", async () => {
+    const result = await serveToExit(bareHost, rankOf2(0, ['--distributed-timeout-seconds', '1']));
+    assert.equal(result.code, 1);
+    assert.match(
+      result.stdout,
+      /^torch\.distributed\.DistStoreError: Timed out after \d+ seconds waiting for clients\. 1\/2 clients joined\.$/m,
+    );
+    assert.doesNotMatch(result.stdout, /is assigned as|Loading safetensors/);
+  });
+
+  it("--nnodes: rank 0 prints gloo's 'Connection reset by peer' and exits when a joined rank dies", async () => {
+    const rank0 = serve(bareHost, rankOf2(0));
+    const rank1 = serve(loneHost, rankOf2(1));
+    await rank1.waitFor(/rank 1 in world size 2 is assigned as DP rank 0, PP rank 0, TP rank 1/);
+    await rank0.waitFor(/Loading safetensors checkpoint shards/);
+    rank1.child.kill('SIGKILL');
+    await rank0.waitFor(/Connection reset by peer/, 5000);
+    assert.equal(await rank0.exited, 1);
+    assert.match(
+      rank0.output(),
+      new RegExp(
+        `^\\(Worker_TP0 pid=\\d+\\) ERROR \\d\\d-\\d\\d [\\d:]+ \\[multiproc_executor\\.py:953\\] RuntimeError: \\[\\S+/gloo/transport/tcp/pair\\.cc:537\\] Read error \\[[\\d.]+\\]:${masterPort + 1}: Connection reset by peer\\.`,
+        'm',
+      ),
+    );
+    await eventually(() => liveGpuProcesses(bareHost).length === 0);
   });
 
   it('appends one launches.log line per launch', () => {

@@ -165,14 +165,17 @@ async function serveStore(m: Multinode): Promise<ProcessGroup> {
   const startedAt = Date.now();
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => {
-      reject(
-        new FatalExit(
-          traceback(
-            [frames.engineCore, distributedFrame],
-            `torch.distributed.DistStoreError: Timed out after ${Math.round((Date.now() - startedAt) / 1000) + 1} seconds waiting for clients. ${peers.size + 1}/${m.nnodes} clients joined.`,
-          ),
+      const failure = new FatalExit(
+        traceback(
+          [frames.engineCore, distributedFrame],
+          `torch.distributed.DistStoreError: Timed out after ${Math.round((Date.now() - startedAt) / 1000) + 1} seconds waiting for clients. ${peers.size + 1}/${m.nnodes} clients joined.`,
         ),
       );
+      // The store goes with the failed rendezvous, as torch's does: a store still listening would keep the
+      // process (and the port) alive after it printed its fatal line.
+      for (const p of peers) p.destroy();
+      server.close();
+      reject(failure);
     }, m.timeoutS * 1000);
     check = () => {
       if (peers.size < m.nnodes - 1) return;
