@@ -7,7 +7,6 @@ import { paths } from '../sim/host-state.js';
 import { deployWorkflowId, superviseWorkflowId } from '../src/shared/constants.js';
 import { superviseDefaults } from '../src/config/supervise.js';
 import { parseDuration } from '../src/config/duration.js';
-import { supervisionQuery } from '../src/workflows/supervise-api.js';
 import { startWorkerProcess } from '../scripts/lib/worker-process.js';
 import {
   deploySpec,
@@ -23,7 +22,7 @@ import {
   type Env,
 } from './context.js';
 import { activityRuns, round, timeProcess } from './measure.js';
-import { cpuPerHour, idleCpuRates, supervisionCost, type SupervisionCost } from './supervise-cost.js';
+import { cpuPerHour, supervisionCost, supervisorControl, type SupervisionCost } from './supervise-cost.js';
 
 const loadingTools = (shards: number) => ({
   shards,
@@ -177,18 +176,22 @@ export interface SupervisionResult {
   cpuSPerHourAtDefault: number;
   /** The same, per process. */
   perProcessPerHourAtDefault: Record<string, number>;
-  /** The idle processes' own CPU-s per hour, not counted above. */
+  /** Each process's CPU-s per hour in the supervised windows, and in the idle ones (not counted above). */
+  supervisedPerHour: Record<string, number>;
   idlePerHour: Record<string, number>;
 }
 
 /**
- * The supervise-faults test's method (bench/supervise-cost.ts): the idle rate first, then a window of passed
- * rounds at a short interval, per round, scaled to the default interval's rounds per hour.
+ * The supervise-faults test's method (bench/supervise-cost.ts): windows of passed rounds at a short interval
+ * interleaved with idle ones of the same length, the difference per round scaled to the default interval's
+ * rounds per hour.
  */
-export async function measureSupervision(env: Env, windowMs = 30_000): Promise<SupervisionResult> {
+export async function measureSupervision(env: Env, windowMs = 15_000): Promise<SupervisionResult> {
   const intervalS = 2;
   const defaultIntervalS = (parseDuration(superviseDefaults.interval) ?? 30_000) / 1000;
-  log(`supervision: ${windowMs / 1000} s of supervising a healthy 2-host cluster every ${intervalS} s`);
+  log(
+    `supervision: 2 × ${windowMs / 1000} s of supervising a healthy 2-host cluster every ${intervalS} s, 2 × ${windowMs / 1000} s idle`,
+  );
   return withCluster(6, async (sim) => {
     const cluster = 'bench-supervise';
     const supervise = {
@@ -201,22 +204,12 @@ export async function measureSupervision(env: Env, windowMs = 30_000): Promise<S
     await reseedCluster(simDir);
     const specFile = writeSpec(deploySpec(sim, cluster, { supervise }), cluster);
     const pids = { worker: env.worker.pid, temporal: env.server.pid };
-    const idle = await idleCpuRates(pids, 10_000);
     const run = await timeProcess(process.execPath, deployArgs(specFile, true), env.cliEnv);
     if (run.code !== 0) throw new Error(`the supervised deploy failed: ${run.stdout}${run.stderr}`);
     const supervisor = env.client.workflow.getHandle(superviseWorkflowId(cluster));
-    const rounds = async () => {
-      for (const deadline = Date.now() + 60_000; Date.now() < deadline; await sleep(500)) {
-        const s = await env.client.connection
-          .withDeadline(Date.now() + 5000, () => supervisor.query(supervisionQuery))
-          .catch(() => undefined);
-        if (s?.status === 'serving' && s.rounds >= 1)
-          return { rounds: s.rounds, failedRounds: s.failedRounds };
-      }
-      throw new Error('the supervisor did not report a passed round within 60 s');
-    };
     try {
-      const cost = await supervisionCost(pids, idle, windowMs, rounds);
+      const control = supervisorControl(env.client, superviseWorkflowId(cluster));
+      const cost = await supervisionCost(pids, control, windowMs);
       const perProcess = Object.fromEntries(
         Object.entries(cost.perRoundS).map(([k, v]) => [k, round(v * (3600 / defaultIntervalS), 1)]),
       );
@@ -226,10 +219,14 @@ export async function measureSupervision(env: Env, windowMs = 30_000): Promise<S
         cost,
         cpuSPerHourAtDefault: round(cpuPerHour(cost, defaultIntervalS), 1),
         perProcessPerHourAtDefault: perProcess,
-        idlePerHour: Object.fromEntries(Object.entries(idle).map(([k, v]) => [k, round(v * 3600, 1)])),
+        supervisedPerHour: perHour(cost.supervisedRate),
+        idlePerHour: perHour(cost.idleRate),
       };
     } finally {
       await supervisor.terminate('bench: supervision measured').catch(() => undefined);
     }
   });
 }
+
+const perHour = (rates: Record<string, number>) =>
+  Object.fromEntries(Object.entries(rates).map(([k, v]) => [k, round(v * 3600, 1)]));

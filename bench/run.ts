@@ -177,7 +177,7 @@ function printReport(
         ? [
             [
               'supervision cost',
-              `${supervision.cpuSPerHourAtDefault} control-host CPU-s per hour per cluster at the default ${supervision.defaultIntervalS} s interval (worker ${supervision.perProcessPerHourAtDefault.worker}, Temporal server ${supervision.perProcessPerHourAtDefault.temporal}; measured over ${supervision.cost.rounds} rounds at ${supervision.measuredIntervalS} s, idle cost apart)`,
+              `${supervision.cpuSPerHourAtDefault} control-host CPU-s per hour per cluster at the default ${supervision.defaultIntervalS} s interval (worker ${supervision.perProcessPerHourAtDefault.worker}, Temporal server ${supervision.perProcessPerHourAtDefault.temporal}; measured over ${supervision.cost.rounds} rounds at ${supervision.measuredIntervalS} s against idle windows of the same length${supervision.cost.belowNoise.length ? `; below the idle noise: ${supervision.cost.belowNoise.join(', ')}` : ''})`,
               '',
               '',
             ],

@@ -1,6 +1,17 @@
 // What supervising one healthy cluster costs the control host, shared by `npm run bench` and the supervise-faults
-// e2e test: the CPU of the given processes over a window of passed rounds, less what they spend idle (the worker
-// polls Temporal doing nothing), per round, scaled to rounds per hour at the interval asked about.
+// e2e test: the CPU of the given processes in windows of equal length, supervised and idle (the supervisor
+// stopped, the cluster still serving), interleaved as supervised, idle, idle, supervised, so the processes' own
+// rate drifting over the measure (a GC, the dev server's housekeeping) weighs on both sides alike. Both rates
+// are reported, and their difference per round, scaled to rounds per hour at the interval asked about. A
+// difference below zero is the idle rate's noise, not a saving: it is reported as 0 and named as such.
+import type { Client } from '@temporalio/client';
+import { decodeFromPayloadsAtIndex } from '@temporalio/common/lib/internal-non-workflow/index.js';
+import {
+  stopSupervisionSignal,
+  superviseWorkflowType,
+  supervisionQuery,
+  type SuperviseInput,
+} from '../src/workflows/supervise-api.js';
 import { processUsage } from './measure.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -10,60 +21,137 @@ export interface RoundCount {
   failedRounds: number;
 }
 
-/** CPU-s per second each process spends over `ms` (call before anything is deployed or supervised). */
-export async function idleCpuRates(
-  pids: Record<string, number>,
-  ms: number,
-): Promise<Record<string, number>> {
-  const before = cpuOf(pids);
-  await sleep(ms);
-  const after = cpuOf(pids);
-  return Object.fromEntries(
-    Object.keys(pids).map((k) => [k, ((after[k] ?? 0) - (before[k] ?? 0)) / (ms / 1000)]),
-  );
+/** What the measure needs of the supervisor: its round counters, and stopping and starting it. */
+export interface SupervisorControl {
+  /** The running supervisor's counters, once it serves and has passed a round. */
+  rounds(): Promise<RoundCount>;
+  /** Ends supervision, the cluster left serving; resolves once it ended. */
+  pause(): Promise<void>;
+  /** Starts it again with the input it had. */
+  resume(): Promise<void>;
+}
+
+/** The supervisor `workflowId` through `client`: stopped by its signal, started again with its own input. */
+export function supervisorControl(client: Client, workflowId: string): SupervisorControl {
+  let restart: { taskQueue: string; input: SuperviseInput } | undefined;
+  return {
+    async rounds() {
+      const handle = client.workflow.getHandle(workflowId);
+      for (const deadline = Date.now() + 60_000; Date.now() < deadline; await sleep(500)) {
+        const s = await client.connection
+          .withDeadline(Date.now() + 5000, () => handle.query(supervisionQuery))
+          .catch(() => undefined);
+        if (s?.status === 'serving' && s.rounds >= 1)
+          return { rounds: s.rounds, failedRounds: s.failedRounds };
+      }
+      throw new Error(`${workflowId} did not report a passed round within 60 s`);
+    },
+    async pause() {
+      const handle = client.workflow.getHandle(workflowId);
+      const { runId, taskQueue } = await handle.describe();
+      const history = await client.workflow.getHandle(workflowId, runId).fetchHistory();
+      const payloads = history.events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads;
+      const input = await decodeFromPayloadsAtIndex<SuperviseInput>(
+        client.options.loadedDataConverter,
+        0,
+        payloads,
+        { type: 'workflow', namespace: client.options.namespace, workflowId },
+      );
+      restart = { taskQueue, input };
+      await handle.signal(stopSupervisionSignal, { reason: 'supervision cost: an idle window' });
+      await handle.result();
+    },
+    async resume() {
+      if (!restart) throw new Error('resume before pause');
+      await client.workflow.start(superviseWorkflowType, {
+        taskQueue: restart.taskQueue,
+        workflowId,
+        args: [restart.input],
+        workflowIdReusePolicy: 'ALLOW_DUPLICATE',
+      });
+    },
+  };
 }
 
 export interface SupervisionCost {
+  /** Passed rounds in the supervised windows. */
   rounds: number;
+  /** The length of each of the four windows. */
   windowS: number;
-  /** CPU-s each process used in the window. */
-  usedS: Record<string, number>;
-  /** Of which idle: the idle rate times the window. */
+  /** CPU-s each process used in the two supervised windows, and in the two idle ones. */
+  supervisedS: Record<string, number>;
   idleS: Record<string, number>;
-  /** (used - idle) / rounds, per process. */
+  /** The same as CPU-s per second. */
+  supervisedRate: Record<string, number>;
+  idleRate: Record<string, number>;
+  /** (supervised - idle) / rounds, per process; 0 where the supervised windows used less than the idle ones. */
   perRoundS: Record<string, number>;
+  /** The processes whose supervised CPU was below their idle CPU: what supervising costs them is below the noise. */
+  belowNoise: string[];
 }
 
 /**
- * Measures `ms` of supervision: `rounds` reads the supervisor's round counters at both ends; every round in the
- * window must pass (a failed round is a relaunch's cost, not a healthy cluster's).
+ * Measures supervision over four windows of `windowMs` each (supervised, idle, idle, supervised). The supervisor
+ * must be serving when called, and is serving again when this returns. Every round in the supervised windows
+ * must pass (a failed round is a relaunch's cost, not a healthy cluster's).
  */
 export async function supervisionCost(
   pids: Record<string, number>,
-  idleRates: Record<string, number>,
-  ms: number,
-  rounds: () => Promise<RoundCount>,
+  supervisor: SupervisorControl,
+  windowMs: number,
 ): Promise<SupervisionCost> {
-  const first = await rounds();
+  const keys = Object.keys(pids);
+  const supervisedS = zero(keys);
+  const idleS = zero(keys);
+  let rounds = 0;
+  const supervised = async () => {
+    const first = await supervisor.rounds();
+    const used = await cpuOver(pids, windowMs);
+    const last = await supervisor.rounds();
+    const n = last.rounds - first.rounds;
+    if (n <= 0 || last.failedRounds !== first.failedRounds)
+      throw new Error(
+        `supervision cost: ${n} rounds, ${last.failedRounds - first.failedRounds} failed; want passed rounds only`,
+      );
+    rounds += n;
+    for (const k of keys) supervisedS[k] = (supervisedS[k] ?? 0) + (used[k] ?? 0);
+  };
+  await supervised();
+  await supervisor.pause();
+  const idle = await cpuOver(pids, 2 * windowMs);
+  for (const k of keys) idleS[k] = idle[k] ?? 0;
+  await supervisor.resume();
+  await supervised();
+  const seconds = (2 * windowMs) / 1000;
+  const perRoundS = Object.fromEntries(
+    keys.map((k) => [k, Math.max(0, ((supervisedS[k] ?? 0) - (idleS[k] ?? 0)) / rounds)]),
+  );
+  return {
+    rounds,
+    windowS: windowMs / 1000,
+    supervisedS,
+    idleS,
+    supervisedRate: Object.fromEntries(keys.map((k) => [k, (supervisedS[k] ?? 0) / seconds])),
+    idleRate: Object.fromEntries(keys.map((k) => [k, (idleS[k] ?? 0) / seconds])),
+    perRoundS,
+    belowNoise: keys.filter((k) => (supervisedS[k] ?? 0) < (idleS[k] ?? 0)),
+  };
+}
+
+/** CPU-s per hour of supervising one cluster at `intervalS`, summed over the processes; never below 0. */
+export function cpuPerHour(cost: SupervisionCost, intervalS: number): number {
+  return Object.values(cost.perRoundS).reduce((a, b) => a + b, 0) * (3600 / intervalS);
+}
+
+function zero(keys: string[]): Record<string, number> {
+  return Object.fromEntries(keys.map((k) => [k, 0]));
+}
+
+async function cpuOver(pids: Record<string, number>, ms: number): Promise<Record<string, number>> {
   const before = cpuOf(pids);
   await sleep(ms);
   const after = cpuOf(pids);
-  const last = await rounds();
-  const n = last.rounds - first.rounds;
-  if (n <= 0 || last.failedRounds !== first.failedRounds)
-    throw new Error(
-      `supervision cost: ${n} rounds, ${last.failedRounds - first.failedRounds} failed; want passed rounds only`,
-    );
-  const keys = Object.keys(pids);
-  const usedS = Object.fromEntries(keys.map((k) => [k, (after[k] ?? 0) - (before[k] ?? 0)]));
-  const idleS = Object.fromEntries(keys.map((k) => [k, (idleRates[k] ?? 0) * (ms / 1000)]));
-  const perRoundS = Object.fromEntries(keys.map((k) => [k, ((usedS[k] ?? 0) - (idleS[k] ?? 0)) / n]));
-  return { rounds: n, windowS: ms / 1000, usedS, idleS, perRoundS };
-}
-
-/** CPU-s per hour of supervising one cluster at `intervalS`, summed over the processes. */
-export function cpuPerHour(cost: SupervisionCost, intervalS: number): number {
-  return Object.values(cost.perRoundS).reduce((a, b) => a + b, 0) * (3600 / intervalS);
+  return Object.fromEntries(Object.keys(pids).map((k) => [k, (after[k] ?? 0) - (before[k] ?? 0)]));
 }
 
 function cpuOf(pids: Record<string, number>): Record<string, number> {

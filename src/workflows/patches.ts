@@ -22,6 +22,8 @@ export const patches = {
   workerPollEvery: 'load-worker-poll-every',
   /** A head that fails the load first has the hosts not polled that round polled, and a lost one named instead. */
   lostHostBeforeHeadFailure: 'lost-host-before-head-failure',
+  /** A supervisor told to stop while it probed or collected a bundle ends there: no `lost`, relaunch or degrade. */
+  superviseStopBeforeActing: 'supervise-stop-before-acting',
 } as const;
 
 export const patchIds: readonly string[] = Object.values(patches);

@@ -11,6 +11,7 @@ import {
   condition,
   continueAsNew,
   isCancellation,
+  patched,
   setCurrentDetails,
   setHandler,
   upsertMemo,
@@ -24,6 +25,7 @@ import { stepActivities } from './activity-options.js';
 import { clusterHosts, validate } from './deploy.js';
 import { messageOf } from './failures.js';
 import { sendNotification } from './notify.js';
+import { patches } from './patches.js';
 import { tearDown } from './teardown.js';
 import { stopSupervisionSignal, supervisionQuery, type SuperviseInput } from './supervise-api.js';
 import { collectBundle, relaunchCluster } from './supervise-relaunch.js';
@@ -71,6 +73,12 @@ export async function supervise(input: SuperviseInput): Promise<SuperviseResult>
   });
   const publish = () => setCurrentDetails(detailsMarkdown(state, Date.now()));
   const stopped = () => stopReason !== undefined;
+  /**
+   * A stop that came while an activity ran (a round held past a workflow task's heartbeat, the bundle) is seen
+   * only once it returns: checked before acting on what it returned, so a stopped supervisor neither announces a
+   * loss nor relaunches, degrades or tears down. Patched: histories from before end the old way.
+   */
+  const stoppedMeanwhile = () => stopped() && patched(patches.superviseStopBeforeActing);
   publish();
 
   /** Ends the supervision with the reason in the state, the memo (read without a worker) and the details. */
@@ -89,6 +97,8 @@ export async function supervise(input: SuperviseInput): Promise<SuperviseResult>
       if (stopped()) return 'stopped';
       // The evidence first: nothing of the failed launch has been removed yet.
       const bundle = await collectBundle(spec, hosts, head);
+      // The bundle is in history whatever comes next.
+      if (stoppedMeanwhile()) return 'stopped';
       const next = nextRelaunch(state, budget, Date.now());
       if (!next.relaunch) {
         state.finalBundle = bundle;
@@ -115,6 +125,11 @@ export async function supervise(input: SuperviseInput): Promise<SuperviseResult>
         n: entry.n,
         cause,
       });
+      if (stoppedMeanwhile()) {
+        entry.outcome = 'cancelled';
+        entry.endedAtMs = Date.now();
+        return 'stopped';
+      }
       const scope = new CancellationScope();
       relaunchScope = scope;
       let outcome;
@@ -159,6 +174,7 @@ export async function supervise(input: SuperviseInput): Promise<SuperviseResult>
       const round = await probeRound(spec, cluster, state);
       recordRound(state, round);
       if (state.consecutiveFailures >= spec.supervise.failureThreshold) {
+        if (stoppedMeanwhile()) return end('stopped', stopReason ?? 'stopped');
         state.status = 'lost';
         state.lostAtMs = Date.now();
         publish();

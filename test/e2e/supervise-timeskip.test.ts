@@ -1,7 +1,8 @@
 // 24 hours of healthy supervision on the time-skipping test server: the supervisor continues as new every
 // roundsPerRun rounds, so each run's history stays bounded however long the cluster serves, and the counters
-// it carries add up across runs. The probes are scripted here (this tests the workflow's clock and history, not
-// SSH; test/e2e/supervise.test.ts runs the real probes against real sshd).
+// it carries add up across runs. And a stop that comes while the failure bundle is collected: the supervisor
+// ends there, with no relaunch and no webhook after. The probes are scripted here (this tests the workflow's
+// clock and history, not SSH; test/e2e/supervise.test.ts runs the real probes against real sshd).
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
@@ -12,7 +13,7 @@ import { workflowBundle } from '../../src/worker.js';
 import { supervise, stopSupervisionSignal, supervisionQuery } from '../../src/workflows/index.js';
 import { roundsPerRun } from '../../src/workflows/supervise.js';
 import type * as activities from '../../src/activities/index.js';
-import { superviseWorkflowId } from '../../src/shared/constants.js';
+import { deployWorkflowId, superviseWorkflowId } from '../../src/shared/constants.js';
 
 // Each round costs real time however much of the clock is skipped: two activity tasks, three workflow tasks
 // and a timer, each a round trip to the time-skipping server, which only skips once all of them are done
@@ -128,5 +129,96 @@ describe('supervise for 24 h (time-skipping server)', () => {
       `# ${(elapsedMs / 3_600_000).toFixed(2)} h supervised: ${state.rounds} rounds, ${state.probes} probes, ${runs.length} runs; events per run: ${runs.map((r) => r.events).join(', ')}\n` +
         `# real time ${((Date.now() - realStart) / 1000).toFixed(0)} s; this process's CPU ${((cpu.user + cpu.system) / 1e6).toFixed(1)} s (workflow replay and scripted activities, no SSH)\n`,
     );
+  });
+
+  it('a stop that comes while the bundle is collected ends it there: no relaunch, no webhook after', async () => {
+    const cluster = 'timeskip-stop';
+    const workflowId = superviseWorkflowId(cluster);
+    const stopSpec = {
+      ...spec,
+      cluster,
+      supervise: { interval, failureThreshold: 1 },
+      notify: { webhooks: [{ url: 'http://127.0.0.1:9/hook' }] },
+    };
+    const impl: Partial<typeof activities> = {
+      // Every round fails: the head's /health does not answer.
+      probeServingCluster: (i) => {
+        const head = i.head.head.target.name;
+        return Promise.resolve({
+          hosts: [
+            {
+              host: head,
+              ok: true as const,
+              checks: [{ name: 'health' as const, host: head, ok: false, error: 'connection refused' }],
+            },
+            ...i.workers.map((w) => ({
+              host: w.target.name,
+              ok: true as const,
+              checks: [{ name: 'container' as const, host: w.target.name, ok: true }],
+            })),
+          ],
+        });
+      },
+      // `liftoff supervise stop` while the evidence is being collected.
+      collectFailureBundle: async () => {
+        const handle = env.client.workflow.getHandle(workflowId);
+        await handle.signal(stopSupervisionSignal, { reason: 'stopped while collecting' });
+        // Answered once the task that holds the signal is done: the supervisor has taken it in.
+        await handle.query(supervisionQuery);
+        return { collectedAtMs: Date.now(), hosts: [] };
+      },
+      postWebhook: () => Promise.resolve({ status: 204 }),
+    };
+    const taskQueue = 'supervise-timeskip-stop';
+    const worker = await Worker.create({
+      connection: env.nativeConnection,
+      taskQueue,
+      workflowBundle: await workflowBundle(),
+      activities: impl,
+    });
+    const { ended, state, history } = await worker.runUntil(async () => {
+      const handle = await env.client.workflow.start(supervise, {
+        taskQueue,
+        workflowId,
+        args: [{ spec: stopSpec, launch: { launchId: 'l1', servingSinceMs: Date.now() } }],
+      });
+      // Before the stop was checked after the bundle, the supervisor went on to relaunch (a deploy no scripted
+      // activity serves): bounded, then ended by force.
+      const ended = await Promise.race([
+        handle.result().then(
+          () => true,
+          () => false,
+        ),
+        new Promise<false>((r) => setTimeout(() => r(false), 20_000)),
+      ]);
+      const state = await handle.query(supervisionQuery);
+      if (!ended) {
+        await handle.terminate('test: the stopped supervisor did not end');
+        await env.client.workflow
+          .getHandle(deployWorkflowId(cluster))
+          .terminate('test: relaunch of a stopped supervisor')
+          .catch(() => undefined);
+      }
+      return { ended, state, history: await handle.fetchHistory() };
+    });
+    const events = history.events ?? [];
+    const children = events.flatMap((e) => {
+      const a = e.startChildWorkflowExecutionInitiatedEventAttributes;
+      return a ? [`${a.workflowType?.name}:${a.workflowId}`] : [];
+    });
+    assert.ok(
+      events.some((e) => e.activityTaskCompletedEventAttributes),
+      'the bundle is in history',
+    );
+    assert.ok(!children.some((c) => c.startsWith('deploy:')), `no relaunch: ${children.join(', ')}`);
+    assert.ok(!children.some((c) => c.includes('-notify-relaunched-')), children.join(', '));
+    assert.ok(
+      children.some((c) => c.includes('-notify-lost-')),
+      'the loss came before the stop',
+    );
+    assert.ok(ended, 'the supervisor ended by itself');
+    assert.equal(state.status, 'stopped');
+    assert.equal(state.reason, 'stopped while collecting');
+    assert.deepEqual(state.relaunches, []);
   });
 });

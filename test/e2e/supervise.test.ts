@@ -1,10 +1,12 @@
 // The supervisor on a simulated 2-host cluster, real Temporal dev server and worker, real sshd: a killed vLLM
 // is noticed and the cluster relaunched as one unit (interval 2s / threshold 2; the defaults, 30s × 3, are in
 // supervise-defaults-timeskip.test.ts, on the time-skipping server), a hung engine
-// behind a healthy /health is caught by the completion probe, a manual deploy takes supervision over, a crash
-// loop spends exactly the budget and ends degraded (a webhook hears it; one that is down changes nothing),
-// and the CLI (status, history, supervise stop/start, cancel, --no-supervise) reads and drives it. Launches
-// are counted on the head itself (launches.log). Times are printed as figures, never asserted.
+// behind a healthy /health is caught by the completion probe, a dead Ray container on the worker host is
+// caught and relaunched too (its postmortem names the supervisor run that kept the bundle), a manual deploy
+// takes supervision over, a crash loop spends exactly the budget and ends degraded, torn down as onFailure says
+// (a webhook hears it; one that is down changes nothing), and the CLI (status, history, supervise stop/start,
+// cancel, --no-supervise) reads and drives it. Launches are counted on the head itself (launches.log). Times
+// are printed as figures, never asserted.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -17,6 +19,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { stringify } from 'yaml';
 import { runLiftoff } from '../helpers/cli.js';
 import { useE2eCluster } from '../helpers/e2e-cluster.js';
+import { sshRun } from '../helpers/ssh.js';
 import { superviseWorkflowId } from '../../src/shared/constants.js';
 import { startDeploy } from '../../src/temporal/start-deploy.js';
 import { supervisionQuery, type SuperviseState } from '../../src/workflows/supervise-api.js';
@@ -179,6 +182,12 @@ describe('supervise on a simulated 2-host cluster', () => {
     assert.match(text.stdout, /uptime since last launch: /);
     assert.match(text.stdout, /last probe: passed at .*\(health \d/);
     assert.match(text.stdout, /#2 .* serving: .*completion/);
+    // What the Temporal UI shows on the supervisor's page: the SDK's built-in metadata query.
+    const meta = await supervisor().query<{ currentDetails?: string }>('__temporal_workflow_metadata');
+    const details = meta.currentDetails ?? '';
+    assert.match(details, /^\*\*supervise\*\* — serving\n/, details);
+    assert.match(details, /- last probe: passed, completion \d/, details);
+    assert.match(details, /#2 serving: .*completion/, details);
     const history = await runLiftoff(['history', cluster, '--json'], cliEnv);
     const entries = (JSON.parse(history.stdout) as HistoryReport).entries;
     const relaunches = entries.filter((e) => e.trigger === 'supervise');
@@ -187,6 +196,41 @@ describe('supervise on a simulated 2-host cluster', () => {
     const listed = await runLiftoff(['history', cluster], cliEnv);
     assert.match(listed.stdout, /supervise\s+succeeded/);
     assert.match(listed.stdout, /relaunch #\d \(.*\) because: .*completion/);
+  });
+
+  it("a dead Ray container on the worker host is caught and relaunched; the postmortem names the bundle's run", async () => {
+    const launchesBefore = launches().length;
+    const relaunchesBefore = (await state()).relaunches.length;
+    const { runId } = await supervisor().describe();
+    const container = spec().ray.container;
+    await sshRun(sim, 'spark2', `docker kill ${container}`);
+    const lost = await until('lost', (s) => s.status !== 'serving', 120_000);
+    const cause = lost.recentFailures.at(-1)?.failures.join('; ') ?? '';
+    assert.match(cause, new RegExp(`spark2 container: the Ray container ${container} is exited`), cause);
+    const back = await until(
+      'serving again',
+      (s) => s.status === 'serving' && s.relaunches.length === relaunchesBefore + 1,
+      300_000,
+    );
+    const entry = back.relaunches.at(-1)!;
+    assert.equal(entry.outcome, 'serving', entry.error);
+    assert.match(entry.cause, /spark2 container: the Ray container/);
+    assert.equal(launches().length, launchesBefore + 1, 'exactly one more launch');
+    const next = await until(
+      'a round after the relaunch',
+      (s) => (s.lastProbe?.atMs ?? 0) > (entry.endedAtMs ?? Infinity),
+      60_000,
+    );
+    assert.equal(next.lastProbe?.verdict, 'passed', JSON.stringify(next.lastProbe));
+    // The relaunch deploy's postmortem points at the supervisor run whose history holds the bundle.
+    const pm = await runLiftoff(['postmortem', cluster], cliEnv);
+    assert.equal(pm.code, 0, pm.stderr);
+    assert.ok(
+      pm.stdout.includes(
+        `temporal workflow show --workflow-id ${superviseWorkflowId(cluster)} --run-id ${runId}`,
+      ),
+      pm.stdout,
+    );
   });
 
   it('figure: control-host CPU per hour of supervising, scaled from healthy rounds at 2s', async () => {
@@ -222,6 +266,7 @@ describe('supervise on a simulated 2-host cluster', () => {
       file,
       stringify({
         ...spec(fast),
+        onFailure: 'teardown',
         notify: {
           webhooks: [{ url: live }, { url: 'http://127.0.0.1:9/down', events: ['lost', 'degraded'] }],
         },
@@ -260,6 +305,24 @@ describe('supervise on a simulated 2-host cluster', () => {
     const last = final.finalBundle?.hosts.find((h) => h.host === 'spark1');
     assert.match(last?.rootException ?? '', /SafetensorError: Error while deserializing header/);
     assert.equal(launches().length, before + 3, 'exactly maxRelaunches relaunches');
+    // onFailure: teardown. Each failed relaunch deploy removed its own containers (its error, in the cause, says
+    // so too); the supervisor's teardown past the budget, the reason's last line, did as well, and nothing of
+    // the cluster is left on either host.
+    const teardown = final.reason?.split('\n').at(-1) ?? '';
+    assert.match(
+      teardown,
+      /^containers: spark1: (removed|nothing to remove)[^;]*; spark2: (removed|nothing)/,
+    );
+    for (const host of ['spark1', 'spark2'])
+      assert.equal(
+        await sshRun(
+          sim,
+          host,
+          `docker ps -a --filter label=liftoff.cluster=${cluster} --format '{{.Names}}'`,
+        ),
+        '',
+        `${host}'s containers of the cluster`,
+      );
     await new Promise((r) => setTimeout(r, 5000));
     assert.equal(launches().length, before + 3, 'no further launch');
     setFaults(stateDir, 'spark1', {});
