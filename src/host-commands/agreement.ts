@@ -4,7 +4,6 @@
 import { raw, sh, type RemoteCommand } from '../ssh/quote.js';
 import { weightListLimit } from '../parsers/agreement-facts.js';
 
-
 export interface HostReadInput {
   host: string;
   image: string;

@@ -8,7 +8,6 @@
 import { raw, sh, type RemoteCommand } from '../ssh/quote.js';
 import { sectionMarkers, stderrSeparator } from '../parsers/sections.js';
 
-
 export interface SectionRead {
   /** [a-z0-9-]+: the parser's key. */
   name: string;
@@ -39,7 +38,6 @@ export function section(read: SectionRead): RemoteCommand {
   const input = read.stdin ? raw('') : raw('</dev/null');
   return sh`printf '%s\\n' ${`${sectionMarkers.begin}${read.name}`}; __rc=$( { { ( ${read.command} ) 2>&1 3>&- 4>&- ${input}; echo "$?" >&3; } | head -c ${read.maxBytes + 1} | sed 's/^/|/' >&4; } 3>&1 ); printf '\\n%s %s\\n' ${`${sectionMarkers.end}${read.name}`} "$__rc"`;
 }
-
 
 /**
  * A read whose stdout must stay whole (JSON) while its stderr is still wanted (`docker inspect`'s "No such

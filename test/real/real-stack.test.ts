@@ -249,7 +249,9 @@ describe('the deploy against real Ray and real vLLM (CPU build)', () => {
     // The same damage on every host: the shard keeps its header and tensors and grows by a stray tail, as a
     // botched copy leaves it. Sizes agree across hosts and exceed total_size, so preflight's weight checks
     // pass and the fault is left to vLLM's own load (safetensors refuses a file its header does not cover).
-    const shards = sim.hosts.map((h) => join(snapshotDir(h, realModels.tiny), 'model-00009-of-00016.safetensors'));
+    const shards = sim.hosts.map((h) =>
+      join(snapshotDir(h, realModels.tiny), 'model-00009-of-00016.safetensors'),
+    );
     const originals = shards.map((s) => readFileSync(s));
     for (const s of shards) appendFileSync(s, Buffer.alloc(4096, 0x5a));
     const watch = watchLog(head, /SafetensorError/);
