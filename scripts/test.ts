@@ -1,12 +1,11 @@
-// Runs the whole suite with node's built-in test runner (through tsx), two files at a time: each file that
-// brings up a simulated cluster has its own netIndex (namespaces, subnets) and state folder, and its own ports,
-// and most of a deploy test is waiting on simulated loads. LIFTOFF_TEST_CONCURRENCY=1 runs them one by one.
-// The files under test/real run after the rest, one at a time: a real vLLM load takes both cores.
+// Runs the whole suite with node's built-in test runner (through tsx), several files at a time: each file that
+// brings up a simulated cluster has its own netIndex (namespaces, subnets) and state folder, and its own ports.
+// LIFTOFF_TEST_CONCURRENCY (default 3) is how many cluster files run at once; 1 runs every file alone.
 //
 // run() rather than `node --test`: the command line sorts its files by name, and the order matters here (below).
 import { readdirSync, statSync } from 'node:fs';
 import { join, relative, resolve, sep } from 'node:path';
-import type { Readable } from 'node:stream';
+import { PassThrough, type Readable } from 'node:stream';
 import { finished } from 'node:stream/promises';
 import { run } from 'node:test';
 import { spec } from 'node:test/reporters';
@@ -25,7 +24,6 @@ const roots = process.argv.slice(2);
 const files = (roots.length ? roots : ['test']).flatMap((root) =>
   statSync(root).isDirectory() ? findTests(root) : [root],
 );
-const isReal = (f: string): boolean => relative('.', f).split(sep).slice(0, 2).join('/') === 'test/real';
 // The files that take minutes start first (longest first), so the batch does not end on one of them running
 // alone while the other slot is idle. The order of the last CI run's durations.
 const slowest = [
@@ -48,24 +46,31 @@ const rank = (f: string): number => {
   const i = slowest.indexOf(relative('.', f).split(sep).join('/'));
   return i < 0 ? slowest.length : i;
 };
-const batches: [string[], number][] = [
-  [
-    files.filter((f) => !isReal(f)).sort((a, b) => rank(a) - rank(b)),
-    Number(process.env.LIFTOFF_TEST_CONCURRENCY ?? '2'),
-  ],
-  [files.filter(isReal), 1],
-];
+// Three groups. The files that bring up simulated clusters or browsers (test/e2e, test/browser) run first, three
+// at a time: most of their time is spent waiting on simulated loads and timeouts. Then test/real, one file at a
+// time (a real vLLM load takes most of both cores), and beside it the short CPU-bound files (unit, sim, replay),
+// whose output is printed once they are done so the two reports do not interleave.
+const group = (f: string): 'cluster' | 'real' | 'light' => {
+  const top = relative('.', f).split(sep).slice(0, 2).join('/');
+  if (top === 'test/real') return 'real';
+  return top === 'test/e2e' || top === 'test/browser' ? 'cluster' : 'light';
+};
+const inGroup = (g: ReturnType<typeof group>) =>
+  files.filter((f) => group(f) === g).sort((a, b) => rank(a) - rank(b));
+const concurrency = Number(process.env.LIFTOFF_TEST_CONCURRENCY ?? '3');
 
 // Every Node process the tests start (test files, CLI runs, workers) would parse this machine's whole CA bundle
 // at start-up (about 40 ms of CPU each, on a suite bound by CPU); nothing in the tests speaks TLS to the outside.
 delete process.env.NODE_EXTRA_CA_CERTS;
 
 let failed = false;
-for (const [batch, concurrency] of batches) {
-  if (batch.length === 0) continue;
+
+/** Runs `batch`, writing node's spec report to `out`; resolves once every file has ended. */
+async function runBatch(batch: string[], filesAtOnce: number, out: NodeJS.WritableStream): Promise<void> {
+  if (batch.length === 0) return;
   const stream = run({
     files: batch.map((f) => resolve(f)),
-    concurrency,
+    concurrency: filesAtOnce,
     // A file ends once its tests and hooks are done, even if something it started still holds its event loop;
     // a teardown that hangs fails its hook at the hook's timeout instead of holding the suite for ever.
     forceExit: true,
@@ -75,7 +80,23 @@ for (const [batch, concurrency] of batches) {
   });
   // compose() is typed `any`; it returns the reporter's text stream.
   const report = stream.compose(new spec()) as Readable;
-  report.pipe(process.stdout, { end: false });
+  report.pipe(out, { end: false });
   await finished(report);
+}
+
+await runBatch(inGroup('cluster'), concurrency, process.stdout);
+if (concurrency <= 1) {
+  await runBatch(inGroup('real'), 1, process.stdout);
+  await runBatch(inGroup('light'), 1, process.stdout);
+} else {
+  const light = new PassThrough();
+  const lightText: Buffer[] = [];
+  light.on('data', (chunk: Buffer) => lightText.push(chunk));
+  await Promise.all([
+    runBatch(inGroup('real'), 1, process.stdout),
+    runBatch(inGroup('light'), 2, light).then(() => {
+      process.stdout.write(Buffer.concat(lightText));
+    }),
+  ]);
 }
 process.exit(failed ? 1 : 0);
