@@ -5,7 +5,7 @@
 // run() rather than `node --test`: the command line sorts its files by name, and the order matters here (below).
 import { readdirSync, statSync } from 'node:fs';
 import { join, relative, resolve, sep } from 'node:path';
-import { PassThrough, type Readable } from 'node:stream';
+import { type Readable } from 'node:stream';
 import { finished } from 'node:stream/promises';
 import { run } from 'node:test';
 import { spec } from 'node:test/reporters';
@@ -46,10 +46,10 @@ const rank = (f: string): number => {
   const i = slowest.indexOf(relative('.', f).split(sep).join('/'));
   return i < 0 ? slowest.length : i;
 };
-// Three groups. The files that bring up simulated clusters or browsers (test/e2e, test/browser) run first, three
-// at a time: most of their time is spent waiting on simulated loads and timeouts. Then test/real, one file at a
-// time (a real vLLM load takes most of both cores), and beside it the short CPU-bound files (unit, sim, replay),
-// whose output is printed once they are done so the two reports do not interleave.
+// Three groups, one after another. The short CPU-bound files (unit, sim, replay) first, two at a time. Then the
+// files that bring up simulated clusters or browsers (test/e2e, test/browser), three at a time: most of their time
+// is spent waiting on simulated loads and timeouts. Then test/real, one file at a time and beside nothing else: a
+// real vLLM load takes most of both cores, and its figures are only worth reading on an otherwise idle machine.
 const group = (f: string): 'cluster' | 'real' | 'light' => {
   const top = relative('.', f).split(sep).slice(0, 2).join('/');
   if (top === 'test/real') return 'real';
@@ -65,8 +65,8 @@ delete process.env.NODE_EXTRA_CA_CERTS;
 
 let failed = false;
 
-/** Runs `batch`, writing node's spec report to `out`; resolves once every file has ended. */
-async function runBatch(batch: string[], filesAtOnce: number, out: NodeJS.WritableStream): Promise<void> {
+/** Runs `batch`, printing node's spec report; resolves once every file has ended. */
+async function runBatch(batch: string[], filesAtOnce: number): Promise<void> {
   if (batch.length === 0) return;
   const stream = run({
     files: batch.map((f) => resolve(f)),
@@ -80,23 +80,11 @@ async function runBatch(batch: string[], filesAtOnce: number, out: NodeJS.Writab
   });
   // compose() is typed `any`; it returns the reporter's text stream.
   const report = stream.compose(new spec()) as Readable;
-  report.pipe(out, { end: false });
+  report.pipe(process.stdout, { end: false });
   await finished(report);
 }
 
-await runBatch(inGroup('cluster'), concurrency, process.stdout);
-if (concurrency <= 1) {
-  await runBatch(inGroup('real'), 1, process.stdout);
-  await runBatch(inGroup('light'), 1, process.stdout);
-} else {
-  const light = new PassThrough();
-  const lightText: Buffer[] = [];
-  light.on('data', (chunk: Buffer) => lightText.push(chunk));
-  await Promise.all([
-    runBatch(inGroup('real'), 1, process.stdout),
-    runBatch(inGroup('light'), 2, light).then(() => {
-      process.stdout.write(Buffer.concat(lightText));
-    }),
-  ]);
-}
+await runBatch(inGroup('light'), Math.min(concurrency, 2));
+await runBatch(inGroup('cluster'), concurrency);
+await runBatch(inGroup('real'), 1);
 process.exit(failed ? 1 : 0);
