@@ -11,7 +11,8 @@ import {
 } from './errors.js';
 import { classifyConnectError, type SshLevelError } from './classify.js';
 import { blobKeyType, knownKeyTypes, loadKnownHosts, sshFingerprint, verifyHostKey } from './known-hosts.js';
-import { Ssh2Session, type SshSession } from './session.js';
+import type { SshSession } from './exec-contract.js';
+import { Ssh2Session } from './session.js';
 import { acceptsSshRsa, endpointOf, expandHome, type SshAuth, type SshTarget } from './target.js';
 
 const { Client, utils: sshUtils } = ssh2;

@@ -1,6 +1,7 @@
 // Connections reused across commands: one per host (jump hosts included), opened on first use.
 import { connectHop, resolveSettings, type ConnectSettings, type SshConnectOptions } from './connect.js';
-import type { Ssh2Session, SshSession } from './session.js';
+import type { SshSession } from './exec-contract.js';
+import type { Ssh2Session } from './session.js';
 import { depth, targetKey, type SshAuth, type SshTarget } from './target.js';
 
 /**

@@ -1,5 +1,6 @@
 // One SSH connection and the commands run on it (Ssh2Session). exec takes only commands built by `sh`
-// (quote.ts), caps the channels open at once (Slots), and stops a command that times out or is aborted.
+// (quote.ts), caps the channels open at once (Slots), and stops a command that times out or is aborted. What a
+// command promises (options, result, the session interface) is exec-contract.ts.
 import { StringDecoder } from 'node:string_decoder';
 import type { Duplex } from 'node:stream';
 import type ssh2 from 'ssh2';
@@ -10,67 +11,10 @@ import { sendSignal, signalExitCode } from './channel-signal.js';
 import { defaultMaxOutputBytes, OutputTail } from './output-tail.js';
 import { isRemoteCommand, type RemoteCommand } from './quote.js';
 import { Slots } from './slots.js';
+import { notStarted, type ExecOptions, type ExecResult, type SshSession } from './exec-contract.js';
 import { endpointOf, type SshTarget } from './target.js';
 
-/**
- * Errors of commands that never reached the host (no channel was opened for them): running them again on a new
- * connection cannot run them twice. A pool retries these once when the connection turns out dead.
- */
-const neverStarted = new WeakSet<Error>();
-
-export function commandNeverStarted(err: unknown): boolean {
-  return err instanceof Error && neverStarted.has(err);
-}
-
-function notStarted<E extends Error>(err: E): E {
-  neverStarted.add(err);
-  return err;
-}
-
 type Client = InstanceType<typeof ssh2.Client>;
-
-export interface ExecOptions {
-  timeoutMs?: number;
-  stdin?: string;
-  onStdout?: (chunk: string) => void;
-  onStderr?: (chunk: string) => void;
-  /** Throw RemoteCommandError on a non-zero exit or a signal (default true). */
-  check?: boolean;
-  signal?: AbortSignal;
-  /**
-   * The most bytes of each stream kept in the result: the tail, after a line saying how much was cut
-   * (default 1 MiB). onStdout/onStderr still see every chunk.
-   */
-  maxOutputBytes?: number;
-  /** Also return stdout as the bytes received (ExecResult.stdoutBytes), for reads that count bytes. */
-  stdoutBytes?: boolean;
-  /**
-   * Values this command handles (sent on stdin, exported on the host) that its errors must not show: they are
-   * redacted from the command's output before the error cuts it to a tail.
-   */
-  secrets?: readonly string[];
-}
-
-export interface ExecResult {
-  /** The exit status; 128 + signal number when the command was killed by a signal, as shells report it. */
-  exitCode: number;
-  /** `SIGTERM`, … when the command was killed by a signal. */
-  signal?: string;
-  stdout: string;
-  stderr: string;
-  /** With ExecOptions.stdoutBytes: stdout's kept bytes, undecoded. */
-  stdoutBytes?: Buffer;
-  /** Bytes cut from the front of stdout / stderr to keep within maxOutputBytes; absent when none were. */
-  stdoutCutBytes?: number;
-  stderrCutBytes?: number;
-  durationMs: number;
-}
-
-export interface SshSession {
-  exec(cmd: RemoteCommand, opts?: ExecOptions): Promise<ExecResult>;
-  close(): Promise<void>;
-  readonly target: SshTarget;
-}
 
 /** How long close() waits for the host to answer the SSH goodbye before it cuts the connection. */
 const closeGraceMs = 2_000;

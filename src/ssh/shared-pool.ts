@@ -9,13 +9,8 @@
 // whose key changed is refused on the first reconnect.
 import { connectHop, resolveSettings, type ConnectSettings, type SshConnectOptions } from './connect.js';
 import type { RemoteCommand } from './quote.js';
-import {
-  commandNeverStarted,
-  type ExecOptions,
-  type ExecResult,
-  type Ssh2Session,
-  type SshSession,
-} from './session.js';
+import { commandNeverStarted, type ExecOptions, type ExecResult, type SshSession } from './exec-contract.js';
+import type { Ssh2Session } from './session.js';
 import { depth, targetKey, type SshAuth, type SshTarget } from './target.js';
 
 export interface SharedSshPoolOptions extends SshConnectOptions {
