@@ -1,7 +1,7 @@
 // The multiproc backend's host steps: vLLM's own multi-node mode, one container per host running its rank's
 // `vllm serve` (no Ray). A rank's container carries the same labels as a Ray container (cluster, launch, role),
 // and a marker next to its log records the launch, so a retried start finds the rank it already started.
-import { ApplicationFailure } from '@temporalio/common';
+import { activityFailure } from './activity-failure.js';
 import { FailureType } from '../shared/failures.js';
 import { summarizeVllmLog } from '../parsers/vllm-log.js';
 import { redactText, redactedTail, secretArgValues } from '../shared/secrets.js';
@@ -104,20 +104,11 @@ export async function checkMasterPort(input: MasterPortInput): Promise<MasterPor
   });
 }
 
-function rankFailure(
-  type: string,
-  message: string,
-  nonRetryable: boolean,
-  details: object,
-): ApplicationFailure {
-  return ApplicationFailure.create({ type, message, nonRetryable, details: [details] });
-}
-
 /** The master port is checked again right before rank 0 starts: the head may have changed since preflight. */
 async function assertMasterPortFree(session: SshSession, input: StartRankInput): Promise<void> {
   const held = await listener(session, input.masterPort);
   if (held === undefined) return;
-  throw rankFailure(
+  throw activityFailure(
     FailureType.masterPortInUse,
     `serve.masterPort ${input.masterPort} is in use on the head ${input.host.target.name} (${held}); rank 0 cannot listen there. Stop what listens on it, or pick another serve.masterPort.`,
     true,
@@ -166,7 +157,7 @@ export async function startRank(input: StartRankInput): Promise<StartRankResult>
     const pid = Number(started.stdout.trim().split('\n').pop());
     if (started.exitCode !== 0 || !Number.isInteger(pid) || pid <= 0) {
       const why = redactText(started.stderr.trim() || started.stdout.trim(), secrets);
-      throw rankFailure(
+      throw activityFailure(
         FailureType.rankExited,
         started.exitCode === symlinkExit
           ? `serve.logPath ${input.logPath} (or its marker) is a symbolic link on ${host}; nothing was started: remove the link or change serve.logPath.`
@@ -186,7 +177,7 @@ export async function startRank(input: StartRankInput): Promise<StartRankResult>
       const log = await containerLogTail(session, input.container, secrets);
       const fatal = summarizeVllmLog(log.split('\n')).fatal;
       const portTaken = fatal?.kind === 'master_port_in_use';
-      throw rankFailure(
+      throw activityFailure(
         portTaken ? FailureType.masterPortInUse : FailureType.rankExited,
         `Rank ${input.rank} on ${host} exited right after it started (exit code ${state.exitCode ?? 'unknown'})` +
           (fatal ? `: ${fatal.line}` : '') +
@@ -224,7 +215,7 @@ export async function checkRank(input: CheckRankInput): Promise<CheckRankResult>
       ? { ...summary.fatal, line: redactText(summary.fatal.line, secrets) }
       : undefined;
     if (!container.state && !fatal) {
-      throw rankFailure(
+      throw activityFailure(
         FailureType.rayContainerFailed,
         `The poll of rank ${host} cannot tell whether the container ${input.container} runs: ${redactedTail(container.problem ?? '', secrets, 1024)}`,
         false,

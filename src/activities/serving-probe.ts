@@ -9,7 +9,7 @@ import { SshConnectError } from '../ssh/errors.js';
 import { sh } from '../ssh/quote.js';
 import { containerSecrets, inspectContainer } from './docker.js';
 import { baseUrl } from './health.js';
-import { readRayStatus } from './ray.js';
+import { readRayStatus } from './ray-cluster.js';
 import { resolveValue } from './secrets.js';
 import { chatCompletion } from './smoke.js';
 import { onHost } from './ssh-context.js';

@@ -20,7 +20,8 @@ import {
 import { parseRayStatus } from '../../src/parsers/ray-status.js';
 import { sh } from '../../src/ssh/quote.js';
 import { FailureType } from '../../src/shared/failures.js';
-import { startRayHead, startRayWorker, verifyRayCluster } from '../../src/activities/ray.js';
+import { startRayHead, startRayWorker } from '../../src/activities/ray-start.js';
+import { verifyRayCluster } from '../../src/activities/ray-cluster.js';
 import { launchServe } from '../../src/activities/serve.js';
 import { checkServeHealth } from '../../src/activities/health.js';
 import { smokeTest } from '../../src/activities/smoke.js';

@@ -10,7 +10,7 @@ import { cutLine, HostOutputError, maxHostLineChars } from '../../src/parsers/ho
 import { parseRayStatus } from '../../src/parsers/ray-status.js';
 import { parseComputeApps, parseQueryGpu } from '../../src/parsers/nvidia-smi.js';
 import { parseMeminfo } from '../../src/parsers/meminfo.js';
-import { errorLine } from '../../src/activities/ray.js';
+import { errorLine } from '../../src/activities/ray-cluster.js';
 import { globMatches } from '../../src/ssh/known-hosts.js';
 import { cutNote, OutputTail } from '../../src/ssh/output-tail.js';
 
@@ -104,7 +104,7 @@ describe('the formerly quadratic patterns are linear, run on a 256 KB line witho
   it('the Ray error-line patterns: a 256 KB line without the words, and one that ends in them', () => {
     // The old generic `[^\n]*\b(?:error|failed)\b[^\n]*` retried from every character of the line.
     const { value, ms } = withinDeadline<unknown[]>(
-      { 'activities/ray.ts': ['joinErrorIn'] },
+      { 'activities/ray-cluster.ts': ['joinErrorIn'] },
       `const long = 'a'.repeat(${KB256});
        return [
          timed(() => joinErrorIn([long])) ?? null,
@@ -175,7 +175,7 @@ describe('host lines are cut before any pattern runs', () => {
 
   it('the Ray error line after a 10 MB line', () => {
     const { value, ms } = withinDeadline<string | undefined>(
-      { 'activities/ray.ts': ['errorLine'] },
+      { 'activities/ray-cluster.ts': ['errorLine'] },
       `return timed(() => errorLine('a'.repeat(${MB10}) + '\\nraylet exited: connection failed to the head\\n'));`,
     );
     figure('errorLine over a 10 MB line', ms);

@@ -1,7 +1,6 @@
-// The Ray containers: start the head and the workers (`docker run … --entrypoint ray IMAGE start --block`),
-// and verify from the head's `ray status` that every node joined with its GPUs.
+// Whether the Ray containers formed one cluster: the head's `ray status` until every node joined with its GPUs,
+// and the workers' own logs for the reason one cannot join (ray-start.ts starts the containers).
 import { Context } from '@temporalio/activity';
-import { ApplicationFailure } from '@temporalio/common';
 import { FailureType } from '../shared/failures.js';
 import { hostLines, HostOutputError } from '../parsers/host-output.js';
 import { parseRayStatus, RayNotRunningError, type RayStatus } from '../parsers/ray-status.js';
@@ -10,166 +9,23 @@ import type { SshSession } from '../ssh/executor.js';
 import {
   containerLogTailCommand,
   inspectContainerCommand,
-  rayRunCommand,
   rayStatusCommand,
-  removeContainerCommand,
   workerJoinLogLines as workerLogLines,
 } from '../host-commands/launch.js';
-import { redactedTail, redactText } from '../shared/secrets.js';
+import { redactedTail } from '../shared/secrets.js';
+import { activityFailure as failure } from './activity-failure.js';
 import { onHost } from './ssh-context.js';
 import { prefetchReads } from './prefetch.js';
 import { heartbeat } from './heartbeat.js';
+import { rayStarted } from './ray-start.js';
 import { containerLogTail, containerSecrets, inspectContainer, pause } from './docker.js';
-import { envTransport } from '../host-commands/env-transport.js';
-import { resolveEnv } from './secrets.js';
-import type { NamedHost, RayClusterState, RayContainerResult, VerifyRayClusterInput } from './types.js';
-import type { RayContainerInput } from '../host-commands/launch.js';
+import type { NamedHost, RayClusterState, VerifyRayClusterInput } from './types.js';
 
-/** How long a started container must stay up before we call it started: a bad flag kills it within a second. */
-const confirmWindowMs = 3_000;
-const confirmPollMs = 250;
-/** What `ray start` prints once the node runs (a worker: once it registered with the head). */
-const rayStarted = /^Ray runtime started\./m;
 /** verifyRayCluster polls this long per attempt; the workflow's retry policy bounds the whole wait. */
 const verifyWindowMs = 10_000;
 const verifyIntervalMs = 1_000;
 /** While nodes are missing, the workers' container logs are read this often for a definitive error. */
 const workerCheckIntervalMs = 2_000;
-
-function failure(
-  type: string,
-  message: string,
-  nonRetryable: boolean,
-  details?: Record<string, unknown>,
-): ApplicationFailure {
-  return ApplicationFailure.create({
-    type,
-    message,
-    nonRetryable,
-    ...(details ? { details: [details] } : {}),
-  });
-}
-
-// ------------------------------------------------------------------------------------- start container
-
-// Lines after which restarting the same container cannot help: the command or its arguments are wrong.
-const configProblems = [
-  /ValueError/,
-  /Malformed address/,
-  /No such (option|command)/,
-  /^Usage: /m,
-  /^Error: /m,
-  /executable file not found/,
-  /unknown (shorthand )?flag/,
-  /already running at/,
-];
-
-/** Whether a pattern matches one of the text's lines, each cut to a few KB first. */
-function matchesAnyLine(text: string, patterns: readonly RegExp[]): boolean {
-  return hostLines(text).some((line) => patterns.some((p) => p.test(line)));
-}
-
-// `docker run` errors that a retry cannot fix.
-const runConfigProblems = [
-  /Unable to find image|pull access denied|No such image/,
-  /bind source path does not exist|invalid mount config|invalid spec/,
-  /executable file not found/,
-  /unknown (shorthand )?flag|invalid argument|Invalid container name|invalid restart policy/,
-  /could not select device driver/,
-];
-
-export async function startRayHead(input: RayContainerInput): Promise<RayContainerResult> {
-  return startRayContainer(input, 'head');
-}
-
-export async function startRayWorker(input: RayContainerInput): Promise<RayContainerResult> {
-  if (!input.headAddress) {
-    throw failure(
-      FailureType.invalidSpec,
-      `startRayWorker on ${input.host.target.name}: headAddress (head clusterIp:port) is required`,
-      true,
-    );
-  }
-  return startRayContainer(input, 'worker');
-}
-
-async function startRayContainer(
-  input: RayContainerInput,
-  role: 'head' | 'worker',
-): Promise<RayContainerResult> {
-  const host = input.host.target.name;
-  const resolved = await resolveEnv(input.env);
-  const env: Record<string, string> = { ...resolved.values, VLLM_HOST_IP: input.clusterIp };
-  const transport = envTransport(env, resolved.secretNames);
-  const secrets = [...resolved.secretNames].map((n) => env[n] ?? '').filter((v) => v !== '');
-  return onHost(input.host, async (session) => {
-    const existing = await inspectContainer(session, input.container);
-    if (existing.exists) {
-      if (existing.running && existing.labels['liftoff.launch'] === input.launchId) {
-        return { host, containerId: existing.id ?? '', reused: true };
-      }
-      // Another launch's container, or this launch's that died: it must go before the name is free.
-      await session.exec(removeContainerCommand(input.container), { timeoutMs: 60_000 });
-    }
-
-    const run = rayRunCommand(input, role, transport);
-    const started = await session.exec(run, {
-      timeoutMs: 120_000,
-      check: false,
-      stdin: transport.stdin,
-      secrets,
-    });
-    if (started.exitCode !== 0) {
-      const why = redactText(started.stderr.trim() || started.stdout.trim(), secrets);
-      const fatal = matchesAnyLine(why, runConfigProblems);
-      throw failure(
-        FailureType.rayContainerFailed,
-        `docker run of the Ray ${role} container ${input.container} on ${host} failed (exit ${started.exitCode}): ${tail(why, 2048)}` +
-          (fatal
-            ? '. Fix the image, volumes or flags in the spec (ray.*) and deploy again.'
-            : '. Check the docker daemon on that host.'),
-        fatal,
-        { host, container: input.container, exitCode: started.exitCode },
-      );
-    }
-    const containerId = started.stdout.trim().split('\n').pop() ?? '';
-
-    // A container whose `ray start` rejects its arguments exits within a second or two: wait that long, or
-    // until `ray start` reports success (it prints its banner once the node is up, and for a worker, joined).
-    const deadline = Date.now() + confirmWindowMs;
-    for (;;) {
-      heartbeat({ host, phase: 'confirming', container: input.container });
-      await pause(confirmPollMs);
-      // The banner settles it; without it, the container's state is asked, in the same round trip.
-      const reads = await prefetchReads(
-        session,
-        [containerLogTailCommand(input.container), inspectContainerCommand(input.container)],
-        { timeoutMs: 30_000 },
-      );
-      if (rayStarted.test(await containerLogTail(reads, input.container, secrets))) break;
-      const state = await inspectContainer(reads, input.container);
-      if (!state.running) {
-        const log = await containerLogTail(session, input.container, secrets);
-        const fatal = matchesAnyLine(log, configProblems);
-        throw failure(
-          FailureType.rayContainerFailed,
-          `The Ray ${role} container ${input.container} on ${host} exited right after it started` +
-            ` (status ${state.exists ? (state.status ?? 'unknown') : 'removed'}, exit code ${state.exitCode ?? 'unknown'}).` +
-            (fatal
-              ? ' Its log shows a configuration problem: fix the spec and deploy again.'
-              : ' Check the log below and `docker logs` on that host.') +
-            `\n--- container log (tail) ---\n${tail(log, 4096)}`,
-          fatal,
-          { host, container: input.container, exitCode: state.exitCode ?? null, logTail: tail(log, 4096) },
-        );
-      }
-      if (Date.now() >= deadline) break;
-    }
-    return { host, containerId, reused: false };
-  });
-}
-
-// ------------------------------------------------------------------------------------- verify cluster
 
 export interface RayStatusRead {
   status?: RayStatus;
