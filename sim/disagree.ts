@@ -116,11 +116,12 @@ export async function setDisagreement(stateDir: string, host: string, d: Disagre
   if (d.clusterAddress !== undefined) {
     if (h.address === h.clusterIp)
       throw new Error(`${h.name}: reached at its clusterIp, it would be cut off`);
-    // The old address goes first: deleting a primary address also deletes the secondaries of its subnet.
-    const iface = applied.iface ?? clusterIfaceName;
-    await runOk('ip', ['-n', needNetns(h), '-batch', '-'], {
-      input: `addr del ${applied.address ?? h.clusterIp}/24 dev ${iface}\naddr add ${d.clusterAddress}/24 dev ${iface}\n`,
-    });
+    await replaceAddress(
+      needNetns(h),
+      applied.iface ?? clusterIfaceName,
+      applied.address ?? h.clusterIp,
+      d.clusterAddress,
+    );
     applied.address = d.clusterAddress;
   }
   if (d.mtu !== undefined) {
@@ -167,6 +168,14 @@ async function renameIface(netns: string, from: string, to: string): Promise<voi
   });
 }
 
+/** Swaps the interface's /24 address `from` for `to`. */
+async function replaceAddress(netns: string, iface: string, from: string, to: string): Promise<void> {
+  // The old address goes first: deleting a primary address also deletes the secondaries of its subnet.
+  await runOk('ip', ['-n', netns, '-batch', '-'], {
+    input: `addr del ${from}/24 dev ${iface}\naddr add ${to}/24 dev ${iface}\n`,
+  });
+}
+
 /**
  * Every host back to the reference: one image build and its versions, whole weights, one interface name, address
  * and MTU.
@@ -182,10 +191,7 @@ export async function clearDisagreements(stateDir: string): Promise<void> {
     if (applied.weights) for (const dir of modelDirsOnDisk(cluster, h)) writeModelDir(dir, cfg.vllm.shards);
     if (h.netns) {
       if (applied.iface) await renameIface(h.netns, applied.iface, clusterIfaceName);
-      if (applied.address)
-        await runOk('ip', ['-n', h.netns, '-batch', '-'], {
-          input: `addr del ${applied.address}/24 dev ${clusterIfaceName}\naddr add ${h.clusterIp}/24 dev ${clusterIfaceName}\n`,
-        });
+      if (applied.address) await replaceAddress(h.netns, clusterIfaceName, applied.address, h.clusterIp);
       if (applied.mtu)
         await runOk('ip', ['-n', h.netns, 'link', 'set', 'dev', clusterIfaceName, 'mtu', '1500']);
       if (applied.rule) await runOk('ip', ['-n', h.netns, 'rule', 'del', 'priority', String(rulePriority)]);

@@ -42,7 +42,6 @@ export class Ssh2Session implements SshSession {
   private readonly channelOpenTimeoutMs: number;
   private readonly closedPromise: Promise<void>;
   private lostReason: string | undefined;
-  private closing = false;
   private closeDone: Promise<void> | undefined;
   /** Closed together with this session (the jump hosts it owns, outside a pool). */
   private readonly owned: SshSession[];
@@ -85,7 +84,7 @@ export class Ssh2Session implements SshSession {
 
   /** False once the connection has dropped or been closed; a pool then opens a new one. */
   get alive(): boolean {
-    return this.lostReason === undefined && !this.closing;
+    return this.lostReason === undefined && this.closeDone === undefined;
   }
 
   async exec(cmd: RemoteCommand, opts: ExecOptions = {}): Promise<ExecResult> {
@@ -371,7 +370,6 @@ export class Ssh2Session implements SshSession {
   }
 
   private async closeOnce(): Promise<void> {
-    this.closing = true;
     this.client.end();
     // A host that does not answer the goodbye within the grace is cut off. A cut that is not confirmed either
     // (a jump host that never answers the channel's close) is given up on: closing must never hold a worker's

@@ -147,6 +147,8 @@ export async function waitHealthy<T>(
     recordPoll(load, r, now, startedAt);
     publishDetails(progress);
     const phaseBefore = load.phase;
+    // The workers this round did not poll (serve.workerPollEvery).
+    const rest = workers.filter((w) => !due.includes(w));
     let ready: boolean;
     try {
       ready = judgePoll(watch, r, pid, now);
@@ -154,14 +156,12 @@ export async function waitHealthy<T>(
       // The head's failure may be the echo of a host lost since its last poll (rank 0's "connection reset by
       // peer" when a headless rank died): the hosts not polled this round are polled now, and one whose
       // container is gone is named as the cause. Runs recorded before the patch failed at once.
-      const rest = workers.filter((w) => !due.includes(w));
       if (rest.length > 0 && patched(patches.lostHostBeforeHeadFailure))
         await nameLostFollower(followers, rest, { where: where(load), tail: watch.tail, load });
       throw err;
     }
     if (ready) {
       // Ready is judged with every host's answer of this very round: the workers not polled yet are polled now.
-      const rest = workers.filter((w) => !due.includes(w));
       if (rest.length === 0) return;
       await pollWorkers(rest, Date.now());
       if (Object.keys(watch.unreachableSince).length === 0) return;
