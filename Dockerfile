@@ -17,6 +17,9 @@ RUN npm run build
 FROM node:20.20.2-bookworm-slim
 
 ENV NODE_ENV=production
+# glibc gives each thread that allocates its own malloc arena; the worker's threads (V8, libuv, Temporal's core)
+# then hold ~30 MB more than two arenas need (bin/liftoff.js, README Performance).
+ENV MALLOC_ARENA_MAX=2
 WORKDIR /app
 
 # Dependencies first, so a source change does not reinstall them. Development tools are left out; the optional

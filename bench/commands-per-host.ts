@@ -3,7 +3,7 @@
 // The hosts' own command logs (sim recordCommands) are the evidence. The head's load polls are the commands it ran
 // between the `vllm serve` launch and the smoke test; a worker's are its checkRayWorker runs in the history (each
 // one command, before and after issue 18). Uses netIndex 52.
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { createLiftoffWorker } from '../src/worker.js';
 import { downCluster, hostCommands, upCluster } from '../sim/cluster.js';
 import { simDeploySpec } from '../sim/spec.js';
@@ -12,6 +12,7 @@ import { deploy } from '../src/workflows/index.js';
 import { createDevServerEnv } from '../test/helpers/temporal.js';
 import { simWorkerPolicy } from '../test/helpers/worker-policy.js';
 import { activityRuns } from './measure.js';
+import { paths } from '../sim/host-state.js';
 
 const hosts = Number(process.argv[2] ?? '2');
 const shards = Number(process.argv[3] ?? '6');
@@ -63,12 +64,15 @@ async function main(): Promise<void> {
         polls = runs.filter((r) => r.host === h.name && r.type === 'checkRayWorker').length;
       }
       const headPolls = runs.filter((r) => r.type === 'checkServeHealth').length;
+      // The simulated tools a host ran (each one a node process here; a docker or systemctl call on a real host).
+      const tools = toolCounts(h.hostDir);
       return {
         host: h.name,
         total: log.length,
         loadPolls: polls,
         excludingPolls: log.length - polls,
         headPolls,
+        tools,
       };
     });
     const avg = (f: (r: (typeof rows)[number]) => number) =>
@@ -83,6 +87,24 @@ async function main(): Promise<void> {
     await env.teardown();
     await downCluster(stateDir);
   }
+}
+
+/** Simulated tool invocations on a host by tool and subcommand (`docker inspect`: 3), from its tool log. */
+function toolCounts(hostDir: string): Record<string, number> {
+  const counts: Record<string, number> = {};
+  let text = '';
+  try {
+    text = readFileSync(paths.commands(hostDir), 'utf8');
+  } catch {
+    return counts;
+  }
+  for (const line of text.split('\n')) {
+    if (line === '') continue;
+    const [tool, sub] = (JSON.parse(line) as { argv: string[] }).argv;
+    const key = sub && !sub.startsWith('-') ? `${tool} ${sub}` : String(tool);
+    counts[key] = (counts[key] ?? 0) + 1;
+  }
+  return counts;
 }
 
 await main();

@@ -6,9 +6,14 @@ import { setFlagsFromString } from 'node:v8';
 import { fileURLToPath } from 'node:url';
 import { builtHash, sourceHash } from './source-hash.js';
 
-// A worker lives for days and mostly waits on Temporal: a small young generation keeps it near 200 MB instead of
-// 250+, for a little more GC work (the footprint figure of `npm run bench`). Set before anything is loaded.
-if (process.argv[2] === 'worker') setFlagsFromString('--max-semi-space-size=2');
+// A worker lives for days and mostly waits on Temporal: a small young generation and V8's size-over-speed mode
+// take 15 MB off its peak at 32 hosts (224 → 209 MiB in `npm run bench`), for a little more GC work; glibc's
+// MALLOC_ARENA_MAX=2 (which the Dockerfile and scripts/lib/worker-process.ts set) takes 30 more. Set before
+// anything is loaded.
+if (process.argv[2] === 'worker') {
+  setFlagsFromString('--max-semi-space-size=1');
+  setFlagsFromString('--optimize-for-size');
+}
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const built = builtHash(root);

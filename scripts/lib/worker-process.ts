@@ -48,6 +48,8 @@ export async function startWorkerProcess(opts: WorkerProcessOptions): Promise<Wo
   const child = spawn(process.execPath, args, {
     cwd: projectRoot,
     env: {
+      // As the Dockerfile runs it (bin/liftoff.js says why); a caller's own value wins.
+      MALLOC_ARENA_MAX: '2',
       ...(opts.env ?? process.env),
       ...(opts.address === undefined ? {} : { TEMPORAL_ADDRESS: opts.address }),
       ...(opts.namespace === undefined ? {} : { TEMPORAL_NAMESPACE: opts.namespace }),

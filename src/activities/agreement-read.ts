@@ -3,7 +3,14 @@
 // ID: an image ID is the hash of the image's content, so hosts that share it share its versions.
 import { randomBytes } from 'node:crypto';
 import type { SshSession } from '../ssh/executor.js';
-import { hostReadCommand, imageVersionsCommand, type HostReadInput } from '../host-commands/agreement.js';
+import {
+  hostReadBatch,
+  hostReadCommand,
+  hostReadMaxBytes,
+  imageVersionsCommand,
+  type HostReadInput,
+} from '../host-commands/agreement.js';
+import { prefetchReads } from './prefetch.js';
 import { parseHostFacts, parseVersions, splitSections, type HostFacts } from '../parsers/agreement-facts.js';
 
 /** How long the read may take: hashing reads every byte of the weights, so it gets most of the agreement profile's 3 hours. */
@@ -11,13 +18,42 @@ function readTimeoutMs(input: HostReadInput): number {
   return input.hashWeights ? 170 * 60_000 : 60_000;
 }
 
-export async function readHostFacts(session: SshSession, input: HostReadInput): Promise<HostFacts> {
-  const nonce = randomBytes(8).toString('hex');
+/** The marker of one read's sections: fresh each time, so no host output can forge one. */
+export function newNonce(): string {
+  return randomBytes(8).toString('hex');
+}
+
+/**
+ * A host's facts, and with `withVersions` the versions inside the image, in one round trip (hostReadBatch).
+ * The versions are read only from a host whose image is there.
+ */
+export async function readHostFactsOnce(
+  direct: SshSession,
+  input: HostReadInput,
+  withVersions: boolean,
+): Promise<HostFacts> {
+  const nonce = newNonce();
+  // The clock is read first in the trip: the offset is measured from when the trip started.
   const startedAtMs = Date.now();
+  const session = await prefetchReads(direct, hostReadBatch(input, nonce, withVersions), {
+    timeoutMs: readTimeoutMs(input) + (withVersions ? 120_000 : 0),
+  });
+  const facts = await readHostFacts(session, input, nonce, startedAtMs);
+  if (withVersions && facts.imageId !== undefined)
+    facts.versions = await readImageVersions(session, input.image);
+  return facts;
+}
+
+export async function readHostFacts(
+  session: SshSession,
+  input: HostReadInput,
+  nonce = newNonce(),
+  startedAtMs = Date.now(),
+): Promise<HostFacts> {
   const res = await session.exec(hostReadCommand(input, nonce), {
     timeoutMs: readTimeoutMs(input),
     check: false,
-    maxOutputBytes: 8 * 1024 * 1024,
+    maxOutputBytes: hostReadMaxBytes,
   });
   return parseHostFacts(input.host, splitSections(res.stdout, nonce), startedAtMs);
 }

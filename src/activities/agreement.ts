@@ -2,7 +2,7 @@
 // clocks)? One activity for every host, since each answer only means something beside the others'. A host
 // that cannot be reached is left out here: its own preflight reports the SSH failure.
 import type { HostFacts } from '../parsers/agreement-facts.js';
-import { readHostFacts, readImageVersions } from './agreement-read.js';
+import { readHostFactsOnce, readImageVersions } from './agreement-read.js';
 import { onHost } from './ssh-context.js';
 import type { HostRef } from '../config/targets.js';
 import { compareHosts, type AgreementExpectations, type AgreementReport } from '../preflight/agreement.js';
@@ -28,17 +28,24 @@ export async function checkHostsAgree(input: AgreementInput): Promise<AgreementR
     if (!ref || !slot) throw new Error(`no SSH reference for ${h.name}`);
     try {
       return await onHost(ref, async (session) => {
-        const facts = await readHostFacts(session, {
-          host: h.name,
-          image: input.image,
-          modelPath: input.modelPath,
-          hashWeights: input.hashWeights,
-          rayHead: head && h !== head ? { ip: head.clusterIp, port: input.rayPort } : undefined,
-        });
+        // The head reads the versions inside the image in the same round trip as its facts.
+        const facts = await readHostFactsOnce(
+          session,
+          {
+            host: h.name,
+            image: input.image,
+            modelPath: input.modelPath,
+            hashWeights: input.hashWeights,
+            rayHead: head && h !== head ? { ip: head.clusterIp, port: input.rayPort } : undefined,
+          },
+          h === head,
+        );
         slot.resolve(facts);
         const everyone = await all;
+        // An image ID the head's versions do not cover is read once, on its first host.
+        const known = everyone.some((f) => f?.versions !== undefined && f.imageId === facts.imageId);
         const firstWithId = everyone.find((f) => f?.imageId !== undefined && f.imageId === facts.imageId);
-        if (firstWithId === facts) facts.versions = await readImageVersions(session, input.image);
+        if (!known && firstWithId === facts) facts.versions = await readImageVersions(session, input.image);
         return facts;
       });
     } finally {

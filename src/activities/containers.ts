@@ -24,12 +24,16 @@ export async function removeContainers(input: RemoveContainersInput): Promise<Re
     if (targets.length === 0) return { host, removed: [] };
 
     // Each container gets up to docker's stop grace before SIGKILL; several may be removed in one call.
-    const rm = await session.exec(removeContainersCommand(targets), {
+    // The removal and the list after it in one round trip.
+    const steps = await prefetchReads(direct, [removeContainersCommand(targets), containerNamesCommand()], {
+      timeoutMs: 90_000 + 15_000 * targets.length,
+    });
+    const rm = await steps.exec(removeContainersCommand(targets), {
       timeoutMs: 60_000 + 15_000 * targets.length,
       check: false,
     });
 
-    const after = await containerNames(session);
+    const after = await containerNames(steps);
     const left = targets.filter((n) => after.has(n));
     if (left.length > 0) {
       const said = rm.stderr.trim();

@@ -1,12 +1,15 @@
 // The Ray containers: start the head and the workers (`docker run … --entrypoint ray IMAGE start --block`), and
 // wait until `ray start` says the node runs. Whether they form one cluster is ray-cluster.ts.
 import { FailureType } from '../shared/failures.js';
+import type { SshSession } from '../ssh/executor.js';
 import { hostLines } from '../parsers/host-output.js';
 import { tail } from '../shared/text.js';
 import {
   containerLogTailCommand,
   inspectContainerCommand,
   rayRunCommand,
+  rayStartBatch,
+  rayConfirmPollSeconds,
   removeContainerCommand,
   type RayContainerInput,
 } from '../host-commands/launch.js';
@@ -22,7 +25,7 @@ import type { RayContainerResult } from './types.js';
 
 /** How long a started container must stay up before we call it started: a bad flag kills it within a second. */
 const confirmWindowMs = 3_000;
-const confirmPollMs = 250;
+const confirmPollMs = rayConfirmPollSeconds * 1000;
 /** What `ray start` prints once the node runs (a worker: once it registered with the head). */
 export const rayStarted = /^Ray runtime started\./m;
 
@@ -77,17 +80,26 @@ async function startRayContainer(
   const transport = envTransport(env, resolved.secretNames);
   const secrets = [...resolved.secretNames].map((n) => env[n] ?? '').filter((v) => v !== '');
   return onHost(input.host, async (session) => {
-    const existing = await inspectContainer(session, input.container);
+    const run = rayRunCommand(input, role, transport);
+    // The state, the run unless the name is taken, and the first confirm read, in one round trip.
+    const trip = await prefetchReads(session, rayStartBatch(input.container, run), {
+      timeoutMs: 150_000,
+      stdin: transport.stdin,
+      secrets,
+    });
+    const existing = await inspectContainer(trip, input.container);
+    // What the trip confirmed is of the container it started; after an earlier one, every read is made anew.
+    let confirm: SshSession | undefined = trip;
     if (existing.exists) {
       if (existing.running && existing.labels['liftoff.launch'] === input.launchId) {
         return { host, containerId: existing.id ?? '', reused: true };
       }
       // Another launch's container, or this launch's that died: it must go before the name is free.
       await session.exec(removeContainerCommand(input.container), { timeoutMs: 60_000 });
+      confirm = undefined;
     }
 
-    const run = rayRunCommand(input, role, transport);
-    const started = await session.exec(run, {
+    const started = await (confirm ?? session).exec(run, {
       timeoutMs: 120_000,
       check: false,
       stdin: transport.stdin,
@@ -113,13 +125,17 @@ async function startRayContainer(
     const deadline = Date.now() + confirmWindowMs;
     for (;;) {
       heartbeat({ host, phase: 'confirming', container: input.container });
-      await pause(confirmPollMs);
       // The banner settles it; without it, the container's state is asked, in the same round trip.
-      const reads = await prefetchReads(
-        session,
-        [containerLogTailCommand(input.container), inspectContainerCommand(input.container)],
-        { timeoutMs: 30_000 },
-      );
+      let reads = confirm;
+      confirm = undefined;
+      if (!reads) {
+        await pause(confirmPollMs);
+        reads = await prefetchReads(
+          session,
+          [containerLogTailCommand(input.container), inspectContainerCommand(input.container)],
+          { timeoutMs: 30_000 },
+        );
+      }
       if (rayStarted.test(await containerLogTail(reads, input.container, secrets))) break;
       const state = await inspectContainer(reads, input.container);
       if (!state.running) {

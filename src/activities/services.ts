@@ -43,22 +43,33 @@ export async function stopServices(input: StopServicesInput): Promise<StopServic
 
     const privileged = await privilegePrefix(session);
     const rule = sudoersRule(session.target.user, loaded, input.disable);
-    // systemd waits up to TimeoutStopSec (90 s by default) for a unit to stop before killing it.
-    const stop = await session.exec(stopUnitsCommand(privileged, loaded), {
+    // Stop, disable and the read of the states after them in one round trip, in that order: each keeps its own
+    // exit status and stderr, judged below as when they ran one by one. (A sudo that refuses the stop refuses the
+    // disable too, so running it as well changes nothing.)
+    const steps = await prefetchReads(
+      direct,
+      [
+        stopUnitsCommand(privileged, loaded),
+        ...(input.disable ? [disableUnitsCommand(privileged, loaded)] : []),
+        unitStatesCommand(loaded),
+      ],
+      { timeoutMs: 240_000 },
+    );
+    const stop = await steps.exec(stopUnitsCommand(privileged, loaded), {
       timeoutMs: 150_000,
       check: false,
     });
     refuseSudoFailure(host, stop, rule);
     let disableOutcome: ExecResult | undefined;
     if (input.disable) {
-      disableOutcome = await session.exec(disableUnitsCommand(privileged, loaded), {
+      disableOutcome = await steps.exec(disableUnitsCommand(privileged, loaded), {
         timeoutMs: 60_000,
         check: false,
       });
       refuseSudoFailure(host, disableOutcome, rule);
     }
 
-    const after = await readUnitStates(session, loaded);
+    const after = await readUnitStates(steps, loaded);
     const stillActive = after.filter((u) => !stoppedStates.has(u.activeState));
     if (stillActive.length > 0) {
       throw ApplicationFailure.create({

@@ -7,6 +7,12 @@ import type { PlanResult } from '../workflows/index.js';
 
 const titles = new Map<string, string>(deploySteps.map((s) => [s.name, s.title]));
 
+/** A line break inside a command is part of a quoted argument: the lines after it are shown as they are. */
+function commandLines(prefix: string, text: string): string[] {
+  const [first = '', ...rest] = text.split('\n');
+  return [`${prefix}${first}`, ...rest];
+}
+
 function hostBlock(plan: HostPlan): string[] {
   const lines = [`${plan.host} (${plan.role})`];
   for (const step of plan.steps) {
@@ -17,9 +23,15 @@ function hostBlock(plan: HostPlan): string[] {
     }
     lines.push(step.note ? `${title}: ${step.note}` : title);
     for (const cmd of step.commands) {
-      const [first = '', ...rest] = cmd.text.split('\n');
-      // A line break inside a command is part of a quoted argument: the lines after it are shown as they are.
-      lines.push(`    ${cmd.change ? '!' : '$'} ${first}`, ...rest);
+      if (cmd.parts) {
+        // A batch: its parts, one a line, under the round trip that carries them (`--json` has the script).
+        lines.push(`    ${cmd.change ? '!' : '$'} one round trip:`);
+        for (const part of cmd.parts) {
+          lines.push(...commandLines(`      ${part.change ? '!' : '$'} `, part.text));
+          if (part.when) lines.push(`          (only when ${part.when})`);
+          if (part.note) lines.push(`          (${part.note})`);
+        }
+      } else lines.push(...commandLines(`    ${cmd.change ? '!' : '$'} `, cmd.text));
       if (cmd.repeats) lines.push(`      (repeated ${cmd.repeats})`);
       if (cmd.when) lines.push(`      (only when ${cmd.when})`);
     }
@@ -40,7 +52,12 @@ export function renderPlan(result: PlanResult): string {
     ].join('\n');
   }
   const changes = result.hosts.reduce(
-    (n, h) => n + h.steps.flatMap((s) => s.commands).filter((c) => c.change).length,
+    (n, h) =>
+      n +
+      h.steps
+        .flatMap((s) => s.commands)
+        .flatMap((c) => c.parts ?? [c])
+        .filter((c) => c.change).length,
     0,
   );
   const lines = [

@@ -3,6 +3,7 @@
 // the image cost a container start (no network, never a pull).
 import { raw, sh, type RemoteCommand } from '../ssh/quote.js';
 import { weightListLimit } from '../parsers/agreement-facts.js';
+import type { BatchEntry } from './sections.js';
 
 export interface HostReadInput {
   host: string;
@@ -61,3 +62,17 @@ const versionsScript = [
 /** Python, Ray and vLLM inside the image, from the package metadata (nothing is imported). */
 export const imageVersionsCommand = (image: string): RemoteCommand =>
   sh`docker run --rm --network none --pull never --entrypoint python3 ${image} -c ${versionsScript} 2>&1 | head -c 2000`;
+
+/** The most the host read prints: a listing of weightListLimit files, their hashes, and the small sections. */
+export const hostReadMaxBytes = 8 * 1024 * 1024;
+
+/**
+ * The agreement's one round trip on a host: its facts, and on the head the versions inside the image too (the
+ * other hosts read those only when their image ID differs from the head's). Shared by the activity and the plan.
+ */
+export function hostReadBatch(input: HostReadInput, nonce: string, withVersions: boolean): BatchEntry[] {
+  return [
+    { command: hostReadCommand(input, nonce), maxBytes: hostReadMaxBytes },
+    ...(withVersions ? [imageVersionsCommand(input.image)] : []),
+  ];
+}

@@ -3,6 +3,7 @@
 import { raw, sh, type RawShell, type RemoteCommand } from '../ssh/quote.js';
 import { pipelineParallelSize } from '../config/parallel.js';
 import type { EnvTransport } from './env-transport.js';
+import type { BatchEntry } from './sections.js';
 import type { EnvSpec } from '../config/schema.js';
 import type { HostRef } from '../config/targets.js';
 
@@ -96,6 +97,23 @@ export function rayRunCommand(
   ].flatMap((l) => ['--label', l]);
   const volumes = input.volumes.flatMap((v) => ['-v', v]);
   return sh`${transport.prelude} docker run -d --name ${input.container} --gpus all --network host --ipc host --shm-size ${input.shmSize} ${labels} ${transport.flags} ${volumes} --entrypoint ray ${input.image} ${rayStartArgs(input, role)}`;
+}
+
+/** How long after `docker run` the first confirm read waits on the host (a bad flag kills the node by then). */
+export const rayConfirmPollSeconds = 0.25;
+
+/**
+ * startRay's one round trip: the container's state, the run unless a container of that name exists (an earlier
+ * launch's is for the activity to judge, with nothing started), then after a moment the first confirm read (the
+ * log and the state). Shared by the activity and `liftoff plan`.
+ */
+export function rayStartBatch(container: string, run: RemoteCommand): BatchEntry[] {
+  return [
+    inspectContainerCommand(container),
+    { command: run, stdin: true, unlessOk: 0 },
+    { command: containerLogTailCommand(container), sleepBefore: rayConfirmPollSeconds },
+    { command: inspectContainerCommand(container) },
+  ];
 }
 
 export { pipelineParallelSize };

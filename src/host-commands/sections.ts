@@ -95,18 +95,71 @@ export function sectionedReads(reads: readonly SectionRead[]): SectionedCommand 
 }
 
 /**
+ * A read (or a change) of a batch with how it runs: a plain command is read once however often it is given; one
+ * given this way always runs where it stands.
+ */
+export interface BatchItem {
+  command: RemoteCommand;
+  /** It takes the batch's stdin (an env transport: `while read … export`); at most one item may. */
+  stdin?: true;
+  /** It runs only when the item at this index exited non-zero: "start it unless it exists". */
+  unlessOk?: number;
+  /** The host waits this long first (a confirm read right after a start), in seconds. */
+  sleepBefore?: number;
+  /** Bytes kept of its output; the batch's own bound otherwise. */
+  maxBytes?: number;
+}
+
+export type BatchEntry = RemoteCommand | BatchItem;
+
+function itemOf(entry: BatchEntry): BatchItem {
+  return 'command' in entry ? entry : { command: entry };
+}
+
+/**
  * The one command that runs a step's `reads` (activities/prefetch.ts), each with its stderr after its stdout;
- * `liftoff plan` shows this same text. Commands given twice are run once; `commands[i]` is section `r<i>`.
+ * `liftoff plan` shows this same text. Plain commands given twice are run once; `items[i]` is section `r<i>`,
+ * and an item that is not run (its `unlessOk` read passed) has no section.
  */
 export function prefetchCommand(
-  reads: readonly RemoteCommand[],
+  reads: readonly BatchEntry[],
   maxBytesPerRead = 1024 * 1024,
-): SectionedCommand & { commands: RemoteCommand[] } {
-  const commands = [...new Map(reads.map((r) => [r.text, r])).values()];
-  const named = commands.map((command, i) => ({
+): SectionedCommand & { items: BatchItem[]; commands: RemoteCommand[] } {
+  const items: BatchItem[] = [];
+  const plain = new Set<string>();
+  for (const entry of reads) {
+    if ('command' in entry) items.push(entry);
+    else if (!plain.has(entry.text)) {
+      plain.add(entry.text);
+      items.push(itemOf(entry));
+    }
+  }
+  if (items.filter((i) => i.stdin).length > 1)
+    throw new RangeError('at most one read of a batch takes its stdin');
+  const named = items.map((item, i) => ({
     name: `r${i}`,
-    command: stderrAfter(command),
-    maxBytes: maxBytesPerRead,
+    command: stderrAfter(item.command),
+    maxBytes: item.maxBytes ?? maxBytesPerRead,
+    ...(item.stdin ? { stdin: true as const } : {}),
   }));
-  return { ...sectionedReads(named), commands };
+  const parts = items.map((item, i) => {
+    const read = named[i];
+    if (!read) throw new RangeError(`batch item ${i} has no section`);
+    let part = section(read);
+    if (item.sleepBefore !== undefined) part = sh`sleep ${String(item.sleepBefore)}; ${part}`;
+    if (item.unlessOk !== undefined) {
+      if (!Number.isInteger(item.unlessOk) || item.unlessOk < 0 || item.unlessOk >= i)
+        throw new RangeError(`batch item ${i}: unlessOk must name an earlier item`);
+      part = sh`if [ "$__rc_r${raw(String(item.unlessOk))}" != 0 ]; then ${part}; fi`;
+    }
+    // A later item may ask how this one ended.
+    return items.some((later) => later.unlessOk === i) ? sh`${part}; __rc_r${raw(String(i))}=$__rc` : part;
+  });
+  return {
+    command: sectionScript(parts),
+    bounds: Object.fromEntries(named.map((r) => [r.name, r.maxBytes])),
+    maxOutputBytes: sectionScriptBound(named),
+    items,
+    commands: items.map((i) => i.command),
+  };
 }

@@ -35,6 +35,7 @@ import {
   inspectContainerCommand,
   markerPathFor,
   rayRunCommand,
+  rayStartBatch,
   rayStatusCommand,
   readMarkerCommand,
   serveLaunchCommand,
@@ -42,11 +43,11 @@ import {
   smokeTimingMarker,
 } from '../host-commands/launch.js';
 import { headPollCommand, rayWorkerWatchCommand } from '../host-commands/polls.js';
-import { prefetchCommand } from '../host-commands/sections.js';
 import { headAddressOf, launchServeInput, rayContainerInput } from '../host-commands/step-inputs.js';
-import { hostReadCommand, imageVersionsCommand } from '../host-commands/agreement.js';
+import { hostReadBatch, imageVersionsCommand } from '../host-commands/agreement.js';
 import { listenerCommand, rank0ContainersCommand } from '../host-commands/multiproc.js';
 import {
+  batch,
   change,
   planPlaceholders,
   planTransport,
@@ -91,15 +92,19 @@ function preflightCommands(spec: DeploySpec, host: PlanHost, head: PlanHost): Pl
   const modelPath = modelPathFor(spec) ?? '';
   const paths = volumeHostPaths(spec.ray.volumes);
   // The agreement checks (one read per host) cover NCCL/GLOO_SOCKET_IFNAME, so preflightHost reads no interface.
-  const agreementRead = hostReadCommand(
-    {
-      host: host.name,
-      image: spec.ray.image,
-      modelPath,
-      hashWeights: spec.preflight.hashWeights,
-      rayHead: host.role === 'head' ? undefined : { ip: head.clusterIp, port: spec.ray.port },
-    },
-    planPlaceholders.nonce,
+  // The head reads the versions inside the image in its agreement read.
+  const agreementRead = batch(
+    hostReadBatch(
+      {
+        host: host.name,
+        image: spec.ray.image,
+        modelPath,
+        hashWeights: spec.preflight.hashWeights,
+        rayHead: host.role === 'head' ? undefined : { ip: head.clusterIp, port: spec.ray.port },
+      },
+      planPlaceholders.nonce,
+      host.role === 'head',
+    ),
   );
   const cmds = [
     dockerVersionCommand(),
@@ -113,12 +118,17 @@ function preflightCommands(spec: DeploySpec, host: PlanHost, head: PlanHost): Pl
   ];
   return [
     // preflightHost's reads run as one command (activities/prefetch.ts).
-    read(prefetchCommand(cmds).command),
-    read(agreementRead),
-    // Read on the first host of each distinct image ID; hosts of one image share its versions.
+    batch(cmds),
+    agreementRead,
+    // Hosts of one image share its versions: another host reads them only for an image ID the head lacks.
     ...(host.role === 'head'
-      ? [read(imageVersionsCommand(spec.ray.image), 'once per distinct image ID, on its first host')]
-      : []),
+      ? []
+      : [
+          readWhen(
+            imageVersionsCommand(spec.ray.image),
+            "its image ID differs from the head's (once per distinct image ID, on its first host)",
+          ),
+        ]),
     // multiproc: serve.masterPort must be free on the head, or held by this cluster's earlier rank 0.
     ...(host.role === 'head' && spec.serve.backend === 'multiproc'
       ? [
@@ -145,15 +155,21 @@ export function planHost(
     const privileged = privilegePrefix(seen.uid);
     steps.push({
       step: 'stopServices',
-      // The states and the user's id in one command (activities/prefetch.ts); then each change, and a new read.
+      // The states and the user's id in one command (activities/prefetch.ts); then the changes and the states
+      // after them in one more.
       commands: [
-        read(prefetchCommand([unitStatesCommand(units), userIdCommand()]).command),
+        batch([unitStatesCommand(units), userIdCommand()]),
         ...(stop.length === 0
           ? []
           : [
-              change(stopUnitsCommand(privileged, stop)),
-              ...(disable.length > 0 ? [change(disableUnitsCommand(privileged, disable))] : []),
-              read(unitStatesCommand(stop)),
+              batch(
+                [
+                  stopUnitsCommand(privileged, stop),
+                  ...(disable.length > 0 ? [disableUnitsCommand(privileged, disable)] : []),
+                  unitStatesCommand(stop),
+                ],
+                [stopUnitsCommand(privileged, stop), disableUnitsCommand(privileged, disable)],
+              ),
             ]),
       ],
     });
@@ -162,15 +178,17 @@ export function planHost(
   const remove = [...new Set([...names.filter((n) => seen.containers.includes(n)), ...seen.labelled])];
   steps.push({
     step: 'removeContainers',
-    // The two lists in one command (activities/prefetch.ts); the list after the removal is read anew.
+    // The two lists in one command (activities/prefetch.ts); the removal and the list after it in one more.
     commands: [
-      read(
-        prefetchCommand([containerNamesCommand(), containerNamesCommand(clusterFilter(spec.cluster))])
-          .command,
-      ),
+      batch([containerNamesCommand(), containerNamesCommand(clusterFilter(spec.cluster))]),
       ...(remove.length === 0
         ? []
-        : [change(removeContainersCommand(remove)), read(containerNamesCommand())]),
+        : [
+            batch(
+              [removeContainersCommand(remove), containerNamesCommand()],
+              [removeContainersCommand(remove)],
+            ),
+          ]),
     ],
   });
   const untilClear = `until the GPUs are clear (gpu.clearTimeout ${spec.gpu.clearTimeout})`;
@@ -199,12 +217,7 @@ export function planHost(
       steps.push({
         step: 'launchServe',
         commands: [
-          read(
-            prefetchCommand([
-              readMarkerCommand(markerPathFor(spec.serve.logPath)),
-              rayStatusCommand(container),
-            ]).command,
-          ),
+          batch([readMarkerCommand(markerPathFor(spec.serve.logPath)), rayStatusCommand(container)]),
           change(serveLaunchCommand(serve, planTransport(spec.serve.env), raw(planPlaceholders.startedAt))),
         ],
       });
@@ -267,21 +280,20 @@ function rayLaunchSteps(
     host.role === 'head' ? undefined : headAddressOf(spec, head),
   );
   const container = spec.ray.container;
+  const run = rayRunCommand(ray, host.role, planTransport(spec.ray.env, { VLLM_HOST_IP: host.clusterIp }));
   const untilStarted = 'until `ray start` reports the node started (up to 3 s)';
   const untilJoined = `until ${workers.length + 1} nodes and their GPUs have joined (ray.verifyTimeout ${spec.ray.verifyTimeout})`;
   return [
     {
       step: host.role === 'head' ? 'startRayHead' : 'startRayWorkers',
       commands: [
-        read(inspectContainerCommand(container)),
-        change(rayRunCommand(ray, host.role, planTransport(spec.ray.env, { VLLM_HOST_IP: host.clusterIp }))),
-        // Each confirm poll reads the log and the state in one command.
-        read(
-          prefetchCommand([
-            containerLogTailCommand(container, rayConfirmLogLines),
-            inspectContainerCommand(container),
-          ]).command,
-          untilStarted,
+        // The state, the run unless the name is taken, and the first confirm read in one command.
+        batch(rayStartBatch(container, run), [run]),
+        // Each further confirm poll reads the log and the state in one command.
+        batch(
+          [containerLogTailCommand(container, rayConfirmLogLines), inspectContainerCommand(container)],
+          [],
+          { repeats: untilStarted },
         ),
         read(containerLogTailCommand(container, rayConfirmLogLines), 'when it exited instead'),
       ],
@@ -292,12 +304,13 @@ function rayLaunchSteps(
         host.role === 'head'
           ? [read(rayStatusCommand(container), untilJoined)]
           : [
-              read(
-                prefetchCommand([
+              batch(
+                [
                   inspectContainerCommand(container),
                   containerLogTailCommand(container, verifyWorkerLogLines),
-                ]).command,
-                'while this node has not joined',
+                ],
+                [],
+                { repeats: 'while this node has not joined' },
               ),
             ],
     },

@@ -6,6 +6,7 @@ import { envTransport, type EnvTransport } from '../host-commands/env-transport.
 import type { EnvSpec } from '../config/schema.js';
 import { isSecretEnvName } from '../shared/secrets.js';
 import type { RemoteCommand } from '../ssh/quote.js';
+import { prefetchCommand, type BatchEntry } from '../host-commands/sections.js';
 
 /** Stand-ins for what exists only once the deploy runs; the plan shows them by these names. */
 export const planPlaceholders = {
@@ -24,8 +25,21 @@ export interface PlanHost {
   ref: HostRef;
 }
 
-export interface PlannedCommand {
+/** One command inside a batch (one round trip that runs several, src/host-commands/sections.ts). */
+export interface PlannedPart {
   text: string;
+  change: boolean;
+  /** It runs only in a case the host decides within the trip; said which. */
+  when?: string;
+  /** How it runs, when that is worth saying (a wait before it). */
+  note?: string;
+}
+
+export interface PlannedCommand {
+  /** The exact command the deploy runs (for a batch, the script that carries its parts). */
+  text: string;
+  /** A batch: the commands its one round trip runs, in order. */
+  parts?: PlannedPart[];
   /** Changes the host (stops, removes, starts); every other command only reads. */
   change: boolean;
   /** Run again until a condition holds (a poll); said how. */
@@ -54,6 +68,34 @@ export const readWhen = (cmd: RemoteCommand, when: string): PlannedCommand => ({
   when,
 });
 export const change = (cmd: RemoteCommand): PlannedCommand => ({ text: cmd.text, change: true });
+
+/**
+ * Several commands in one round trip, as activities/prefetch.ts runs them (the same prefetchCommand text), with
+ * each part shown on its own; `changing` are the parts that change the host.
+ */
+export function batch(
+  entries: readonly BatchEntry[],
+  changing: readonly RemoteCommand[] = [],
+  extra: { repeats?: string; when?: string } = {},
+): PlannedCommand {
+  const built = prefetchCommand(entries);
+  const parts = built.items.map((item): PlannedPart => {
+    const gate = built.items[item.unlessOk ?? -1];
+    return {
+      text: item.command.text,
+      change: changing.some((c) => c.text === item.command.text),
+      ...(gate ? { when: `\`${gate.command.text}\` above failed` } : {}),
+      ...(item.sleepBefore !== undefined ? { note: `${item.sleepBefore} s after the part above` } : {}),
+    };
+  });
+  return {
+    text: built.command.text,
+    change: parts.some((p) => p.change),
+    parts,
+    ...(extra.repeats ? { repeats: extra.repeats } : {}),
+    ...(extra.when ? { when: extra.when } : {}),
+  };
+}
 
 /**
  * The spec's env blocks merged in order, as the worker would resolve them, with a reference's value left on the

@@ -44,7 +44,11 @@ const seen: HostObservation = {
 
 describe('plan of one host', () => {
   const plan = planHost(spec, head, head, [worker], seen);
-  const changes = plan.steps.flatMap((s) => s.commands).filter((c) => c.change);
+  // A batch's changes are its parts (one round trip each batch).
+  const changes = plan.steps
+    .flatMap((s) => s.commands)
+    .flatMap((c) => c.parts ?? [c])
+    .filter((c) => c.change);
 
   it('changes only what is there: loaded units (through sudo -n), present and labelled containers', () => {
     assert.deepEqual(plan.stop, ['vllm.service']);
@@ -80,7 +84,10 @@ describe('plan of one host', () => {
 
   it('a worker joins the head and launches nothing', () => {
     const w = planHost(spec, worker, head, [worker], { ...seen, uid: '0', labelled: [] });
-    const texts = w.steps.flatMap((s) => s.commands).map((c) => c.text);
+    const texts = w.steps
+      .flatMap((s) => s.commands)
+      .flatMap((c) => c.parts ?? [c])
+      .map((c) => c.text);
     assert.ok(
       texts.some((t) => t.includes('start --block --address 10.0.0.1:6379 --node-ip-address 10.0.0.2')),
     );
@@ -186,7 +193,14 @@ describe('plan text', () => {
       text,
       /secrets \(sent on stdin, never on a command line\): ray\.env\.HF_TOKEN = \(worker env HF_TOKEN\)/,
     );
-    assert.match(text, /^ {4}! sudo -n systemctl stop -- vllm\.service$/m);
+    assert.match(
+      text,
+      /^ {4}! one round trip:\n {6}! sudo -n systemctl stop -- vllm\.service\n {6}! sudo -n systemctl disable -- vllm\.service\n {6}\$ systemctl show /m,
+    );
+    assert.match(
+      text,
+      /^ {6}! while IFS= .* docker run -d --name liftoff_ray .*\n {10}\(only when `docker inspect --type container -- liftoff_ray` above failed\)$/m,
+    );
     assert.match(text, /^ {6}\(repeated until the GPUs are clear/m);
     const tail = text.split('\n').slice(-4);
     assert.deepEqual(

@@ -7,6 +7,10 @@ import { spawnSync } from 'node:child_process';
 import { sh, type RemoteCommand } from '../../src/ssh/quote.js';
 import type { ExecOptions, ExecResult, SshSession } from '../../src/ssh/executor.js';
 import { prefetchReads } from '../../src/activities/prefetch.js';
+import { prefetchCommand, type BatchEntry } from '../../src/host-commands/sections.js';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 function localSession(): SshSession & { ran: string[] } {
   const ran: string[] = [];
@@ -92,5 +96,48 @@ describe('prefetchReads', () => {
     const session = await prefetchReads(garbling, [read], { timeoutMs: 10_000 });
     assert.equal((await session.exec(read, { check: false })).stdout, 'real\n');
     assert.equal(host.ran.length, 2);
+  });
+
+  it('a batch that starts something unless it exists: the gate, the wait, stdin, and a read given twice', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'liftoff-prefetch-'));
+    try {
+      const exists = sh`test -e ${join(dir, 'started')}`;
+      // The start reads its env from stdin, as rayRunCommand's transport does.
+      const start = sh`read -r kv; printf '%s' "$kv" > ${join(dir, 'started')}; echo id-1`;
+      const state = sh`cat ${join(dir, 'started')}`;
+      const batchOf = (): BatchEntry[] => [
+        exists,
+        { command: start, stdin: true, unlessOk: 0 },
+        { command: state, sleepBefore: 0.1 },
+        { command: exists },
+      ];
+
+      const host = localSession();
+      const first = await prefetchReads(host, batchOf(), { timeoutMs: 10_000, stdin: 'A=1\n' });
+      assert.equal(host.ran.length, 1, 'one round trip');
+      assert.equal((await first.exec(exists, { check: false })).exitCode, 1, 'absent before');
+      assert.equal((await first.exec(start, { check: false, stdin: 'A=1\n' })).stdout, 'id-1\n');
+      assert.equal((await first.exec(state, { check: false })).stdout, 'A=1');
+      assert.equal(
+        (await first.exec(exists, { check: false })).exitCode,
+        0,
+        'the same read again, answered second',
+      );
+      assert.equal(host.ran.length, 1, 'every answer from the one trip');
+
+      // Now it exists: the start does not run in the trip, and a caller that still wants it goes to the host.
+      const again = localSession();
+      const second = await prefetchReads(again, batchOf(), { timeoutMs: 10_000, stdin: 'A=2\n' });
+      assert.equal((await second.exec(exists, { check: false })).exitCode, 0);
+      assert.equal(readFileSync(join(dir, 'started'), 'utf8'), 'A=1', 'not started twice');
+      await second.exec(start, { check: false, stdin: 'A=2\n' });
+      assert.equal(again.ran.length, 2);
+      assert.throws(
+        () => prefetchCommand([exists, { command: start, unlessOk: 1 }]),
+        /unlessOk must name an earlier item/,
+      );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
