@@ -14,7 +14,7 @@ import { prefetchReads } from './prefetch.js';
 import { parseHostFacts, parseVersions, splitSections, type HostFacts } from '../parsers/agreement-facts.js';
 
 /** How long the read may take: hashing reads every byte of the weights, so it gets most of the agreement profile's 3 hours. */
-function readTimeoutMs(input: HostReadInput): number {
+export function readTimeoutMs(input: HostReadInput): number {
   return input.hashWeights ? 170 * 60_000 : 60_000;
 }
 

@@ -5,11 +5,19 @@ import type { HostFacts } from '../parsers/agreement-facts.js';
 import { readHostFactsOnce, readImageVersions } from './agreement-read.js';
 import { onHost } from './ssh-context.js';
 import type { HostRef } from '../config/targets.js';
-import { compareHosts, type AgreementExpectations, type AgreementReport } from '../preflight/agreement.js';
+import {
+  compareHosts,
+  hostReadOf,
+  type AgreementExpectations,
+  type AgreementReport,
+} from '../preflight/agreement.js';
+import { takeHostFacts } from './host-facts-cache.js';
 
 export interface AgreementInput extends AgreementExpectations {
   refs: Record<string, HostRef>;
   hashWeights: boolean;
+  /** Take the facts each host's preflightHost read in this worker (host-facts-cache.ts); read the rest. */
+  cachedFacts?: boolean;
 }
 
 export interface AgreementResult extends AgreementReport {
@@ -19,33 +27,35 @@ export interface AgreementResult extends AgreementReport {
 
 export async function checkHostsAgree(input: AgreementInput): Promise<AgreementResult> {
   const head = input.hosts.find((h) => h.role === 'head');
-  // Each host's read resolves its slot, so the versions phase can see every image ID without a second session.
+  // Each host's facts resolve its slot, so the versions phase can see every image ID without a second session.
   const slots = input.hosts.map(() => deferred<HostFacts | undefined>());
   const all = Promise.all(slots.map((s) => s.promise));
+  /** An image ID the head's versions do not cover is read once, on its first host. */
+  const needsVersions = async (facts: HostFacts): Promise<boolean> => {
+    const everyone = await all;
+    const known = everyone.some((f) => f?.versions !== undefined && f.imageId === facts.imageId);
+    const firstWithId = everyone.find((f) => f?.imageId !== undefined && f.imageId === facts.imageId);
+    return !known && firstWithId === facts;
+  };
   const runs = input.hosts.map(async (h, i) => {
     const ref = input.refs[h.name];
     const slot = slots[i];
     if (!ref || !slot) throw new Error(`no SSH reference for ${h.name}`);
+    const read = hostReadOf(input, h);
     try {
+      // What this host's preflightHost read in its own round trip, when it ran in this worker.
+      const kept = input.cachedFacts ? takeHostFacts(read) : undefined;
+      if (kept) {
+        slot.resolve(kept);
+        if (await needsVersions(kept))
+          kept.versions = await onHost(ref, (session) => readImageVersions(session, input.image));
+        return kept;
+      }
       return await onHost(ref, async (session) => {
         // The head reads the versions inside the image in the same round trip as its facts.
-        const facts = await readHostFactsOnce(
-          session,
-          {
-            host: h.name,
-            image: input.image,
-            modelPath: input.modelPath,
-            hashWeights: input.hashWeights,
-            rayHead: head && h !== head ? { ip: head.clusterIp, port: input.rayPort } : undefined,
-          },
-          h === head,
-        );
+        const facts = await readHostFactsOnce(session, read, h === head);
         slot.resolve(facts);
-        const everyone = await all;
-        // An image ID the head's versions do not cover is read once, on its first host.
-        const known = everyone.some((f) => f?.versions !== undefined && f.imageId === facts.imageId);
-        const firstWithId = everyone.find((f) => f?.imageId !== undefined && f.imageId === facts.imageId);
-        if (!known && firstWithId === facts) facts.versions = await readImageVersions(session, input.image);
+        if (await needsVersions(facts)) facts.versions = await readImageVersions(session, input.image);
         return facts;
       });
     } finally {

@@ -10,10 +10,14 @@ import {
   ipv4AddressesCommand,
   logDirCommand,
   missingPathsCommand,
+  preflightReads,
   volumeHostPaths,
   weightFilesCommand,
 } from '../host-commands/preflight.js';
 import { onHost } from './ssh-context.js';
+import { hostReadBatch } from '../host-commands/agreement.js';
+import { newNonce, readHostFacts, readImageVersions, readTimeoutMs } from './agreement-read.js';
+import { keepHostFacts } from './host-facts-cache.js';
 import { prefetchReads } from './prefetch.js';
 import { systemDirOf } from '../config/host-guards.js';
 import { carries, parseIpv4Addresses, type Ipv4Address } from '../parsers/ip-addr.js';
@@ -26,21 +30,17 @@ export async function preflightHost(input: PreflightInput): Promise<PreflightRep
   return onHost(input.host, async (host) => {
     // Every read the checks below make, in one round trip (a read that only matters when another passed is
     // read anyway: each is cheap, and read only).
-    const hostPaths = volumeHostPaths(input.volumes);
+    // With the agreement read in the same trip, the step costs this host one remote command.
+    const agreement = input.agreement;
+    const nonce = newNonce();
+    const startedAtMs = Date.now();
     const session = await prefetchReads(
       host,
       [
-        dockerVersionCommand(),
-        imageIdCommand(input.image),
-        folderExistsCommand(input.modelPath),
-        weightFilesCommand(input.modelPath),
-        ...(hostPaths.length > 0 ? [missingPathsCommand(hostPaths)] : []),
-        ipv4AddressesCommand(),
-        ...(input.iface !== undefined ? [ipv4AddressesCommand(input.iface)] : []),
-        freeSpaceCommand(input.modelPath),
-        ...(input.logDir !== undefined ? [logDirCommand(input.logDir, input.logPath)] : []),
+        ...preflightReads(input),
+        ...(agreement ? hostReadBatch(agreement.read, nonce, agreement.versions) : []),
       ],
-      { timeoutMs: 120_000 },
+      { timeoutMs: 120_000 + (agreement ? readTimeoutMs(agreement.read) : 0) },
     );
     const ssh: Check = {
       name: 'ssh',
@@ -59,6 +59,12 @@ export async function preflightHost(input: PreflightInput): Promise<PreflightRep
       ? await checkImage(session, input.image)
       : { name: 'image', ok: false, detail: `not checked: docker does not answer (see the docker check)` };
     const checks = [ssh, docker, image, model, volumes, iface, disk, ...(logDir ? [logDir] : [])];
+    if (agreement) {
+      const facts = await readHostFacts(session, agreement.read, nonce, startedAtMs);
+      if (agreement.versions && facts.imageId !== undefined)
+        facts.versions = await readImageVersions(session, agreement.read.image);
+      keepHostFacts(agreement.read, facts);
+    }
     return { host: target.name, ok: checks.every((c) => c.ok), checks };
   });
 }

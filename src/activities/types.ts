@@ -3,6 +3,7 @@
 import type { EnvSpec, EnvValue } from '../config/schema.js';
 import type { HostRef } from '../config/targets.js';
 import type { VllmLogSummary } from '../parsers/vllm-log.js';
+import type { HostReadInput } from '../host-commands/agreement.js';
 
 export interface NamedHost {
   name: string;
@@ -25,6 +26,11 @@ export interface PreflightInput {
   /** The serve log itself (head only): must not be a symbolic link, since the launch truncates it. */
   logPath?: string;
   minFreeDiskGiB: number;
+  /**
+   * The agreement read of this host, made in the same round trip (and on the head the versions inside the image);
+   * its facts wait in this worker for checkHostsAgree (activities/host-facts-cache.ts).
+   */
+  agreement?: { read: HostReadInput; versions: boolean };
 }
 export interface PreflightCheck {
   name: 'ssh' | 'docker' | 'image' | 'model' | 'volumes' | 'interface' | 'disk' | 'logDir';

@@ -38,3 +38,30 @@ export function logDirCommand(logDir: string, logPath: string | undefined): Remo
   const symlinkCheck = logPath === undefined ? raw('') : sh`if [ -L ${logPath} ]; then exit 3; fi; `;
   return sh`test -d ${logDir} || exit 2; ${symlinkCheck}readlink -f -- ${logDir}`;
 }
+
+export interface PreflightReadsInput {
+  image: string;
+  modelPath: string;
+  volumes: readonly string[];
+  /** The interface that must carry clusterIp (without the agreement checks, which cover it). */
+  iface?: string | undefined;
+  /** The head's serve log folder and file. */
+  logDir?: string | undefined;
+  logPath?: string | undefined;
+}
+
+/** Every read preflightHost's checks make, in the order its one round trip runs them. */
+export function preflightReads(input: PreflightReadsInput): RemoteCommand[] {
+  const hostPaths = volumeHostPaths(input.volumes);
+  return [
+    dockerVersionCommand(),
+    imageIdCommand(input.image),
+    folderExistsCommand(input.modelPath),
+    weightFilesCommand(input.modelPath),
+    ...(hostPaths.length > 0 ? [missingPathsCommand(hostPaths)] : []),
+    ipv4AddressesCommand(),
+    ...(input.iface !== undefined ? [ipv4AddressesCommand(input.iface)] : []),
+    freeSpaceCommand(input.modelPath),
+    ...(input.logDir !== undefined ? [logDirCommand(input.logDir, input.logPath)] : []),
+  ];
+}

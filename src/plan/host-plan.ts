@@ -4,17 +4,7 @@
 import type { DeploySpec } from '../config/schema.js';
 import { dirnameOf, modelPathFor } from '../config/derive.js';
 import { raw } from '../ssh/quote.js';
-import {
-  dockerVersionCommand,
-  folderExistsCommand,
-  freeSpaceCommand,
-  imageIdCommand,
-  ipv4AddressesCommand,
-  logDirCommand,
-  missingPathsCommand,
-  volumeHostPaths,
-  weightFilesCommand,
-} from '../host-commands/preflight.js';
+import { preflightReads } from '../host-commands/preflight.js';
 import {
   clusterFilter,
   containerNamesCommand,
@@ -45,6 +35,7 @@ import {
 import { headPollCommand, rayWorkerWatchCommand } from '../host-commands/polls.js';
 import { headAddressOf, launchServeInput, rayContainerInput } from '../host-commands/step-inputs.js';
 import { hostReadBatch, imageVersionsCommand } from '../host-commands/agreement.js';
+import { hostReadOf } from '../preflight/agreement.js';
 import { listenerCommand, rank0ContainersCommand } from '../host-commands/multiproc.js';
 import {
   batch,
@@ -90,36 +81,32 @@ export function launchIdOf(spec: DeploySpec): string {
 
 function preflightCommands(spec: DeploySpec, host: PlanHost, head: PlanHost): PlannedCommand[] {
   const modelPath = modelPathFor(spec) ?? '';
-  const paths = volumeHostPaths(spec.ray.volumes);
-  // The agreement checks (one read per host) cover NCCL/GLOO_SOCKET_IFNAME, so preflightHost reads no interface.
-  // The head reads the versions inside the image in its agreement read.
-  const agreementRead = batch(
-    hostReadBatch(
-      {
-        host: host.name,
-        image: spec.ray.image,
-        modelPath,
-        hashWeights: spec.preflight.hashWeights,
-        rayHead: host.role === 'head' ? undefined : { ip: head.clusterIp, port: spec.ray.port },
-      },
-      planPlaceholders.nonce,
-      host.role === 'head',
-    ),
+  // The agreement checks cover NCCL/GLOO_SOCKET_IFNAME, so preflightHost reads no interface; its round trip carries
+  // this host's agreement read too (and on the head the versions inside the image).
+  const agreementRead = hostReadOf(
+    {
+      image: spec.ray.image,
+      modelPath,
+      hashWeights: spec.preflight.hashWeights,
+      rayPort: spec.ray.port,
+      hosts: [head, host].map((h) => ({ name: h.name, clusterIp: h.clusterIp, role: h.role })),
+    },
+    { name: host.name, clusterIp: host.clusterIp, role: host.role },
   );
-  const cmds = [
-    dockerVersionCommand(),
-    imageIdCommand(spec.ray.image),
-    folderExistsCommand(modelPath),
-    weightFilesCommand(modelPath),
-    ...(paths.length > 0 ? [missingPathsCommand(paths)] : []),
-    ipv4AddressesCommand(),
-    freeSpaceCommand(modelPath),
-    ...(host.role === 'head' ? [logDirCommand(dirnameOf(spec.serve.logPath), spec.serve.logPath)] : []),
-  ];
+  const reads = preflightReads({
+    image: spec.ray.image,
+    modelPath,
+    volumes: spec.ray.volumes,
+    ...(host.role === 'head' ? { logDir: dirnameOf(spec.serve.logPath), logPath: spec.serve.logPath } : {}),
+  });
   return [
-    // preflightHost's reads run as one command (activities/prefetch.ts).
-    batch(cmds),
-    agreementRead,
+    batch([...reads, ...hostReadBatch(agreementRead, planPlaceholders.nonce, host.role === 'head')]),
+    // The comparison takes the facts from that trip; it reads a host itself only when another worker ran its
+    // preflight (or the facts were lost with a worker).
+    {
+      ...batch(hostReadBatch(agreementRead, planPlaceholders.nonce, host.role === 'head')),
+      when: "checkHostsAgree runs on another worker than this host's preflightHost",
+    },
     // Hosts of one image share its versions: another host reads them only for an image ID the head lacks.
     ...(host.role === 'head'
       ? []

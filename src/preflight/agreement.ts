@@ -2,6 +2,7 @@
 // spec and against each other. Every problem names the hosts and what differs, and ends with what to do.
 import type { HostFacts, ImageVersions, WeightEntry } from '../parsers/agreement-facts.js';
 import { carries } from '../parsers/ip-addr.js';
+import type { HostReadInput } from '../host-commands/agreement.js';
 
 export type AgreementCheck = 'image' | 'weights' | 'addresses' | 'versions' | 'ipc';
 
@@ -35,6 +36,24 @@ export interface AgreementExpectations {
   vllmHostIps: { field: string; value: string; hosts: string[] }[];
   rayPort: number;
   maxClockSkewMs: number;
+}
+
+/**
+ * What the agreement read asks of one host. One builder for preflightHost, which reads it in its round trip, and
+ * checkHostsAgree, which looks its facts up by it (activities/host-facts-cache.ts).
+ */
+export function hostReadOf(
+  expect: Pick<AgreementExpectations, 'image' | 'modelPath' | 'hosts' | 'rayPort'> & { hashWeights: boolean },
+  host: AgreementHost,
+): HostReadInput {
+  const head = expect.hosts.find((h) => h.role === 'head');
+  return {
+    host: host.name,
+    image: expect.image,
+    modelPath: expect.modelPath,
+    hashWeights: expect.hashWeights,
+    ...(head && head.name !== host.name ? { rayHead: { ip: head.clusterIp, port: expect.rayPort } } : {}),
+  };
 }
 
 const listMax = 5;

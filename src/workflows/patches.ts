@@ -14,6 +14,8 @@ export const patches = {
   localProbeRound: 'supervise-local-probe-round',
   /** Preflight's checks that the hosts agree with each other (image, versions, weights, addresses, IPC, clocks). */
   agreementChecks: 'agreement-checks',
+  /** Each host's agreement read rides in its preflightHost's round trip; checkHostsAgree then compares. */
+  preflightOneTrip: 'preflight-one-trip',
   /** A multiproc deploy is supervised: the rounds probe every rank's container instead of `ray status`. */
   multiprocSupervision: 'multiproc-supervision',
   /** `liftoff plan` of a multiproc spec: its preflight checks serve.masterPort on the head, as the deploy's does. */

@@ -10,6 +10,7 @@ import { FailureType } from '../shared/failures.js';
 import type { StepActivities } from './activity-options.js';
 import { messageOf } from './failures.js';
 import { patches } from './patches.js';
+import { hostReadOf, type AgreementHost } from '../preflight/agreement.js';
 
 /** Returns the warnings of a preflight that passed (clock skew), for the step's detail. */
 export async function preflight(
@@ -20,25 +21,32 @@ export async function preflight(
 ): Promise<string[]> {
   const modelPath = modelPathFor(spec) ?? '';
   const { preflightHost } = acts('preflight');
+  const { checkHostsAgree } = acts('preflight', 'checkHostsAgree');
   // The agreement checks compare the hosts with each other, and cover NCCL/GLOO_SOCKET_IFNAME for every host.
-  const agreement = patched(patches.agreementChecks)
-    ? acts('preflight', 'checkHostsAgree').checkHostsAgree(agreementInput(spec, hosts, head, modelPath))
-    : undefined;
+  const agreementOn = patched(patches.agreementChecks);
+  const expected = agreementInput(spec, hosts, head, modelPath);
+  // Each host's agreement read rides in its preflightHost's round trip; the comparison follows, with those facts.
+  const oneTrip = agreementOn && patched(patches.preflightOneTrip);
+  let agreement = agreementOn && !oneTrip ? checkHostsAgree(expected) : undefined;
   const reports = await Promise.allSettled(
     hosts.map((h) =>
       preflightHost({
         host: h.ref,
         clusterIp: h.clusterIp,
-        iface: agreement ? undefined : plainEnv(spec.ray.env, 'NCCL_SOCKET_IFNAME'),
+        iface: agreementOn ? undefined : plainEnv(spec.ray.env, 'NCCL_SOCKET_IFNAME'),
         image: spec.ray.image,
         modelPath,
         volumes: spec.ray.volumes,
         logDir: h === head ? dirnameOf(spec.serve.logPath) : undefined,
         logPath: h === head ? spec.serve.logPath : undefined,
         minFreeDiskGiB: spec.preflight.minFreeDiskGiB,
+        ...(oneTrip
+          ? { agreement: { read: hostReadOf(expected, roleOf(h, head)), versions: h === head } }
+          : {}),
       }),
     ),
   );
+  if (oneTrip) agreement = checkHostsAgree({ ...expected, cachedFacts: true });
   const problems: string[] = [];
   const byHost: Record<string, PreflightReport | { error: string }> = {};
   reports.forEach((r, i) => {
@@ -97,7 +105,7 @@ export function agreementInput(
   if (serveIp !== undefined) vllmHostIps.push({ field: 'serve.env', value: serveIp, hosts: [head.name] });
   return {
     refs: Object.fromEntries(hosts.map((h) => [h.name, h.ref])),
-    hosts: hosts.map((h) => ({ name: h.name, clusterIp: h.clusterIp, role: h === head ? 'head' : 'worker' })),
+    hosts: hosts.map((h) => roleOf(h, head)),
     image: spec.ray.image,
     modelPath,
     hashWeights: spec.preflight.hashWeights,
@@ -106,6 +114,10 @@ export function agreementInput(
     vllmHostIps,
     maxClockSkewMs: parseDuration(spec.preflight.maxClockSkew) ?? 5000,
   };
+}
+
+function roleOf(h: NamedHost, head: NamedHost): AgreementHost {
+  return { name: h.name, clusterIp: h.clusterIp, role: h === head ? 'head' : 'worker' };
 }
 
 /** A plain (non-secret) env value of the spec; a secret reference is not something the workflow may read. */

@@ -117,6 +117,16 @@ describe('liftoff plan and init on the simulated cluster', () => {
       const listed = new Set(planned.map((c) => c.text));
       const unlisted = [...new Set(ran)].filter((c) => !listed.has(c));
       assert.deepEqual(unlisted, [], `${hp.host}: every command the deploy ran is in the plan`);
+      // One worker: the comparison takes the facts preflightHost read, so the step is one command on the host.
+      const preflight = hp.steps.find((s) => s.step === 'preflight')?.commands ?? [];
+      const fallback = preflight.filter((c) => c.when?.includes('another worker')).map((c) => c.text);
+      assert.equal(fallback.length, 1, `${hp.host}: the plan names the agreement read's fallback`);
+      assert.deepEqual(
+        ran.filter((c) => fallback.includes(c)),
+        [],
+        `${hp.host}: no agreement read of its own: it rode in preflightHost's round trip`,
+      );
+      assert.equal(ran.filter((c) => c === preflight[0]?.text).length, 1, `${hp.host}: one preflight trip`);
       console.log(
         `FIGURE: ${hp.host}: plan lists ${planned.length} commands; the deploy ran ${ran.length} (polls repeat)`,
       );
