@@ -15,7 +15,7 @@ import {
   stopSshd,
 } from './sshd.js';
 import { runOk } from './processes.js';
-import { readCommandLog } from './command-log.js';
+import { readCommandLog, writeSlowCommand } from './command-log.js';
 
 export {
   clusterPaths,
@@ -86,6 +86,15 @@ export function hostCommands(stateDir: string, host: string): string[] {
 export function setFaults(stateDir: string, host: string, faults: HostFaults): void {
   const h = requireHost(requireCluster(resolve(stateDir)), host);
   writeFaults(h.hostDir, faults);
+}
+
+/** Slows the host's remote commands that contain a text (a cluster up with `recordCommands`); undefined clears. */
+export function setSlowCommand(
+  stateDir: string,
+  host: string,
+  slow: { contains: string; seconds: number } | undefined,
+): void {
+  writeSlowCommand(requireHost(requireCluster(resolve(stateDir)), host).hostDir, slow);
 }
 
 /** Remote commands (SSH sessions) run on the host since the cluster came up. */

@@ -11,12 +11,13 @@ import {
   type AgreementExpectations,
   type AgreementReport,
 } from '../preflight/agreement.js';
-import { takeHostFacts } from './host-facts-cache.js';
+import { takeHandoff } from './step-handoff.js';
+import { factsKey } from '../host-commands/agreement.js';
 
 export interface AgreementInput extends AgreementExpectations {
   refs: Record<string, HostRef>;
   hashWeights: boolean;
-  /** Take the facts each host's preflightHost read in this worker (host-facts-cache.ts); read the rest. */
+  /** Take the facts each host's preflightHost read in this worker (step-handoff.ts); read the rest. */
   cachedFacts?: boolean;
 }
 
@@ -44,7 +45,7 @@ export async function checkHostsAgree(input: AgreementInput): Promise<AgreementR
     const read = hostReadOf(input, h);
     try {
       // What this host's preflightHost read in its own round trip, when it ran in this worker.
-      const kept = input.cachedFacts ? takeHostFacts(read) : undefined;
+      const kept = input.cachedFacts ? takeHandoff('hostFacts', factsKey(read)) : undefined;
       if (kept) {
         slot.resolve(kept);
         if (await needsVersions(kept))

@@ -71,6 +71,24 @@ export async function prefetchReads(
       answers.set(item.command.text, queue);
     });
   }
+  return answering(session, answers);
+}
+
+/**
+ * A session that answers `reads` with results an earlier activity got for those very commands
+ * (activities/step-handoff.ts), each once; everything else goes to the host.
+ */
+export function sessionAnswering(
+  session: SshSession,
+  reads: readonly (readonly [RemoteCommand, ExecResult])[],
+): SshSession {
+  const answers = new Map<string, Answer[]>();
+  for (const [cmd, result] of reads)
+    answers.set(cmd.text, [...(answers.get(cmd.text) ?? []), { result, tookStdin: false }]);
+  return answering(session, answers);
+}
+
+function answering(session: SshSession, answers: Map<string, Answer[]>): SshSession {
   return {
     target: session.target,
     close: () => session.close(),

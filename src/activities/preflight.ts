@@ -15,9 +15,9 @@ import {
   weightFilesCommand,
 } from '../host-commands/preflight.js';
 import { onHost } from './ssh-context.js';
-import { hostReadBatch } from '../host-commands/agreement.js';
+import { factsKey, hostReadBatch } from '../host-commands/agreement.js';
 import { newNonce, readHostFacts, readImageVersions, readTimeoutMs } from './agreement-read.js';
-import { keepHostFacts } from './host-facts-cache.js';
+import { handOn } from './step-handoff.js';
 import { prefetchReads } from './prefetch.js';
 import { systemDirOf } from '../config/host-guards.js';
 import { carries, parseIpv4Addresses, type Ipv4Address } from '../parsers/ip-addr.js';
@@ -63,7 +63,7 @@ export async function preflightHost(input: PreflightInput): Promise<PreflightRep
       const facts = await readHostFacts(session, agreement.read, nonce, startedAtMs);
       if (agreement.versions && facts.imageId !== undefined)
         facts.versions = await readImageVersions(session, agreement.read.image);
-      keepHostFacts(agreement.read, facts);
+      handOn('hostFacts', factsKey(agreement.read), facts);
     }
     return { host: target.name, ok: checks.every((c) => c.ok), checks };
   });

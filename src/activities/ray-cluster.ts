@@ -5,11 +5,14 @@ import { FailureType } from '../shared/failures.js';
 import { hostLines, HostOutputError } from '../parsers/host-output.js';
 import { parseRayStatus, RayNotRunningError, type RayStatus } from '../parsers/ray-status.js';
 import { tail } from '../shared/text.js';
-import type { SshSession } from '../ssh/executor.js';
+import type { ExecResult, SshSession } from '../ssh/executor.js';
+import { handOn } from './step-handoff.js';
 import {
   containerLogTailCommand,
   inspectContainerCommand,
+  launchReadsKey,
   rayStatusCommand,
+  readMarkerCommand,
   workerJoinLogLines as workerLogLines,
 } from '../host-commands/launch.js';
 import { redactedTail } from '../shared/secrets.js';
@@ -46,10 +49,11 @@ async function headSecrets(session: SshSession, container: string): Promise<stri
 }
 
 export async function readRayStatus(session: SshSession, container: string): Promise<RayStatusRead> {
-  const res = await session.exec(rayStatusCommand(container), {
-    timeoutMs: 30_000,
-    check: false,
-  });
+  return rayStatusOf(await session.exec(rayStatusCommand(container), { timeoutMs: 30_000, check: false }));
+}
+
+/** What `ray status` answered, judged. */
+function rayStatusOf(res: ExecResult): RayStatusRead {
   const text = `${res.stdout}\n${res.stderr}`;
   if (res.exitCode !== 0 && /No such container|is not running/i.test(res.stderr)) {
     return { problem: res.stderr.trim().split('\n')[0] ?? 'container not running', headContainerDown: true };
@@ -190,7 +194,15 @@ export async function verifyRayCluster(input: VerifyRayClusterInput): Promise<Ra
     const deadline = Date.now() + verifyWindowMs;
     let nextWorkerCheck = 0;
     for (;;) {
-      const read = await readRayStatus(session, input.container);
+      // With the launch's marker, each poll reads it beside Ray's state: the last look is launchServe's pre-read.
+      const marker = input.launchMarkerPath;
+      const trip = marker
+        ? await prefetchReads(session, [rayStatusCommand(input.container), readMarkerCommand(marker)], {
+            timeoutMs: 40_000,
+          })
+        : session;
+      const rayRes = await trip.exec(rayStatusCommand(input.container), { timeoutMs: 30_000, check: false });
+      const read = rayStatusOf(rayRes);
       if (read.invalidOutput) {
         throw failure(
           FailureType.hostOutputInvalid,
@@ -204,6 +216,10 @@ export async function verifyRayCluster(input: VerifyRayClusterInput): Promise<Ra
         const gpus = gpuTotal(read.status);
         heartbeat({ nodes, gpusTotal: gpus.total });
         if (nodes >= input.expectedNodes && gpus.total >= input.expectedGpus) {
+          if (marker) {
+            const markerRes = await trip.exec(readMarkerCommand(marker), { timeoutMs: 10_000, check: false });
+            handOn('launchReads', launchReadsKey(head, input.container, marker), [markerRes, rayRes]);
+          }
           return { done: true as const, state: { nodes, gpusTotal: gpus.total, gpusUsed: gpus.used } };
         }
         // A worker whose log already says it cannot reach the head will not join by waiting: end now.

@@ -8,6 +8,7 @@ import { tail } from '../shared/text.js';
 import type { SshSession } from '../ssh/executor.js';
 import {
   serveLogTailCommand,
+  launchReadsKey,
   markerPathFor,
   pidAliveCommand,
   rayStatusCommand,
@@ -20,7 +21,8 @@ import { redactedTail, redactText, secretArgValues } from '../shared/secrets.js'
 import { heartbeat } from './heartbeat.js';
 import { resolveEnv } from './secrets.js';
 import { onHost } from './ssh-context.js';
-import { prefetchReads } from './prefetch.js';
+import { prefetchReads, sessionAnswering } from './prefetch.js';
+import { takeHandoff } from './step-handoff.js';
 import type { LaunchServeResult } from './types.js';
 import type { LaunchServeInput } from '../host-commands/launch.js';
 
@@ -40,6 +42,11 @@ export {
 } from '../host-commands/launch.js';
 
 const tailLines = 40;
+/**
+ * How old verifyRayCluster's look at the head may be for the launch to go on it: the workflow schedules the launch
+ * right after it; a later launch (a resume, a retry) reads the head itself, since a node may have left since.
+ */
+const handoffFreshMs = 5_000;
 
 /**
  * Whether `pid` is a live process on the host. A process that died but was not reaped yet (a zombie)
@@ -123,12 +130,21 @@ export async function launchServe(input: LaunchServeInput): Promise<LaunchServeR
     ...secretArgValues(input.args),
   ];
   return onHost(input.head, async (direct) => {
-    // The marker and Ray's state in one round trip (Ray's is read again only if the marker asks for a pid check).
-    const session = await prefetchReads(
-      direct,
-      [readMarkerCommand(markerPath), rayStatusCommand(input.container)],
-      { timeoutMs: 40_000 },
+    // The marker and Ray's state: as verifyRayCluster last saw them a moment ago in this worker, or else read
+    // in one round trip (Ray's is read again only if the marker asks for a pid check).
+    const handed = takeHandoff(
+      'launchReads',
+      launchReadsKey(host, input.container, markerPath),
+      handoffFreshMs,
     );
+    const session = handed
+      ? sessionAnswering(direct, [
+          [readMarkerCommand(markerPath), handed[0]],
+          [rayStatusCommand(input.container), handed[1]],
+        ])
+      : await prefetchReads(direct, [readMarkerCommand(markerPath), rayStatusCommand(input.container)], {
+          timeoutMs: 40_000,
+        });
     const marker = await readMarker(session, markerPath);
     if (marker?.launchId === input.launchId) {
       if (await pidAlive(session, marker.pid)) {

@@ -28,7 +28,7 @@ export interface PreflightInput {
   minFreeDiskGiB: number;
   /**
    * The agreement read of this host, made in the same round trip (and on the head the versions inside the image);
-   * its facts wait in this worker for checkHostsAgree (activities/host-facts-cache.ts).
+   * its facts wait in this worker for checkHostsAgree (activities/step-handoff.ts).
    */
   agreement?: { read: HostReadInput; versions: boolean };
 }
@@ -86,6 +86,11 @@ export interface VerifyRayClusterInput {
   container: string;
   expectedNodes: number;
   expectedGpus: number;
+  /**
+   * The launch's marker on the head (serve.logPath + .liftoff.json): read with Ray's state on each poll, and the
+   * last look handed to launchServe, which then need not read the head again (activities/step-handoff.ts).
+   */
+  launchMarkerPath?: string;
 }
 export interface RayClusterState {
   nodes: number;

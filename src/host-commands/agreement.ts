@@ -76,3 +76,13 @@ export function hostReadBatch(input: HostReadInput, nonce: string, withVersions:
     ...(withVersions ? [imageVersionsCommand(input.image)] : []),
   ];
 }
+
+/** What identifies a host's facts when one activity hands them to the next (activities/step-handoff.ts). */
+export const factsKey = (read: HostReadInput): unknown[] => [
+  read.host,
+  read.image,
+  read.modelPath,
+  read.hashWeights,
+  read.rayHead?.ip ?? null,
+  read.rayHead?.port ?? null,
+];

@@ -140,6 +140,13 @@ export function markerPathFor(logPath: string): string {
   return `${logPath}.liftoff.json`;
 }
 
+/** What identifies the head's last look before a launch when verifyRayCluster hands it to launchServe. */
+export const launchReadsKey = (host: string, container: string, markerPath: string): unknown[] => [
+  host,
+  container,
+  markerPath,
+];
+
 const markerMaxBytes = 4096;
 /** A log tail is cut to this many bytes on the host, whatever the length of its lines. */
 export const maxTailBytes = 64 * 1024;

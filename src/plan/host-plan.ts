@@ -204,7 +204,10 @@ export function planHost(
       steps.push({
         step: 'launchServe',
         commands: [
-          batch([readMarkerCommand(markerPathFor(spec.serve.logPath)), rayStatusCommand(container)]),
+          {
+            ...batch([readMarkerCommand(markerPathFor(spec.serve.logPath)), rayStatusCommand(container)]),
+            when: "verifyRayCluster's last look at the head is over 5 s old or was another worker's (a resumed or retried launch)",
+          },
           change(serveLaunchCommand(serve, planTransport(spec.serve.env), raw(planPlaceholders.startedAt))),
         ],
       });
@@ -289,7 +292,12 @@ function rayLaunchSteps(
       step: 'verifyRayCluster',
       commands:
         host.role === 'head'
-          ? [read(rayStatusCommand(container), untilJoined)]
+          ? [
+              // The launch's marker beside Ray's state: the last look is launchServe's pre-read.
+              batch([rayStatusCommand(container), readMarkerCommand(markerPathFor(spec.serve.logPath))], [], {
+                repeats: untilJoined,
+              }),
+            ]
           : [
               batch(
                 [

@@ -30,6 +30,7 @@ import { checkMasterPortFree, isRankFailure, launchRanks, rankFollowers } from '
 import { deploySteps, type DeployProgress, type DeployResult, type StepState } from './steps.js';
 import { patches } from './patches.js';
 import { headAddressOf, launchServeInput, rayContainerInput } from '../host-commands/step-inputs.js';
+import { markerPathFor } from '../host-commands/launch.js';
 
 export const progressQuery = defineQuery<DeployProgress>('progress');
 
@@ -326,6 +327,10 @@ async function launchOnRay(
       container: spec.ray.container,
       expectedNodes: hostCount,
       expectedGpus: hostCount * spec.gpu.perHost,
+      // Its last look at the head serves as the launch's pre-read (the marker, Ray's state).
+      ...(patched(patches.launchReadsWithVerify)
+        ? { launchMarkerPath: markerPathFor(spec.serve.logPath) }
+        : {}),
     });
     tracker.detail('verifyRayCluster', `${state.nodes} nodes, ${state.gpusTotal} GPUs`);
   });

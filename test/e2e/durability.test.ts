@@ -15,7 +15,7 @@ import { startDevServer, type DevServer } from '../../src/temporal/dev-server.js
 import { TASK_QUEUE, deployWorkflowId } from '../../src/shared/constants.js';
 import { deploy, progressQuery } from '../../src/workflows/index.js';
 import type { DeployProgress, DeployResult, StepName } from '../../src/workflows/steps.js';
-import { clusterStatus, downCluster, upCluster, type SimCluster } from '../../sim/cluster.js';
+import { clusterStatus, downCluster, setSlowCommand, upCluster, type SimCluster } from '../../sim/cluster.js';
 import { paths, readJson, writeJson, type HostConfig } from '../../sim/host-state.js';
 import { containersLogPath, type ContainerCreation } from '../../sim/tools/docker/state.js';
 import { simDeploySpec } from '../../sim/spec.js';
@@ -133,6 +133,8 @@ describe('durability: the control host and the Temporal server die mid-deploy', 
         netIndex: 8,
         clusterOnly: ['spark2'],
         vllm: fastPace,
+        // Its ForceCommand script can slow a command (setSlowCommand), which scenario 1 needs for the launch.
+        recordCommands: true,
       }),
       startDevServer({ stateDir: temporalDir, ...serverPorts, namespace }),
     ]);
@@ -248,6 +250,10 @@ describe('durability: the control host and the Temporal server die mid-deploy', 
     { timeout: 10 * 60_000 },
     async () => {
       setVllmPace(slowPace);
+      // The launch takes one round trip once verifyRayCluster hands on its look at the head: over within the time
+      // between two looks at the history. A head slow to start it (as a loaded host is) leaves the step open long
+      // enough for a kill to land in it.
+      setSlowCommand(stateDir, 'spark1', { contains: 'setsid nohup docker exec', seconds: 2 });
       const launchesBefore = launchCount();
       assert.equal(launchesBefore, 0, 'a fresh cluster: no launch yet');
       let current = await startWorker();
@@ -356,6 +362,7 @@ describe('durability: the control host and the Temporal server die mid-deploy', 
       assert.equal(result.cluster, clusterName);
       assert.ok(result.smoke.text.length > 0, 'the smoke test answered');
       await assertLaunchedOnce(result, launchesBefore, startedAt);
+      setSlowCommand(stateDir, 'spark1', undefined);
 
       const perKill = recoveries.map(
         (r) => `${r.at} ${r.recoveryMs === undefined ? '?' : seconds(r.recoveryMs)}`,
