@@ -21,6 +21,7 @@ import {
   rank0ContainersCommand,
   rankEnv,
   rankRunCommand,
+  rankTailLines,
   type StartRankInput,
 } from '../host-commands/multiproc.js';
 import { ipv4AddressesCommand } from '../host-commands/preflight.js';
@@ -211,9 +212,22 @@ export async function checkRank(input: CheckRankInput): Promise<CheckRankResult>
     const secrets = container.state ? containerSecrets(container.state) : [];
     const chunk = logChunkOf(out.rest, input.logOffset);
     const summary = chunk.lines.length > 0 ? summarizeVllmLog(chunk.lines) : undefined;
-    const fatal = summary?.fatal
+    let fatal = summary?.fatal
       ? { ...summary.fatal, line: redactText(summary.fatal.line, secrets) }
       : undefined;
+    let tailLines = tailLinesOf(out.sections.get('tail'), secrets);
+    // The log file is a `docker logs -f` copy, which may not hold a rank's last lines yet when its container is
+    // already seen exited (the copy lags, and the poll sizes the file before it asks for the state): the daemon
+    // has them all, so the tail that says why comes from it.
+    if (container.state && !container.state.running && !fatal) {
+      const log = await containerLogTail(session, input.container, secrets, rankTailLines);
+      const lines = log.split('\n').filter((l) => l.trim() !== '');
+      if (lines.length > 0) {
+        const said = summarizeVllmLog(lines).fatal;
+        if (said) fatal = { ...said, line: redactText(said.line, secrets) };
+        tailLines = lines;
+      }
+    }
     if (!container.state && !fatal) {
       throw activityFailure(
         FailureType.rayContainerFailed,
@@ -230,7 +244,7 @@ export async function checkRank(input: CheckRankInput): Promise<CheckRankResult>
       ...(state?.exitCode !== undefined ? { exitCode: state.exitCode } : {}),
       logOffset: chunk.nextOffset,
       ...(fatal ? { fatal } : {}),
-      tail: tailLinesOf(out.sections.get('tail'), secrets),
+      tail: tailLines,
     };
   });
 }
