@@ -23,10 +23,7 @@ export function newNonce(): string {
   return randomBytes(8).toString('hex');
 }
 
-/**
- * A host's facts, and with `withVersions` the versions inside the image, in one round trip (hostReadBatch).
- * The versions are read only from a host whose image is there.
- */
+/** A host's facts, and with `withVersions` the versions inside the image, in one round trip (hostReadBatch). */
 export async function readHostFactsOnce(
   direct: SshSession,
   input: HostReadInput,
@@ -38,6 +35,21 @@ export async function readHostFactsOnce(
   const session = await prefetchReads(direct, hostReadBatch(input, nonce, withVersions), {
     timeoutMs: readTimeoutMs(input) + (withVersions ? 120_000 : 0),
   });
+  return factsOfTrip(session, input, nonce, startedAtMs, withVersions);
+}
+
+/**
+ * The facts (and with `withVersions` the image's versions) out of a trip that carried hostReadBatch(input, nonce,
+ * withVersions), whether alone or beside other reads (preflightHost's). The versions are read only from a host whose
+ * image is there.
+ */
+export async function factsOfTrip(
+  session: SshSession,
+  input: HostReadInput,
+  nonce: string,
+  startedAtMs: number,
+  withVersions: boolean,
+): Promise<HostFacts> {
   const facts = await readHostFacts(session, input, nonce, startedAtMs);
   if (withVersions && facts.imageId !== undefined)
     facts.versions = await readImageVersions(session, input.image);

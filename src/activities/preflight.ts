@@ -16,7 +16,7 @@ import {
 } from '../host-commands/preflight.js';
 import { onHost } from './ssh-context.js';
 import { factsKey, hostReadBatch } from '../host-commands/agreement.js';
-import { newNonce, readHostFacts, readImageVersions, readTimeoutMs } from './agreement-read.js';
+import { factsOfTrip, newNonce, readTimeoutMs } from './agreement-read.js';
 import { handOn } from './step-handoff.js';
 import { prefetchReads } from './prefetch.js';
 import { systemDirOf } from '../config/host-guards.js';
@@ -60,9 +60,7 @@ export async function preflightHost(input: PreflightInput): Promise<PreflightRep
       : { name: 'image', ok: false, detail: `not checked: docker does not answer (see the docker check)` };
     const checks = [ssh, docker, image, model, volumes, iface, disk, ...(logDir ? [logDir] : [])];
     if (agreement) {
-      const facts = await readHostFacts(session, agreement.read, nonce, startedAtMs);
-      if (agreement.versions && facts.imageId !== undefined)
-        facts.versions = await readImageVersions(session, agreement.read.image);
+      const facts = await factsOfTrip(session, agreement.read, nonce, startedAtMs, agreement.versions);
       handOn('hostFacts', factsKey(agreement.read), facts);
     }
     return { host: target.name, ok: checks.every((c) => c.ok), checks };
