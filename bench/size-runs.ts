@@ -1,6 +1,6 @@
 // One cluster size of `npm run bench`: the baseline and liftoff deploys from the same reference state, each
 // measured from outside (wall time, CPU by process group, remote commands and SSH handshakes per host).
-import { watch, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   countRemoteCommands,
@@ -10,7 +10,6 @@ import {
   upCluster,
   type SimCluster,
 } from '../sim/cluster.js';
-import { paths } from '../sim/host-state.js';
 import { readSshdPid } from '../sim/sshd.js';
 import { deployWorkflowId } from '../src/shared/constants.js';
 import { shellQuote as quote } from '../src/ssh/quote.js';
@@ -58,7 +57,10 @@ export interface RunFigures {
   handshakes: Record<string, number>;
   /** Every remote command (SSH session) per host. */
   commands: Record<string, number>;
-  /** Of which load polls: the sessions from the server's launch on, less the smoke test's one on the head. */
+  /**
+   * Of which load polls: liftoff's waitHealthy activities (checkServeHealth on the head, checkRayWorker on the
+   * others), each one remote command, from the history; none for the baseline, which polls from the control host.
+   */
   pollCommands: Record<string, number>;
   /** Poll activities and all activity attempts per host (liftoff; from the history). */
   polls?: Record<string, number>;
@@ -117,15 +119,6 @@ function writeBaselineSettings(sim: SimCluster, spec: ReturnType<typeof deploySp
   return file;
 }
 
-/** Remote-command counts at the moment the head's server starts (it appends to launches.log as it starts). */
-function countsAtLaunch(sim: SimCluster): { read: () => Counts | undefined; stop: () => void } {
-  let at: Counts | undefined;
-  const watcher = watch(paths.launches(sim.hosts[0]?.hostDir ?? ''), () => {
-    at ??= hostCounts(sim).commands;
-  });
-  return { read: () => at, stop: () => watcher.close() };
-}
-
 /** Runs one deploy (liftoff's or the baseline's) from the reference state, measuring it from outside. */
 async function measuredRun(
   env: Env,
@@ -135,7 +128,6 @@ async function measuredRun(
 ): Promise<RunFigures & { stdout: string }> {
   await reseedCluster(simDir);
   const countsBefore = hostCounts(sim);
-  const atLaunch = countsAtLaunch(sim);
   if (isLiftoff) resetPeakRss(env.worker.pid);
   const machineBefore = machineCpu();
   const simBefore = env.simCpu.mark();
@@ -145,7 +137,6 @@ async function measuredRun(
   const machineCpuS = cpuSecondsBetween(machineBefore, machineCpu());
   const sim_ = env.simCpu.since(simBefore);
   const worker = processUsage(env.worker.pid);
-  atLaunch.stop();
   if (run.code !== 0)
     throw new Error(`${command[1].join(' ')} failed (exit ${run.code}):\n${run.stdout}\n${run.stderr}`);
   const cpu = {
@@ -163,11 +154,9 @@ async function measuredRun(
     cpu.temporal -
     (Number.isNaN(sim_.simTotalS) ? 0 : sim_.simTotalS);
   const countsAfter = hostCounts(sim);
-  const launch = atLaunch.read() ?? countsAfter.commands;
-  const pollCommands = diff(countsAfter.commands, launch);
-  const head = sim.hosts[0]?.name ?? '';
-  // The smoke test is one command on the head after the polls (the baseline's runs on the control host).
-  if (isLiftoff && (pollCommands[head] ?? 0) > 0) pollCommands[head] = (pollCommands[head] ?? 0) - 1;
+  // Load polls: the baseline waits with curl on the control host, so none of its remote commands is one; liftoff's
+  // are its poll activities, each one remote command, counted from the history (measureSize).
+  const pollCommands = Object.fromEntries(sim.hosts.map((h) => [h.name, 0]));
   return {
     ms: run.ms,
     machineCpuS,
@@ -250,9 +239,11 @@ export async function measureSize(env: Env, hosts: number, repeats: number): Pro
         stepDurationsMs: Record<string, number>;
       };
       const { stdout: _l, ...figures } = run;
+      const activities = await activitiesPerHost(env, sim, cluster);
       result.liftoff.push({
         ...figures,
-        ...(await activitiesPerHost(env, sim, cluster)),
+        ...activities,
+        pollCommands: activities.polls,
         workflowSeconds: deploy.totalSeconds,
         stepsMs: deploy.stepDurationsMs,
       });

@@ -10,6 +10,7 @@ import {
   rayRunCommand,
   rayStartBatch,
   rayConfirmPollSeconds,
+  rayConfirmWindowSeconds,
   removeContainerCommand,
   type RayContainerInput,
 } from '../host-commands/launch.js';
@@ -24,7 +25,7 @@ import { resolveEnv } from './secrets.js';
 import type { RayContainerResult } from './types.js';
 
 /** How long a started container must stay up before we call it started: a bad flag kills it within a second. */
-const confirmWindowMs = 3_000;
+const confirmWindowMs = rayConfirmWindowSeconds * 1000;
 const confirmPollMs = rayConfirmPollSeconds * 1000;
 /** What `ray start` prints once the node runs (a worker: once it registered with the head). */
 export const rayStarted = /^Ray runtime started\./m;
@@ -81,6 +82,8 @@ async function startRayContainer(
   const secrets = [...resolved.secretNames].map((n) => env[n] ?? '').filter((v) => v !== '');
   return onHost(input.host, async (session) => {
     const run = rayRunCommand(input, role, transport);
+    // The confirm window starts with the run; the trip below spends it waiting on the host.
+    let deadline = Date.now() + confirmWindowMs;
     // The state, the run unless the name is taken, and the first confirm read, in one round trip.
     const trip = await prefetchReads(session, rayStartBatch(input.container, run), {
       timeoutMs: 150_000,
@@ -97,6 +100,7 @@ async function startRayContainer(
       // Another launch's container, or this launch's that died: it must go before the name is free.
       await session.exec(removeContainerCommand(input.container), { timeoutMs: 60_000 });
       confirm = undefined;
+      deadline = Date.now() + confirmWindowMs;
     }
 
     const started = await (confirm ?? session).exec(run, {
@@ -122,7 +126,6 @@ async function startRayContainer(
 
     // A container whose `ray start` rejects its arguments exits within a second or two: wait that long, or
     // until `ray start` reports success (it prints its banner once the node is up, and for a worker, joined).
-    const deadline = Date.now() + confirmWindowMs;
     for (;;) {
       heartbeat({ host, phase: 'confirming', container: input.container });
       // The banner settles it; without it, the container's state is asked, in the same round trip.

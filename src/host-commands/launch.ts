@@ -99,19 +99,35 @@ export function rayRunCommand(
   return sh`${transport.prelude} docker run -d --name ${input.container} --gpus all --network host --ipc host --shm-size ${input.shmSize} ${labels} ${transport.flags} ${volumes} --entrypoint ray ${input.image} ${rayStartArgs(input, role)}`;
 }
 
-/** How long after `docker run` the first confirm read waits on the host (a bad flag kills the node by then). */
+/** How often the confirm looks for `ray start`'s banner, and how long it waits for it in all. */
 export const rayConfirmPollSeconds = 0.25;
+export const rayConfirmWindowSeconds = 3;
+
+/**
+ * Holds on the host once `ray start` printed its banner or the container stopped: when the confirm may read.
+ * A fixed string (grep -F); the banner itself is judged by the activity on what the read returns.
+ */
+export const rayStartSettledCommand = (container: string): RemoteCommand =>
+  sh`docker logs --tail ${rayConfirmLogLines} -- ${container} 2>&1 | grep -qF ${'Ray runtime started.'} || [ "$(docker inspect --type container --format ${'{{.State.Running}}'} -- ${container} 2>/dev/null)" != true ]`;
 
 /**
  * startRay's one round trip: the container's state, the run unless a container of that name exists (an earlier
- * launch's is for the activity to judge, with nothing started), then after a moment the first confirm read (the
- * log and the state). Shared by the activity and `liftoff plan`.
+ * launch's is for the activity to judge, with nothing started), then, once `ray start` said it runs or the
+ * container stopped (waited for on the host, up to the confirm window), the confirm read: the log and the state.
+ * Shared by the activity and `liftoff plan`.
  */
 export function rayStartBatch(container: string, run: RemoteCommand): BatchEntry[] {
   return [
     inspectContainerCommand(container),
     { command: run, stdin: true, unlessOk: 0 },
-    { command: containerLogTailCommand(container), sleepBefore: rayConfirmPollSeconds },
+    {
+      command: containerLogTailCommand(container),
+      waitUntil: {
+        until: rayStartSettledCommand(container),
+        seconds: rayConfirmWindowSeconds,
+        everySeconds: rayConfirmPollSeconds,
+      },
+    },
     { command: inspectContainerCommand(container) },
   ];
 }

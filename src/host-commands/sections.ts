@@ -104,13 +104,25 @@ export interface BatchItem {
   stdin?: true;
   /** It runs only when the item at this index exited non-zero: "start it unless it exists". */
   unlessOk?: number;
-  /** The host waits this long first (a confirm read right after a start), in seconds. */
-  sleepBefore?: number;
+  /**
+   * The host first waits until `until` succeeds, checking every `everySeconds`, at most `seconds` in all: a confirm
+   * read right after a start waits on the host instead of in round trips. `until` only says when to read; what
+   * was read is judged by the caller as always.
+   */
+  waitUntil?: { until: RemoteCommand; seconds: number; everySeconds: number };
   /** Bytes kept of its output; the batch's own bound otherwise. */
   maxBytes?: number;
 }
 
 export type BatchEntry = RemoteCommand | BatchItem;
+
+/** The shell loop of BatchItem.waitUntil: the check runs with no stdin and no output, as a plain condition. */
+function hostWait(wait: NonNullable<BatchItem['waitUntil']>): RemoteCommand {
+  const checks = Math.max(0, Math.ceil(wait.seconds / wait.everySeconds));
+  if (!(wait.everySeconds > 0) || !Number.isSafeInteger(checks))
+    throw new RangeError('waitUntil wants seconds ≥ 0 and everySeconds > 0');
+  return sh`__w=0; until ( ${wait.until} ) </dev/null >/dev/null 2>&1 || [ "$__w" -ge ${String(checks)} ]; do sleep ${String(wait.everySeconds)}; __w=$((__w + 1)); done`;
+}
 
 function itemOf(entry: BatchEntry): BatchItem {
   return 'command' in entry ? entry : { command: entry };
@@ -146,7 +158,7 @@ export function prefetchCommand(
     const read = named[i];
     if (!read) throw new RangeError(`batch item ${i} has no section`);
     let part = section(read);
-    if (item.sleepBefore !== undefined) part = sh`sleep ${String(item.sleepBefore)}; ${part}`;
+    if (item.waitUntil !== undefined) part = sh`${hostWait(item.waitUntil)}; ${part}`;
     if (item.unlessOk !== undefined) {
       if (!Number.isInteger(item.unlessOk) || item.unlessOk < 0 || item.unlessOk >= i)
         throw new RangeError(`batch item ${i}: unlessOk must name an earlier item`);

@@ -85,7 +85,11 @@ export function batch(
       text: item.command.text,
       change: changing.some((c) => c.text === item.command.text),
       ...(gate ? { when: `\`${gate.command.text}\` above failed` } : {}),
-      ...(item.sleepBefore !== undefined ? { note: `${item.sleepBefore} s after the part above` } : {}),
+      ...(item.waitUntil !== undefined
+        ? {
+            note: `after the host waited until \`${item.waitUntil.until.text}\` holds, up to ${item.waitUntil.seconds} s`,
+          }
+        : {}),
     };
   });
   return {

@@ -114,22 +114,36 @@ describe('probe workflow over the simulated cluster (namespace mode)', () => {
       () => undefined,
       (e: unknown) => e,
     );
-    assert.ok(err instanceof WorkflowFailedError, 'the workflow fails');
-    assert.ok(err.cause instanceof ActivityFailure, 'an activity failed');
-    assert.equal(err.cause.retryState, RetryState.NON_RETRYABLE_FAILURE);
+    // Every attempt and failure the history holds, so a failing assertion below says what happened instead.
+    const events = (await handle.fetchHistory()).events ?? [];
+    const story = events
+      .map((e) => {
+        const started = e.activityTaskStartedEventAttributes;
+        if (started) return `started attempt ${started.attempt ?? '?'}`;
+        const failed = e.activityTaskFailedEventAttributes?.failure;
+        return failed
+          ? `failed (${failed.applicationFailureInfo?.type ?? '?'}): ${failed.message ?? ''}`
+          : undefined;
+      })
+      .filter((line) => line !== undefined)
+      .join('\n');
+    const seen = `${String(err)}\ncause: ${String((err as Error | undefined)?.cause)}\nhistory:\n${story}`;
+    assert.ok(err instanceof WorkflowFailedError, `the workflow fails\n${seen}`);
+    assert.ok(err.cause instanceof ActivityFailure, `an activity failed\n${seen}`);
+    assert.equal(err.cause.retryState, RetryState.NON_RETRYABLE_FAILURE, seen);
     const cause = err.cause.cause;
-    assert.ok(cause instanceof ApplicationFailure);
-    assert.equal(cause.type, 'SshConnectError');
-    assert.equal(cause.nonRetryable, true);
-    assert.match(cause.message, /failed \(auth\)/);
-    const attempts = ((await handle.fetchHistory()).events ?? [])
+    assert.ok(cause instanceof ApplicationFailure, seen);
+    assert.equal(cause.type, 'SshConnectError', seen);
+    assert.equal(cause.nonRetryable, true, seen);
+    assert.match(cause.message, /failed \(auth\)/, seen);
+    const attempts = events
       .map((e) => e.activityTaskStartedEventAttributes?.attempt)
       .filter((a): a is number => a !== undefined && a !== null);
-    assert.ok(attempts.length > 0);
+    assert.ok(attempts.length > 0, seen);
     assert.deepEqual(
       attempts.filter((a) => a > 1),
       [],
-      'no activity was tried twice',
+      `no activity was tried twice\n${seen}`,
     );
   });
 });

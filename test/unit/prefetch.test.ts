@@ -98,7 +98,7 @@ describe('prefetchReads', () => {
     assert.equal(host.ran.length, 2);
   });
 
-  it('a batch that starts something unless it exists: the gate, the wait, stdin, and a read given twice', async () => {
+  it('a batch that starts something unless it exists: the gate, a wait on the host, stdin, a read given twice', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'liftoff-prefetch-'));
     try {
       const exists = sh`test -e ${join(dir, 'started')}`;
@@ -108,7 +108,7 @@ describe('prefetchReads', () => {
       const batchOf = (): BatchEntry[] => [
         exists,
         { command: start, stdin: true, unlessOk: 0 },
-        { command: state, sleepBefore: 0.1 },
+        { command: state, waitUntil: { until: exists, seconds: 1, everySeconds: 0.1 } },
         { command: exists },
       ];
 
