@@ -2,21 +2,35 @@
 // and those an earlier liftoff run left, found by label), then checked gone from docker's own list.
 import { ApplicationFailure } from '@temporalio/common';
 import type { SshSession } from '../ssh/executor.js';
-import { clusterFilter, containerNamesCommand, removeContainersCommand } from '../host-commands/cleanup.js';
+import {
+  clusterFilter,
+  containerListsCommands,
+  containerListsKey,
+  containerNamesCommand,
+  removeContainersCommand,
+} from '../host-commands/cleanup.js';
 import { FailureType } from '../shared/failures.js';
 import { onHost } from './ssh-context.js';
-import { prefetchReads } from './prefetch.js';
+import { prefetchReads, sessionAnswering } from './prefetch.js';
+import { takeHandoff } from './step-handoff.js';
 import type { RemoveContainersInput, RemoveContainersResult } from './types.js';
+
+/** A list older than this is read again: nothing of liftoff's changes containers between the steps, others might. */
+const handoffFreshMs = 10_000;
 
 export async function removeContainers(input: RemoveContainersInput): Promise<RemoveContainersResult> {
   const host = input.host.target.name;
   return onHost(input.host, async (direct) => {
-    // The two lists in one round trip; the list after the removal is read anew.
-    const session = await prefetchReads(
-      direct,
-      [containerNamesCommand(), containerNamesCommand(clusterFilter(input.cluster))],
-      { timeoutMs: 30_000 },
-    );
+    // The two lists as stopServices read them after its stop a moment ago in this worker, or else in one round
+    // trip; the list after the removal is read anew.
+    const lists = containerListsCommands(input.cluster);
+    const handed = takeHandoff('containerLists', containerListsKey(host, input.cluster), handoffFreshMs);
+    const session = handed
+      ? sessionAnswering(direct, [
+          [lists[0], handed[0]],
+          [lists[1], handed[1]],
+        ])
+      : await prefetchReads(direct, lists, { timeoutMs: 30_000 });
     const present = await containerNames(session);
     const labelled = await containerNames(session, clusterFilter(input.cluster));
     const named = [...new Set(input.names)].filter((n) => present.has(n));

@@ -4,6 +4,8 @@ import { ApplicationFailure } from '@temporalio/common';
 import type { ExecResult, SshSession } from '../ssh/executor.js';
 import type { RawShell } from '../ssh/quote.js';
 import {
+  containerListsCommands,
+  containerListsKey,
   disableUnitsCommand,
   privilegePrefix as prefixFor,
   stopUnitsCommand,
@@ -13,6 +15,7 @@ import {
 import { FailureType } from '../shared/failures.js';
 import { onHost } from './ssh-context.js';
 import { prefetchReads } from './prefetch.js';
+import { handOn } from './step-handoff.js';
 import type { StopServicesInput, StopServicesResult } from './types.js';
 
 interface UnitState {
@@ -45,13 +48,18 @@ export async function stopServices(input: StopServicesInput): Promise<StopServic
     const rule = sudoersRule(session.target.user, loaded, input.disable);
     // Stop, disable and the read of the states after them in one round trip, in that order: each keeps its own
     // exit status and stderr, judged below as when they ran one by one. (A sudo that refuses the stop refuses the
-    // disable too, so running it as well changes nothing.)
+    // disable too, so running it as well changes nothing.) The container lists after the stop ride along for
+    // removeContainers, the next step, when this worker runs it.
+    const lists = input.containerListsFor
+      ? containerListsCommands(input.containerListsFor.cluster)
+      : undefined;
     const steps = await prefetchReads(
       direct,
       [
         stopUnitsCommand(privileged, loaded),
         ...(input.disable ? [disableUnitsCommand(privileged, loaded)] : []),
         unitStatesCommand(loaded),
+        ...(lists ?? []),
       ],
       { timeoutMs: 240_000 },
     );
@@ -81,6 +89,13 @@ export async function stopServices(input: StopServicesInput): Promise<StopServic
         nonRetryable: false,
         details: [{ host, stillActive, stopExitCode: stop.exitCode, stopStderr: tail(stop.stderr) }],
       });
+    }
+    if (lists && input.containerListsFor) {
+      const [all, labelled] = await Promise.all(
+        lists.map((c) => steps.exec(c, { timeoutMs: 30_000, check: false })),
+      );
+      if (all && labelled)
+        handOn('containerLists', containerListsKey(host, input.containerListsFor.cluster), [all, labelled]);
     }
     const stillEnabled = input.disable ? after.filter((u) => enabledStates.has(u.unitFileState)) : [];
     if (stillEnabled.length > 0) {

@@ -1,8 +1,9 @@
 // What one activity read on a host, handed to the next activity of the same workflow run inside this worker
-// process, so that the next one need not read it again: preflightHost's agreement facts for checkHostsAgree, and
-// verifyRayCluster's last look at the head (Ray's state, the launch marker) for launchServe. Only ever a shortcut:
-// what is missing (another worker ran the earlier activity), already taken, or older than its bound is read from
-// the host as before, so no result ever depends on this map. What is kept are a host's answers, parsed or bounded
+// process, so that the next one need not read it again: preflightHost's agreement facts for checkHostsAgree,
+// verifyRayCluster's last look at the head (Ray's state, the launch marker) for launchServe, and the container
+// lists stopServices read after the stop for removeContainers. Only ever a shortcut: what is missing (another
+// worker ran the earlier activity), already taken, or older than its bound is read from the host as before, so
+// no result ever depends on this map. What is kept are a host's answers, parsed or bounded
 // by their readers; no secret is among them.
 import { Context } from '@temporalio/activity';
 import type { HostFacts } from '../parsers/agreement-facts.js';
@@ -13,6 +14,8 @@ export interface Handoffs {
   hostFacts: HostFacts;
   /** launchServe's pre-read, answered: the marker read, then `ray status`. */
   launchReads: [marker: ExecResult, rayStatus: ExecResult];
+  /** stopServices' read after the stop, for removeContainers: every container, then this cluster's labelled ones. */
+  containerLists: [all: ExecResult, labelled: ExecResult];
 }
 
 interface Entry {

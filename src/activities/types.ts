@@ -47,6 +47,11 @@ export interface StopServicesInput {
   host: HostRef;
   units: string[];
   disable: boolean;
+  /**
+   * Read the container lists removeContainers starts from (all, and those labelled for this cluster) in the
+   * trip that stops the units, after the stop, and hand them on to it in this worker (patch container-lists-with-stop).
+   */
+  containerListsFor?: { cluster: string };
 }
 export interface StopServicesResult {
   host: string;

@@ -28,6 +28,15 @@ export const containerNamesCommand = (filter?: string): RemoteCommand =>
 
 export const clusterFilter = (cluster: string): string => `label=${clusterLabel}=${cluster}`;
 
+/** The two lists removeContainers starts from: every container, then those labelled for the cluster. */
+export const containerListsCommands = (cluster: string): [RemoteCommand, RemoteCommand] => [
+  containerNamesCommand(),
+  containerNamesCommand(clusterFilter(cluster)),
+];
+
+/** Whose container lists a handoff holds (activities/step-handoff.ts). */
+export const containerListsKey = (host: string, cluster: string): unknown[] => [host, cluster];
+
 export const removeContainersCommand = (names: readonly string[]): RemoteCommand =>
   sh`docker rm -f -- ${names}`;
 

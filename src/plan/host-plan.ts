@@ -6,7 +6,7 @@ import { dirnameOf, modelPathFor } from '../config/derive.js';
 import { raw } from '../ssh/quote.js';
 import { preflightReads } from '../host-commands/preflight.js';
 import {
-  clusterFilter,
+  containerListsCommands,
   containerNamesCommand,
   disableUnitsCommand,
   gpuStateCommand,
@@ -142,8 +142,8 @@ export function planHost(
     const privileged = privilegePrefix(seen.uid);
     steps.push({
       step: 'stopServices',
-      // The states and the user's id in one command (activities/prefetch.ts); then the changes and the states
-      // after them in one more.
+      // The states and the user's id in one command (activities/prefetch.ts); then the changes, the states after
+      // them and removeContainers' two lists in one more.
       commands: [
         batch([unitStatesCommand(units), userIdCommand()]),
         ...(stop.length === 0
@@ -154,6 +154,7 @@ export function planHost(
                   stopUnitsCommand(privileged, stop),
                   ...(disable.length > 0 ? [disableUnitsCommand(privileged, disable)] : []),
                   unitStatesCommand(stop),
+                  ...containerListsCommands(spec.cluster),
                 ],
                 [stopUnitsCommand(privileged, stop), disableUnitsCommand(privileged, disable)],
               ),
@@ -165,9 +166,15 @@ export function planHost(
   const remove = [...new Set([...names.filter((n) => seen.containers.includes(n)), ...seen.labelled])];
   steps.push({
     step: 'removeContainers',
-    // The two lists in one command (activities/prefetch.ts); the removal and the list after it in one more.
+    // The two lists come with stopServices' stop when it stopped something; else they are one command
+    // (activities/prefetch.ts). The removal and the list after it in one more.
     commands: [
-      batch([containerNamesCommand(), containerNamesCommand(clusterFilter(spec.cluster))]),
+      units.length > 0 && stop.length > 0
+        ? {
+            ...batch(containerListsCommands(spec.cluster)),
+            when: "stopServices ran on another worker, or over 10 s before (the lists came with this host's stop)",
+          }
+        : batch(containerListsCommands(spec.cluster)),
       ...(remove.length === 0
         ? []
         : [

@@ -276,7 +276,12 @@ async function stopServices(
   if (spec.cleanup.services.length === 0) return tracker.skip('stopServices', 'no services listed');
   const { stopServices } = acts('stopServices');
   const { services: units, disableServices: disable } = spec.cleanup;
-  const results = await Promise.all(hosts.map((h) => stopServices({ host: h.ref, units, disable })));
+  const containerListsFor = patched(patches.containerListsWithStop) ? { cluster: spec.cluster } : undefined;
+  const results = await Promise.all(
+    hosts.map((h) =>
+      stopServices({ host: h.ref, units, disable, ...(containerListsFor ? { containerListsFor } : {}) }),
+    ),
+  );
   tracker.detail(
     'stopServices',
     results.map((r) => `${r.host}: stopped ${r.stopped.length}, disabled ${r.disabled.length}`).join('; '),

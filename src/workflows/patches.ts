@@ -16,6 +16,8 @@ export const patches = {
   agreementChecks: 'agreement-checks',
   /** Each host's agreement read rides in its preflightHost's round trip; checkHostsAgree then compares. */
   preflightOneTrip: 'preflight-one-trip',
+  /** stopServices reads the container lists after the stop, in its trip, for removeContainers to start from. */
+  containerListsWithStop: 'container-lists-with-stop',
   /** verifyRayCluster reads the launch marker beside Ray's state, so launchServe can launch on that last look. */
   launchReadsWithVerify: 'launch-reads-with-verify',
   /** A multiproc deploy is supervised: the rounds probe every rank's container instead of `ray status`. */

@@ -118,19 +118,19 @@ describe('liftoff plan and init on the simulated cluster', () => {
       const unlisted = [...new Set(ran)].filter((c) => !listed.has(c));
       assert.deepEqual(unlisted, [], `${hp.host}: every command the deploy ran is in the plan`);
       // One worker: what one activity read is handed to the next (activities/step-handoff.ts), so the reads the
-      // plan lists for "another worker" never ran: the comparison took preflightHost's facts, the launch
-      // verifyRayCluster's last look at the head.
+      // plan lists for "another worker" never ran: the comparison took preflightHost's facts, removeContainers
+      // the lists read with the stop, the launch verifyRayCluster's last look at the head.
       const preflight = hp.steps.find((s) => s.step === 'preflight')?.commands ?? [];
       const fallbacks = planned.filter((c) => c.when?.includes('another worker')).map((c) => c.text);
       assert.equal(
         fallbacks.length,
-        hp.role === 'head' ? 2 : 1,
+        hp.role === 'head' ? 3 : 2,
         `${hp.host}: the plan names each fallback read`,
       );
       assert.deepEqual(
         ran.filter((c) => fallbacks.includes(c)),
         [],
-        `${hp.host}: no read made twice: the agreement facts and the launch's pre-read were handed on`,
+        `${hp.host}: no read made twice: the agreement facts, the container lists and the launch's pre-read were handed on`,
       );
       assert.equal(ran.filter((c) => c === preflight[0]?.text).length, 1, `${hp.host}: one preflight trip`);
       console.log(
