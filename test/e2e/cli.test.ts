@@ -1,8 +1,8 @@
 // The CLI's contract with scripts: exit codes and `--json` error documents.
-import { describe, it } from 'node:test';
+import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { liftoffArgv } from '../helpers/cli.js';
@@ -18,6 +18,7 @@ function liftoff(args: string[], env: Record<string, string> = {}) {
 
 describe('liftoff CLI exit codes', () => {
   const dir = mkdtempSync(join(tmpdir(), 'liftoff-cli-'));
+  after(() => rmSync(dir, { recursive: true, force: true }));
 
   it('exits 2 on an unknown command', () => {
     const r = liftoff(['no-such-command']);

@@ -1,6 +1,6 @@
 // The compiled CLI: bin/liftoff.js runs dist/ only while it was built from the src/ beside it, and otherwise the
 // sources through tsx, saying so; and the table that loads one command's module names each command as it is named.
-import { describe, it } from 'node:test';
+import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { cpSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -23,6 +23,7 @@ describe('bin/liftoff.js on a checkout', () => {
   for (const part of ['bin', 'dist', 'src', 'package.json'])
     cpSync(join(projectRoot, part), join(root, part), { recursive: true });
   symlinkSync(join(projectRoot, 'node_modules'), join(root, 'node_modules'));
+  after(() => rmSync(root, { recursive: true, force: true }));
   const version = (JSON.parse(readFileSync(join(projectRoot, 'package.json'), 'utf8')) as { version: string })
     .version;
   const liftoff = (args: string[]) => {
