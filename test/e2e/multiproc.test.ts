@@ -5,7 +5,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { promisify } from 'node:util';
@@ -127,7 +127,9 @@ describe('serve.backend multiproc: vLLM multi-node mode on the simulated cluster
     );
 
     // From the CLI with --follow, as a user would: the Ray steps go by as skipped, with the reason.
-    const specFile = join(mkdtempSync(join(tmpdir(), 'liftoff-multiproc-')), 'cluster.yaml');
+    const specDir = mkdtempSync(join(tmpdir(), 'liftoff-multiproc-'));
+    after(() => rmSync(specDir, { recursive: true, force: true }));
+    const specFile = join(specDir, 'cluster.yaml');
     writeFileSync(specFile, stringify(multiprocSpec()));
     const cliStartedAt = Date.now();
     const followed = await liftoff(['deploy', '-c', specFile, '--follow']);

@@ -1,9 +1,9 @@
 // One deploy per cluster, whoever starts it (CLI, the Temporal UI under another workflow id, a schedule), and
 // `liftoff cancel`: teardown stops the server, Ray and the containers, and the command says what it did.
 // Real dev server, real worker, real sshd on two namespace hosts; the CLI runs as a separate process.
-import { before, describe, it } from 'node:test';
+import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
@@ -33,9 +33,15 @@ describe('one deploy per cluster, and cancel', () => {
   });
   let specFile: string;
 
+  let specDir: string | undefined;
   before(() => {
-    specFile = join(mkdtempSync(join(tmpdir(), 'liftoff-one-deploy-')), 'cluster.yaml');
+    specDir = mkdtempSync(join(tmpdir(), 'liftoff-one-deploy-'));
+    specFile = join(specDir, 'cluster.yaml');
     writeFileSync(specFile, stringify(simDeploySpec(e2e.sim, { cluster: clusterName })));
+  });
+
+  after(() => {
+    if (specDir) rmSync(specDir, { recursive: true, force: true });
   });
 
   const liftoff = (args: string[]): Promise<CliRun> =>

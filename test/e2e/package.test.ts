@@ -2,11 +2,19 @@
 // dist/ alone: no tsx, no TypeScript, nothing of this checkout. The install folder is kept between runs, keyed by
 // the dependencies, so a second run only replaces liftoff itself; npm reads its cache first and the registry only
 // for what the cache lacks.
-import { before, describe, it } from 'node:test';
+import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
@@ -65,6 +73,15 @@ const median = (xs: number[]): number => {
 };
 
 describe('npm pack: the installed package runs without tsx or TypeScript', () => {
+  const temporary: string[] = [];
+  const tempDir = (prefix: string): string => {
+    const dir = mkdtempSync(join(tmpdir(), prefix));
+    temporary.push(dir);
+    return dir;
+  };
+  after(() => {
+    for (const dir of temporary) rmSync(dir, { recursive: true, force: true });
+  });
   before(async () => {
     ensureBuilt();
     mkdirSync(installDir, { recursive: true });
@@ -125,7 +142,7 @@ describe('npm pack: the installed package runs without tsx or TypeScript', () =>
   });
 
   it('`liftoff validate -c SPEC` passes a simulated cluster spec and names the field of a bad one', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'liftoff-package-'));
+    const dir = tempDir('liftoff-package-');
     const spec = {
       cluster: 'sim-package',
       ssh: { user: 'root', knownHostsPath: '~/.ssh/known_hosts' },
@@ -162,7 +179,7 @@ describe('npm pack: the installed package runs without tsx or TypeScript', () =>
   });
 
   it("the installed worker bundles the package's workflow sources without tsx", async () => {
-    const cache = mkdtempSync(join(tmpdir(), 'liftoff-package-bundle-'));
+    const cache = tempDir('liftoff-package-bundle-');
     const bundler = join(installed, 'dist', 'temporal', 'workflow-bundle.js');
     const { stdout } = await run(
       process.execPath,
