@@ -13,6 +13,8 @@ import {
   launchReadsKey,
   rayStatusCommand,
   readMarkerCommand,
+  launchPreReads,
+  markerPidAliveCommand,
   workerJoinLogLines as workerLogLines,
 } from '../host-commands/launch.js';
 import { redactedTail } from '../shared/secrets.js';
@@ -197,7 +199,7 @@ export async function verifyRayCluster(input: VerifyRayClusterInput): Promise<Ra
       // With the launch's marker, each poll reads it beside Ray's state: the last look is launchServe's pre-read.
       const marker = input.launchMarkerPath;
       const trip = marker
-        ? await prefetchReads(session, [rayStatusCommand(input.container), readMarkerCommand(marker)], {
+        ? await prefetchReads(session, launchPreReads(input.container, marker, 'verify'), {
             timeoutMs: 40_000,
           })
         : session;
@@ -218,7 +220,11 @@ export async function verifyRayCluster(input: VerifyRayClusterInput): Promise<Ra
         if (nodes >= input.expectedNodes && gpus.total >= input.expectedGpus) {
           if (marker) {
             const markerRes = await trip.exec(readMarkerCommand(marker), { timeoutMs: 10_000, check: false });
-            handOn('launchReads', launchReadsKey(head, input.container, marker), [markerRes, rayRes]);
+            const pidRes = await trip.exec(markerPidAliveCommand(marker), {
+              timeoutMs: 10_000,
+              check: false,
+            });
+            handOn('launchReads', launchReadsKey(head, input.container, marker), [markerRes, rayRes, pidRes]);
           }
           return { done: true as const, state: { nodes, gpusTotal: gpus.total, gpusUsed: gpus.used } };
         }

@@ -13,6 +13,8 @@ import {
   pidAliveCommand,
   rayStatusCommand,
   readMarkerCommand,
+  launchPreReads,
+  markerPidAliveCommand,
   serveLaunchCommand,
   symlinkExit,
 } from '../host-commands/launch.js';
@@ -56,6 +58,18 @@ export async function pidAlive(session: SshSession, pid: number): Promise<boolea
   if (!Number.isInteger(pid) || pid <= 0) return false;
   const res = await session.exec(pidAliveCommand(pid), { timeoutMs: 10_000, check: false });
   return res.exitCode === 0;
+}
+
+/**
+ * Whether the marker's `pid` runs, from the check read beside the marker (launchPreReads) when it checked that
+ * same pid; else asked on its own.
+ */
+async function markerPidAlive(session: SshSession, markerPath: string, pid: number): Promise<boolean> {
+  const res = await session.exec(markerPidAliveCommand(markerPath), { timeoutMs: 10_000, check: false });
+  const checked = res.stdout.trim();
+  if ((res.exitCode === 0 || res.exitCode === 1) && /^[0-9]{1,9}$/.test(checked) && Number(checked) === pid)
+    return res.exitCode === 0;
+  return pidAlive(session, pid);
 }
 
 /** The last lines of the serve log, redacted; '' when the file is missing. */
@@ -130,8 +144,8 @@ export async function launchServe(input: LaunchServeInput): Promise<LaunchServeR
     ...secretArgValues(input.args),
   ];
   return onHost(input.head, async (direct) => {
-    // The marker and Ray's state: as verifyRayCluster last saw them a moment ago in this worker, or else read
-    // in one round trip (Ray's is read again only if the marker asks for a pid check).
+    // The marker, whether its pid runs, and Ray's state: as verifyRayCluster last saw them a moment ago in this
+    // worker, or else read in one round trip.
     const handed = takeHandoff(
       'launchReads',
       launchReadsKey(host, input.container, markerPath),
@@ -141,13 +155,14 @@ export async function launchServe(input: LaunchServeInput): Promise<LaunchServeR
       ? sessionAnswering(direct, [
           [readMarkerCommand(markerPath), handed[0]],
           [rayStatusCommand(input.container), handed[1]],
+          [markerPidAliveCommand(markerPath), handed[2]],
         ])
-      : await prefetchReads(direct, [readMarkerCommand(markerPath), rayStatusCommand(input.container)], {
+      : await prefetchReads(direct, launchPreReads(input.container, markerPath, 'launch'), {
           timeoutMs: 40_000,
         });
     const marker = await readMarker(session, markerPath);
     if (marker?.launchId === input.launchId) {
-      if (await pidAlive(session, marker.pid)) {
+      if (await markerPidAlive(session, markerPath, marker.pid)) {
         return { pid: marker.pid, logPath: input.logPath, launchedAtMs: marker.startedAt, reused: true };
       }
       const log = await serveLogTail(session, input.logPath, secrets);
@@ -158,7 +173,7 @@ export async function launchServe(input: LaunchServeInput): Promise<LaunchServeR
         details: [{ host, pid: marker.pid, logPath: input.logPath, logTail: tail(log, 4096) }],
       });
     }
-    if (marker && (await pidAlive(session, marker.pid))) {
+    if (marker && (await markerPidAlive(session, markerPath, marker.pid))) {
       throw ApplicationFailure.create({
         type: FailureType.serveLaunchFailed,
         message: `A vllm server of an earlier launch (${marker.launchId}, pid ${marker.pid}) still runs on ${host}. Stop it (kill ${marker.pid}, or remove its container) before deploying again.`,

@@ -12,8 +12,8 @@ import type { ExecResult } from '../ssh/executor.js';
 /** What may be handed on, each kind with its own value type. */
 export interface Handoffs {
   hostFacts: HostFacts;
-  /** launchServe's pre-read, answered: the marker read, then `ray status`. */
-  launchReads: [marker: ExecResult, rayStatus: ExecResult];
+  /** launchServe's pre-read, answered: the marker read, then `ray status`, then whether the marker's pid runs. */
+  launchReads: [marker: ExecResult, rayStatus: ExecResult, markerPidAlive: ExecResult];
   /** stopServices' read after the stop, for removeContainers: every container, then this cluster's labelled ones. */
   containerLists: [all: ExecResult, labelled: ExecResult];
 }

@@ -171,6 +171,31 @@ export const symlinkExit = 4;
 
 export const readMarkerCommand = (path: string): RemoteCommand => sh`head -c ${markerMaxBytes} -- ${path}`;
 
+/**
+ * Whether the process the marker names still runs, read beside the marker so that a launch over an earlier
+ * launch's marker needs no round trip of its own. Prints the pid it checked, for the caller to match against the
+ * marker it parsed; exit 0 alive, 1 gone, 2 no pid in the marker. The marker is the launch command's one line
+ * (serveLaunchCommand), read with the same bound as readMarkerCommand.
+ */
+export const markerPidAliveCommand = (path: string): RemoteCommand =>
+  sh`__p=$(head -c ${markerMaxBytes} -- ${path} 2>/dev/null | sed -n ${'s/.*"pid":\\([0-9]\\{1,9\\}\\),.*/\\1/p'} | head -n 1); case "$__p" in ''|0|*[!0-9]*) exit 2;; esac; printf '%s\\n' "$__p"; ${pidAliveCommand(raw('"$__p"'))}`;
+
+/**
+ * The head's reads before a launch, in one round trip: the marker, whether its pid runs, and Ray's state.
+ * verifyRayCluster's polls read Ray's state first (what they wait for) and hand the last look on; launchServe's own
+ * read (another worker's look, or a stale one) reads the marker first, Ray's state last, nearest the launch.
+ */
+export const launchPreReads = (
+  container: string,
+  markerPath: string,
+  by: 'verify' | 'launch',
+): RemoteCommand[] => {
+  const marker = [readMarkerCommand(markerPath), markerPidAliveCommand(markerPath)];
+  return by === 'verify'
+    ? [rayStatusCommand(container), ...marker]
+    : [...marker, rayStatusCommand(container)];
+};
+
 /** A zombie (dead, not reaped yet) still answers `kill -0`, so its state is read too. */
 export const pidAliveCommand = (pid: number | RawShell): RemoteCommand =>
   sh`kill -0 ${pid} 2>/dev/null && ! grep -qs '^State:[[:space:]]*Z' /proc/${pid}/status`;

@@ -26,8 +26,7 @@ import {
   markerPathFor,
   rayRunCommand,
   rayStartBatch,
-  rayStatusCommand,
-  readMarkerCommand,
+  launchPreReads,
   serveLaunchCommand,
   smokeCommand,
   smokeTimingMarker,
@@ -212,7 +211,7 @@ export function planHost(
         step: 'launchServe',
         commands: [
           {
-            ...batch([readMarkerCommand(markerPathFor(spec.serve.logPath)), rayStatusCommand(container)]),
+            ...batch(launchPreReads(container, markerPathFor(spec.serve.logPath), 'launch')),
             when: "verifyRayCluster's last look at the head is over 5 s old or was another worker's (a resumed or retried launch)",
           },
           change(serveLaunchCommand(serve, planTransport(spec.serve.env), raw(planPlaceholders.startedAt))),
@@ -300,8 +299,9 @@ function rayLaunchSteps(
       commands:
         host.role === 'head'
           ? [
-              // The launch's marker beside Ray's state: the last look is launchServe's pre-read.
-              batch([rayStatusCommand(container), readMarkerCommand(markerPathFor(spec.serve.logPath))], [], {
+              // The launch's marker (and whether its pid runs) beside Ray's state: the last look is launchServe's
+              // pre-read.
+              batch(launchPreReads(container, markerPathFor(spec.serve.logPath), 'verify'), [], {
                 repeats: untilJoined,
               }),
             ]

@@ -273,6 +273,17 @@ describe('ray, serve, health, smoke and diagnostics activities (simulated cluste
     while (launches().length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
     assert.equal(launches().length, 1, 'launches.log on the head has one entry');
 
+    // Another launch over this one's marker while its server runs: refused, from the pid check read beside the
+    // marker (launchPreReads), and nothing more is started.
+    const over = await failureOf(run(launchServe, serveInput('serve-other')));
+    assert.equal(over.type, FailureType.serveLaunchFailed);
+    assert.equal(over.nonRetryable, true);
+    assert.match(
+      over.message,
+      new RegExp(`earlier launch \\(serve-1, pid ${first.pid}\\) still runs on spark1`),
+    );
+    assert.equal(launches().length, 1, 'the refused launch started nothing');
+
     const marker = await onRemote(head, sh`cat ${`${logPath}.liftoff.json`}`);
     assert.deepEqual(
       { ...(JSON.parse(marker.stdout) as object), startedAt: 0 },
