@@ -26,10 +26,7 @@ export async function removeContainers(input: RemoveContainersInput): Promise<Re
     const lists = containerListsCommands(input.cluster);
     const handed = takeHandoff('containerLists', containerListsKey(host, input.cluster), handoffFreshMs);
     const session = handed
-      ? sessionAnswering(direct, [
-          [lists[0], handed[0]],
-          [lists[1], handed[1]],
-        ])
+      ? sessionAnswering(direct, handed)
       : await prefetchReads(direct, lists, { timeoutMs: 30_000 });
     const present = await containerNames(session);
     const labelled = await containerNames(session, clusterFilter(input.cluster));

@@ -21,6 +21,9 @@ export interface PrefetchOptions {
   secrets?: readonly string[];
 }
 
+/** A command and what the host answered to it: what one activity hands the next (activities/step-handoff.ts). */
+export type AnsweredRead = readonly [command: RemoteCommand, result: ExecResult];
+
 interface Answer {
   result: ExecResult;
   /** The item read the batch's stdin: a caller that passes stdin to it gets this answer. */
@@ -74,14 +77,22 @@ export async function prefetchReads(
   return answering(session, answers);
 }
 
+/** Each of `commands` run on `session` (a prefetched one answers them) and paired with its result, to hand on. */
+export async function answeredReads(
+  session: SshSession,
+  commands: readonly RemoteCommand[],
+  timeoutMs: number,
+): Promise<AnsweredRead[]> {
+  const answered: AnsweredRead[] = [];
+  for (const c of commands) answered.push([c, await session.exec(c, { timeoutMs, check: false })]);
+  return answered;
+}
+
 /**
  * A session that answers `reads` with results an earlier activity got for those very commands
  * (activities/step-handoff.ts), each once; everything else goes to the host.
  */
-export function sessionAnswering(
-  session: SshSession,
-  reads: readonly (readonly [RemoteCommand, ExecResult])[],
-): SshSession {
+export function sessionAnswering(session: SshSession, reads: readonly AnsweredRead[]): SshSession {
   const answers = new Map<string, Answer[]>();
   for (const [cmd, result] of reads)
     answers.set(cmd.text, [...(answers.get(cmd.text) ?? []), { result, tookStdin: false }]);

@@ -20,7 +20,7 @@ import {
 import { redactedTail } from '../shared/secrets.js';
 import { activityFailure as failure } from './activity-failure.js';
 import { onHost } from './ssh-context.js';
-import { prefetchReads } from './prefetch.js';
+import { answeredReads, prefetchReads } from './prefetch.js';
 import { heartbeat } from './heartbeat.js';
 import { rayStarted } from './ray-start.js';
 import { containerLogTail, containerSecrets, inspectContainer, pause } from './docker.js';
@@ -219,12 +219,14 @@ export async function verifyRayCluster(input: VerifyRayClusterInput): Promise<Ra
         heartbeat({ nodes, gpusTotal: gpus.total });
         if (nodes >= input.expectedNodes && gpus.total >= input.expectedGpus) {
           if (marker) {
-            const markerRes = await trip.exec(readMarkerCommand(marker), { timeoutMs: 10_000, check: false });
-            const pidRes = await trip.exec(markerPidAliveCommand(marker), {
-              timeoutMs: 10_000,
-              check: false,
-            });
-            handOn('launchReads', launchReadsKey(head, input.container, marker), [markerRes, rayRes, pidRes]);
+            handOn('launchReads', launchReadsKey(head, input.container, marker), [
+              [rayStatusCommand(input.container), rayRes],
+              ...(await answeredReads(
+                trip,
+                [readMarkerCommand(marker), markerPidAliveCommand(marker)],
+                10_000,
+              )),
+            ]);
           }
           return { done: true as const, state: { nodes, gpusTotal: gpus.total, gpusUsed: gpus.used } };
         }

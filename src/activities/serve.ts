@@ -152,11 +152,7 @@ export async function launchServe(input: LaunchServeInput): Promise<LaunchServeR
       handoffFreshMs,
     );
     const session = handed
-      ? sessionAnswering(direct, [
-          [readMarkerCommand(markerPath), handed[0]],
-          [rayStatusCommand(input.container), handed[1]],
-          [markerPidAliveCommand(markerPath), handed[2]],
-        ])
+      ? sessionAnswering(direct, handed)
       : await prefetchReads(direct, launchPreReads(input.container, markerPath, 'launch'), {
           timeoutMs: 40_000,
         });

@@ -14,7 +14,7 @@ import {
 } from '../host-commands/cleanup.js';
 import { FailureType } from '../shared/failures.js';
 import { onHost } from './ssh-context.js';
-import { prefetchReads } from './prefetch.js';
+import { answeredReads, prefetchReads } from './prefetch.js';
 import { handOn } from './step-handoff.js';
 import type { StopServicesInput, StopServicesResult } from './types.js';
 
@@ -50,16 +50,15 @@ export async function stopServices(input: StopServicesInput): Promise<StopServic
     // exit status and stderr, judged below as when they ran one by one. (A sudo that refuses the stop refuses the
     // disable too, so running it as well changes nothing.) The container lists after the stop ride along for
     // removeContainers, the next step, when this worker runs it.
-    const lists = input.containerListsFor
-      ? containerListsCommands(input.containerListsFor.cluster)
-      : undefined;
+    const listsCluster = input.containerListsFor?.cluster;
+    const lists = listsCluster !== undefined ? containerListsCommands(listsCluster) : [];
     const steps = await prefetchReads(
       direct,
       [
         stopUnitsCommand(privileged, loaded),
         ...(input.disable ? [disableUnitsCommand(privileged, loaded)] : []),
         unitStatesCommand(loaded),
-        ...(lists ?? []),
+        ...lists,
       ],
       { timeoutMs: 240_000 },
     );
@@ -90,13 +89,12 @@ export async function stopServices(input: StopServicesInput): Promise<StopServic
         details: [{ host, stillActive, stopExitCode: stop.exitCode, stopStderr: tail(stop.stderr) }],
       });
     }
-    if (lists && input.containerListsFor) {
-      const [all, labelled] = await Promise.all(
-        lists.map((c) => steps.exec(c, { timeoutMs: 30_000, check: false })),
+    if (listsCluster !== undefined)
+      handOn(
+        'containerLists',
+        containerListsKey(host, listsCluster),
+        await answeredReads(steps, lists, 30_000),
       );
-      if (all && labelled)
-        handOn('containerLists', containerListsKey(host, input.containerListsFor.cluster), [all, labelled]);
-    }
     const stillEnabled = input.disable ? after.filter((u) => enabledStates.has(u.unitFileState)) : [];
     if (stillEnabled.length > 0) {
       throw ApplicationFailure.create({

@@ -7,15 +7,15 @@
 // by their readers; no secret is among them.
 import { Context } from '@temporalio/activity';
 import type { HostFacts } from '../parsers/agreement-facts.js';
-import type { ExecResult } from '../ssh/executor.js';
+import type { AnsweredRead } from './prefetch.js';
 
 /** What may be handed on, each kind with its own value type. */
 export interface Handoffs {
   hostFacts: HostFacts;
-  /** launchServe's pre-read, answered: the marker read, then `ray status`, then whether the marker's pid runs. */
-  launchReads: [marker: ExecResult, rayStatus: ExecResult, markerPidAlive: ExecResult];
-  /** stopServices' read after the stop, for removeContainers: every container, then this cluster's labelled ones. */
-  containerLists: [all: ExecResult, labelled: ExecResult];
+  /** launchServe's pre-read (launchPreReads), answered: `ray status`, the marker, whether the marker's pid runs. */
+  launchReads: readonly AnsweredRead[];
+  /** stopServices' read after the stop, for removeContainers: every container, and this cluster's labelled ones. */
+  containerLists: readonly AnsweredRead[];
 }
 
 interface Entry {

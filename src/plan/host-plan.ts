@@ -168,7 +168,7 @@ export function planHost(
     // The two lists come with stopServices' stop when it stopped something; else they are one command
     // (activities/prefetch.ts). The removal and the list after it in one more.
     commands: [
-      units.length > 0 && stop.length > 0
+      stop.length > 0
         ? {
             ...batch(containerListsCommands(spec.cluster)),
             when: "stopServices ran on another worker, or over 10 s before (the lists came with this host's stop)",
