@@ -58,12 +58,11 @@ export interface RunFigures {
   /** Every remote command (SSH session) per host. */
   commands: Record<string, number>;
   /**
-   * Of which load polls: liftoff's waitHealthy activities (checkServeHealth on the head, checkRayWorker on the
-   * others), each one remote command, from the history; none for the baseline, which polls from the control host.
+   * Of which load polls (liftoff; from the history): its waitHealthy activities (checkServeHealth on the head,
+   * checkRayWorker on the others), each one remote command. The baseline has none: it polls from the control host.
    */
-  pollCommands: Record<string, number>;
-  /** Poll activities and all activity attempts per host (liftoff; from the history). */
   polls?: Record<string, number>;
+  /** Every activity attempt per host (liftoff; from the history). */
   attempts?: Record<string, number>;
   /** The worker's peak RSS during the run (liftoff), MiB. */
   workerPeakRssMiB?: number;
@@ -154,9 +153,6 @@ async function measuredRun(
     cpu.temporal -
     (Number.isNaN(sim_.simTotalS) ? 0 : sim_.simTotalS);
   const countsAfter = hostCounts(sim);
-  // Load polls: the baseline waits with curl on the control host, so none of its remote commands is one; liftoff's
-  // are its poll activities, each one remote command, counted from the history (measureSize).
-  const pollCommands = Object.fromEntries(sim.hosts.map((h) => [h.name, 0]));
   return {
     ms: run.ms,
     machineCpuS,
@@ -164,7 +160,6 @@ async function measuredRun(
     cpu,
     handshakes: diff(countsAfter.handshakes, countsBefore.handshakes),
     commands: diff(countsAfter.commands, countsBefore.commands),
-    pollCommands,
     ...(isLiftoff ? { workerPeakRssMiB: worker.peakRssMiB } : {}),
     stdout: run.stdout,
   };
@@ -243,7 +238,6 @@ export async function measureSize(env: Env, hosts: number, repeats: number): Pro
       result.liftoff.push({
         ...figures,
         ...activities,
-        pollCommands: activities.polls,
         workflowSeconds: deploy.totalSeconds,
         stepsMs: deploy.stepDurationsMs,
       });

@@ -17,9 +17,8 @@ export interface HostFigure {
 export interface CommandFigures {
   all: HostFigure;
   excludingPolls: HostFigure;
+  /** Load polls: liftoff's poll activities from its history, one remote command each; none for the baseline. */
   polls: HostFigure;
-  /** Poll activities (liftoff's history). */
-  pollActivities?: HostFigure;
 }
 
 export interface SizeSummary {
@@ -60,6 +59,10 @@ function hostFigure(runs: readonly Counts[], head: string): HostFigure {
 const minus = (a: Counts, b: Counts): Counts =>
   Object.fromEntries(Object.entries(a).map(([k, v]) => [k, v - (b[k] ?? 0)]));
 
+/** A run's load polls per host: every host is there, with 0 where it polled nothing (the baseline). */
+const pollsOf = (r: RunFigures): Counts =>
+  Object.fromEntries(Object.keys(r.commands).map((h) => [h, r.polls?.[h] ?? 0]));
+
 function commandFigures(runs: readonly RunFigures[], head: string): CommandFigures {
   return {
     all: hostFigure(
@@ -67,21 +70,10 @@ function commandFigures(runs: readonly RunFigures[], head: string): CommandFigur
       head,
     ),
     excludingPolls: hostFigure(
-      runs.map((r) => minus(r.commands, r.pollCommands)),
+      runs.map((r) => minus(r.commands, pollsOf(r))),
       head,
     ),
-    polls: hostFigure(
-      runs.map((r) => r.pollCommands),
-      head,
-    ),
-    ...(runs[0]?.polls
-      ? {
-          pollActivities: hostFigure(
-            runs.map((r) => r.polls ?? {}),
-            head,
-          ),
-        }
-      : {}),
+    polls: hostFigure(runs.map(pollsOf), head),
   };
 }
 
