@@ -1,11 +1,11 @@
 // The CLI's contract with scripts: exit codes and `--json` error documents.
-import { after, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { liftoffArgv } from '../helpers/cli.js';
+import { tempDir } from '../helpers/temp-dir.js';
 
 function liftoff(args: string[], env: Record<string, string> = {}) {
   const r = spawnSync(process.execPath, liftoffArgv(args), {
@@ -17,8 +17,7 @@ function liftoff(args: string[], env: Record<string, string> = {}) {
 }
 
 describe('liftoff CLI exit codes', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'liftoff-cli-'));
-  after(() => rmSync(dir, { recursive: true, force: true }));
+  const dir = tempDir('liftoff-cli-');
 
   it('exits 2 on an unknown command', () => {
     const r = liftoff(['no-such-command']);

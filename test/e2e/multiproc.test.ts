@@ -5,8 +5,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { promisify } from 'node:util';
 import { stringify } from 'yaml';
@@ -23,6 +22,7 @@ import type { DeployProgress, DeployResult } from '../../src/workflows/steps.js'
 import { setFaults, type SimHost } from '../../sim/cluster.js';
 import { paths } from '../../sim/host-state.js';
 import { simDeploySpec } from '../../sim/spec.js';
+import { tempDir } from '../helpers/temp-dir.js';
 
 const run = promisify(execFile);
 const stateDir = '/tmp/liftoff-test-multiproc';
@@ -127,9 +127,7 @@ describe('serve.backend multiproc: vLLM multi-node mode on the simulated cluster
     );
 
     // From the CLI with --follow, as a user would: the Ray steps go by as skipped, with the reason.
-    const specDir = mkdtempSync(join(tmpdir(), 'liftoff-multiproc-'));
-    after(() => rmSync(specDir, { recursive: true, force: true }));
-    const specFile = join(specDir, 'cluster.yaml');
+    const specFile = join(tempDir('liftoff-multiproc-'), 'cluster.yaml');
     writeFileSync(specFile, stringify(multiprocSpec()));
     const cliStartedAt = Date.now();
     const followed = await liftoff(['deploy', '-c', specFile, '--follow']);

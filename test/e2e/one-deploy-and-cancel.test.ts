@@ -1,10 +1,9 @@
 // One deploy per cluster, whoever starts it (CLI, the Temporal UI under another workflow id, a schedule), and
 // `liftoff cancel`: teardown stops the server, Ray and the containers, and the command says what it did.
 // Real dev server, real worker, real sshd on two namespace hosts; the CLI runs as a separate process.
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { WorkflowFailedError } from '@temporalio/client';
@@ -19,6 +18,7 @@ import type { DeployProgress } from '../../src/workflows/steps.js';
 import type { CancelReport } from '../../src/commands/cancel.js';
 import { clusterStatus } from '../../sim/cluster.js';
 import { simDeploySpec } from '../../sim/spec.js';
+import { tempDir } from '../helpers/temp-dir.js';
 
 const stateDir = '/tmp/liftoff-test-one-deploy';
 const clusterName = 'one-deploy';
@@ -31,17 +31,9 @@ describe('one deploy per cluster, and cancel', () => {
     vllm: { shards: 39, shardSeconds: 0.25, graphCaptureSeconds: 0.5 },
     workerPolicy: { fromEnv: ['SIM_TEST_VLLM_API_KEY'] },
   });
-  let specFile: string;
-
-  let specDir: string | undefined;
+  const specFile = join(tempDir('liftoff-one-deploy-'), 'cluster.yaml');
   before(() => {
-    specDir = mkdtempSync(join(tmpdir(), 'liftoff-one-deploy-'));
-    specFile = join(specDir, 'cluster.yaml');
     writeFileSync(specFile, stringify(simDeploySpec(e2e.sim, { cluster: clusterName })));
-  });
-
-  after(() => {
-    if (specDir) rmSync(specDir, { recursive: true, force: true });
   });
 
   const liftoff = (args: string[]): Promise<CliRun> =>

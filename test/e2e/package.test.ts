@@ -2,25 +2,17 @@
 // dist/ alone: no tsx, no TypeScript, nothing of this checkout. The install folder is kept between runs, keyed by
 // the dependencies, so a second run only replaces liftoff itself; npm reads its cache first and the registry only
 // for what the cache lacks.
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import {
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readFileSync,
-  readdirSync,
-  rmSync,
-  writeFileSync,
-} from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { stringify } from 'yaml';
 import { projectRoot } from '../../src/temporal/cli-path.js';
 import { ensureBuilt } from '../helpers/cli.js';
+import { tempDir } from '../helpers/temp-dir.js';
 
 const run = promisify(execFile);
 const pkg = JSON.parse(readFileSync(join(projectRoot, 'package.json'), 'utf8')) as {
@@ -73,15 +65,6 @@ const median = (xs: number[]): number => {
 };
 
 describe('npm pack: the installed package runs without tsx or TypeScript', () => {
-  const temporary: string[] = [];
-  const tempDir = (prefix: string): string => {
-    const dir = mkdtempSync(join(tmpdir(), prefix));
-    temporary.push(dir);
-    return dir;
-  };
-  after(() => {
-    for (const dir of temporary) rmSync(dir, { recursive: true, force: true });
-  });
   before(async () => {
     ensureBuilt();
     mkdirSync(installDir, { recursive: true });

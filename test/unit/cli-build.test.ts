@@ -1,14 +1,14 @@
 // The compiled CLI: bin/liftoff.js runs dist/ only while it was built from the src/ beside it, and otherwise the
 // sources through tsx, saying so; and the table that loads one command's module names each command as it is named.
-import { after, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { cpSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { cpSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { commandLoaders } from '../../src/commands/index.js';
 import { projectRoot } from '../../src/temporal/cli-path.js';
 import { ensureBuilt } from '../helpers/cli.js';
+import { tempDir } from '../helpers/temp-dir.js';
 
 describe('the command table', () => {
   it('loads, under each name, the command of that name', async () => {
@@ -19,11 +19,10 @@ describe('the command table', () => {
 describe('bin/liftoff.js on a checkout', () => {
   ensureBuilt();
   // A copy of the checkout's CLI, with the build of the current sources, to edit without touching this one.
-  const root = mkdtempSync(join(tmpdir(), 'liftoff-cli-build-'));
+  const root = tempDir('liftoff-cli-build-');
   for (const part of ['bin', 'dist', 'src', 'package.json'])
     cpSync(join(projectRoot, part), join(root, part), { recursive: true });
   symlinkSync(join(projectRoot, 'node_modules'), join(root, 'node_modules'));
-  after(() => rmSync(root, { recursive: true, force: true }));
   const version = (JSON.parse(readFileSync(join(projectRoot, 'package.json'), 'utf8')) as { version: string })
     .version;
   const liftoff = (args: string[]) => {
