@@ -66,6 +66,12 @@ export interface HostFaults {
    * The running server reads it on every request, so it can be switched on after the server is up.
    */
   completions?: 'hang' | 'error';
+  /**
+   * With `completions: 'error'`, the 500's message ends with this variable of the server's environment
+   * (name=value), as an engine that dumps its settings into an error would: what the supervisor's probe quotes
+   * must come out redacted.
+   */
+  completionErrorPrintsEnv?: string;
   /** `docker image inspect` reports other image IDs on this host, as after a pull of a moved tag. */
   imageIdSalt?: string;
 }

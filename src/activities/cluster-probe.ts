@@ -5,9 +5,10 @@
 // until the next round. Each host's outcome stays its own: a host that cannot be reached is
 // reported with the error, never failing the others, so the workflow still counts each against its
 // unreachable window.
+import { redactedTail } from '../shared/secrets.js';
 import { toFailureDetails } from '../ssh/errors.js';
 import { inspectContainer } from './docker.js';
-import { containerWhat, probeHead } from './serving-probe.js';
+import { configuredSecrets, containerWhat, probeHead } from './serving-probe.js';
 import { onHosts } from './ssh-context.js';
 import type { HostRef } from '../config/targets.js';
 import type { ProbeCheck, ProbeServingInput } from './types.js';
@@ -37,6 +38,7 @@ export async function probeServingCluster(
   input: ProbeServingClusterInput,
 ): Promise<ProbeServingClusterResult> {
   const keep = input.keepConnectionsMs !== undefined ? { idleMs: input.keepConnectionsMs } : undefined;
+  const secrets = await configuredSecrets(input.head);
   return onHosts(
     [input.head.head, ...input.workers],
     async (open) => {
@@ -44,13 +46,14 @@ export async function probeServingCluster(
         try {
           return { host: ref.target.name, ok: true, checks: await probe() };
         } catch (err) {
-          return { host: ref.target.name, ok: false, error: toFailureDetails(err).message };
+          const error = redactedTail(toFailureDetails(err).message, secrets, 2048);
+          return { host: ref.target.name, ok: false, error };
         }
       };
       const hosts = await Promise.all([
         settle(
           input.head.head,
-          async () => (await probeHead(await open(input.head.head), input.head)).checks,
+          async () => (await probeHead(await open(input.head.head), input.head, secrets)).checks,
         ),
         ...input.workers.map((ref, i) =>
           settle(ref, async () => {

@@ -10,7 +10,7 @@ import { sh } from '../ssh/quote.js';
 import { containerSecrets, inspectContainer } from './docker.js';
 import { baseUrl } from './health.js';
 import { readRayStatus } from './ray-cluster.js';
-import { resolveValue } from './secrets.js';
+import { resolveValue, secretValues } from './secrets.js';
 import { chatCompletion } from './smoke.js';
 import { onHost } from './ssh-context.js';
 import type { ProbeCheck, ProbeName, ProbeServingInput, ProbeServingResult } from './types.js';
@@ -18,36 +18,53 @@ import type { ProbeCheck, ProbeName, ProbeServingInput, ProbeServingResult } fro
 const healthTimeoutS = 5;
 
 export async function probeServing(input: ProbeServingInput): Promise<ProbeServingResult> {
-  return onHost(input.head, (session) => probeHead(session, input));
+  const configured = await configuredSecrets(input);
+  return onHost(input.head, (session) => probeHead(session, input, configured));
 }
 
-/** The head's probes on an open session: each judged on its own; a lost connection throws (unreachable). */
-export async function probeHead(session: SshSession, input: ProbeServingInput): Promise<ProbeServingResult> {
+/**
+ * The secret values of the spec's ray.env and serve.env (references resolved on this worker), which nothing the
+ * probe reports may show: a server's error body or curl's message can quote them, as a load poll's log can.
+ */
+export async function configuredSecrets(input: ProbeServingInput): Promise<string[]> {
+  return secretValues(...(input.secretEnv ?? []));
+}
+
+/**
+ * The head's probes on an open session: each judged on its own; a lost connection throws (unreachable). What a
+ * check reports is redacted with `configured` (configuredSecrets), the container's env secrets and the API key.
+ */
+export async function probeHead(
+  session: SshSession,
+  input: ProbeServingInput,
+  configured: readonly string[] = [],
+): Promise<ProbeServingResult> {
   const host = input.head.target.name;
-  let secrets: string[] = [];
+  let secrets: string[] = [...configured];
   const checks: ProbeCheck[] = [];
   // Each probe is judged on its own; only a lost connection ends the round (the host is unreachable).
   const probe = async (name: ProbeName, body: () => Promise<Omit<ProbeCheck, 'name' | 'host'>>) => {
     const started = Date.now();
+    let seen: Omit<ProbeCheck, 'name' | 'host'>;
     try {
-      const seen = await body();
-      checks.push({ name, host, latencyMs: Date.now() - started, ...seen });
+      seen = await body();
     } catch (err) {
       if (err instanceof SshConnectError) throw err;
-      const message = err instanceof Error ? err.message : String(err);
-      checks.push({
-        name,
-        host,
-        ok: false,
-        latencyMs: Date.now() - started,
-        error: redactedTail(message, secrets, 2048),
-      });
+      seen = { ok: false, error: err instanceof Error ? err.message : String(err) };
     }
+    checks.push({
+      name,
+      host,
+      latencyMs: Date.now() - started,
+      ...seen,
+      ...(seen.error !== undefined ? { error: redactedTail(seen.error, secrets, 2048) } : {}),
+      ...(seen.detail !== undefined ? { detail: redactedTail(seen.detail, secrets, 2048) } : {}),
+    });
   };
   const what = containerWhat(input.backend, 0);
   await probe('container', async () => {
     const state = await inspectContainer(session, input.container);
-    secrets = containerSecrets(state);
+    secrets = [...secrets, ...containerSecrets(state)];
     if (state.running) return { ok: true };
     return {
       ok: false,

@@ -213,6 +213,11 @@ export interface ProbeServingInput {
   model: string;
   /** serve.env.VLLM_API_KEY: the server then wants it on /v1 routes. */
   apiKey?: EnvValue;
+  /**
+   * The spec's ray.env and serve.env: the secrets among them are redacted from everything the probe reports, as
+   * the load poll's (a server's error body may quote its settings).
+   */
+  secretEnv?: EnvSpec[];
   completionTimeoutS: number;
   /** What the launch verified: `ray status` must still show as many nodes and GPUs. */
   expectedNodes: number;

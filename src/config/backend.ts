@@ -1,6 +1,7 @@
 // The launch backend's rules: `serve.backend: ray` (a Ray cluster in Docker, vLLM placed over it) or
 // `multiproc` (vLLM's own multi-node mode: one `vllm serve --nnodes N --node-rank R` per host, no Ray). Pure:
 // the schema runs these checks, and it is imported by workflows.
+import { multiprocOwnedArgIssues } from './owned-flags.js';
 import { pipelineParallelSize } from './parallel.js';
 
 export const launchBackends = ['ray', 'multiproc'] as const;
@@ -87,7 +88,10 @@ export interface BackendShape {
   };
 }
 
-/** What the multiproc launch needs of a parsed spec: a master port, and one worker per GPU of the cluster. */
+/**
+ * What the multiproc launch needs of a parsed spec: a master port, serve.args that leave the flags it sets alone,
+ * and one worker per GPU of the cluster.
+ */
 export function multiprocIssues(spec: BackendShape): BackendIssue[] {
   if (spec.serve.backend !== 'multiproc') return [];
   const issues: BackendIssue[] = [];
@@ -104,6 +108,8 @@ export function multiprocIssues(spec: BackendShape): BackendIssue[] {
       message: `${masterPort} is also serve.port: rank 0's API server and its torch.distributed store would both listen on it on the head; pick another port (e.g. 29501)`,
     });
   }
+  for (const { index, message } of multiprocOwnedArgIssues(spec.serve.args))
+    issues.push({ path: ['serve', 'args', index], message });
   const pp = pipelineParallelSize(spec.serve.args);
   const workers = spec.hosts.length * spec.gpu.perHost;
   if (tp * pp !== workers) {

@@ -127,9 +127,13 @@ export function parseWeights(lines: string[]): { entries: WeightEntry[]; truncat
 export function parseIndexes(lines: string[]): SafetensorsIndex[] {
   const out: SafetensorsIndex[] = [];
   let current: SafetensorsIndex | undefined;
+  // The current index's shards as a set: each line is checked in constant time, so the parse stays linear in
+  // the lines however many shard names a host prints (a scan of the list made it quadratic: 150 s at 50 000).
+  let seen = new Set<string>();
   for (const line of lines) {
     if (line.startsWith('file ./')) {
       current = { file: line.slice('file '.length), shards: [] };
+      seen = new Set();
       out.push(current);
       continue;
     }
@@ -137,7 +141,10 @@ export function parseIndexes(lines: string[]): SafetensorsIndex[] {
     const total = /^"total_size"\s*:\s*(\d{1,20})$/.exec(line);
     if (total?.[1]) current.totalSize = Number(total[1]);
     const shard = /^"([^"/\\]{1,255}\.safetensors)"$/.exec(line);
-    if (shard?.[1] && !current.shards.includes(shard[1])) current.shards.push(shard[1]);
+    if (shard?.[1] && !seen.has(shard[1])) {
+      seen.add(shard[1]);
+      current.shards.push(shard[1]);
+    }
   }
   return out;
 }

@@ -94,9 +94,17 @@ export function workflowBundle(opts: BundleOptions = {}): Promise<WorkflowBundle
   return promise;
 }
 
+/**
+ * Where the worker writes its workflow bundles: the user's own cache, not a shared /tmp, since another local user
+ * must not be able to plant the code a worker runs. The one place a worker writes (docker-compose.yml gives it a
+ * tmpfs there, its root file system being read-only).
+ */
+export function workflowBundleDir(env: NodeJS.ProcessEnv, home: string): string {
+  return join(env.XDG_CACHE_HOME ?? join(home, '.cache'), 'liftoff', 'workflow-bundles');
+}
+
 async function buildBundleFile(opts: BundleOptions): Promise<WorkflowBundlePath> {
-  // The user's own cache, not a shared /tmp: another local user must not be able to plant the code a worker runs.
-  const dir = join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'liftoff', 'workflow-bundles');
+  const dir = workflowBundleDir(process.env, homedir());
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   const codePath = join(dir, `workflows-${bundleHash(opts)}.js`);
   if (!existsSync(codePath)) {

@@ -30,6 +30,8 @@ export const patches = {
   lostHostBeforeHeadFailure: 'lost-host-before-head-failure',
   /** A supervisor told to stop while it probed or collected a bundle ends there: no `lost`, relaunch or degrade. */
   superviseStopBeforeActing: 'supervise-stop-before-acting',
+  /** A relaunch refused (another deploy runs) is tried again with the loss's bundle, not a new one each interval. */
+  refusedRelaunchKeepsBundle: 'supervise-refused-keeps-bundle',
 } as const;
 
 export const patchIds: readonly string[] = Object.values(patches);

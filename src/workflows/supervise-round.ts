@@ -59,6 +59,8 @@ export async function probeRound(
     port: spec.serve.port,
     model: spec.serve.servedModelName ?? spec.serve.model,
     ...(spec.serve.env.VLLM_API_KEY !== undefined ? { apiKey: spec.serve.env.VLLM_API_KEY } : {}),
+    // Redacted from what the probes report, as the load poll's (an input only: the commands are the same).
+    secretEnv: [spec.ray.env, spec.serve.env],
     completionTimeoutS: Math.max(1, Math.round(probeTimeoutMs(spec.supervise) / 1000)),
     expectedNodes: hosts.length,
     expectedGpus: hosts.length * spec.gpu.perHost,

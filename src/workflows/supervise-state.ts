@@ -125,13 +125,31 @@ export function recordRound(state: SuperviseState, round: ProbeRound): void {
   state.recentFailures = [...state.recentFailures, round].slice(-recentFailuresLimit);
 }
 
-/** Bounds the relaunch log: at most relaunchLogLimit entries, bundles only within the budget window. */
+/**
+ * Bounds the relaunch log: at most relaunchLogLimit entries, bundles only within the budget window. The relaunches
+ * the budget counts (relaunchesInWindow: at most supervise.maxRelaunches, which the schema caps at the limit) are
+ * always kept, whatever came after them: refused attempts, one an interval while another deploy runs, would
+ * otherwise push spent relaunches out of the log and give their budget back. The newest of the others fill the
+ * rest.
+ */
 export function trimRelaunchLog(state: SuperviseState, budget: Budget, nowMs: number): void {
-  state.relaunches = state.relaunches.slice(-relaunchLogLimit).map((r) => {
-    if (nowMs - r.startedAtMs < budget.windowMs || r.bundle === undefined) return r;
-    const { bundle: _dropped, ...rest } = r;
-    return rest;
-  });
+  const counted = new Set(relaunchesInWindow(state, budget, nowMs));
+  let room = Math.max(0, relaunchLogLimit - counted.size);
+  const kept = new Set<RelaunchEntry>();
+  for (const r of [...state.relaunches].reverse()) {
+    if (counted.has(r)) kept.add(r);
+    else if (room > 0) {
+      kept.add(r);
+      room -= 1;
+    }
+  }
+  state.relaunches = state.relaunches
+    .filter((r) => kept.has(r))
+    .map((r) => {
+      if (nowMs - r.startedAtMs < budget.windowMs || r.bundle === undefined) return r;
+      const { bundle: _dropped, ...rest } = r;
+      return rest;
+    });
 }
 
 export function initialState(cluster: string, launch: LaunchInfo, nowMs: number): SuperviseState {

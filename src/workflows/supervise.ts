@@ -17,6 +17,7 @@ import {
   upsertMemo,
   workflowInfo,
 } from '@temporalio/workflow';
+import type { FailureBundle } from '../activities/types.js';
 import { parseDuration } from '../config/duration.js';
 import type { DeploySpec } from '../config/schema.js';
 import { deployWorkflowId } from '../shared/constants.js';
@@ -93,10 +94,13 @@ export async function supervise(input: SuperviseInput): Promise<SuperviseResult>
   /** After a loss: bundle, budget, backoff, relaunch, until serving again, out of budget, or stopped. */
   const recover = async (): Promise<'serving' | 'degraded' | 'stopped'> => {
     let cause = causeOf(state.lastProbe);
+    /** This loss's bundle while its relaunch is refused: the next attempt carries it (see the refused case). */
+    let refusedEpisodeBundle: FailureBundle | undefined;
     for (;;) {
       if (stopped()) return 'stopped';
       // The evidence first: nothing of the failed launch has been removed yet.
-      const bundle = await collectBundle(spec, hosts, head);
+      const bundle = refusedEpisodeBundle ?? (await collectBundle(spec, hosts, head));
+      refusedEpisodeBundle = undefined;
       // The bundle is in history whatever comes next.
       if (stoppedMeanwhile()) return 'stopped';
       const next = nextRelaunch(state, budget, Date.now());
@@ -160,8 +164,15 @@ export async function supervise(input: SuperviseInput): Promise<SuperviseResult>
       publish();
       if (outcome.kind === 'refused') {
         delete entry.bundle;
+        // One refused attempt an interval while the other deploy runs: the log stays bounded meanwhile, and
+        // keeps every relaunch the budget counts.
+        trimRelaunchLog(state, budget, Date.now());
         // Someone else is deploying the cluster; their deploy takes supervision over once it passes preflight.
         if (await condition(stopped, intervalMs)) return 'stopped';
+        // The loss's evidence is in this bundle; what the hosts show now is the other deploy's doing. So the
+        // next attempt carries it rather than collecting one every interval for as long as the refusals last
+        // (one bundle a refusal episode). Patched: histories from before collect again.
+        if (patched(patches.refusedRelaunchKeepsBundle)) refusedEpisodeBundle = bundle;
         continue;
       }
       cause = `relaunch #${entry.n} failed: ${outcome.error}`;

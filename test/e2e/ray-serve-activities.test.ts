@@ -3,6 +3,7 @@
 // ray status, process environments), not only on what the activities return.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
@@ -25,6 +26,7 @@ import { verifyRayCluster } from '../../src/activities/ray-cluster.js';
 import { launchServe } from '../../src/activities/serve.js';
 import { checkServeHealth } from '../../src/activities/health.js';
 import { smokeTest } from '../../src/activities/smoke.js';
+import { probeServingCluster } from '../../src/activities/cluster-probe.js';
 import { collectDiagnostics } from '../../src/activities/diagnostics.js';
 import { onHost } from '../../src/activities/ssh-context.js';
 import type { HostRef } from '../../src/config/targets.js';
@@ -43,6 +45,9 @@ const servePort = 30000;
 const logPath = '/home/aurora/vllm-test-serve.log';
 const hfToken = 'hf_TESTTOKENabcdefghijklmnopqrstuv';
 const apiKey = 'sk-test-api-key-0123456789';
+// A serve.env secret by reference, shaped like no known credential: only the spec's env can tell it is one.
+const serveSecretEnv = 'HF_TOKEN';
+const serveSecret = `plain-${randomBytes(12).toString('hex')}`;
 const model = 'Qwen/Qwen3.5-122B-A10B-FP8';
 const servedName = 'qwen35';
 
@@ -107,7 +112,11 @@ describe('ray, serve, health, smoke and diagnostics activities (simulated cluste
     port: servePort,
     tensorParallelSize: 2,
     args: ['--gpu-memory-utilization', '0.5', '--api-key', apiKey],
-    env: { VLLM_ENGINE_READY_TIMEOUT_S: '1800', HUGGING_FACE_HUB_TOKEN: hfToken },
+    env: {
+      VLLM_ENGINE_READY_TIMEOUT_S: '1800',
+      HUGGING_FACE_HUB_TOKEN: hfToken,
+      [serveSecretEnv]: { fromEnv: serveSecretEnv },
+    },
     logPath,
     rayPort,
   });
@@ -168,10 +177,13 @@ describe('ray, serve, health, smoke and diagnostics activities (simulated cluste
     }
     // Activities run here outside a worker take this process's worker policy: the sim's key and known_hosts.
     process.env.LIFTOFF_WORKER_POLICY = sim.workerPolicyPath;
+    // What the worker's environment holds for serve.env's reference (the default policy lists HF_TOKEN).
+    process.env[serveSecretEnv] = serveSecret;
   });
 
   after(async () => {
     delete process.env.LIFTOFF_WORKER_POLICY;
+    delete process.env[serveSecretEnv];
     await downCluster(stateDir);
   });
 
@@ -336,6 +348,45 @@ describe('ray, serve, health, smoke and diagnostics activities (simulated cluste
     assert.ok(r.completionTokens > 0 && r.completionTokens <= 16);
     assert.ok(r.seconds > 0);
     assert.ok(Math.abs(r.tokensPerSecond - r.completionTokens / r.seconds) < 1e-9);
+  });
+
+  it("the supervisor's probe quotes a server's error body with serve.env's secrets redacted", async () => {
+    // The engine fails every completion with a 500 whose message dumps one of its settings: serve.env's secret.
+    setFaults(stateDir, head.name, { completions: 'error', completionErrorPrintsEnv: serveSecretEnv });
+    try {
+      const r = await run(probeServingCluster, {
+        head: {
+          head: ref(head),
+          clusterIp: head.clusterIp,
+          container,
+          port: servePort,
+          model: servedName,
+          apiKey,
+          secretEnv: [{}, serveInput('probe').env],
+          completionTimeoutS: 5,
+          expectedNodes: 2,
+          expectedGpus: 2,
+        },
+        workers: [ref(worker)],
+        container,
+      });
+      const headProbe = r.hosts.find((h) => h.host === head.name);
+      assert.ok(headProbe?.ok, JSON.stringify(r));
+      const completion = headProbe.checks.find((c) => c.name === 'completion');
+      assert.equal(completion?.ok, false, JSON.stringify(headProbe.checks));
+      assert.match(completion.error ?? '', /HTTP 500: .*Engine settings: HF_TOKEN=\[redacted\]/);
+      assert.ok(
+        !JSON.stringify(r).includes(serveSecret),
+        `the probe's result quotes the secret: ${JSON.stringify(r)}`,
+      );
+      assert.deepEqual(
+        headProbe.checks.filter((c) => !c.ok).map((c) => c.name),
+        ['completion'],
+        'the container, /health and ray status still pass',
+      );
+    } finally {
+      setFaults(stateDir, head.name, {});
+    }
   });
 
   it('a crash while loading shows as a dead process with a fatal line; a retry does not relaunch', async () => {

@@ -221,4 +221,82 @@ describe('supervise for 24 h (time-skipping server)', () => {
     assert.equal(state.reason, 'stopped while collecting');
     assert.deepEqual(state.relaunches, []);
   });
+
+  it('a relaunch refused while another deploy holds the cluster: one bundle for the loss, not one an interval', async () => {
+    const cluster = 'timeskip-refused';
+    const workflowId = superviseWorkflowId(cluster);
+    const lostSpec = { ...spec, cluster, supervise: { interval, failureThreshold: 1 } };
+    // What holds the cluster's deploy id (any workflow there refuses the relaunch): here a healthy supervisor of
+    // another cluster, told apart by its hosts' cluster addresses.
+    const holderSpec = {
+      ...spec,
+      cluster: 'timeskip-holder',
+      hosts: spec.hosts.map((h) => ({ ...h, clusterIp: h.clusterIp.replace('10.0.0.', '10.0.9.') })),
+    };
+    let bundles = 0;
+    const impl: Partial<typeof activities> = {
+      probeServingCluster: (i) => {
+        const head = i.head.head.target.name;
+        const ok = i.head.clusterIp.startsWith('10.0.9.');
+        return Promise.resolve({
+          hosts: [
+            {
+              host: head,
+              ok: true as const,
+              checks: [
+                { name: 'health' as const, host: head, ok, ...(ok ? {} : { error: 'connection refused' }) },
+              ],
+            },
+            ...i.workers.map((w) => ({
+              host: w.target.name,
+              ok: true as const,
+              checks: [{ name: 'container' as const, host: w.target.name, ok: true }],
+            })),
+          ],
+        });
+      },
+      collectFailureBundle: () => {
+        bundles += 1;
+        return Promise.resolve({ collectedAtMs: Date.now(), hosts: [] });
+      },
+    };
+    const taskQueue = 'supervise-timeskip-refused';
+    const worker = await Worker.create({
+      connection: env.nativeConnection,
+      taskQueue,
+      workflowBundle: await workflowBundle(),
+      activities: impl,
+    });
+    const state = await worker.runUntil(async () => {
+      const holder = await env.client.workflow.start(supervise, {
+        taskQueue,
+        workflowId: deployWorkflowId(cluster),
+        args: [{ spec: holderSpec, launch: { launchId: 'h1', servingSinceMs: Date.now() } }],
+      });
+      const handle = await env.client.workflow.start(supervise, {
+        taskQueue,
+        workflowId,
+        args: [{ spec: lostSpec, launch: { launchId: 'l1', servingSinceMs: Date.now() } }],
+      });
+      // Lost at the first round, then refused once an interval (2 min) for half an hour.
+      await env.sleep('30m');
+      await handle.signal(stopSupervisionSignal, { reason: 'test over' });
+      const { state } = await handle.result();
+      await holder.signal(stopSupervisionSignal, { reason: 'test over' });
+      await holder.result();
+      return state;
+    });
+    const refused = state.relaunches.filter((r) => r.outcome === 'refused');
+    assert.ok(refused.length >= 5, `${refused.length} refused attempts: ${JSON.stringify(state.relaunches)}`);
+    assert.ok(
+      refused.every((r) => /another deploy of timeskip-refused is running/.test(r.error ?? '')),
+      JSON.stringify(refused),
+    );
+    assert.equal(
+      bundles,
+      1,
+      `${bundles} bundles collected for one loss over ${refused.length} refused attempts`,
+    );
+    assert.equal(state.status, 'stopped');
+  });
 });

@@ -104,6 +104,68 @@ describe('serve.backend', () => {
     });
   }
 
+  // Every rank's command line ends with serve.args, and vLLM keeps a flag's last value: a flag liftoff sets there
+  // would override it on every rank, in either form, as vLLM's one-dash alias or as a prefix vLLM expands.
+  const owned: [string[], RegExp][] = [
+    [
+      ['--master-addr', '10.9.9.9'],
+      /serve\.args\[0\]: "--master-addr" is --master-addr, .*hosts\[0\]\.clusterIp/,
+    ],
+    [
+      ['--master-port=29999'],
+      /serve\.args\[0\]: "--master-port" is --master-port, .*set serve\.masterPort instead/,
+    ],
+    [
+      ['--max-model-len', '4096', '--node-rank', '1'],
+      /serve\.args\[2\]: "--node-rank" is --node-rank, .*its place in hosts/,
+    ],
+    [['--nnodes=4'], /serve\.args\[0\]: "--nnodes" is --nnodes, .*the number of hosts/],
+    [['--master_port', '1'], /serve\.args\[0\]: "--master_port" is --master-port/],
+    [['--master-p', '1'], /serve\.args\[0\]: "--master-p" is --master-port/],
+    [
+      ['-tp', '2'],
+      /serve\.args\[0\]: "-tp" is --tensor-parallel-size, .*set serve\.tensorParallelSize instead/,
+    ],
+    [['--tensor-parallel-size=2'], /serve\.args\[0\]: .*set serve\.tensorParallelSize instead/],
+    [['--headless'], /serve\.args\[0\]: "--headless" is --headless, .*rank 0 serves the API; remove it/],
+    [['--port', '9000'], /serve\.args\[0\]: "--port" is --port, .*set serve\.port instead/],
+    [['--distributed-executor-backend=ray'], /serve\.args\[0\]: .*set serve\.backend: ray/],
+    [['--distributed-timeout-seconds', '60'], /serve\.args\[0\]: .*set serve\.distributedTimeout instead/],
+    [['--served-model-name', 'x'], /serve\.args\[0\]: .*set serve\.servedModelName instead/],
+    [['--data-parallel-size', '2'], /serve\.args\[0\]: "--data-parallel-size" is a data-parallel flag/],
+    [['-dp=2'], /serve\.args\[0\]: "-dp" is a data-parallel flag/],
+    [['--data-parallel-address', '10.0.0.1'], /serve\.args\[0\]: .*data parallel 1/],
+  ];
+  for (const [args, expected] of owned) {
+    it(`refuses serve.args ${JSON.stringify(args)} in a multiproc spec: liftoff sets that flag`, () => {
+      const errors = errorsOf(multiproc((s) => (s.serve.args = args)));
+      assert.match(errors, expected);
+      // Named once, at its own index; the value is not echoed.
+      assert.equal(errors.split('\n').filter((l) => l.includes('serve.args[')).length, 1, errors);
+      if (args.length > 1) assert.ok(!errors.includes(`: ${args[args.length - 1]}`), errors);
+    });
+  }
+
+  it('accepts the flags a multiproc launch leaves to the spec, and ambiguous prefixes vLLM refuses itself', () => {
+    for (const args of [
+      ['--max-model-len', '4096', '--gpu-memory-utilization', '0.9', '--enforce-eager'],
+      ['--pipeline-parallel-size', '1', '--enable-expert-parallel'],
+      ['--master-', '1'],
+      ['--po', '1'],
+      ['--distributed-', '1'],
+      ['--port-range-is-no-flag-of-vllm'],
+    ]) {
+      const r = deploySpecSchema.safeParse(multiproc((s) => (s.serve.args = args)));
+      assert.equal(r.success, true, `${JSON.stringify(args)}: ${r.success ? '' : formatIssues(r.error)}`);
+    }
+  });
+
+  it('leaves a Ray spec its serve.args as before', () => {
+    const spec = structuredClone(example);
+    spec.serve.args = ['--master-port', '29501', '--headless'];
+    assert.equal(deploySpecSchema.safeParse(spec).success, true);
+  });
+
   it('accepts its own output: the CLI sends the parsed spec (defaults filled in) to the workflow, which parses it again', () => {
     const once = deploySpecSchema.parse(multiproc());
     assert.equal(once.ray.port, 6379);

@@ -13,6 +13,7 @@ import { promisify } from 'node:util';
 import { parse } from 'yaml';
 import { projectRoot } from '../../src/temporal/cli-path.js';
 import { searchAttributeFlags } from '../../src/temporal/dev-server.js';
+import { workflowBundleDir } from '../../src/temporal/workflow-bundle.js';
 import { loadSpecFile } from '../../src/config/load.js';
 import { deploySpecSchema, sshSchema } from '../../src/config/schema.js';
 import { isSecretEnvName } from '../../src/shared/secrets.js';
@@ -21,10 +22,11 @@ const execFileAsync = promisify(execFile);
 
 interface BindMount {
   type: string;
-  source: string;
+  source?: string;
   target: string;
   read_only?: boolean;
   bind?: { create_host_path?: boolean };
+  tmpfs?: { size?: string | number };
 }
 
 interface Service {
@@ -36,6 +38,11 @@ interface Service {
   volumes?: (string | BindMount)[];
   healthcheck?: { test: string[] };
   restart?: string;
+  read_only?: boolean;
+  cap_drop?: string[];
+  security_opt?: string[];
+  mem_limit?: string;
+  user?: string;
 }
 
 interface Compose {
@@ -197,9 +204,35 @@ describe('docker-compose.yml', () => {
       // A missing key must stop `up`, not turn into an empty directory that Docker creates in its place.
       assert.equal(mount.bind?.create_host_path, false, `${mount.target} is not created on the host`);
       assert.match(
-        withDefaults(mount.source),
+        withDefaults(mount.source ?? ''),
         new RegExp(`^${path.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`),
       );
+    }
+  });
+
+  it('hardens the worker: read-only, no capability, no privilege gain, a memory limit; memory for what it writes', () => {
+    const worker = service('liftoff-worker');
+    assert.equal(worker.read_only, true, 'the root file system is read-only');
+    assert.deepEqual(worker.cap_drop, ['ALL']);
+    assert.ok(worker.security_opt?.includes('no-new-privileges:true'), 'no-new-privileges');
+    const limit = /^(\d+)([mg])$/.exec(worker.mem_limit ?? '');
+    assert.ok(limit?.[1] && limit[2], `mem_limit ${worker.mem_limit ?? 'unset'}`);
+    const mib = Number(limit[1]) * (limit[2] === 'g' ? 1024 : 1);
+    // Above the worker's peak (214 MiB at 64 hosts) plus the bundler child at start (~300 MiB).
+    assert.ok(mib >= 768 && mib <= 4096, `mem_limit ${mib} MiB`);
+    assert.ok(worker.user && !/^(root|0)(:|$)/.test(withDefaults(worker.user)), 'not root');
+
+    // The one folder the worker writes (its workflow bundle) and /tmp are tmpfs, as the image has them.
+    const home = /^ENV HOME=(\S+)$/m.exec(dockerfile)?.[1];
+    assert.ok(home, 'the Dockerfile fixes HOME');
+    const tmpfs = (worker.volumes ?? []).filter(
+      (v): v is BindMount => typeof v !== 'string' && v.type === 'tmpfs',
+    );
+    const bundles = workflowBundleDir(worker.environment ?? {}, home);
+    for (const path of [bundles, '/tmp/x']) {
+      const mount = tmpfs.find((m) => path.startsWith(`${m.target}/`));
+      assert.ok(mount, `${path} is on a tmpfs: ${JSON.stringify(tmpfs)}`);
+      assert.ok(mount.tmpfs?.size !== undefined, `${mount.target} has a size`);
     }
   });
 

@@ -86,4 +86,42 @@ describe('supervise state', () => {
     const withBundle = s.relaunches.filter((r) => r.bundle).map((r) => r.n);
     assert.deepEqual(withBundle, [20, 21, 22, 23, 24, 25]);
   });
+
+  it('never gives back spent budget: refused attempts after the spent relaunches do not push them out of the log', () => {
+    const s = initialState('c', { launchId: 'l', servingSinceMs: 0 }, 0);
+    // Three relaunches spend the budget; then another deploy holds the cluster and every attempt is refused,
+    // one an interval (30 s), more of them than the log keeps.
+    for (let i = 1; i <= 3; i++) s.relaunches.push(relaunch(i, i * 60_000));
+    for (let i = 4; i <= relaunchLogLimit + 10; i++)
+      s.relaunches.push(relaunch(i, 180_000 + i * 30_000, { outcome: 'refused', bundle: undefined }));
+    const now = 180_000 + (relaunchLogLimit + 11) * 30_000;
+    assert.equal(nextRelaunch(s, budget, now).relaunch, false, 'spent before the trim');
+    trimRelaunchLog(s, budget, now);
+    assert.equal(s.relaunches.length, relaunchLogLimit);
+    assert.deepEqual(
+      s.relaunches.filter((r) => r.outcome !== 'refused').map((r) => r.n),
+      [1, 2, 3],
+      'the relaunches the budget counts are kept',
+    );
+    assert.equal(s.relaunches.at(-1)?.n, relaunchLogLimit + 10, 'the newest refused attempts fill the rest');
+    const next = nextRelaunch(s, budget, now);
+    assert.equal(next.relaunch, false, 'still spent after the trim');
+    assert.match(next.relaunch ? '' : next.reason, /3 relaunches within supervise\.window/);
+    // Trimmed again (the next continue-as-new): the same log.
+    const again = structuredClone(s.relaunches);
+    trimRelaunchLog(s, budget, now);
+    assert.deepEqual(s.relaunches, again);
+  });
+
+  it('drops spent relaunches once they leave the window, as before', () => {
+    const s = initialState('c', { launchId: 'l', servingSinceMs: 0 }, 0);
+    for (let i = 1; i <= 3; i++) s.relaunches.push(relaunch(i, i * 60_000));
+    for (let i = 4; i <= relaunchLogLimit + 10; i++)
+      s.relaunches.push(relaunch(i, 180_000 + i * 30_000, { outcome: 'refused', bundle: undefined }));
+    const now = 2 * budget.windowMs;
+    trimRelaunchLog(s, budget, now);
+    assert.equal(s.relaunches.length, relaunchLogLimit);
+    assert.equal(s.relaunches[0]?.n, 11);
+    assert.ok(s.relaunches.every((r) => r.bundle === undefined));
+  });
 });

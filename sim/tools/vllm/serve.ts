@@ -352,6 +352,10 @@ export class VllmServe {
       log: print,
       apiKey: this.parsed.values.get('api-key') ?? process.env.VLLM_API_KEY,
       completionFault: () => (this.dir ? readFaults(this.dir).completions : undefined),
+      completionErrorSays: () => {
+        const name = this.dir ? readFaults(this.dir).completionErrorPrintsEnv : undefined;
+        return name ? `${name}=${process.env[name] ?? ''}` : undefined;
+      },
       completionMs: (this.pace.completionSeconds ?? 0) * 1000,
     });
     const host = this.bindAddress();

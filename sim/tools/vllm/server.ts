@@ -14,6 +14,8 @@ export interface ApiOptions {
   apiKey?: string;
   /** The host's `completions` fault, read per request: a hung engine behind a healthy /health. */
   completionFault?: () => 'hang' | 'error' | undefined;
+  /** With the `error` fault: a `NAME=value` of the server's environment its message ends with. */
+  completionErrorSays?: () => string | undefined;
   /** Time one completion takes to generate, so a test can land a kill while a request is in flight. */
   completionMs?: number;
 }
@@ -190,11 +192,12 @@ export class VllmApi {
     const fault = this.opts.completionFault?.();
     if (fault === 'hang') return; // the request is read and never answered, as by a stuck engine
     if (fault === 'error') {
+      const says = this.opts.completionErrorSays?.();
       openAiError(
         res,
         500,
         'InternalServerError',
-        'EngineCore encountered an issue. See stack trace (above) for the root cause.',
+        `EngineCore encountered an issue. See stack trace (above) for the root cause.${says ? ` Engine settings: ${says}` : ''}`,
       );
       return;
     }
