@@ -172,6 +172,16 @@ describe('reports show a webhook by its origin', () => {
     const scheduled = JSON.stringify(scheduleSpec(deploySpecSchema.parse(spec)));
     assert.ok(!scheduled.includes('secret-path'), scheduled);
     assert.match(scheduled, /https:\/\/hooks\.example\.com\/\[redacted\]/);
+    // A notification's own input (a postmortem of a notify workflow) holds the webhooks at its top level.
+    const notifyInput = {
+      cluster: 'c',
+      event: 'lost',
+      webhooks: [{ url: 'https://h.example.com/secret-path' }],
+    };
+    assert.deepEqual(reportSpec(notifyInput).report.effective, {
+      ...notifyInput,
+      webhooks: [{ url: 'https://h.example.com/[redacted]' }],
+    });
   });
 
   it('notification errors and text show at most the origin', () => {
