@@ -17,6 +17,8 @@ import { redactSpec as reportSpec } from '../../src/report/redact-spec.js';
 import { redactSpec as scheduleSpec } from '../../src/commands/schedule/common.js';
 import { cutUrlsInText } from '../../src/shared/webhook-shown.js';
 import { redactText } from '../../src/shared/secrets.js';
+import { ApplicationFailure } from '@temporalio/common';
+import { bindWorkerPolicy, checkWorkerPolicy } from '../../src/activities/worker-policy.js';
 import { liftoffArgv } from '../helpers/cli.js';
 import { tempDir } from '../helpers/temp-dir.js';
 
@@ -116,6 +118,25 @@ describe('the worker policy: webhooks', () => {
     assert.equal(refusals('http://127.0.0.1:9001/hook', listing).length, 1, 'another port is another origin');
     // A name is judged when the worker resolves it (webhook.test.ts): validation cannot know its addresses.
     assert.deepEqual(refusals('https://hooks.example.com/x'), []);
+  });
+
+  it("the deploy's validate step refuses it on the worker, before anything starts", async () => {
+    const spec = deploySpecSchema.parse(withHooks([{ url: 'http://169.254.169.254/latest/meta-data' }]));
+    const err = await bindWorkerPolicy(
+      workerPolicyFrom({}, 'the defaults'),
+      checkWorkerPolicy,
+    )({ spec }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    assert.ok(err instanceof ApplicationFailure, String(err));
+    assert.equal(err.type, 'InvalidSpec');
+    assert.equal(err.nonRetryable, true);
+    assert.match(
+      err.message,
+      /\n {2}notify\.webhooks\[0\]\.url: the webhook at http:\/\/169\.254\.169\.254 is refused/,
+    );
+    assert.doesNotMatch(err.message, /meta-data/);
   });
 });
 
