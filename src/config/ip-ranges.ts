@@ -65,8 +65,13 @@ export interface InsideAddress {
  */
 export function insideAddress(address: string): InsideAddress | undefined {
   const family = isIP(address);
-  if (family === 0) return { kind: 'not an IP address', range: 'none' };
+  if (family === 0) return { kind: 'an address that cannot be checked', range: 'none' };
   const type = family === 6 ? 'ipv6' : 'ipv4';
-  const hit = insideRanges.find((r) => r.list.check(address, type));
-  return hit ? { kind: hit.kind, range: hit.cidr } : undefined;
+  try {
+    const hit = insideRanges.find((r) => r.list.check(address, type));
+    return hit ? { kind: hit.kind, range: hit.cidr } : undefined;
+  } catch {
+    // An address BlockList cannot read is not one it can vouch for.
+    return { kind: 'an address that cannot be checked', range: 'none' };
+  }
 }
