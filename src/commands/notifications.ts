@@ -5,6 +5,7 @@ import type { Client } from '@temporalio/client';
 import { deployWorkflowId } from '../shared/constants.js';
 import type { NotifyEvent } from '../config/notify.js';
 import { formatTime } from '../report/format.js';
+import { cutUrlsInText } from '../shared/webhook-shown.js';
 
 /** The newest this many notifications are read: enough for the last few supervisor decisions. */
 const listCap = 50;
@@ -65,7 +66,9 @@ export async function listNotifications(
             workflowId: info.workflowId,
             event: memo.notify?.event ?? (info.workflowId.slice(prefix.length).split('-')[0] as NotifyEvent),
             at: at.toISOString(),
-            errors: memo.notify?.failed ?? [],
+            // What the memo holds as the worker wrote it: any URL in it is shown by its origin here all the
+            // same (a memo of an older liftoff, or a message that quotes one).
+            errors: (memo.notify?.failed ?? []).map(cutUrlsInText),
           },
         });
       } else if (memo.notify) report.delivered += 1;

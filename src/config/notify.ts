@@ -1,5 +1,7 @@
 // The `notify` section of the spec: webhooks that hear of deploys and of the supervisor's decisions. A URL may
-// be a secret reference (a Slack webhook URL is a credential), resolved by the worker inside the activity.
+// be a secret reference, resolved by the worker inside the activity; one whose path or query is its token (Slack,
+// Discord, Teams…) must be: the spec's rule for credential-shaped values (shared/secrets.ts) refuses it literal.
+// Where a URL may go is the worker's policy's to say (webhook-policy.ts), not the schema's.
 import { z } from 'zod';
 
 export const notifyEvents = [
@@ -11,6 +13,9 @@ export const notifyEvents = [
   'recovered',
 ] as const;
 export type NotifyEvent = (typeof notifyEvents)[number];
+
+/** Webhooks a spec may have: each event is one POST to each, retried; more would be a way to flood from the worker. */
+export const maxWebhooks = 10;
 
 const httpUrl = z.string().refine((s) => /^https?:\/\/[^\s/]+/.test(s), {
   error: (issue) =>
@@ -29,5 +34,15 @@ export function notifySchema<R extends z.ZodType>(secretRef: R) {
     /** Add a Slack-compatible `text` field to the JSON. */
     slack: z.boolean().default(true),
   });
-  return z.strictObject({ webhooks: z.array(webhook).default([]) }).default({ webhooks: [] });
+  return z
+    .strictObject({
+      webhooks: z
+        .array(webhook)
+        .max(maxWebhooks, {
+          error: (issue) =>
+            `${Array.isArray(issue.input) ? issue.input.length : 'too many'} webhooks; a spec may have at most ${maxWebhooks} (each event is posted to every one of them): keep those that need it, or post to one receiver that fans out`,
+        })
+        .default([]),
+    })
+    .default({ webhooks: [] });
 }

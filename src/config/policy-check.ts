@@ -1,13 +1,14 @@
-// A spec against the worker's policy (worker-policy.ts): which of the paths and variables it names the worker
-// does not allow, each with the field and the worker setting that would allow it. Run by the workflow's validate
-// step (the checkWorkerPolicy activity), by every SSH connection and secret read on the worker, and by
-// `liftoff validate`. A path is allowed when it lies in a listed file or directory both as written (after `~`
+// A spec against the worker's policy (worker-policy.ts): which of the paths, variables and webhook URLs it
+// names the worker does not allow, each with the field and the worker setting that would allow it. Run by the
+// workflow's validate step (the checkWorkerPolicy activity), by every SSH connection and secret read on the
+// worker, and by `liftoff validate`. A path is allowed when it lies in a listed file or directory both as written (after `~`
 // and `..` are resolved) and, when it exists, once its symlinks are followed: a link cannot lead out.
 import { constants, realpathSync, statSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { formatPath } from './errors.js';
 import type { EnvSpec, SecretRef } from './schema.js';
+import { checkWebhookUrl } from './webhook-policy.js';
 import {
   expandWorkerPath,
   isWorkerOwnVariable,
@@ -162,8 +163,14 @@ export function policyRefusals(
     }
   }
   (spec.notify?.webhooks ?? []).forEach(({ url }, i) => {
-    if (typeof url === 'string') return;
-    const refusal = refRefusal(formatPath(['notify', 'webhooks', i, 'url']), url, policy, home);
+    const field = formatPath(['notify', 'webhooks', i, 'url']);
+    if (typeof url === 'string') {
+      // A literal URL is judged now; a reference's URL when the activity reads it, by the same rules.
+      const check = checkWebhookUrl(url, policy);
+      if (!check.ok) out.push({ field, message: check.message });
+      return;
+    }
+    const refusal = refRefusal(field, url, policy, home);
     if (refusal) out.push(refusal);
   });
   return out;

@@ -1,8 +1,8 @@
 // The worker's trust policy: what a spec may make this worker reach. Whoever can start a deploy chooses the spec,
 // so the spec must not choose the worker's trust anchors or secret sources. The worker's own settings name them
 // (the known_hosts files, the private keys, whether its SSH agent may be used, the directory `{ fromFile }` reads
-// from, the variables `{ fromEnv }` reads, and the hosts whose SHA-1 host-key signatures it accepts); a spec
-// picks among them and never names a new one. Loaded from
+// from, the variables `{ fromEnv }` reads, the hosts whose SHA-1 host-key signatures it accepts, and the webhook
+// origins inside its own network it may post to); a spec picks among them and never names a new one. Loaded from
 // the file LIFTOFF_WORKER_POLICY names, or the defaults below; checked by src/config/policy-check.ts.
 import { readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
@@ -47,6 +47,11 @@ export interface WorkerPolicy {
    * 7.2 needs it.
    */
   sshRsaHostKeys: true | string[];
+  /**
+   * Webhook origins (`http://127.0.0.1:9000`, `https://hooks.internal.example`, as URL.origin writes them) a spec
+   * may post to whatever they are and resolve to. Any other webhook must be `https://` to a public address.
+   */
+  webhooks: string[];
 }
 
 /** What a worker allows when nothing says otherwise: the common single-user setup. */
@@ -58,6 +63,7 @@ export const defaultWorkerPolicySettings = {
   maxSecretFileBytes: 64 * 1024,
   fromEnv: ['HF_TOKEN', 'HUGGING_FACE_HUB_TOKEN', 'VLLM_API_KEY'],
   sshRsaHostKeys: [],
+  webhooks: [],
 } as const;
 
 const pathSetting = z
@@ -72,6 +78,38 @@ const envNameSetting = z
     error: (issue) =>
       `${String(issue.input)} is a liftoff or Temporal setting of the worker (LIFTOFF_*, TEMPORAL_*): no spec may read those, so it cannot be listed`,
   });
+
+/** `scheme://host[:port]` and nothing more; kept as URL.origin writes it (lower case, no default port). */
+const webhookOriginSetting = z.string().transform((s, ctx) => {
+  const origin = webhookOriginOf(s);
+  if (origin === undefined) {
+    ctx.addIssue({
+      code: 'custom',
+      message: `${JSON.stringify(s)} is not a webhook origin; write the scheme, host and port only, e.g. http://127.0.0.1:9000 or https://hooks.internal.example`,
+    });
+    return z.NEVER;
+  }
+  return origin;
+});
+
+/** The origin `text` names when it is an http(s) origin with nothing after it but `/`; undefined otherwise. */
+export function webhookOriginOf(text: string): string | undefined {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    return undefined;
+  }
+  const bare =
+    (url.protocol === 'http:' || url.protocol === 'https:') &&
+    url.username === '' &&
+    url.password === '' &&
+    url.pathname === '/' &&
+    url.search === '' &&
+    url.hash === '' &&
+    /^https?:\/\/[^/?#]+\/?$/i.test(text);
+  return bare ? url.origin : undefined;
+}
 
 /** The policy file: every field optional, a missing one keeps its default. */
 export const workerPolicySettingsSchema = z.strictObject({
@@ -89,6 +127,7 @@ export const workerPolicySettingsSchema = z.strictObject({
   sshRsaHostKeys: z
     .union([z.boolean(), z.array(z.string().regex(/^[^\s,]+$/, 'expected a host address'))])
     .optional(),
+  webhooks: z.array(webhookOriginSetting).optional(),
 });
 export type WorkerPolicySettings = z.infer<typeof workerPolicySettingsSchema>;
 
@@ -126,6 +165,7 @@ export function workerPolicyFrom(
         : merged.sshRsaHostKeys === false
           ? []
           : [...merged.sshRsaHostKeys],
+    webhooks: [...merged.webhooks],
   };
 }
 

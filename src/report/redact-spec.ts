@@ -3,6 +3,7 @@
 // What a secret is, and how text is redacted, is src/shared/secrets.ts's: the schema refuses the same flags.
 import { deploySpecSchema } from '../config/schema.js';
 import { isSecretEnvName, redactedMarker, secretArgs, secretsOfSpec } from '../shared/secrets.js';
+import { cutWebhookUrls } from '../shared/webhook-shown.js';
 import { isRecord } from './events.js';
 import type { SpecReport } from './model.js';
 
@@ -12,7 +13,10 @@ export interface RedactedSpec {
   secrets: string[];
 }
 
-/** Applies the schema's defaults (when the input is a valid spec) and redacts env secrets and secret args. */
+/**
+ * Applies the schema's defaults (when the input is a valid spec) and redacts env secrets and secret args; a
+ * literal webhook URL is shown by its origin (a webhook's path is often its token).
+ */
 export function redactSpec(input: unknown): RedactedSpec {
   const parsed = deploySpecSchema.safeParse(input);
   const spec: unknown = structuredClone(parsed.success ? parsed.data : input);
@@ -40,5 +44,8 @@ export function redactSpec(input: unknown): RedactedSpec {
       }
     }
   }
+  const webhooks = cutWebhookUrls(spec);
+  redactedFields.push(...webhooks.fields);
+  secrets.push(...webhooks.urls);
   return { report: { effective: spec, valid: parsed.success, redactedFields }, secrets };
 }

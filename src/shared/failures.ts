@@ -32,6 +32,10 @@ export const FailureType = {
   deployAlreadyRunning: 'DeployAlreadyRunning',
   /** The supervisor spent its relaunch budget: the cluster is left degraded. */
   clusterDegraded: 'ClusterDegraded',
+  /** A webhook POST failed: not reached, an HTTP error, or a redirect (never followed). */
+  webhookFailed: 'WebhookFailed',
+  /** The worker's policy refuses a webhook's URL: plain http or an inside address, its origin not listed. */
+  webhookRefused: 'WebhookRefused',
   /** A deploy failed with no typed cause (the workflow's own fallback). */
   deployFailed: 'DeployFailed',
   // The SSH layer's errors keep their class names as types (src/ssh/errors.ts).

@@ -6,6 +6,7 @@
 // reaches a workflow's input, its history, a host's `ps` or `docker inspect`; the spec names them with
 // `{ fromEnv }` / `{ fromFile }` instead. Pure (no Node builtins): workflows import it through the schema.
 import { tail } from './text.js';
+import { redactTokenWebhooks, tokenWebhookShape } from './webhook-tokens.js';
 
 /** What a secret value is replaced with. */
 export const redactedMarker = '[redacted]';
@@ -135,7 +136,8 @@ export function secretsOfSpec(spec: unknown): string[] {
 // ---- Values ----
 
 // Credentials recognised by their shape, whatever names them: Hugging Face tokens, `sk-` API keys (OpenAI,
-// Anthropic, most OpenAI-compatible servers), and the password of a URL's userinfo (`scheme://user:pass@host`).
+// Anthropic, most OpenAI-compatible servers), the password of a URL's userinfo (`scheme://user:pass@host`), and
+// webhook URLs whose path or query is their token (webhook-tokens.ts).
 // A token needs 16 characters after its prefix, at the start of a word: model names, paths and flags that merely
 // contain `hf_` or `sk-` (`hf_transfer`, `/data/hf_cache`, `task-sk-1`) are not taken for one. Linear: each
 // pattern starts at a fixed prefix and its runs cannot overlap.
@@ -153,7 +155,7 @@ export function credentialShape(value: string): string | undefined {
   if (hfToken.test(value)) return 'a Hugging Face token (hf_…)';
   if (apiKey.test(value)) return 'an API key (sk-…)';
   if (urlUserinfoPassword.test(value)) return 'a password in a URL (scheme://user:password@host)';
-  return undefined;
+  return tokenWebhookShape(value);
 }
 
 /**
@@ -186,7 +188,7 @@ const flagInPythonDict = /'(\w+)'(:\s*\[?\s*)'[^']*'/g;
  * becomes `'\''`) or into JSON (escaped), since commands and JSON details are what messages quote.
  */
 export function redactText(text: string, secrets: readonly string[]): string {
-  return redactValues(text, secrets)
+  const redacted = redactValues(text, secrets)
     .replace(flagInText, (whole, flag: string, sep: string) =>
       isSecretFlag(flag) ? `${flag}${sep}${redactedMarker}` : whole,
     )
@@ -195,6 +197,7 @@ export function redactText(text: string, secrets: readonly string[]): string {
     )
     .replace(credentialValue, redactedMarker)
     .replace(urlPassword, `$1${redactedMarker}`);
+  return redactTokenWebhooks(redacted, redactedMarker);
 }
 
 /**

@@ -100,12 +100,32 @@ describe('supervise on a simulated 2-host cluster', () => {
     return { back, entry };
   }
 
-  before(() => {
+  // A live webhook receiver on loopback (the crash loop's), and one that is down: the worker's policy lists both
+  // origins, as an operator lists a receiver inside. The receiver is up before the worker starts (this hook is
+  // registered first), so its origin is in the list the worker's policy is made from.
+  const heard: { event: string; text?: string }[] = [];
+  const receiver = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      heard.push(JSON.parse(Buffer.concat(chunks).toString('utf8')) as { event: string });
+      res.writeHead(204).end();
+    });
+  });
+  const down = 'http://127.0.0.1:9';
+  const webhookOrigins = [down];
+  let live = '';
+  before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'liftoff-supervise-'));
+    await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
+    const origin = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
+    webhookOrigins.push(origin);
+    live = `${origin}/hook`;
   });
   const e2e = useE2eCluster({
     stateDir,
     netIndex: 27,
+    workerPolicy: { webhooks: webhookOrigins },
     vllm: { shards: 6, shardSeconds: 0.1, graphCaptureSeconds: 0.3 },
   });
   before(() => {
@@ -117,6 +137,7 @@ describe('supervise on a simulated 2-host cluster', () => {
   after(() => {
     process.stdout.write(figures.map((f) => `# ${f}\n`).join(''));
     rmSync(dir, { recursive: true, force: true });
+    receiver.close();
   });
 
   it('a manual deploy during supervision takes over: the old supervisor ends first, never two', async () => {
@@ -249,18 +270,8 @@ describe('supervise on a simulated 2-host cluster', () => {
   });
 
   it('a crash loop spends exactly maxRelaunches, then ends degraded; no launch after', async () => {
-    // A live receiver on loopback, and one that is down: neither may change what the supervisor does.
-    const heard: { event: string; text?: string }[] = [];
-    const receiver = createServer((req, res) => {
-      const chunks: Buffer[] = [];
-      req.on('data', (c: Buffer) => chunks.push(c));
-      req.on('end', () => {
-        heard.push(JSON.parse(Buffer.concat(chunks).toString('utf8')) as { event: string });
-        res.writeHead(204).end();
-      });
-    });
-    await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
-    const live = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+    // The live receiver and the one that is down (both listed by the worker's policy): neither may change what
+    // the supervisor does.
     const file = join(dir, 'spec.yaml');
     writeFileSync(
       file,
@@ -268,7 +279,7 @@ describe('supervise on a simulated 2-host cluster', () => {
         ...spec(fast),
         onFailure: 'teardown',
         notify: {
-          webhooks: [{ url: live }, { url: 'http://127.0.0.1:9/down', events: ['lost', 'degraded'] }],
+          webhooks: [{ url: live }, { url: `${down}/down`, events: ['lost', 'degraded'] }],
         },
       }),
     );
@@ -329,7 +340,6 @@ describe('supervise on a simulated 2-host cluster', () => {
     // The notifications are abandoned children: they may still be on their way when the supervisor ends.
     for (let i = 0; i < 100 && !heard.some((h) => h.event === 'degraded'); i++)
       await new Promise((r) => setTimeout(r, 100));
-    receiver.close();
     const events = heard.map((h) => h.event);
     assert.ok(events.includes('deploySucceeded'), events.join(','));
     assert.equal(events.filter((e) => e === 'lost').length, 1, events.join(','));

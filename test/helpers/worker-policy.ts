@@ -8,7 +8,10 @@ import {
 } from '../../src/config/worker-policy.js';
 import type { SimCluster } from '../../sim/cluster.js';
 
-/** The sim's policy; `widen.fromEnv` adds variables, the other settings of `widen` replace the sim's. */
+/**
+ * The sim's policy; `widen.fromEnv` adds variables and `widen.webhooks` origins (a test's receiver on loopback),
+ * the other settings of `widen` replace the sim's.
+ */
 export function simWorkerPolicy(sim: SimCluster, widen: WorkerPolicySettings = {}): WorkerPolicy {
   const policy = readWorkerPolicyFile(sim.workerPolicyPath);
   // Checked like a policy file: a test cannot list what no worker may (LIFTOFF_*, TEMPORAL_*).
@@ -23,5 +26,6 @@ export function simWorkerPolicy(sim: SimCluster, widen: WorkerPolicySettings = {
     ...(extra.secretsDir ? { secretsDir: extra.secretsDir } : {}),
     ...(extra.maxSecretFileBytes ? { maxSecretFileBytes: extra.maxSecretFileBytes } : {}),
     fromEnv: [...policy.fromEnv, ...(extra.fromEnv ?? [])],
+    webhooks: [...policy.webhooks, ...(extra.webhooks ?? [])],
   };
 }

@@ -11,6 +11,7 @@ import {
 } from '@temporalio/client';
 import { deployWorkflowId, searchAttributes } from '../../shared/constants.js';
 import { redactDeep, secretsOfSpec } from '../../shared/secrets.js';
+import { cutWebhookUrls } from '../../shared/webhook-shown.js';
 import type { DeploySpec } from '../../config/schema.js';
 import { UsageError } from '../../cli/run-command.js';
 import { describeFailure } from '../../cli/deploy-status.js';
@@ -181,13 +182,16 @@ export function storedSpec(description: ScheduleDescription): DeploySpec | undef
 type EnvMap = DeploySpec['serve']['env'];
 
 /**
- * The spec with any literal secret value replaced, for showing; references are kept (they hold no secret). The
- * spec schema only accepts references ({ fromEnv } / { fromFile }) for secret-looking names and refuses credential
- * flags, but a schedule keeps the spec it was created with, possibly by an older liftoff: what it stores is shown
- * as if it might hold one.
+ * The spec with any literal secret value replaced and its webhook URLs shown by their origin, for showing;
+ * references are kept (they hold no secret). The spec schema only accepts references ({ fromEnv } /
+ * { fromFile }) for secret-looking names and refuses credential flags, but a schedule keeps the spec it was
+ * created with, possibly by an older liftoff: what it stores is shown as if it might hold one.
  */
 export function redactSpec(spec: DeploySpec): DeploySpec {
-  return redactDeep(spec, secretsOfSpec(spec));
+  const shown = redactDeep(spec, secretsOfSpec(spec));
+  // A new object: its literal webhook URLs are cut to their origins (a webhook's path is often its token).
+  cutWebhookUrls(shown);
+  return shown;
 }
 
 function envValue(value: EnvMap[string]): string {
