@@ -1,13 +1,18 @@
 // `liftoff trust HOST -c FILE`: pins the host key a host of the spec offers into ssh.knownHostsPath, the way
-// `ssh-keyscan >> known_hosts` would, but through the host's jump chain and only once the key has been checked:
-// against `--fingerprint` read on the host itself, or explicitly not (`--yes`, with a warning). A host already
-// pinned under another key is never touched: replacing a key is a decision people make with ssh-keygen -R.
+// `ssh-keyscan -H >> known_hosts` would, but through the host's jump chain and only once the key has been
+// checked: against `--fingerprint` read on the host itself, or explicitly not (`--yes`, with a warning). A host
+// already pinned under another key is never touched: replacing a key is a decision people make with ssh-keygen -R.
+// The spec names the file, so where trust writes is the worker policy's decision (the file listed itself, see
+// knownHostsWriteRefusal), and it writes only into a file that reads as known_hosts (known-hosts-pin.ts).
 import { Command } from 'commander';
 import { loadSpecFile } from '../config/load.js';
 import { probeSpecSchema, type ProbeSpec } from '../config/schema.js';
 import { resolveSshTarget, type SshTargetData } from '../config/targets.js';
+import { loadWorkerPolicy } from '../config/worker-policy.js';
+import { knownHostsWriteRefusal, refusalText, sshAuthRefusals } from '../config/policy-check.js';
 import { expandHome, fetchOfferedHostKey, type SshConnectOptions } from '../ssh/executor.js';
-import { appendKnownHostsLine, knownHostsName, loadKnownHosts, verifyHostKey } from '../ssh/known-hosts.js';
+import { knownHostsName, loadKnownHosts, verifyHostKey } from '../ssh/known-hosts.js';
+import { appendKnownHostsLine, checkPinTarget, KnownHostsFileError } from '../ssh/known-hosts-pin.js';
 import { colors, emit, terminalSafe } from '../cli/render.js';
 import { runCommand, UsageError } from '../cli/run-command.js';
 import { ExitCode } from '../cli/exit-codes.js';
@@ -112,6 +117,16 @@ function resolveTarget(spec: ProbeSpec, hostName: string): SshTargetData {
   }
 }
 
+/** A pin target that is not a known_hosts file is bad input (exit 2), like a spec the policy refuses. */
+async function asUsageError<T>(work: Promise<T>): Promise<T> {
+  try {
+    return await work;
+  } catch (err) {
+    if (err instanceof KnownHostsFileError) throw new UsageError(err.message, { cause: err });
+    throw err;
+  }
+}
+
 /**
  * Fetches the key `hostName` offers (jump hosts verified as usual) and pins it when the options allow.
  * Connection failures, including an unknown or changed jump host key, are thrown as the SSH layer's errors.
@@ -124,7 +139,16 @@ export async function trustHost(
   const expectedFingerprint =
     opts.fingerprint === undefined ? undefined : normalizeFingerprint(opts.fingerprint);
   const target = resolveTarget(spec, hostName);
+  // The policy a worker started in this environment would apply, as `liftoff validate` does.
+  const policy = loadWorkerPolicy(process.env);
+  const refusals = sshAuthRefusals(spec.ssh, policy);
+  // Writing asks more than reading; a file the worker may not even read needs only the one refusal.
+  const writeRefusal = knownHostsWriteRefusal(spec.ssh.knownHostsPath, policy);
+  if (writeRefusal && !refusals.some((r) => r.field === writeRefusal.field)) refusals.push(writeRefusal);
+  if (refusals.length > 0) throw new UsageError(`the spec is ${refusalText(refusals, policy)}`);
   const knownHostsPath = expandHome(spec.ssh.knownHostsPath);
+  // Before any connection, so a file trust would refuse to write costs no round trip; checked again as it writes.
+  await asUsageError(checkPinTarget(knownHostsPath));
   const offered = await fetchOfferedHostKey(
     target,
     { privateKeyPath: spec.ssh.privateKeyPath, useAgent: spec.ssh.useAgent, knownHostsPath },
@@ -174,7 +198,9 @@ export async function trustHost(
   } else if (!opts.yes) {
     return refuse('not-pinned');
   }
-  const line = await appendKnownHostsLine(knownHostsPath, target.host, target.port, offered.key);
+  const line = await asUsageError(
+    appendKnownHostsLine(knownHostsPath, target.host, target.port, offered.key),
+  );
   return { ...base, outcome: expectedFingerprint ? 'pinned' : 'pinned-unchecked', pinned: true, line };
 }
 

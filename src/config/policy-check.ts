@@ -1,8 +1,9 @@
 // A spec against the worker's policy (worker-policy.ts): which of the paths, variables and webhook URLs it
 // names the worker does not allow, each with the field and the worker setting that would allow it. Run by the
 // workflow's validate step (the checkWorkerPolicy activity), by every SSH connection and secret read on the
-// worker, and by `liftoff validate`. A path is allowed when it lies in a listed file or directory both as written (after `~`
-// and `..` are resolved) and, when it exists, once its symlinks are followed: a link cannot lead out.
+// worker, and by `liftoff validate`. A path is allowed when it lies in a listed file or directory both as written
+// (after `~` and `..` are resolved) and, when it exists, once its symlinks are followed: a link cannot lead out.
+// `liftoff trust`, which writes, asks more: the known_hosts file must be listed itself (knownHostsWriteRefusal).
 import { constants, realpathSync, statSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { homedir } from 'node:os';
@@ -47,6 +48,14 @@ function realpathOf(path: string): string | undefined {
     return realpathSync(path);
   } catch {
     return undefined;
+  }
+}
+
+function isDirectory(path: string): boolean {
+  try {
+    return statSync(path).isDirectory();
+  } catch {
+    return false;
   }
 }
 
@@ -95,6 +104,30 @@ export function sshAuthRefusals(
     });
   }
   return out;
+}
+
+/**
+ * Why `liftoff trust` may not write to `knownHostsPath`; undefined when it may. Reading is what sshAuthRefusals
+ * allows (a file listed, or one under a listed directory); writing needs more: the policy lists this very file
+ * (after `~` and `..` are resolved), so a spec cannot turn another file of a listed folder, such as
+ * ~/.ssh/authorized_keys, into a known_hosts file. What the file holds is checked where it is written.
+ */
+export function knownHostsWriteRefusal(
+  knownHostsPath: string,
+  policy: WorkerPolicy,
+  home: string = homedir(),
+): PolicyRefusal | undefined {
+  const written = expandWorkerPath(knownHostsPath, home);
+  if (policy.knownHosts.includes(written) && !isDirectory(written)) return undefined;
+  const folder = policy.knownHosts.find((entry) => within(written, entry));
+  const why =
+    folder !== undefined
+      ? `the worker policy lists the folder ${folder}, and liftoff trust writes only to a file the policy lists by its own path`
+      : `it is not a file the worker policy lists (knownHosts: ${listed(policy.knownHosts)})`;
+  return {
+    field: 'ssh.knownHostsPath',
+    message: `liftoff trust will not write to ${JSON.stringify(knownHostsPath)}: ${why}. To pin keys there, list ${written} itself under ${settingHint('knownHosts', policy)}.`,
+  };
 }
 
 /** Why the worker may not read variable `name` for a spec; undefined when it may. */

@@ -29,9 +29,13 @@ export interface WorkerPolicy {
   source: string;
   /** The policy file, when one was read: where a refusal tells the operator to widen it. */
   file?: string;
-  /** Absolute paths (home expanded): files, or directories whose files a spec may name as ssh.knownHostsPath. */
+  /**
+   * Absolute paths (home expanded) a spec may name as ssh.knownHostsPath. An entry names a file, which a spec may
+   * name as it is, or a directory, any file under which a spec may name for reading. `liftoff trust` writes only
+   * to a file listed here by its own path, never to one that is merely under a listed directory.
+   */
   knownHosts: string[];
-  /** The same, for ssh.privateKeyPath. */
+  /** The same, for ssh.privateKeyPath (read only). */
   privateKeys: string[];
   /** Whether ssh.useAgent may use this worker's SSH agent (SSH_AUTH_SOCK of the worker). */
   agent: boolean;
@@ -54,10 +58,21 @@ export interface WorkerPolicy {
   webhooks: string[];
 }
 
-/** What a worker allows when nothing says otherwise: the common single-user setup. */
+/**
+ * OpenSSH's default identity files (ssh_config(5) IdentityFile), the keys a default user has. Listed by name rather
+ * than as `~/.ssh/id_*`: a policy entry is a path, never a pattern, and ~/.ssh also holds files no spec should
+ * name (authorized_keys, config). DSA keys are left out: OpenSSH 9.8 dropped them.
+ */
+const opensshDefaultKeys = ['id_rsa', 'id_ecdsa', 'id_ecdsa_sk', 'id_ed25519', 'id_ed25519_sk'] as const;
+
+/**
+ * What a worker allows when nothing says otherwise: the common single-user setup. Files, not the ~/.ssh folder:
+ * a folder would let a spec name ~/.ssh/authorized_keys as its known_hosts. known_hosts2, OpenSSH's legacy second
+ * file, is left out too; a policy file can list it.
+ */
 export const defaultWorkerPolicySettings = {
-  knownHosts: ['~/.ssh'],
-  privateKeys: ['~/.ssh'],
+  knownHosts: ['~/.ssh/known_hosts'],
+  privateKeys: opensshDefaultKeys.map((name) => `~/.ssh/${name}`),
   agent: true,
   secretsDir: '~/.liftoff/secrets',
   maxSecretFileBytes: 64 * 1024,

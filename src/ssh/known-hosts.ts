@@ -2,8 +2,7 @@
 // hashed |1|salt|hash) and the verdict on a key a server offers. The format is sshd(8) "SSH_KNOWN_HOSTS
 // FILE FORMAT": [@marker] hostpatterns keytype base64-key [comment].
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
-import { appendFile, mkdir, readFile } from 'node:fs/promises';
-import { dirname } from 'node:path';
+import { readFile } from 'node:fs/promises';
 
 export type KnownHostMarker = 'revoked' | 'cert-authority';
 
@@ -21,46 +20,70 @@ export interface KnownHostEntry {
   line: number;
 }
 
+/** A line that is not a known_hosts entry: OpenSSH skips it too, but it is worth reporting. */
+export interface InvalidKnownHostsLine {
+  /** 1-based. */
+  line: number;
+  /** Why, for messages: names no more of the line than its first field. */
+  reason: string;
+  /** The line's host field (after a marker), when it has one: what it was meant to name. */
+  hostField?: string;
+}
+
 export interface ParsedKnownHosts {
   entries: KnownHostEntry[];
-  /** Lines that could not be read; OpenSSH skips them too, but they are worth reporting. */
-  invalidLines: number[];
+  invalidLines: InvalidKnownHostsLine[];
+}
+
+/** A field of a line, shortened and quoted for a message. */
+export function quoted(field: string): string {
+  return JSON.stringify(field.length > 40 ? `${field.slice(0, 40)}…` : field);
+}
+
+function parseLine(line: string, lineNo: number): KnownHostEntry | InvalidKnownHostsLine {
+  const fields = line.split(/[ \t]+/);
+  let marker: KnownHostMarker | undefined;
+  if (fields[0]?.startsWith('@')) {
+    const word = fields.shift() ?? '';
+    const name = word.slice(1);
+    if (name !== 'revoked' && name !== 'cert-authority')
+      return {
+        line: lineNo,
+        reason: `unknown marker ${quoted(word)} (known_hosts has @cert-authority and @revoked)`,
+      };
+    marker = name;
+  }
+  const [hostField, keyType, keyBase64] = fields;
+  if (!hostField || !keyType || !keyBase64) {
+    return {
+      line: lineNo,
+      reason: 'expected host patterns, a key type and a base64 key',
+      ...(hostField ? { hostField } : {}),
+    };
+  }
+  const key = Buffer.from(keyBase64, 'base64');
+  // The blob starts with its own type string; a mismatch means a corrupt or hand-edited line.
+  if (key.length === 0 || blobKeyType(key) !== keyType) {
+    return {
+      line: lineNo,
+      reason: `field 3 is not a base64 ${quoted(keyType)} key`,
+      hostField,
+    };
+  }
+  const names = parseNames(hostField);
+  if (!names) return { line: lineNo, reason: `bad host field ${quoted(hostField)}`, hostField };
+  return { ...(marker ? { marker } : {}), names, keyType, key, line: lineNo };
 }
 
 export function parseKnownHosts(text: string): ParsedKnownHosts {
   const entries: KnownHostEntry[] = [];
-  const invalidLines: number[] = [];
+  const invalidLines: InvalidKnownHostsLine[] = [];
   text.split(/\r?\n/).forEach((rawLine, index) => {
-    const lineNo = index + 1;
     const line = rawLine.trim();
     if (line === '' || line.startsWith('#')) return;
-    const fields = line.split(/[ \t]+/);
-    let marker: KnownHostMarker | undefined;
-    if (fields[0]?.startsWith('@')) {
-      const name = fields.shift()?.slice(1);
-      if (name !== 'revoked' && name !== 'cert-authority') {
-        invalidLines.push(lineNo);
-        return;
-      }
-      marker = name;
-    }
-    const [hostField, keyType, keyBase64] = fields;
-    if (!hostField || !keyType || !keyBase64) {
-      invalidLines.push(lineNo);
-      return;
-    }
-    const key = Buffer.from(keyBase64, 'base64');
-    // The blob starts with its own type string; a mismatch means a corrupt or hand-edited line.
-    if (key.length === 0 || blobKeyType(key) !== keyType) {
-      invalidLines.push(lineNo);
-      return;
-    }
-    const names = parseNames(hostField);
-    if (!names) {
-      invalidLines.push(lineNo);
-      return;
-    }
-    entries.push({ ...(marker ? { marker } : {}), names, keyType, key, line: lineNo });
+    const parsed = parseLine(line, index + 1);
+    if ('reason' in parsed) invalidLines.push(parsed);
+    else entries.push(parsed);
   });
   return { entries, invalidLines };
 }
@@ -113,12 +136,19 @@ export function globMatches(glob: string, name: string): boolean {
   return pi === p.length;
 }
 
-/** Whether an entry's host field applies to `host` on `port`. A matching negated pattern excludes it. */
+/** HMAC-SHA1 of the name under `salt`: what a hashed host field (`|1|salt|hash`) holds. */
+export function hashKnownHostsName(salt: Buffer, name: string): Buffer {
+  return createHmac('sha1', salt).update(name).digest();
+}
+
+/**
+ * Whether an entry's host field applies to `host` on `port`. A matching negated pattern excludes it. A hashed
+ * field is compared with the lower-case name, as ssh does (it lowercases the host name before it looks it up).
+ */
 export function entryMatchesHost(entry: KnownHostEntry, host: string, port: number): boolean {
   const name = knownHostsName(host, port);
   if (entry.names.kind === 'hashed') {
-    const digest = createHmac('sha1', entry.names.salt).update(name).digest();
-    return timingSafeEqual(digest, entry.names.hash);
+    return timingSafeEqual(hashKnownHostsName(entry.names.salt, name.toLowerCase()), entry.names.hash);
   }
   let matched = false;
   for (const pattern of entry.names.patterns) {
@@ -200,34 +230,4 @@ export async function loadKnownHosts(path: string): Promise<ParsedKnownHosts> {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { entries: [], invalidLines: [] };
     throw err;
   }
-}
-
-/** One known_hosts line for a key, as `ssh-keyscan` would print it (used by `liftoff trust`). */
-export function formatKnownHostsLine(host: string, port: number, blob: Buffer): string {
-  const keyType = blobKeyType(blob);
-  if (!keyType) throw new Error('formatKnownHostsLine: not an SSH public key blob');
-  return `${knownHostsName(host, port)} ${keyType} ${blob.toString('base64')}`;
-}
-
-/**
- * Appends the pinned line for `host`:`port` (creating the file, and its folder as ~/.ssh would be, when
- * missing) and returns it. A file whose last line has no newline gets one first, so the two lines stay apart.
- */
-export async function appendKnownHostsLine(
-  path: string,
-  host: string,
-  port: number,
-  blob: Buffer,
-): Promise<string> {
-  const line = formatKnownHostsLine(host, port, blob);
-  let current = '';
-  try {
-    current = await readFile(path, 'utf8');
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-    await mkdir(dirname(path), { recursive: true, mode: 0o700 });
-  }
-  const separator = current === '' || current.endsWith('\n') ? '' : '\n';
-  await appendFile(path, `${separator}${line}\n`, { mode: 0o644 });
-  return line;
 }

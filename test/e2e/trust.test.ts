@@ -18,6 +18,8 @@ import type { TrustReport } from '../../src/commands/trust.js';
 import { liftoffArgv } from '../helpers/cli.js';
 
 const stateDir = '/tmp/liftoff-test-trust';
+/** LIFTOFF_WORKER_POLICY for the CLI's trust runs (set once the suite wrote the policy file). */
+let trustEnv: Record<string, string> = {};
 const repo = new URL('../../', import.meta.url).pathname;
 const runFile = promisify(execFile);
 
@@ -47,7 +49,8 @@ function runCli(args: string[], env: Record<string, string> = {}): Promise<CliRu
   });
 }
 
-const trust = (args: string[]): Promise<CliRun> => runCli(liftoffArgv(['trust', ...args]));
+const trust = (args: string[], env: Record<string, string> = trustEnv): Promise<CliRun> =>
+  runCli(liftoffArgv(['trust', ...args]), env);
 
 /** `ssh-keygen -lf` on the host's own key file: the out-of-band check a user does on the host. */
 async function fingerprintOnHost(h: SimHost): Promise<string> {
@@ -137,6 +140,16 @@ describe('liftoff trust: pinning host keys through a jump host (namespace mode)'
     assert.equal(spark2.reachableFromControl, false, 'spark2 is reachable only through spark1');
     mkdirSync(dir, { recursive: true });
     specWith('spec.yaml', knownHosts, [spark1]);
+    // The policy trust runs under: it writes only to known_hosts files the policy lists by their own paths.
+    const policyFile = join(dir, 'trust-policy.yaml');
+    writeFileSync(
+      policyFile,
+      toYaml({
+        knownHosts: ['known_hosts', 'known_hosts.yes', 'known_hosts.empty'].map((f) => join(dir, f)),
+        privateKeys: [e2e.sim.privateKeyPath],
+      }),
+    );
+    trustEnv = { LIFTOFF_WORKER_POLICY: policyFile };
   });
 
   after(() => {
@@ -214,6 +227,11 @@ describe('liftoff trust: pinning host keys through a jump host (namespace mode)'
     assert.equal(report.outcome, 'pinned');
     assert.equal(report.fingerprint, fingerprint);
     assert.deepEqual(report.via, ['spark1']);
+    // The host field is hashed (ssh-keygen -H's form): never an option or a marker, and no address in the file.
+    const [hostField, keyType] = report.line?.split(' ') ?? [];
+    assert.match(hostField ?? '', /^\|1\|[A-Za-z0-9+/]{27}=\|[A-Za-z0-9+/]{27}=$/);
+    assert.equal(keyType, 'ssh-ed25519');
+    assert.ok(!(report.line ?? '').includes(spark2.address), report.line);
     const after = readFileSync(knownHosts, 'utf8');
     assert.equal(after.split('\n').filter(Boolean).length, linesBefore + 1, 'exactly one line appended');
     assert.ok(after.includes(`${report.line ?? '?'}\n`));
@@ -233,7 +251,7 @@ describe('liftoff trust: pinning host keys through a jump host (namespace mode)'
     assert.ok(countSshHandshakes(stateDir, 'spark2') > logins, 'probe logged into spark2');
     assert.ok(commandsRun(spark2) > commands, 'probe ran commands on spark2');
     figures.push(
-      `FIGURE: trust spark2 --fingerprint <from ssh-keygen -lf on spark2>: pinned 1 line (${report.line?.split(' ')[0] ?? '?'}); second run: already trusted; probe then succeeded`,
+      `FIGURE: trust spark2 --fingerprint <from ssh-keygen -lf on spark2>: pinned 1 line (hashed host field ${hostField ?? '?'}); second run: already trusted; probe then succeeded`,
     );
   });
 
@@ -303,6 +321,53 @@ describe('liftoff trust: pinning host keys through a jump host (namespace mode)'
     assert.equal(commandsRun(spark2), commands);
     figures.push(
       `FIGURE: changed spark2 key: probe refused (${failure.type}, non-retryable; ${countSshHandshakes(stateDir, 'spark2') - logins} logins, ${commandsRun(spark2) - commands} commands on spark2); trust --fingerprint <new> and --yes both refused to overwrite (exit 1)`,
+    );
+  });
+  it('never writes into authorized_keys: not listed as a file by the policy, and not known_hosts lines', async () => {
+    // The attack: a spec names ~/.ssh/authorized_keys as its known_hosts (and a host whose address is the word
+    // cert-authority), so that pinning would add a `cert-authority <key>` line: a login for the key's owner.
+    // spark1 is reached directly, so nothing but these checks stands between trust and a write.
+    const home = join(dir, 'home');
+    const authorizedKeys = join(home, '.ssh', 'authorized_keys');
+    mkdirSync(join(home, '.ssh'), { recursive: true });
+    const { stdout: caKey } = await runFile('ssh-keygen', ['-y', '-f', e2e.sim.privateKeyPath]);
+    const before = Buffer.from(`cert-authority ${caKey.trim()} ops-ca\n`);
+    writeFileSync(authorizedKeys, before);
+    const spec = simClusterSpec(e2e.sim, { cluster: 'trust-e2e' });
+    const attackSpec = join(dir, 'spec.authorized-keys.yaml');
+    writeFileSync(
+      attackSpec,
+      toYaml({ ...spec, ssh: { user: spec.ssh.user, knownHostsPath: '~/.ssh/authorized_keys' } }),
+    );
+    const policyOf = (knownHosts: string[]) => {
+      const file = join(dir, `policy-${knownHosts.length}-${Math.random().toString(36).slice(2)}.yaml`);
+      writeFileSync(file, toYaml({ knownHosts }));
+      return { LIFTOFF_WORKER_POLICY: file, HOME: home };
+    };
+    const cases: [policy: Record<string, string>, refusal: RegExp][] = [
+      [
+        { LIFTOFF_WORKER_POLICY: '', HOME: home },
+        /ssh\.knownHostsPath: "~\/\.ssh\/authorized_keys" is not a known_hosts file this worker trusts \(knownHosts: .*\/home\/\.ssh\/known_hosts\)/,
+      ],
+      [
+        policyOf([join(home, '.ssh')]),
+        /liftoff trust will not write to "~\/\.ssh\/authorized_keys": the worker policy lists the folder .*\/home\/\.ssh, and liftoff trust writes only to a file the policy lists by its own path/,
+      ],
+      [
+        policyOf([authorizedKeys]),
+        /authorized_keys does not read as a known_hosts file; nothing was written to it\.\n {2}line 1: "cert-authority" is an authorized_keys option/,
+      ],
+    ];
+    const connections = connectionsAccepted(spark1);
+    for (const [env, refusal] of cases) {
+      const r = await trust(['spark1', '-c', attackSpec, '--yes'], env);
+      assert.equal(r.code, 2, r.stderr);
+      assert.match(r.stderr, refusal);
+      assert.ok(readFileSync(authorizedKeys).equals(before), 'authorized_keys is byte for byte unchanged');
+    }
+    assert.equal(connectionsAccepted(spark1), connections, 'refused before any connection');
+    figures.push(
+      `FIGURE: trust --yes into ~/.ssh/authorized_keys: refused (exit 2) under the default policy, a policy listing ~/.ssh, and one listing the file itself; 0 bytes written, ${connectionsAccepted(spark1) - connections} connections`,
     );
   });
 });

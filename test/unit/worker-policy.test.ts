@@ -16,7 +16,12 @@ import {
   workerPolicyFrom,
   type WorkerPolicy,
 } from '../../src/config/worker-policy.js';
-import { policyRefusals, readSecretFile, type PolicySubject } from '../../src/config/policy-check.js';
+import {
+  knownHostsWriteRefusal,
+  policyRefusals,
+  readSecretFile,
+  type PolicySubject,
+} from '../../src/config/policy-check.js';
 import { bindWorkerPolicy, checkWorkerPolicy } from '../../src/activities/worker-policy.js';
 import { resolveEnv } from '../../src/activities/secrets.js';
 import { onHost } from '../../src/activities/ssh-context.js';
@@ -52,9 +57,13 @@ function refusedFields(s: PolicySubject, policy: WorkerPolicy = defaults): strin
 after(() => rmSync(root, { recursive: true, force: true }));
 
 describe('the worker policy: shape and defaults', () => {
-  it('defaults: ~/.ssh for known_hosts and keys, the agent, ~/.liftoff/secrets, three variables', () => {
-    assert.deepEqual(defaults.knownHosts, [ssh]);
-    assert.deepEqual(defaults.privateKeys, [ssh]);
+  it("defaults: ~/.ssh/known_hosts, OpenSSH's default key files, the agent, ~/.liftoff/secrets, three variables", () => {
+    // Files, not the ~/.ssh folder: a folder would let a spec name ~/.ssh/authorized_keys as its known_hosts.
+    assert.deepEqual(defaults.knownHosts, [join(ssh, 'known_hosts')]);
+    assert.deepEqual(
+      defaults.privateKeys,
+      ['id_rsa', 'id_ecdsa', 'id_ecdsa_sk', 'id_ed25519', 'id_ed25519_sk'].map((k) => join(ssh, k)),
+    );
     assert.equal(defaults.agent, true);
     assert.equal(defaults.secretsDir, secrets);
     assert.equal(defaults.maxSecretFileBytes, 65536);
@@ -68,7 +77,7 @@ describe('the worker policy: shape and defaults', () => {
     writeFileSync(file, 'knownHosts: [/etc/liftoff/known_hosts, ~/.ssh]\nfromEnv: [HF_TOKEN, MY_TOKEN]\n');
     const policy = loadWorkerPolicy({ LIFTOFF_WORKER_POLICY: file }, home);
     assert.deepEqual(policy.knownHosts, ['/etc/liftoff/known_hosts', ssh]);
-    assert.deepEqual(policy.privateKeys, [ssh]);
+    assert.deepEqual(policy.privateKeys, defaults.privateKeys);
     assert.deepEqual(policy.fromEnv, ['HF_TOKEN', 'MY_TOKEN']);
     assert.equal(policy.source, `${file} (LIFTOFF_WORKER_POLICY)`);
   });
@@ -128,6 +137,46 @@ describe('the worker policy: what a spec may name', () => {
       refusal?.message ?? '',
       /list it under knownHosts in a worker policy file named by LIFTOFF_WORKER_POLICY/,
     );
+  });
+
+  it('the defaults refuse the other files of ~/.ssh: authorized_keys as known_hosts, config or a .pub as a key', () => {
+    const cases: [Partial<PolicySubject['ssh']>, string][] = [
+      [{ knownHostsPath: '~/.ssh/authorized_keys' }, 'ssh.knownHostsPath'],
+      [{ knownHostsPath: '~/.ssh/known_hosts2' }, 'ssh.knownHostsPath'],
+      [{ privateKeyPath: '~/.ssh/config' }, 'ssh.privateKeyPath'],
+      [{ privateKeyPath: '~/.ssh/id_ed25519.pub' }, 'ssh.privateKeyPath'],
+    ];
+    for (const [ssh, field] of cases)
+      assert.deepEqual(refusedFields(subject(ssh)), [field], JSON.stringify(ssh));
+    for (const key of ['id_rsa', 'id_ecdsa', 'id_ecdsa_sk', 'id_ed25519', 'id_ed25519_sk'])
+      assert.deepEqual(refusedFields(subject({ privateKeyPath: `~/.ssh/${key}` })), [], key);
+  });
+
+  it('liftoff trust writes only to a known_hosts file the policy lists itself, not one in a listed folder', () => {
+    assert.equal(knownHostsWriteRefusal('~/.ssh/known_hosts', defaults, home), undefined);
+    assert.equal(knownHostsWriteRefusal('~/.ssh/../.ssh/known_hosts', defaults, home), undefined);
+    assert.equal(knownHostsWriteRefusal(join(ssh, 'known_hosts'), defaults, home), undefined);
+    const notListed = knownHostsWriteRefusal('~/.ssh/authorized_keys', defaults, home);
+    assert.equal(notListed?.field, 'ssh.knownHostsPath');
+    assert.match(
+      notListed?.message ?? '',
+      /^liftoff trust will not write to "~\/\.ssh\/authorized_keys": it is not a file the worker policy lists \(knownHosts: .*\.ssh\/known_hosts\)\. To pin keys there, list .*authorized_keys itself under knownHosts in a worker policy file named by LIFTOFF_WORKER_POLICY/,
+    );
+
+    // An operator's policy may list a folder: a spec may read any file in it, but trust writes to none of them.
+    const folder: WorkerPolicy = { ...defaults, knownHosts: [ssh, join(elsewhere, 'known_hosts')] };
+    assert.deepEqual(refusedFields(subject({ knownHostsPath: '~/.ssh/authorized_keys' }), folder), []);
+    for (const path of ['~/.ssh/authorized_keys', '~/.ssh/known_hosts', '~/.ssh']) {
+      const refusal = knownHostsWriteRefusal(path, folder, home);
+      assert.match(
+        refusal?.message ?? '',
+        new RegExp(
+          `the worker policy lists the folder ${ssh}, and liftoff trust writes only to a file the policy lists by its own path`,
+        ),
+        path,
+      );
+    }
+    assert.equal(knownHostsWriteRefusal(join(elsewhere, 'known_hosts'), folder, home), undefined);
   });
 
   it('the agent only where the policy lends it', () => {
