@@ -1,15 +1,25 @@
 // The one output renderer: every command hands it a result and a text form; `--json` prints the result instead.
 // Results carry text from hosts (log lines, error messages, key types): before a text form sees them, every
 // C0 and C1 control character but newline and tab becomes a visible escape, so a host cannot move the
-// cursor, retitle the terminal or write the clipboard (OSC 52). JSON escapes them by itself.
+// cursor, retitle the terminal or write the clipboard (OSC 52). So do the invisible characters that change what
+// a reader sees without being seen: bidi controls (a line that reads in another order than it runs) and
+// zero-width characters (a name that looks like another). JSON escapes the control characters by itself.
 import pc from 'picocolors';
 
 // eslint-disable-next-line no-control-regex
 const controlCharacters = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
+// Bidi: LRM, RLM, ALM, the embeddings and overrides (U+202A-E), the isolates (U+2066-9); zero width: ZWSP, ZWNJ,
+// ZWJ, word joiner, BOM. Line and paragraph separators too: a terminal shows no break, an editor does.
+const invisibleCharacters = /[\u200b-\u200f\u202a-\u202e\u2060\u2066-\u2069\u061c\ufeff\u2028\u2029]/g;
 
-/** `\x1b` for ESC, and so on: the text with every control character but newline and tab made visible. */
+/**
+ * `\x1b` for ESC, `\u202e` for RIGHT-TO-LEFT OVERRIDE, and so on: the text with every control character but
+ * newline and tab, and every bidi control and zero-width character, made visible.
+ */
 export function terminalText(text: string): string {
-  return text.replace(controlCharacters, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
+  return text
+    .replace(controlCharacters, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`)
+    .replace(invisibleCharacters, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
 /** terminalText applied to every string inside plain objects and arrays; other values are kept as they are. */

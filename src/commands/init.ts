@@ -3,8 +3,7 @@
 // and the vLLM services and containers running now (suggested for cleanup). It runs here, not as a workflow:
 // there is no spec yet to hand a worker, and it only reads. Host keys are verified against --known-hosts as
 // everywhere else; the written spec must pass the schema and this machine's worker policy before it is
-// written, and an existing file is never replaced without --force.
-import { existsSync, writeFileSync } from 'node:fs';
+// written, and an existing file is never replaced without --force; with it, a link at -o is replaced, not written through.
 import { userInfo } from 'node:os';
 import { Command } from 'commander';
 import { parseSpecText, SpecError } from '../config/load.js';
@@ -14,6 +13,7 @@ import { loadWorkerPolicy } from '../config/worker-policy.js';
 import { policyRefusals, refusalText } from '../config/policy-check.js';
 import { SshPool } from '../ssh/executor.js';
 import { emit } from '../cli/render.js';
+import { OutputExistsError, outputTaken, writeOutputFile } from '../cli/output-file.js';
 import { runCommand, UsageError } from '../cli/run-command.js';
 import { chooseSpec, type InitChoices } from '../init/choose.js';
 import { probeHost, type HostFacts } from '../init/probe.js';
@@ -64,6 +64,10 @@ function parseHosts(values: string[], jump: string | undefined): { name: string;
   return hosts;
 }
 
+function outputExists(path: string, what: string): UsageError {
+  return new UsageError(`${path} exists; ${what}. Pass --force to replace it, or -o another file`);
+}
+
 function renderInit(r: InitResult): string {
   const lines = [`probed ${r.hosts.length} hosts (read only) for cluster ${r.cluster}:`];
   for (const h of r.choices.hosts) {
@@ -77,7 +81,7 @@ function renderInit(r: InitResult): string {
     `  model ${r.choices.model ? `${r.choices.model.value.id} in ${r.choices.model.value.cacheDir}` : 'none found'}`,
   );
   lines.push(
-    `  cleanup: services ${r.choices.services.join(', ') || 'none'}; containers ${r.choices.containers.join(', ') || 'none'}`,
+    `  cleanup: services ${r.choices.services.map((s) => s.name).join(', ') || 'none'}; containers ${r.choices.containers.map((c) => c.name).join(', ') || 'none'}`,
   );
   for (const w of r.choices.warnings) lines.push(`  warning: ${w}`);
   lines.push(`wrote ${r.written}; it validates. Next: liftoff plan -c ${r.written}`);
@@ -110,12 +114,9 @@ export const initCommand = new Command('init')
       const hosts = parseHosts(opts.host, opts.jump);
       if (!hostNamePattern.test(opts.cluster))
         throw new UsageError(`--cluster ${JSON.stringify(opts.cluster)} is not a valid name`);
-      // Before anything connects: a spec already there is someone's work.
-      if (existsSync(opts.output) && !opts.force) {
-        throw new UsageError(
-          `${opts.output} exists; nothing was probed or written. Pass --force to replace it, or -o another file`,
-        );
-      }
+      // Before anything connects: a spec already there is someone's work (a link there counts, even dangling).
+      if (!opts.force && outputTaken(opts.output))
+        throw outputExists(opts.output, 'nothing was probed or written');
       const ssh = {
         user: opts.user ?? userInfo().username,
         ...(opts.key !== undefined ? { privateKeyPath: opts.key } : {}),
@@ -165,7 +166,13 @@ export const initCommand = new Command('init')
       const refusals = policyRefusals(spec, policy);
       if (refusals.length > 0)
         throw new SpecError(`the spec for ${opts.output} (not written) is ${refusalText(refusals, policy)}`);
-      writeFileSync(opts.output, text, { flag: opts.force ? 'w' : 'wx' });
+      try {
+        writeOutputFile(opts.output, text, { replace: opts.force === true });
+      } catch (err) {
+        if (err instanceof OutputExistsError)
+          throw outputExists(opts.output, 'it appeared while the hosts were probed');
+        throw err;
+      }
       emit(
         opts,
         { written: opts.output, cluster: opts.cluster, hosts: facts, choices, spec: text },

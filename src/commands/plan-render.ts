@@ -7,10 +7,12 @@ import type { PlanResult } from '../workflows/index.js';
 
 const titles = new Map<string, string>(deploySteps.map((s) => [s.name, s.title]));
 
-/** A line break inside a command is part of a quoted argument: the lines after it are shown as they are. */
-function commandLines(prefix: string, text: string): string[] {
-  const [first = '', ...rest] = text.split('\n');
-  return [`${prefix}${first}`, ...rest];
+/**
+ * A command on one line: a line break inside it (part of a quoted argument, or of a host's or a spec's text)
+ * shows as `\n`, so no command can fake lines of its own, such as a step or a `$` read that is not in the plan.
+ */
+function commandLine(prefix: string, text: string): string {
+  return `${prefix}${text.replaceAll('\n', '\\n')}`;
 }
 
 function hostBlock(plan: HostPlan): string[] {
@@ -27,11 +29,11 @@ function hostBlock(plan: HostPlan): string[] {
         // A batch: its parts, one a line, under the round trip that carries them (`--json` has the script).
         lines.push(`    ${cmd.change ? '!' : '$'} one round trip:`);
         for (const part of cmd.parts) {
-          lines.push(...commandLines(`      ${part.change ? '!' : '$'} `, part.text));
+          lines.push(commandLine(`      ${part.change ? '!' : '$'} `, part.text));
           if (part.when) lines.push(`          (only when ${part.when})`);
           if (part.note) lines.push(`          (${part.note})`);
         }
-      } else lines.push(...commandLines(`    ${cmd.change ? '!' : '$'} `, cmd.text));
+      } else lines.push(commandLine(`    ${cmd.change ? '!' : '$'} `, cmd.text));
       if (cmd.repeats) lines.push(`      (repeated ${cmd.repeats})`);
       if (cmd.when) lines.push(`      (only when ${cmd.when})`);
     }

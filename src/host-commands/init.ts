@@ -18,8 +18,12 @@ export const imagesCommand = (): RemoteCommand =>
 export const hfModelsCommand = (): RemoteCommand =>
   sh`for d in "$HOME"/.cache/huggingface/hub/models--* /home/*/.cache/huggingface/hub/models--* /root/.cache/huggingface/hub/models--*; do [ -d "$d" ] && printf '%s\n' "$d"; done 2>/dev/null | sort -u | head -n 200`;
 
+/** The units that look like vLLM's: systemctl's pattern on the host, and the same test on this side. */
+const vllmUnitPattern = '*vllm*';
+export const isVllmUnit = (unit: string): boolean => unit.includes('vllm');
+
 export const vllmUnitsCommand = (): RemoteCommand =>
-  sh`systemctl list-units --type=service --state=running --no-legend --plain -- ${'*vllm*'}`;
+  sh`systemctl list-units --type=service --state=running --no-legend --plain -- ${vllmUnitPattern}`;
 
 export const runningContainersCommand = (): RemoteCommand =>
   sh`docker ps --format ${'{{.Names}} {{.Image}}'}`;

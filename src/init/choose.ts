@@ -1,6 +1,7 @@
 // `liftoff init`'s choices from what the hosts showed: each host's cluster interface and IP, the image, the
 // model and its cache, the GPUs per host, and what to clean up. Pure. Every choice keeps the alternatives and
 // why it won, so the written spec can say so where a person would otherwise have to guess.
+import { isVllmUnit } from '../host-commands/init.js';
 import { sameSubnet, type Ipv4Address } from '../parsers/ip-addr.js';
 import type { HostFacts } from './probe.js';
 
@@ -26,11 +27,17 @@ export interface InitChoices {
   image: Choice<string>;
   model: Choice<{ id: string; cacheDir: string }> | undefined;
   gpusPerHost: number;
-  services: string[];
-  containers: string[];
+  services: CleanupSuggestion[];
+  containers: CleanupSuggestion[];
   /** Running containers not suggested for cleanup (no sign of an inference server). */
   otherContainers: string[];
   warnings: string[];
+}
+
+/** A unit or container suggested for cleanup, with the hosts that reported it (in the order of the hosts). */
+export interface CleanupSuggestion {
+  name: string;
+  hosts: string[];
 }
 
 export const rayContainerName = 'liftoff_ray';
@@ -135,9 +142,18 @@ function pickModel(hosts: HostFacts[], warnings: string[]): InitChoices['model']
   }
   return {
     value: { id: first, cacheDir },
-    reason: `${first}: ${ids.length === 1 ? 'the only model in every host’s cache' : `the first of ${ids.length} models in every host’s cache (alphabetical)`}`,
-    alternatives: ids.slice(1).map((id) => `${id}: also in every host’s cache`),
+    reason: `${first}: ${ids.length === 1 ? "the only model in every host's cache" : `the first of ${ids.length} models in every host's cache (alphabetical)`}`,
+    alternatives: ids.slice(1).map((id) => `${id}: also in every host's cache`),
   };
+}
+
+/** Each name `pick` finds on any host, once, with every host that reported it. */
+function suggest(hosts: HostFacts[], pick: (h: HostFacts) => string[]): CleanupSuggestion[] {
+  const byName = new Map<string, string[]>();
+  for (const h of hosts) {
+    for (const name of new Set(pick(h))) byName.set(name, [...(byName.get(name) ?? []), h.name]);
+  }
+  return [...byName].map(([name, on]) => ({ name, hosts: on }));
 }
 
 export function chooseSpec(hosts: HostFacts[], jump: string | undefined): InitChoices {
@@ -168,18 +184,22 @@ export function chooseSpec(hosts: HostFacts[], jump: string | undefined): InitCh
   const counts = hosts.map((h) => h.gpus.length);
   for (const h of hosts) if (h.gpus.length === 0) warnings.push(`${h.name}: nvidia-smi lists no GPU`);
   const running = hosts.flatMap((h) => h.containers);
-  const containers = [
-    ...new Set(running.filter((c) => servingContainer.test(`${c.name} ${c.image}`)).map((c) => c.name)),
-  ].filter((n) => n !== rayContainerName);
+  const containers = suggest(hosts, (h) =>
+    h.containers
+      .filter((c) => servingContainer.test(`${c.name} ${c.image}`) && c.name !== rayContainerName)
+      .map((c) => c.name),
+  );
+  const suggested = new Set(containers.map((c) => c.name));
   return {
     hosts: hostChoices,
     iface: names[0],
     image: pickImage(hosts, warnings),
     model: pickModel(hosts, warnings),
     gpusPerHost: Math.max(1, Math.min(...counts)),
-    services: [...new Set(hosts.flatMap((h) => h.units))],
+    // The host's own filter (systemctl's pattern) is the host's word: the same test again on this side.
+    services: suggest(hosts, (h) => h.units.filter(isVllmUnit)),
     containers,
-    otherContainers: [...new Set(running.map((c) => c.name))].filter((n) => !containers.includes(n)),
+    otherContainers: [...new Set(running.map((c) => c.name))].filter((n) => !suggested.has(n)),
     warnings,
   };
 }

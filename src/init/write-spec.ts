@@ -1,7 +1,10 @@
 // The spec `liftoff init` writes: YAML by hand, so every choice can carry its comment (what was picked, why,
-// and what was not). Values are written as JSON strings, which YAML reads as they are; comments hold host text
-// only after it is reduced to printable characters (YAML refuses control characters anywhere in a file).
-import type { Choice, InitChoices } from './choose.js';
+// and what was not). The file is printable ASCII and newlines only, whatever the hosts printed: a human reads
+// what a parser reads. Comments show anything else as an escape (\u2028, \u202e): YAML refuses control
+// characters, a YAML 1.1 reader (PyYAML) takes U+2028, U+2029 and U+0085 for line breaks, so a hostile GPU name
+// could otherwise start a line of its own, and bidi controls make a line read in another order than it parses.
+// Values are double-quoted with the same escapes, which YAML reads back as the characters they stand for.
+import type { Choice, CleanupSuggestion, InitChoices } from './choose.js';
 import { rayContainerName } from './choose.js';
 import type { HostFacts } from './probe.js';
 
@@ -21,9 +24,18 @@ export interface WriteSpecInput {
   probedAt: string;
 }
 
-const q = (v: string): string => JSON.stringify(v);
-// eslint-disable-next-line no-control-regex
-const commentText = (text: string): string => text.replace(/[\u0000-\u001f\u007f-\u009f]/g, '?');
+// Everything but printable ASCII, one code point at a time.
+const notPrintableAscii = /[^\x20-\x7e]/gu;
+const escapeOf = (c: string): string => {
+  const code = c.codePointAt(0) ?? 0;
+  return code > 0xffff
+    ? `\\U${code.toString(16).padStart(8, '0')}`
+    : `\\u${code.toString(16).padStart(4, '0')}`;
+};
+/** A YAML double-quoted string: JSON's escapes, and \uXXXX (\UXXXXXXXX) for anything else not printable ASCII. */
+const q = (v: string): string => JSON.stringify(v).replace(notPrintableAscii, escapeOf);
+/** Comment text: what is not printable ASCII shown as its escape, so it can neither end the comment nor hide. */
+const commentText = (text: string): string => text.replace(notPrintableAscii, escapeOf);
 const fallbackModel = 'Org/Model-Name';
 const fallbackLog = '/var/tmp/liftoff-vllm-serve.log';
 
@@ -34,6 +46,19 @@ function choiceComments(indent: string, what: string, choice: Choice<unknown>): 
     for (const alt of choice.alternatives) lines.push(`${indent}#   not picked: ${commentText(alt)}`);
   }
   return lines;
+}
+
+/** Which hosts reported each suggestion; one that only some hosts run is flagged, as a deploy stops it on all. */
+function reportedBy(items: CleanupSuggestion[], hosts: string[]): string[] {
+  return items.map((item) => {
+    const missing = hosts.filter((h) => !item.hosts.includes(h));
+    const on = item.hosts.join(', ');
+    const where =
+      missing.length === 0
+        ? `reported by ${hosts.length === 1 ? on : `every host (${on})`}`
+        : `ONLY SOME HOSTS: reported by ${on}, not by ${missing.join(', ')}`;
+    return `  #   ${commentText(item.name)}: ${commentText(where)}`;
+  });
 }
 
 function gpuSummary(h: HostFacts): string {
@@ -84,10 +109,13 @@ export function writeSpecText(input: WriteSpecInput): string {
   out.push(
     '  # running on the hosts now: vLLM services, and containers of an inference server; the deploy stops and removes them',
   );
-  out.push(`  services: [${choices.services.map(q).join(', ')}]`);
+  const hostNames = choices.hosts.map((h) => h.name);
+  out.push(...reportedBy(choices.services, hostNames));
+  out.push(`  services: [${choices.services.map((x) => q(x.name)).join(', ')}]`);
   out.push('  # so a reboot does not start them again');
   out.push('  disableServices: true');
-  out.push(`  containers: [${choices.containers.map(q).join(', ')}]`);
+  out.push(...reportedBy(choices.containers, hostNames));
+  out.push(`  containers: [${choices.containers.map((x) => q(x.name)).join(', ')}]`);
   if (choices.otherContainers.length > 0) {
     out.push(
       `  # also running, not suggested (no sign of an inference server): ${commentText(choices.otherContainers.join(', '))}`,
@@ -97,7 +125,7 @@ export function writeSpecText(input: WriteSpecInput): string {
   out.push('ray:', ...choiceComments('  ', 'image', choices.image), `  image: ${q(choices.image.value)}`);
   out.push(`  container: ${q(rayContainerName)}`, '  env:');
   if (choices.iface !== undefined) {
-    out.push('    # the head’s cluster interface (the comments under hosts say why)');
+    out.push("    # the head's cluster interface (the comments under hosts say why)");
     out.push(`    NCCL_SOCKET_IFNAME: ${q(choices.iface)}`, `    GLOO_SOCKET_IFNAME: ${q(choices.iface)}`);
   } else {
     out.push('    {}');
@@ -107,11 +135,11 @@ export function writeSpecText(input: WriteSpecInput): string {
   const home = input.ssh.user === 'root' ? '/root' : `/home/${input.ssh.user}`;
   const cacheDir = model?.value.cacheDir ?? `${home}/.cache/huggingface`;
   out.push('  volumes:');
-  if (!model) out.push('    # no model found: the SSH user’s own Hugging Face cache');
+  if (!model) out.push("    # no model found: the SSH user's own Hugging Face cache");
   out.push(`    - ${q(`${cacheDir}:/root/.cache/huggingface`)}`);
   out.push('serve:');
   if (model) out.push(...choiceComments('  ', 'model', model));
-  else out.push('  # model: none found in the hosts’ Hugging Face caches; name yours here');
+  else out.push("  # model: none found in the hosts' Hugging Face caches; name yours here");
   out.push(`  model: ${q(model?.value.id ?? fallbackModel)}`);
   out.push(`  tensorParallelSize: ${choices.hosts.length * choices.gpusPerHost}`);
   out.push(`  logPath: ${q(logPathFor(cacheDir))}`);

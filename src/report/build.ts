@@ -7,7 +7,7 @@ import { isRecord, readHistoryEvents } from './events.js';
 import { failureReport } from './failure.js';
 import { foldHistory, type RunRecord } from './fold.js';
 import { loadReport } from './load.js';
-import type { BaselineReport, Outcome, Postmortem, TriggerReport } from './model.js';
+import type { BaselineReport, Outcome, Postmortem, ReportNote, TriggerReport } from './model.js';
 import { outcomeOfClose } from './outcome.js';
 import { redactSpec } from './redact-spec.js';
 import { redactDeep } from '../shared/secrets.js';
@@ -102,26 +102,27 @@ function baselineComparison(
   return baseline;
 }
 
-function notes(record: RunRecord, trigger: TriggerReport, invalidSpec: boolean): string[] {
-  const out: string[] = [];
+function notes(record: RunRecord, trigger: TriggerReport, invalidSpec: boolean): ReportNote[] {
+  const out: ReportNote[] = [];
   if (hasUnquotedAttempts(record.activities)) {
-    out.push(
-      'Temporal keeps only the last two attempts’ errors of a retried activity (the last one, and the one before it with the last start); earlier attempts are counted, not quoted.',
-    );
+    out.push({
+      text: 'Temporal keeps only the last two attempts’ errors of a retried activity (the last one, and the one before it with the last start); earlier attempts are counted, not quoted.',
+    });
   }
-  if (invalidSpec) out.push('The input is not a valid spec: shown as given, without defaults.');
+  if (invalidSpec) out.push({ text: 'The input is not a valid spec: shown as given, without defaults.' });
   const { child } = record;
   if (child) {
-    out.push(
-      `This run only held the ${trigger.kind} trigger: the deploy ran as the child ${child.workflowId}${child.runId ? ` (run ${child.runId})` : ''}. Its postmortem has the steps.`,
-    );
+    out.push({
+      text: `This run only held the ${trigger.kind} trigger: the deploy ran as the child ${child.workflowId}${child.runId ? ` (run ${child.runId})` : ''}. Its postmortem has the steps.`,
+    });
   }
   const { relaunch } = trigger;
   if (relaunch) {
     const run = relaunch.supervisorRunId ? ` --run-id ${relaunch.supervisorRunId}` : '';
-    out.push(
-      `The supervisor relaunched the cluster after declaring it lost${relaunch.cause ? ` (${relaunch.cause})` : ''}. The failure bundle it kept first (every host's serve log and exception, ray status, GPU processes, container state, kernel OOM lines) is the collectFailureBundle result in its history: temporal workflow show --workflow-id ${relaunch.supervisorWorkflowId}${run}`,
-    );
+    out.push({
+      text: `The supervisor relaunched the cluster after declaring it lost. The failure bundle it kept first (every host's serve log and exception, ray status, GPU processes, container state, kernel OOM lines) is the collectFailureBundle result in its history: temporal workflow show --workflow-id ${relaunch.supervisorWorkflowId}${run}`,
+    });
+    if (relaunch.cause) out.push({ text: 'What the supervisor saw:', hostText: relaunch.cause });
   }
   return out;
 }

@@ -122,7 +122,10 @@ export function renderHtml(pm: Postmortem): string {
     body.push(`<pre id="spec">${esc(JSON.stringify(pm.spec.effective, null, 2))}</pre>`);
   }
   if (pm.notes.length > 0)
-    body.push('<h2>Notes</h2>', `<ul>${pm.notes.map((n) => `<li>${esc(n)}</li>`).join('')}</ul>`);
+    body.push(
+      '<h2>Notes</h2>',
+      `<ul>${pm.notes.map((n) => `<li>${esc(n.text)}${n.hostText !== undefined ? ` <code>${esc(n.hostText)}</code>` : ''}</li>`).join('')}</ul>`,
+    );
 
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8">

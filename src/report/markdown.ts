@@ -1,5 +1,8 @@
-// The postmortem as Markdown: readable in a terminal, pasteable into an issue or a chat.
+// The postmortem as Markdown: readable in a terminal, pasteable into an issue or a chat. Text from hosts and
+// servers (errors, log lines, a smoke test's answer) is never markup here: multi-line outputs go in fenced blocks,
+// everything else in code spans (shared/host-markup.ts), so a server cannot put a link or an image in the report.
 import type { HostDiagnostics } from '../activities/types.js';
+import { markdownHostText as hostText } from '../shared/host-markup.js';
 import type { Postmortem, StepTimeline } from './model.js';
 import {
   attemptLabel,
@@ -34,12 +37,12 @@ export function renderMarkdown(pm: Postmortem): string {
       '',
     );
     out.push(fence(f.message, 'text'), '');
-    if (f.causes.length > 0) out.push('Caused by:', ...f.causes.map((c) => `- ${oneLine(c)}`), '');
-    if (f.teardown) out.push('Teardown:', ...f.teardown.map((l) => `- ${l}`), '');
+    if (f.causes.length > 0) out.push('Caused by:', ...f.causes.map((c) => `- ${hostText(oneLine(c))}`), '');
+    if (f.teardown) out.push('Teardown:', ...f.teardown.map((l) => `- ${hostText(l)}`), '');
   }
   if (pm.cancelled) {
     out.push('## Cancelled', '', `Cancelled during \`${pm.cancelled.step ?? '?'}\`. Teardown:`);
-    out.push(...pm.cancelled.teardown.map((l) => `- ${l}`), '');
+    out.push(...pm.cancelled.teardown.map((l) => `- ${hostText(l)}`), '');
   }
 
   out.push('## Timeline', '');
@@ -51,7 +54,7 @@ export function renderMarkdown(pm: Postmortem): string {
   pm.steps.forEach((s, i) => {
     const c = stepCells(s, i, t0);
     out.push(
-      `| ${c.number} | ${cell(s.title)} (\`${s.name}\`) | ${s.outcome}${s.outcome === 'skipped' && s.detail ? ` (${cell(s.detail)})` : ''} | ${c.start} | ${c.end} | ${c.duration} | ${c.attempts} | ${bar(s, t0, span)} |`,
+      `| ${c.number} | ${cell(s.title)} (\`${s.name}\`) | ${s.outcome}${s.outcome === 'skipped' && s.detail ? ` (${hostText(s.detail, tableCell)})` : ''} | ${c.start} | ${c.end} | ${c.duration} | ${c.attempts} | ${bar(s, t0, span)} |`,
     );
   });
   out.push('');
@@ -63,7 +66,7 @@ export function renderMarkdown(pm: Postmortem): string {
     out.push('| at | step | activity | host | attempt | error |', '|---|---|---|---|---|---|');
     for (const e of pm.attemptErrors) {
       out.push(
-        `| ${offset(e.atMs, t0)} | ${e.step} | ${e.activityType} | ${e.host ?? ''} | ${attemptLabel(e)} | ${cell(oneLine(e.error))} |`,
+        `| ${offset(e.atMs, t0)} | ${e.step} | ${e.activityType} | ${e.host ?? ''} | ${attemptLabel(e)} | ${hostText(oneLine(e.error), tableCell)} |`,
       );
     }
     out.push('');
@@ -93,31 +96,37 @@ export function renderMarkdown(pm: Postmortem): string {
     out.push('## Workers', '');
     for (const w of pm.workers) {
       out.push(
-        `- \`${w.identity}\`: ${w.tasks} tasks, ${offset(w.firstSeenMs, t0)} to ${offset(w.lastSeenMs, t0)}`,
+        `- ${hostText(w.identity)}: ${w.tasks} tasks, ${offset(w.firstSeenMs, t0)} to ${offset(w.lastSeenMs, t0)}`,
       );
     }
     for (const p of pm.workflowTaskProblems)
-      out.push(`- ${offset(p.atMs, t0)} workflow task ${p.kind}: ${oneLine(p.detail)}`);
+      out.push(`- ${offset(p.atMs, t0)} workflow task ${p.kind}: ${hostText(oneLine(p.detail))}`);
     out.push('');
   }
 
   if (pm.result?.smokeText !== undefined) {
-    out.push('## Smoke test', '', `> ${oneLine(pm.result.smokeText)}`, '');
+    out.push('## Smoke test', '', `> ${hostText(oneLine(pm.result.smokeText))}`, '');
   }
 
   if (pm.spec) {
     out.push('## Effective spec (secrets redacted)', '');
     if (pm.spec.redactedFields.length > 0)
-      out.push(`Redacted: ${pm.spec.redactedFields.map((f) => `\`${f}\``).join(', ')}`, '');
+      out.push(`Redacted: ${pm.spec.redactedFields.map((f) => hostText(f)).join(', ')}`, '');
     out.push(fence(JSON.stringify(pm.spec.effective, null, 2), 'json'), '');
   }
-  if (pm.notes.length > 0) out.push('## Notes', '', ...pm.notes.map((n) => `- ${n}`), '');
+  if (pm.notes.length > 0)
+    out.push(
+      '## Notes',
+      '',
+      ...pm.notes.map((n) => `- ${n.text}${n.hostText !== undefined ? ` ${hostText(n.hostText)}` : ''}`),
+      '',
+    );
   return out.join('\n');
 }
 
 function diagnosticsSection(d: HostDiagnostics): string[] {
   const out = [`### ${d.host}${d.reachable ? '' : ' (unreachable)'}`, ''];
-  if (d.errors.length > 0) out.push(...d.errors.map((e) => `- error: ${oneLine(e)}`), '');
+  if (d.errors.length > 0) out.push(...d.errors.map((e) => `- error: ${hostText(oneLine(e))}`), '');
   for (const [title, text] of diagnosticsParts(d)) out.push(`${title}:`, '', fence(text, 'text'), '');
   return out;
 }
@@ -148,3 +157,5 @@ function oneLine(text: string): string {
 function cell(text: string): string {
   return text.replaceAll('|', '\\|');
 }
+
+const tableCell = { tableCell: true };

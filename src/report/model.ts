@@ -174,5 +174,11 @@ export interface Postmortem {
   workers: WorkerReport[];
   /** Workflow tasks that failed or timed out (a worker died or crashed mid-task). */
   workflowTaskProblems: { atMs: number; kind: 'failed' | 'timed out'; detail: string }[];
-  notes: string[];
+  notes: ReportNote[];
+}
+
+/** A note under the report: liftoff's own words, and host text (a loss's cause) kept apart so it is never markup. */
+export interface ReportNote {
+  text: string;
+  hostText?: string;
 }

@@ -23,6 +23,7 @@ import { preflight } from './preflight.js';
 import { StepTracker } from './step-tracker.js';
 import { collectDiagnostics, tearDown } from './teardown.js';
 import { sendNotification } from './notify.js';
+import { notifyText } from './notify-text.js';
 import { startSupervision, takeOverSupervision } from './supervise-handoff.js';
 import { runUnderClusterId } from './under-cluster-id.js';
 import { rayWorkers, waitHealthy } from './wait-healthy.js';
@@ -124,7 +125,7 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
       throw tracker.cancelled(err, ['nothing to tear down: no container of this launch had started']);
     }
     const failure = tracker.fail(err, undefined);
-    await sendNotification(spec, 'deployFailed', `✖ deploy of ${spec.cluster} failed: ${failure.message}`, {
+    await sendNotification(spec, 'deployFailed', notifyText.deployFailed(spec.cluster, failure.message), {
       launchId,
       trigger,
     });
@@ -204,7 +205,7 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
       await sendNotification(
         spec,
         'deploySucceeded',
-        `✔ ${spec.cluster} is serving ${modelId} at ${endpoint}`,
+        notifyText.deploySucceeded(spec.cluster, modelId, endpoint),
         {
           launchId,
           endpoint,
@@ -230,7 +231,7 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
         ? await CancellationScope.nonCancellable(() => tearDown(spec, hosts, acts))
         : ['left for inspection (onFailure: leave)'];
     const failure = tracker.fail(err, diagnostics, teardown);
-    await sendNotification(spec, 'deployFailed', `✖ deploy of ${spec.cluster} failed: ${failure.message}`, {
+    await sendNotification(spec, 'deployFailed', notifyText.deployFailed(spec.cluster, failure.message), {
       launchId,
       trigger,
     });

@@ -3,6 +3,7 @@
 // relaunch budget and the backoff are here, tested without a server; supervise.ts does the waiting and acting.
 import type { FailureBundle, ProbeCheck } from '../activities/types.js';
 import { formatDuration } from '../config/duration.js';
+import { markdownHostText } from '../shared/host-markup.js';
 
 export type SuperviseStatus = 'serving' | 'lost' | 'relaunching' | 'degraded' | 'stopped';
 
@@ -176,10 +177,10 @@ export function causeOf(round: ProbeRound | undefined): string {
   return round.failures.join('; ');
 }
 
-/** The workflow's current details, as the Temporal UI renders them (markdown). */
+/** The workflow's current details, as the Temporal UI renders them (markdown): host text in code spans. */
 export function detailsMarkdown(state: SuperviseState, nowMs: number): string {
   const lines = [
-    `**${state.cluster}** — ${state.status}${state.reason ? `: ${state.reason}` : ''}`,
+    `**${state.cluster}** — ${state.status}${state.reason ? `: ${markdownHostText(state.reason)}` : ''}`,
     '',
     `- uptime since the last launch: ${formatDuration(Math.max(0, nowMs - state.launch.servingSinceMs))}`,
     `- rounds: ${state.rounds} (${state.failedRounds} failed, ${state.consecutiveFailures} in a row), probes: ${state.probes}`,
@@ -188,13 +189,15 @@ export function detailsMarkdown(state: SuperviseState, nowMs: number): string {
   if (p) {
     const latency = p.checks.find((c) => c.name === 'completion')?.latencyMs;
     lines.push(
-      `- last probe: ${p.verdict}${latency !== undefined ? `, completion ${formatDuration(latency)}` : ''}${p.failures.length ? ` (${p.failures.join('; ')})` : ''}`,
+      `- last probe: ${p.verdict}${latency !== undefined ? `, completion ${formatDuration(latency)}` : ''}${p.failures.length ? ` (${markdownHostText(p.failures.join('; '))})` : ''}`,
     );
   }
   if (state.relaunches.length > 0) {
     lines.push('', 'relaunches:', '');
     for (const r of state.relaunches.slice(-5))
-      lines.push(`- #${r.n} ${r.outcome ?? 'running'}: ${r.cause}${r.error ? ` → ${r.error}` : ''}`);
+      lines.push(
+        `- #${r.n} ${r.outcome ?? 'running'}: ${markdownHostText(r.cause)}${r.error ? ` → ${markdownHostText(r.error)}` : ''}`,
+      );
   }
   return lines.join('\n');
 }

@@ -26,6 +26,7 @@ import { stepActivities } from './activity-options.js';
 import { clusterHosts, validate } from './deploy.js';
 import { messageOf } from './failures.js';
 import { sendNotification } from './notify.js';
+import { notifyText } from './notify-text.js';
 import { patches } from './patches.js';
 import { tearDown } from './teardown.js';
 import { stopSupervisionSignal, supervisionQuery, type SuperviseInput } from './supervise-api.js';
@@ -125,7 +126,7 @@ export async function supervise(input: SuperviseInput): Promise<SuperviseResult>
       state.relaunches.push(entry);
       state.status = 'relaunching';
       publish();
-      await sendNotification(spec, 'relaunched', `↻ relaunching ${spec.cluster} (#${entry.n}): ${cause}`, {
+      await sendNotification(spec, 'relaunched', notifyText.relaunched(spec.cluster, entry.n, cause), {
         n: entry.n,
         cause,
       });
@@ -189,7 +190,7 @@ export async function supervise(input: SuperviseInput): Promise<SuperviseResult>
         state.status = 'lost';
         state.lostAtMs = Date.now();
         publish();
-        await sendNotification(spec, 'lost', `✖ ${spec.cluster} is lost: ${causeOf(state.lastProbe)}`, {
+        await sendNotification(spec, 'lost', notifyText.lost(spec.cluster, causeOf(state.lastProbe)), {
           cause: causeOf(state.lastProbe),
           rounds: state.consecutiveFailures,
         });
@@ -197,15 +198,10 @@ export async function supervise(input: SuperviseInput): Promise<SuperviseResult>
         if (recovered === 'stopped') return end('stopped', stopReason ?? 'stopped');
         if (recovered === 'degraded') return await degrade(spec, hosts, state, publish);
         Object.assign(state, { status: 'serving', consecutiveFailures: 0, unreachableSinceMs: {} });
-        await sendNotification(
-          spec,
-          'recovered',
-          `✔ ${spec.cluster} is serving again (${state.launch.launchId})`,
-          {
-            launchId: state.launch.launchId,
-            endpoint: state.launch.endpoint,
-          },
-        );
+        await sendNotification(spec, 'recovered', notifyText.recovered(spec.cluster, state.launch.launchId), {
+          launchId: state.launch.launchId,
+          endpoint: state.launch.endpoint,
+        });
         delete state.lostAtMs;
       }
       publish();
@@ -248,7 +244,7 @@ async function degrade(
   state.reason = `${state.reason ?? 'degraded'}\ncontainers: ${containers.join('; ')}`;
   upsertMemo({ supervise: { status: 'degraded', reason: state.reason } });
   publish();
-  await sendNotification(spec, 'degraded', `✖ ${spec.cluster} is degraded: ${state.reason}`, {
+  await sendNotification(spec, 'degraded', notifyText.degraded(spec.cluster, state.reason), {
     reason: state.reason,
     relaunches: state.relaunches.length,
   });

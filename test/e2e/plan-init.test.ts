@@ -5,7 +5,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { lstatSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { useE2eCluster } from '../helpers/e2e-cluster.js';
@@ -342,6 +342,21 @@ describe('liftoff plan and init on the simulated cluster', () => {
     assert.equal(readFileSync(out, 'utf8'), text, 'the file is untouched');
     const forced = await runLiftoff([...args, '--force'], env());
     assert.equal(forced.code, 0, forced.stderr);
+    // -o at a symbolic link: without --force the name is taken (nothing probed); with it the link is replaced by
+    // the spec, and the file it pointed at is untouched.
+    const victim = join(stateDir, 'victim.txt');
+    writeFileSync(victim, 'keep me\n');
+    const link = join(stateDir, 'linked.yaml');
+    rmSync(link, { force: true });
+    symlinkSync(victim, link);
+    const linkArgs = args.map((a) => (a === out ? link : a));
+    const refused = await runLiftoff(linkArgs, env());
+    assert.equal(refused.code, 2);
+    assert.match(refused.stderr, /exists; nothing was probed or written/);
+    const throughLink = await runLiftoff([...linkArgs, '--force'], env());
+    assert.equal(throughLink.code, 0, throughLink.stderr);
+    assert.equal(readFileSync(victim, 'utf8'), 'keep me\n');
+    assert.ok(lstatSync(link).isFile(), 'the link is now the spec');
 
     const bad = await runLiftoff(['init', '--host', 'spark1', '-o', join(stateDir, 'bad.yaml')], env());
     assert.equal(bad.code, 2);

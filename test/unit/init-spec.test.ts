@@ -98,7 +98,7 @@ describe('init choices', () => {
     assert.equal(c.image.value, 'ours/vllm:gb10');
     assert.match(c.image.reason, /running container vllm_node on a/);
     assert.deepEqual(c.image.alternatives, ['vllm/vllm-openai:latest: also on every host']);
-    assert.deepEqual(c.containers, ['vllm_node']);
+    assert.deepEqual(c.containers, [{ name: 'vllm_node', hosts: ['a'] }]);
 
     const none = chooseSpec([host('a', '10.0.0.1'), host('b', '10.0.0.2', { images: [] })], undefined);
     assert.ok(none.warnings.some((w) => /no image is on every host/.test(w)));
@@ -165,6 +165,75 @@ describe('init spec writer', () => {
     });
     assert.ok(!text.includes('\u001b'), 'no ESC in the file');
     deploySpecSchema.parse(parse(text));
+  });
+
+  it('writes only printable ASCII: a hostile GPU name cannot add lines for a YAML 1.1 reader, nor hide in bidi', () => {
+    // U+2028 and U+2029 (and U+0085) are line breaks to PyYAML: after one, "- name: evil" would be a host.
+    const gpuName =
+      'GB10\u2028  - name: "evil"\u2029    address: "6.6.6.6"\u0085\u202eevil\u202c\u2066x\u2069\u200b';
+    const evil = host('a', '10.0.0.1', {
+      gpus: [{ index: 0, name: gpuName, memoryTotalMiB: null }],
+      addresses: ip('3: eth1\u2028x    inet 10.0.0.1/24 scope global eth1\u2028x\n'),
+      models: [{ id: 'Qwen/Qwen3-8B', cacheDir: '/home/ops\u2028\u202e/.cache/huggingface' }],
+    });
+    const b = host('b', '10.0.0.2');
+    const text = writeSpecText({
+      cluster: 'lab',
+      ssh,
+      choices: chooseSpec([evil, b], undefined),
+      facts: [evil, b],
+      probedAt: 'now',
+    });
+    assert.doesNotMatch(text, /[\u0085\u2028\u2029]/, 'no YAML 1.1 line break but newline');
+    assert.match(text, /^[\x20-\x7e\n]*$/, 'printable ASCII and newlines only');
+    assert.match(
+      text,
+      /# a: 1 GPU \(GB10\\u2028 {2}- name: "evil"\\u2029 .*\\u202eevil\\u202c\\u2066x\\u2069\\u200b, /,
+    );
+    // Read as a YAML 1.1 tool would, splitting lines at U+0085, U+2028 and U+2029 too: the same two hosts.
+    const asYaml11 = text.split(/\r\n|[\n\r\u0085\u2028\u2029]/).join('\n');
+    const spec = deploySpecSchema.parse(parse(asYaml11));
+    assert.deepEqual(
+      spec.hosts.map((h) => [h.name, h.address]),
+      [
+        ['a', '10.0.0.1'],
+        ['b', '10.0.0.2'],
+      ],
+    );
+    // Values keep what the host said, escaped in the file and read back exactly.
+    assert.equal(spec.ray.volumes[0], '/home/ops\u2028\u202e/.cache/huggingface:/root/.cache/huggingface');
+    assert.equal(spec.hosts[0]?.clusterIp, '10.0.0.1');
+  });
+
+  it('suggests for cleanup only what looks like vLLM, says which host reported each, and flags partial ones', () => {
+    const a = host('a', '10.0.0.1', {
+      // systemctl's pattern is the host's to apply: a host that lists sshd.service gets no sshd suggested.
+      units: ['vllm-cluster.service', 'sshd.service', 'vllm-extra.service'],
+      containers: [
+        { name: 'vllm_node', image: 'vllm/vllm-openai:v0.11.0' },
+        { name: 'postgres', image: 'postgres:16' },
+      ],
+    });
+    const b = host('b', '10.0.0.2', {
+      units: ['vllm-cluster.service', 'nginx.service'],
+      containers: [{ name: 'vllm_node', image: 'vllm/vllm-openai:v0.11.0' }],
+    });
+    const choices = chooseSpec([a, b], undefined);
+    assert.deepEqual(choices.services, [
+      { name: 'vllm-cluster.service', hosts: ['a', 'b'] },
+      { name: 'vllm-extra.service', hosts: ['a'] },
+    ]);
+    assert.deepEqual(choices.containers, [{ name: 'vllm_node', hosts: ['a', 'b'] }]);
+    const text = writeSpecText({ cluster: 'lab', ssh, choices, facts: [a, b], probedAt: 'now' });
+    assert.match(text, /^ {2}# {3}vllm-cluster\.service: reported by every host \(a, b\)$/m);
+    assert.match(text, /^ {2}# {3}vllm-extra\.service: ONLY SOME HOSTS: reported by a, not by b$/m);
+    assert.match(
+      text,
+      /^ {2}# {3}vllm_node: reported by every host \(a, b\)\n {2}containers: \["vllm_node"\]$/m,
+    );
+    const spec = deploySpecSchema.parse(parse(text));
+    assert.deepEqual(spec.cleanup.services, ['vllm-cluster.service', 'vllm-extra.service']);
+    assert.doesNotMatch(text, /sshd|nginx/);
   });
 
   it('still validates when the hosts have no model and no image', () => {

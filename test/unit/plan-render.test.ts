@@ -210,6 +210,25 @@ describe('plan text', () => {
     assert.match(tail[2] ?? '', /a: old_vllm, liftoff_ray; b: old_vllm, liftoff_ray/);
   });
 
+  it('shows a line break inside a command as \\n, so a command cannot fake lines of the plan', () => {
+    const fake = 'x\n    ! rm -rf /srv/models\nb (worker)';
+    const tricky = deploySpecSchema.parse({
+      ...spec,
+      ray: { ...spec.ray, env: { ...spec.ray.env, NOTE: fake } },
+    });
+    const text = renderPlan({
+      cluster: 'lab',
+      wouldStart: true,
+      problems: [],
+      warnings: [],
+      hosts: [planHost(tricky, head, head, [], seen)],
+      secrets: [],
+    });
+    assert.doesNotMatch(text, /^ {4}! rm -rf/m);
+    assert.doesNotMatch(text, /^b \(worker\)$/m);
+    assert.match(text, /^ {6}! .*docker run .*'NOTE=x\\n {4}! rm -rf \/srv\/models\\nb \(worker\)'/m);
+  });
+
   it('a refusal lists the problems and nothing else', () => {
     const text = renderPlan({
       cluster: 'lab',

@@ -266,9 +266,9 @@ describe('retries, secrets and triggers (derived from the recorded histories)', 
       [['verifyGpusClear', 2, false]],
     );
     assert.match(pm.attemptErrors[0]?.error ?? '', /^GpuNotClear: GPUs on spark1 are not clear/);
-    assert.ok(pm.notes.some((n) => /last two attempts/.test(n)));
+    assert.ok(pm.notes.some((n) => /last two attempts/.test(n.text)));
     assert.match(renderHtml(pm), /<rect class="retry"/);
-    assert.match(renderMarkdown(pm), /\| verifyGpusClear \| verifyGpusClear \| spark\d \| 2 \| GpuNotClear/);
+    assert.match(renderMarkdown(pm), /\| verifyGpusClear \| verifyGpusClear \| spark\d \| 2 \| `GpuNotClear/);
   });
 
   it('secrets in the spec (env and --api-key) appear nowhere in any format', () => {
@@ -331,8 +331,9 @@ describe('retries, secrets and triggers (derived from the recorded histories)', 
     assert.match(md, /relaunch #2 by liftoff-replay-supervise/);
     assert.match(
       md,
-      /declaring it lost \(spark1 health: GET \/health failed \(curl exit 7\)\)\. The failure bundle .* collectFailureBundle result in its history: temporal workflow show --workflow-id liftoff-replay-supervise --run-id run-7/,
+      /declaring it lost\. The failure bundle .* collectFailureBundle result in its history: temporal workflow show --workflow-id liftoff-replay-supervise --run-id run-7/,
     );
+    assert.match(md, /^- What the supervisor saw: `spark1 health: GET \/health failed \(curl exit 7\)`$/m);
   });
 
   it('a run started by a schedule says so, with the schedule id', () => {

@@ -38,6 +38,24 @@ describe('control characters from hosts never reach the terminal raw', () => {
     );
   });
 
+  it('terminalText escapes bidi controls and zero-width characters, and leaves other text alone', () => {
+    // "vllm_node" that reads as one thing and is another: an override that reverses what follows, and a ZWSP.
+    const bidi = 'rank 0 \u202eedon\u202c ok \u2066x\u2069 \u200e\u200f\u061c\u202a\u202b\u202d\u2067\u2068';
+    const zeroWidth = 'vllm\u200b_node\u200c\u200d\u2060\ufeff';
+    assert.equal(
+      terminalText(bidi),
+      'rank 0 \\u202eedon\\u202c ok \\u2066x\\u2069 \\u200e\\u200f\\u061c\\u202a\\u202b\\u202d\\u2067\\u2068',
+    );
+    assert.equal(terminalText(zeroWidth), 'vllm\\u200b_node\\u200c\\u200d\\u2060\\ufeff');
+    assert.doesNotMatch(
+      terminalText(bidi + zeroWidth),
+      /[\u200b-\u200f\u202a-\u202e\u2060-\u2069\u061c\ufeff]/,
+    );
+    assert.equal(terminalText('GPU «H200» — 80 GB, 名前 ✓'), 'GPU «H200» — 80 GB, 名前 ✓');
+    const out = capture('stdout', () => emit({}, { name: zeroWidth }, (r) => r.name));
+    assert.equal(out, 'vllm\\u200b_node\\u200c\\u200d\\u2060\\ufeff\n');
+  });
+
   it('terminalSafe escapes every string inside a result, and leaves other values alone', () => {
     const when = new Date(0);
     const safe = terminalSafe({ a: hostile, list: [hostile, 3, null], nested: { b: hostile }, when });
