@@ -16,6 +16,7 @@ import { boundedDuration } from './duration-schema.js';
 import { envMap, secretRefSchema } from './env-schema.js';
 import { shown } from './errors.js';
 import { hostIssues } from './host-rules.js';
+import { jumpChainIssues } from './jump-chains.js';
 import { hour, maxChars, maxHosts, maxItems, maxRenderedBytes, maxTimeoutMs, second } from './limits.js';
 import { argText, cappedList, cappedText, hostPath, utf8Bytes, workerPath } from './text-fields.js';
 
@@ -120,7 +121,9 @@ export const probeSpecSchema = z
     hosts: cappedList(hostSchema, maxHosts, 'hosts').min(1, 'expected at least one host'),
   })
   .superRefine((spec, ctx) => {
-    for (const issue of hostIssues(spec.hosts, spec.ssh.port)) ctx.addIssue({ code: 'custom', ...issue });
+    // The probe needs no head, but it follows the jump chains: they must lead somewhere, in a few hops.
+    if (spec.hosts.length > maxHosts) return;
+    for (const issue of jumpChainIssues(spec.hosts)) ctx.addIssue({ code: 'custom', ...issue });
   });
 
 const deployHostSchema = hostSchema.extend({ clusterIp: ipv4 });

@@ -32,6 +32,16 @@ describe('spec bounds', () => {
     assert.equal(probe.success, false, 'the probe spec has the cap too');
   });
 
+  it('the probe spec (probe, trust) follows the same jump-chain rules, and still needs no head', () => {
+    const workers = (n: number) => manyHosts(n, true).map((h) => ({ ...(h as JsonObject), role: 'worker' }));
+    assert.ok(probeSpecSchema.safeParse({ ...referenceSpec, hosts: workers(5) }).success);
+    const r = probeSpecSchema.safeParse({ ...referenceSpec, hosts: workers(6) });
+    assert.match(
+      r.success ? '' : formatIssues(r.error),
+      /hosts\[5\]\.jumpHost: h5 is reached through more than 4/,
+    );
+  });
+
   it('the jump chain check is linear: 256 hosts in a 255-hop chain cost one short walk each', () => {
     const hosts = manyHosts(256, true) as { name: string; jumpHost?: string }[];
     const issues = jumpChainIssues(hosts);
