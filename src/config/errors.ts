@@ -10,6 +10,15 @@ export function formatPath(path: readonly PropertyKey[]): string {
   return out || '(spec)';
 }
 
+/** The most characters of a value an error quotes: a megabyte of text is shown by its start and its length. */
+const shownChars = 64;
+
+/** A value as an error quotes it: JSON, cut to its start when long. */
+export function shown(value: string): string {
+  if (value.length <= shownChars) return JSON.stringify(value);
+  return `${JSON.stringify(value.slice(0, shownChars))}… (${value.length} characters)`;
+}
+
 export function formatIssues(error: z.ZodError): string {
   return error.issues.map((issue) => `  ${formatPath(issue.path)}: ${issue.message}`).join('\n');
 }

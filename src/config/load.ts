@@ -1,8 +1,10 @@
-// The one config loader: YAML (or JSON) file → validated spec, or a SpecError naming every bad field.
-import { readFileSync } from 'node:fs';
-import { parse as parseYaml, YAMLParseError } from 'yaml';
+// The one config loader: YAML (or JSON) file → validated spec, or a SpecError naming every bad field. The file
+// and the YAML are bounded (spec-file.ts, spec-yaml.ts) before the schema sees a value.
+import { YAMLParseError } from 'yaml';
 import type { z } from 'zod';
 import { formatIssues } from './errors.js';
+import { readSpecFile, SpecFileRefused } from './spec-file.js';
+import { parseSpecYaml, YamlRefused } from './spec-yaml.js';
 
 export class SpecError extends Error {
   override name = 'SpecError';
@@ -17,8 +19,9 @@ export function parseSpec<S extends z.ZodType>(schema: S, value: unknown, source
 export function loadSpecFile<S extends z.ZodType>(schema: S, file: string): z.infer<S> {
   let text: string;
   try {
-    text = readFileSync(file, 'utf8');
+    text = readSpecFile(file);
   } catch (err) {
+    if (err instanceof SpecFileRefused) throw new SpecError(`cannot read spec file ${file}: ${err.message}`);
     throw new SpecError(
       `cannot read spec file ${file}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`,
     );
@@ -30,8 +33,15 @@ export function loadSpecFile<S extends z.ZodType>(schema: S, file: string): z.in
 export function parseSpecText<S extends z.ZodType>(schema: S, text: string, source: string): z.infer<S> {
   let value: unknown;
   try {
-    value = parseYaml(text, { prettyErrors: true });
+    value = parseSpecYaml(text);
   } catch (err) {
+    if (err instanceof YamlRefused) {
+      throw new SpecError(
+        err.field === undefined
+          ? `${source} is refused: ${err.message}`
+          : `${source} is invalid:\n  ${err.field}: ${err.message}`,
+      );
+    }
     const detail = err instanceof YAMLParseError ? err.message : String(err);
     throw new SpecError(`${source} is not valid YAML: ${detail}`);
   }

@@ -1,10 +1,8 @@
 // The cluster spec. One schema serves the YAML file, the CLI and a spec pasted into the Temporal UI.
 // No Node builtins here: workflows import it to validate their input.
 import { z } from 'zod';
-import { parseDuration } from './duration.js';
 import { modelPathFor } from './derive.js';
-import { credentialShapedValues, isSecretEnvName, isSecretFlag } from '../shared/secrets.js';
-import { hostSteeringEnvProblem, reservedEnvNameProblem } from './host-env.js';
+import { credentialShapedValues, isSecretFlag } from '../shared/secrets.js';
 import {
   dangerousMountProblem,
   homeRelativeProblem,
@@ -14,6 +12,15 @@ import {
 import { superviseSchema } from './supervise.js';
 import { notifySchema } from './notify.js';
 import { launchBackends, multiprocIssues, rayOnlyFields, writtenFieldIssues } from './backend.js';
+import { boundedDuration } from './duration-schema.js';
+import { envMap, secretRefSchema } from './env-schema.js';
+import { shown } from './errors.js';
+import { hostIssues } from './host-rules.js';
+import { jumpChainIssues } from './jump-chains.js';
+import { hour, maxChars, maxHosts, maxItems, maxRenderedBytes, maxTimeoutMs, second } from './limits.js';
+import { argText, cappedList, cappedText, hostPath, utf8Bytes, workerPath } from './text-fields.js';
+
+export { secretRefSchema, type SecretRef, type EnvValue, type EnvSpec } from './env-schema.js';
 
 /** A host or cluster name: what becomes part of a workflow id and a search attribute. */
 export const hostNamePattern = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;
@@ -28,7 +35,7 @@ const port = z
   .min(1, 'expected a port from 1 to 65535')
   .max(65535, 'expected a port from 1 to 65535');
 
-const ipv4 = z.string().refine(
+const ipv4 = cappedText(15).refine(
   (s) =>
     // No leading zeros: some tools read 010.1.2.3 as octal.
     /^(0|[1-9]\d{0,2})\.(0|[1-9]\d{0,2})\.(0|[1-9]\d{0,2})\.(0|[1-9]\d{0,2})$/.test(s) &&
@@ -39,107 +46,30 @@ const ipv4 = z.string().refine(
   },
 );
 
-/** A duration such as "25m", "10s" or "1h30m"; kept as text in the spec, parsed where used. */
-const duration = z.string().refine((s) => parseDuration(s) !== undefined, {
-  error: (issue) => `${JSON.stringify(issue.input)} is not a duration (expected e.g. "30s", "10m", "1h30m")`,
-});
+/** A timeout or wait of the spec: at least 1 ms, at most a week (limits.ts says why). */
+function timeout(example: string) {
+  return boundedDuration({ minMs: 1, maxMs: maxTimeoutMs, maxText: '168h (7 days)', example });
+}
 
 /** What docker accepts as a container name: its pattern needs at least two characters. */
-const containerName = z
-  .string()
-  .regex(/^[a-zA-Z0-9][a-zA-Z0-9_.-]+$/, 'expected a docker container name ([a-zA-Z0-9][a-zA-Z0-9_.-]+)');
-
-// No argv string can carry NUL: the quoting function refuses it at run time, on a host, after Ray started.
-const argText = z.string().refine((s) => !s.includes('\0'), {
-  error: 'contains a NUL byte, which no command-line argument can carry',
-});
+const containerName = cappedText(maxChars.containerName).regex(
+  /^[a-zA-Z0-9][a-zA-Z0-9_.-]+$/,
+  'expected a docker container name ([a-zA-Z0-9][a-zA-Z0-9_.-]+)',
+);
 
 /** What systemd accepts as a unit name. */
-const unitName = z
-  .string()
-  .regex(
-    /^[A-Za-z0-9:_.\\@-]+(\.(service|socket|target|timer|mount|path|scope|slice))?$/,
-    'expected a systemd unit name such as vllm.service',
-  );
-
-const envName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'expected an environment variable name');
-
-/** A path on the worker's host: `~/` is the worker user's home. The worker policy decides which ones it reads. */
-const workerPath = argText.regex(/^(\/|~\/)/, 'expected an absolute path (starting with / or ~/)');
-
-/** A path on the GPU hosts: absolute, since `~` is never expanded there (liftoff quotes every path). */
-const hostPath = argText.superRefine((path, ctx) => {
-  const problem =
-    homeRelativeProblem(path) ??
-    (path.startsWith('/') ? undefined : 'expected an absolute path on the hosts (starting with /)');
-  if (problem) ctx.addIssue({ code: 'custom', message: problem });
-});
+const unitName = cappedText(maxChars.unitName).regex(
+  /^[A-Za-z0-9:_.\\@-]+(\.(service|socket|target|timer|mount|path|scope|slice))?$/,
+  'expected a systemd unit name such as vllm.service',
+);
 
 /** A `ray.volumes` entry: its host side is a host path, so a `~` there is refused for the same reason. */
-const volume = argText.superRefine((text, ctx) => {
+const volume = argText(maxChars.volume).superRefine((text, ctx) => {
   const problem =
     homeRelativeProblem(text) ??
     (/^\/[^:]*:\/[^:]*(:(ro|rw))?$/.test(text) ? undefined : 'expected HOST_PATH:CONTAINER_PATH[:ro|rw]');
   if (problem) ctx.addIssue({ code: 'custom', message: problem });
 });
-
-/**
- * A secret is named, never written: the spec travels through Temporal's history, so the worker resolves the
- * reference (its own environment variable, or a file on its host) inside the activity that needs the value.
- */
-export const secretRefSchema = z.union([
-  z.strictObject({
-    fromEnv: envName.superRefine((name, ctx) => {
-      const problem = hostSteeringEnvProblem(name);
-      if (problem) ctx.addIssue({ code: 'custom', message: problem });
-    }),
-  }),
-  z.strictObject({ fromFile: workerPath }),
-]);
-export type SecretRef = z.infer<typeof secretRefSchema>;
-/** An env value in the spec: plain text, or a reference to a secret. */
-export type EnvValue = string | SecretRef;
-
-const envRecord = z
-  .record(z.string(), z.union([argText, secretRefSchema]))
-  .default({})
-  .superRefine((env, ctx) => {
-    for (const [name, value] of Object.entries(env)) {
-      // Checked here rather than as the record's key schema, whose failure zod reports without the name.
-      if (!envName.safeParse(name).success) {
-        ctx.addIssue({
-          code: 'custom',
-          path: [name],
-          message: `${JSON.stringify(name)} is not an environment variable name (letters, digits and "_", not starting with a digit)`,
-        });
-      }
-      // Secret references and secret-looking names travel to docker through the host shell's environment.
-      const viaHostShell = typeof value !== 'string' || isSecretEnvName(name);
-      const steering = viaHostShell ? hostSteeringEnvProblem(name) : undefined;
-      if (steering) ctx.addIssue({ code: 'custom', path: [name], message: steering });
-      if (typeof value === 'string' && value !== '' && isSecretEnvName(name)) {
-        ctx.addIssue({
-          code: 'custom',
-          path: [name],
-          message: `looks like a secret; a value written in the spec would be stored in Temporal's history. Reference it instead: ${name}: { fromEnv: ${name} } (read from the worker's environment) or ${name}: { fromFile: /path/on/the/worker/host }`,
-        });
-      }
-    }
-  });
-// zod's record drops a `__proto__` key without a word, so the raw object's own keys are checked first. An absent
-// env stays allowed (optional here, then envRecord's default of {}).
-const envMap = z
-  .custom<z.input<typeof envRecord>>()
-  .optional()
-  .superRefine((raw, ctx) => {
-    if (typeof raw !== 'object' || raw === null) return;
-    for (const name of Object.keys(raw)) {
-      const problem = reservedEnvNameProblem(name);
-      if (problem) ctx.addIssue({ code: 'custom', path: [name], message: problem });
-    }
-  })
-  .pipe(envRecord);
-export type EnvSpec = z.infer<typeof envMap>;
 
 /** How to write the value at `path` without the credential: the reference that field takes. */
 function credentialFix(path: readonly PropertyKey[]): string {
@@ -153,9 +83,10 @@ function credentialFix(path: readonly PropertyKey[]): string {
   return `Keep it out of the spec: put it in the worker's environment or a file on the worker, and pass it through ray.env or serve.env as { fromEnv: NAME } or { fromFile: /path/on/the/worker/host }`;
 }
 
-const imageRef = z
-  .string()
-  .regex(/^[a-z0-9][a-z0-9._/:@-]*$/i, 'expected a docker image reference such as vllm/vllm-openai:latest');
+const imageRef = cappedText(maxChars.image).regex(
+  /^[a-z0-9][a-z0-9._/:@-]*$/i,
+  'expected a docker image reference such as vllm/vllm-openai:latest',
+);
 
 export const sshSchema = z.strictObject({
   user: z.string().regex(/^[a-z_][a-z0-9_-]{0,31}$/i, 'expected a Unix user name'),
@@ -168,7 +99,10 @@ export const sshSchema = z.strictObject({
 
 export const hostSchema = z.strictObject({
   name: hostName,
-  address: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9.:-]*$/, 'expected an IP address or DNS name'),
+  address: cappedText(maxChars.address).regex(
+    /^[A-Za-z0-9][A-Za-z0-9.:-]*$/,
+    'expected an IP address or DNS name',
+  ),
   port: port.optional(),
   user: z
     .string()
@@ -180,11 +114,17 @@ export const hostSchema = z.strictObject({
 });
 
 /** The part of the spec the connectivity probe needs; the deploy spec extends it. */
-export const probeSpecSchema = z.object({
-  cluster: hostName,
-  ssh: sshSchema,
-  hosts: z.array(hostSchema).min(1, 'expected at least one host'),
-});
+export const probeSpecSchema = z
+  .object({
+    cluster: hostName,
+    ssh: sshSchema,
+    hosts: cappedList(hostSchema, maxHosts, 'hosts').min(1, 'expected at least one host'),
+  })
+  .superRefine((spec, ctx) => {
+    // The probe needs no head, but it follows the jump chains: they must lead somewhere, in a few hops.
+    if (spec.hosts.length > maxHosts) return;
+    for (const issue of jumpChainIssues(spec.hosts)) ctx.addIssue({ code: 'custom', ...issue });
+  });
 
 const deployHostSchema = hostSchema.extend({ clusterIp: ipv4 });
 
@@ -192,19 +132,19 @@ const deploySpecObject = z
   .strictObject({
     cluster: hostName,
     ssh: sshSchema,
-    hosts: z.array(deployHostSchema).min(1, 'expected at least one host'),
+    hosts: cappedList(deployHostSchema, maxHosts, 'hosts').min(1, 'expected at least one host'),
     cleanup: z
       .strictObject({
-        services: z
-          .array(
-            unitName.superRefine((unit, ctx) => {
-              const problem = protectedUnitProblem(unit);
-              if (problem) ctx.addIssue({ code: 'custom', message: problem });
-            }),
-          )
-          .default([]),
+        services: cappedList(
+          unitName.superRefine((unit, ctx) => {
+            const problem = protectedUnitProblem(unit);
+            if (problem) ctx.addIssue({ code: 'custom', message: problem });
+          }),
+          maxItems.cleanup,
+          'units',
+        ).default([]),
         disableServices: z.boolean().default(false),
-        containers: z.array(containerName).default([]),
+        containers: cappedList(containerName, maxItems.cleanup, 'containers').default([]),
       })
       .default({ services: [], disableServices: false, containers: [] }),
     gpu: z
@@ -215,7 +155,7 @@ const deploySpecObject = z
         /** Unified-memory hosts (GB10): MemAvailable needed before the load. */
         minAvailableMiB: z.number().int().min(0).default(65536),
         /** How long to wait for memory to be freed after containers are removed. */
-        clearTimeout: duration.default('2m'),
+        clearTimeout: timeout('2m').default('2m'),
       })
       .default({ perHost: 1, maxUsedMiB: 1024, minAvailableMiB: 65536, clearTimeout: '2m' }),
     ray: z.strictObject({
@@ -223,15 +163,14 @@ const deploySpecObject = z
       container: containerName,
       port: port.default(rayOnlyFields.port),
       env: envMap,
-      volumes: z.array(volume).default([]),
+      volumes: cappedList(volume, maxItems.volumes, 'volumes').default([]),
       /** Lets ray.volumes mount `/` or the container runtime's socket, which give the container the host. */
       allowDangerousMounts: z.boolean().optional(),
-      shmSize: z
-        .string()
+      shmSize: cappedText(maxChars.shmSize)
         .regex(/^\d+[bkmg]?$/i, 'expected a size such as 10g')
         .default('10g'),
       /** How long the Ray cluster may take to show every node and GPU. */
-      verifyTimeout: duration.default(rayOnlyFields.verifyTimeout),
+      verifyTimeout: timeout('90s').default(rayOnlyFields.verifyTimeout),
     }),
     serve: z.strictObject({
       /** ray: a Ray cluster in Docker, vLLM placed over it. multiproc: vLLM's own multi-node mode, one rank a host. */
@@ -239,18 +178,27 @@ const deploySpecObject = z
       /** multiproc: where rank 0's torch.distributed store listens on the head (vLLM's --master-port). */
       masterPort: port.optional(),
       /** multiproc: how long a rank waits for the others at the rendezvous (vLLM's --distributed-timeout-seconds). */
-      distributedTimeout: duration.optional(),
-      model: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._/-]*$/, 'expected a model id such as Org/Model-Name'),
+      distributedTimeout: timeout('2m').optional(),
+      model: cappedText(maxChars.model).regex(
+        /^[A-Za-z0-9][A-Za-z0-9._/-]*$/,
+        'expected a model id such as Org/Model-Name',
+      ),
       // vllm reads a value starting with "-" as its next option, and the launch fails only after Ray started.
-      servedModelName: argText
+      servedModelName: argText(maxChars.model)
         .regex(/^[^-]/, 'expected a non-empty name not starting with "-" (vllm would read that as an option)')
         .optional(),
       port: port.default(8000),
       tensorParallelSize: z.number().int().min(1),
-      args: z
-        .array(argText)
+      args: cappedList(argText(maxChars.arg), maxItems.args, 'args')
         .default([])
         .superRefine((args, ctx) => {
+          const bytes = args.reduce((n, arg) => n + utf8Bytes(arg) + 1, 0);
+          if (bytes > maxRenderedBytes) {
+            ctx.addIssue({
+              code: 'custom',
+              message: `${bytes} bytes on the command line, more than the ${maxRenderedBytes} (64 KiB) serve.args may take; put long values (a chat template, a JSON config) in a file on the hosts and pass its path`,
+            });
+          }
           args.forEach((arg, i) => {
             // The same rule the report's redaction uses (src/shared/secrets.ts): what is refused here is what a
             // report would hide. The flag is quoted so that redacting this message does not eat its next word.
@@ -258,7 +206,7 @@ const deploySpecObject = z
               ctx.addIssue({
                 code: 'custom',
                 path: [i],
-                message: `${JSON.stringify(arg.replace(/=.*$/s, ''))} takes a credential, which would be stored in Temporal's history. Pass it through serve.env with a reference instead: serve.env.VLLM_API_KEY: { fromEnv: VLLM_API_KEY } (read from the worker's environment) or { fromFile: /path/on/the/worker/host } (vLLM reads VLLM_API_KEY; HF_TOKEN for the Hugging Face token)`,
+                message: `${shown(arg.replace(/=.*$/s, ''))} takes a credential, which would be stored in Temporal's history. Pass it through serve.env with a reference instead: serve.env.VLLM_API_KEY: { fromEnv: VLLM_API_KEY } (read from the worker's environment) or { fromFile: /path/on/the/worker/host } (vLLM reads VLLM_API_KEY; HF_TOKEN for the Hugging Face token)`,
               });
             }
           });
@@ -270,12 +218,13 @@ const deploySpecObject = z
       }),
       /** Where the weights live on each host; default: the Hugging Face cache of a mounted volume. */
       modelPath: hostPath.optional(),
-      loadTimeout: duration.default('25m'),
-      pollInterval: duration.default('10s'),
+      loadTimeout: timeout('25m').default('25m'),
+      /** One remote command on the head per poll: more often than once a second is load on the head, not news. */
+      pollInterval: boundedDuration({ minMs: second, maxMs: hour, example: '10s' }).default('10s'),
       /** A log that does not move for this long, with the process alive, is a hang. */
-      stallTimeout: duration.default('5m'),
+      stallTimeout: timeout('5m').default('5m'),
       /** A worker host that cannot be reached (or its Ray container is gone) for this long fails the load. */
-      hostUnreachableTimeout: duration.default('2m'),
+      hostUnreachableTimeout: timeout('2m').default('2m'),
       /**
        * The head is polled every serve.pollInterval; the other hosts (their Ray containers, or ranks) every this
        * many polls, and at every poll while one does not answer.
@@ -284,7 +233,7 @@ const deploySpecObject = z
     }),
     smoke: z
       .strictObject({
-        prompt: z.string().min(1).default('Reply with one word: ready?'),
+        prompt: cappedText(maxChars.prompt).min(1).default('Reply with one word: ready?'),
         maxTokens: z.number().int().min(1).max(4096).default(16),
       })
       .default({ prompt: 'Reply with one word: ready?', maxTokens: 16 }),
@@ -294,7 +243,7 @@ const deploySpecObject = z
         /** Compare the weights' sha256 across hosts too: reads every byte (over 100 GB for a 122B model). */
         hashWeights: z.boolean().default(false),
         /** Clock skew between hosts above this is a warning of preflight. */
-        maxClockSkew: duration.default('5s'),
+        maxClockSkew: boundedDuration({ minMs: 1, maxMs: hour, example: '5s' }).default('5s'),
       })
       .default({ minFreeDiskGiB: 10, hashWeights: false, maxClockSkew: '5s' }),
     onFailure: z.enum(['leave', 'teardown']).default('leave'),
@@ -310,56 +259,7 @@ const deploySpecObject = z
         message: `looks like ${kind}; a credential written in the spec is stored in Temporal's history and shows in ps and docker inspect on the hosts. ${credentialFix(path)}`,
       });
     }
-    const heads = spec.hosts.filter((h) => h.role === 'head');
-    if (heads.length !== 1) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['hosts'],
-        message: `expected exactly one host with role: head, found ${heads.length}`,
-      });
-    }
-    const seen = new Map<string, number>();
-    spec.hosts.forEach((h, i) => {
-      for (const [field, value] of [
-        ['name', h.name],
-        ['address', `${h.address}:${h.port ?? spec.ssh.port}`],
-        ['clusterIp', h.clusterIp],
-      ] as const) {
-        const key = `${field}=${value}`;
-        const first = seen.get(key);
-        if (first !== undefined) {
-          ctx.addIssue({
-            code: 'custom',
-            path: ['hosts', i, field],
-            message: `${JSON.stringify(value)} is already used by hosts[${first}]; each host needs its own`,
-          });
-        } else seen.set(key, i);
-      }
-      if (h.jumpHost !== undefined) {
-        if (h.jumpHost === h.name || !spec.hosts.some((o) => o.name === h.jumpHost)) {
-          ctx.addIssue({
-            code: 'custom',
-            path: ['hosts', i, 'jumpHost'],
-            message: `${JSON.stringify(h.jumpHost)} is not another host of this spec`,
-          });
-        } else {
-          const chain = [h.name];
-          let next: string | undefined = h.jumpHost;
-          while (next !== undefined) {
-            if (chain.includes(next)) {
-              ctx.addIssue({
-                code: 'custom',
-                path: ['hosts', i, 'jumpHost'],
-                message: `jump hosts form a loop: ${[...chain, next].join(' -> ')}`,
-              });
-              break;
-            }
-            chain.push(next);
-            next = spec.hosts.find((o) => o.name === next)?.jumpHost;
-          }
-        }
-      }
-    });
+    for (const issue of hostIssues(spec.hosts, spec.ssh.port)) ctx.addIssue({ code: 'custom', ...issue });
     if (spec.ray.allowDangerousMounts !== true) {
       spec.ray.volumes.forEach((volume, i) => {
         const problem = dangerousMountProblem(volume);

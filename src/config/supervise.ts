@@ -1,25 +1,9 @@
 // The `supervise` section of the spec: how the supervising workflow probes a serving cluster, when it calls the
 // cluster lost, and how many whole-cluster relaunches it may make. Pure (workflows validate with it).
 import { z } from 'zod';
-import { formatDuration, parseDuration } from './duration.js';
-
-/** A duration of at least `minMs`, e.g. the probe interval: errors say what was given and what to write. */
-function durationAtLeast(minMs: number, example: string) {
-  return z.string().superRefine((text, ctx) => {
-    const ms = parseDuration(text);
-    if (ms === undefined) {
-      ctx.addIssue({
-        code: 'custom',
-        message: `${JSON.stringify(text)} is not a duration (expected e.g. "${example}")`,
-      });
-    } else if (ms < minMs) {
-      ctx.addIssue({
-        code: 'custom',
-        message: `${JSON.stringify(text)} is shorter than ${formatDuration(minMs)}; use e.g. "${example}"`,
-      });
-    }
-  });
-}
+import { parseDuration } from './duration.js';
+import { boundedDuration } from './duration-schema.js';
+import { day, hour, maxTimeoutMs, minute, second } from './limits.js';
 
 export const superviseDefaults = {
   enabled: true,
@@ -38,7 +22,9 @@ export const superviseSchema = z
     /** Start the supervising workflow after a successful deploy (`liftoff deploy --no-supervise` overrides). */
     enabled: z.boolean().default(superviseDefaults.enabled),
     /** Time between probe rounds. */
-    interval: durationAtLeast(1000, '30s').default(superviseDefaults.interval),
+    interval: boundedDuration({ minMs: second, maxMs: day, maxText: '24h', example: '30s' }).default(
+      superviseDefaults.interval,
+    ),
     /** Consecutive failed rounds after which the cluster is lost. */
     failureThreshold: z
       .number()
@@ -54,11 +40,21 @@ export const superviseSchema = z
       .max(20, 'expected at most 20: a cluster that needs more relaunches than that needs a person')
       .default(superviseDefaults.maxRelaunches),
     /** The window the relaunch budget counts over. */
-    window: durationAtLeast(60_000, '1h').default(superviseDefaults.window),
+    window: boundedDuration({
+      minMs: minute,
+      maxMs: maxTimeoutMs,
+      maxText: '168h (7 days)',
+      example: '1h',
+    }).default(superviseDefaults.window),
     /** Wait before the second relaunch in the window; doubles for each further one. */
-    backoff: durationAtLeast(1000, '1m').default(superviseDefaults.backoff),
+    backoff: boundedDuration({
+      minMs: second,
+      maxMs: maxTimeoutMs,
+      maxText: '168h (7 days)',
+      example: '1m',
+    }).default(superviseDefaults.backoff),
     /** How long the one-token completion probe may take; default 10s, or the interval when shorter. */
-    probeTimeout: durationAtLeast(1000, '10s').optional(),
+    probeTimeout: boundedDuration({ minMs: second, maxMs: hour, maxText: '1h', example: '10s' }).optional(),
   })
   .superRefine((s, ctx) => {
     const interval = parseDuration(s.interval);
@@ -68,6 +64,15 @@ export const superviseSchema = z
         code: 'custom',
         path: ['probeTimeout'],
         message: `${s.probeTimeout} is longer than supervise.interval ${s.interval}: a round would outlast the interval; lower probeTimeout or raise interval`,
+      });
+    }
+    const window = parseDuration(s.window);
+    const backoff = parseDuration(s.backoff);
+    if (window !== undefined && backoff !== undefined && backoff > window) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['backoff'],
+        message: `${s.backoff} is longer than supervise.window ${s.window}: each relaunch would have left the window before the next, so the budget of supervise.maxRelaunches would never be spent and a crash loop would relaunch for ever; lower backoff or raise window`,
       });
     }
   })

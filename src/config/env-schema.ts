@@ -1,0 +1,86 @@
+// The spec's env maps (ray.env, serve.env) and the secret references their values may be. Pure: workflows
+// validate with it.
+import { z } from 'zod';
+import { isSecretEnvName } from '../shared/secrets.js';
+import { shown } from './errors.js';
+import { hostSteeringEnvProblem, reservedEnvNameProblem } from './host-env.js';
+import { maxItems, maxRenderedBytes } from './limits.js';
+import { argText, envName, utf8Bytes, workerPath } from './text-fields.js';
+
+/**
+ * A secret is named, never written: the spec travels through Temporal's history, so the worker resolves the
+ * reference (its own environment variable, or a file on its host) inside the activity that needs the value.
+ */
+export const secretRefSchema = z.union([
+  z.strictObject({
+    fromEnv: envName.superRefine((name, ctx) => {
+      const problem = hostSteeringEnvProblem(name);
+      if (problem) ctx.addIssue({ code: 'custom', message: problem });
+    }),
+  }),
+  z.strictObject({ fromFile: workerPath }),
+]);
+export type SecretRef = z.infer<typeof secretRefSchema>;
+/** An env value in the spec: plain text, or a reference to a secret. */
+export type EnvValue = string | SecretRef;
+
+const envRecord = z
+  // Each value fits the rendered cap; the map as a whole is checked against it before this runs.
+  .record(z.string(), z.union([argText(maxRenderedBytes), secretRefSchema]))
+  .default({})
+  .superRefine((env, ctx) => {
+    for (const [name, value] of Object.entries(env)) {
+      // Checked here rather than as the record's key schema, whose failure zod reports without the name.
+      if (!envName.safeParse(name).success) {
+        ctx.addIssue({
+          code: 'custom',
+          path: [name],
+          message: `${shown(name)} is not an environment variable name (letters, digits and "_", not starting with a digit)`,
+        });
+      }
+      // Secret references and secret-looking names travel to docker through the host shell's environment.
+      const viaHostShell = typeof value !== 'string' || isSecretEnvName(name);
+      const steering = viaHostShell ? hostSteeringEnvProblem(name) : undefined;
+      if (steering) ctx.addIssue({ code: 'custom', path: [name], message: steering });
+      if (typeof value === 'string' && value !== '' && isSecretEnvName(name)) {
+        ctx.addIssue({
+          code: 'custom',
+          path: [name],
+          message: `looks like a secret; a value written in the spec would be stored in Temporal's history. Reference it instead: ${name}: { fromEnv: ${name} } (read from the worker's environment) or ${name}: { fromFile: /path/on/the/worker/host }`,
+        });
+      }
+    }
+  });
+
+/** What the env as written costs on a host: its entries and its NAME=value lines in bytes. */
+function envSizeProblem(raw: object): string | undefined {
+  const entries = Object.entries(raw);
+  if (entries.length > maxItems.env)
+    return `${entries.length} variables, more than the ${maxItems.env} an env may hold`;
+  let bytes = 0;
+  for (const [name, value] of entries)
+    bytes += utf8Bytes(name) + 2 + (typeof value === 'string' ? utf8Bytes(value) : 0);
+  if (bytes > maxRenderedBytes)
+    return `${bytes} bytes as NAME=value lines, more than the ${maxRenderedBytes} (64 KiB) an env may hold; keep large values in a file on the hosts (ray.volumes) and pass its path`;
+  return undefined;
+}
+
+// zod's record drops a `__proto__` key without a word, so the raw object's own keys are checked first, with the
+// map's size (before any value is read). An absent env stays allowed (optional here, then envRecord's default).
+export const envMap = z
+  .custom<z.input<typeof envRecord>>()
+  .optional()
+  .superRefine((raw, ctx) => {
+    if (typeof raw !== 'object' || raw === null) return;
+    const size = envSizeProblem(raw);
+    if (size) {
+      ctx.addIssue({ code: 'custom', message: size });
+      return;
+    }
+    for (const name of Object.keys(raw)) {
+      const problem = reservedEnvNameProblem(name);
+      if (problem) ctx.addIssue({ code: 'custom', path: [name], message: problem });
+    }
+  })
+  .pipe(envRecord);
+export type EnvSpec = z.infer<typeof envMap>;
