@@ -129,7 +129,9 @@ function verdictOf(c: HostileCase, file: string, run: Measured): Verdict {
   const names =
     c.expect.field === undefined
       ? message.startsWith(`cannot read spec file ${file}: `) || message.startsWith(`${file} is refused: `)
-      : message.startsWith(`${file} is invalid:\n`) && message.includes(`\n  ${c.expect.field}: `);
+      : (message.startsWith(`${file} is invalid:\n`) ||
+          message.startsWith(`${file} is refused by the worker policy`)) &&
+        message.includes(`\n  ${c.expect.field}: `);
   return names
     ? { ...base, outcome: 'refused' }
     : { ...base, outcome: 'refused', wrong: `does not name ${c.expect.field ?? 'the file'}` };
@@ -215,6 +217,7 @@ describe('hostile specs are refused (or harmless) within 2 s and 300 MiB, on the
       maxSecretFileBytes: 0,
       fromEnv: [],
       sshRsaHostKeys: [],
+      webhooks: [],
     };
     const w = await createLiftoffWorker({
       connection: env.nativeConnection,

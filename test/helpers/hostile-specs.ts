@@ -378,4 +378,61 @@ export const hostileCases: HostileCase[] = [
     file: { text: (y) => Buffer.concat([Buffer.from(y), Buffer.from([0x23, 0xff, 0xfe, 0x0a])]) },
     expect: { refused: true },
   },
+  // the other findings of issue 26 that a spec alone can carry (the CLI validates with this machine's default
+  // worker policy, which lists no webhook origin and only ~/.ssh/known_hosts)
+  {
+    label: '11 webhooks',
+    file: {
+      spec: (s) =>
+        (s.notify = {
+          webhooks: Array.from({ length: 11 }, (_, i) => ({ url: `https://hooks.example.com/h${i}` })),
+        }),
+    },
+    expect: { refused: true, field: 'notify.webhooks' },
+  },
+  {
+    label: 'a literal Slack webhook URL (a token in its path)',
+    file: {
+      spec: (s) =>
+        (s.notify = {
+          webhooks: [{ url: 'https://hooks.slack.com/services/T0000/B0000/XXXXXXXXXXXXXXXXXXXXXXXX' }],
+        }),
+    },
+    expect: { refused: true, field: 'notify.webhooks[0].url' },
+  },
+  {
+    label: 'a webhook at the cloud metadata address',
+    file: { spec: (s) => (s.notify = { webhooks: [{ url: 'http://169.254.169.254/latest/meta-data/' }] }) },
+    expect: { refused: true, field: 'notify.webhooks[0].url' },
+  },
+  {
+    label: 'a webhook at a loopback port of the worker',
+    file: { spec: (s) => (s.notify = { webhooks: [{ url: 'https://127.0.0.1:7233/' }] }) },
+    expect: { refused: true, field: 'notify.webhooks[0].url' },
+  },
+  {
+    label: 'ssh.knownHostsPath at ~/.ssh/authorized_keys',
+    file: { spec: set('ssh', 'knownHostsPath', '~/.ssh/authorized_keys') },
+    expect: { refused: true, field: 'ssh.knownHostsPath' },
+  },
+  {
+    label: 'a multiproc spec whose serve.args move the master address',
+    file: {
+      spec: (s) => {
+        obj(s, 'serve').backend = 'multiproc';
+        obj(s, 'serve').args = ['--master-addr=203.0.113.9'];
+      },
+    },
+    expect: { refused: true, field: 'serve.args[0]' },
+  },
+  {
+    label: 'a multiproc spec whose serve.args change the node rank (flag and value apart)',
+    file: {
+      spec: (s) => {
+        obj(s, 'serve').backend = 'multiproc';
+        obj(s, 'serve').args = ['--gpu-memory-utilization', '0.8', '--node-rank', '0'];
+      },
+    },
+    expect: { refused: true, field: 'serve.args[2]' },
+  },
 ];
