@@ -188,7 +188,7 @@ describe('serve.backend multiproc: vLLM multi-node mode on the simulated cluster
     assert.equal(postmortem.code, 0, postmortem.stderr);
     assert.match(
       postmortem.stdout,
-      /Start the Ray head \(`startRayHead`\) \| skipped \(serve\.backend multiproc: .*no Ray cluster\)/,
+      /Start the Ray head \(`startRayHead`\) \| skipped \(`serve\.backend multiproc: .*no Ray cluster`\)/,
     );
     assert.match(postmortem.stdout, /Launch vllm serve \(`launchServe`\) \| done/);
 
