@@ -22,7 +22,7 @@ IMAGE_VLLM_VERSION=0.11.0
 SUITE=bookworm
 
 need=()
-[ -x /usr/bin/dockerd ] && [ -x /usr/bin/docker ] || need+=(docker.io)
+[ -x /usr/sbin/dockerd ] && [ -x /usr/bin/docker ] || need+=(docker.io)
 command -v debootstrap >/dev/null 2>&1 || need+=(debootstrap)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then
@@ -103,6 +103,8 @@ EOF
   printf '%s' "[{\"Config\":\"$config_id.json\",\"RepoTags\":[\"liftoff-sim/host:$key\"],\"Layers\":[\"$diff_id/layer.tar\"]}]" > "$work/image/manifest.json"
   tar -C "$work/image" -cf "$image_tar.partial" .
   mv "$image_tar.partial" "$image_tar"
+  # Images of earlier versions of this script: nothing loads them any more.
+  find "$cache" -maxdepth 1 -name 'docker-image-*.tar' ! -name "${image_tar##*/}" -delete
   log "built the test image (sha256:$config_id, $(du -h "$image_tar" | cut -f1)) in $(($(date +%s) - started)) s (debootstrap ${debootstrap_s} s)"
 fi
 
