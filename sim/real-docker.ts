@@ -258,14 +258,16 @@ export async function prepareHostDocker(host: SimHost, tags: string[]): Promise<
 
 /**
  * Removes the host daemon's containers and stops it, and removes its run folder. Whatever it leaves running the
- * cluster's teardown kills; its mounts live in its own mount namespace and go with it.
+ * cluster's teardown kills; its mounts live in its own mount namespace and go with it. `keepContainers`: stop it as
+ * `systemctl stop docker` does, for a test of a stopped daemon: its containers stop with it and stay in its data
+ * root, which the next bring-up clears (prepareHostDocker).
  */
-export async function stopHostDocker(host: SimHost): Promise<void> {
+export async function stopHostDocker(host: SimHost, opts: { keepContainers?: boolean } = {}): Promise<void> {
   const p = hostDockerPaths(host);
   const pid = readPid(p.pidFile);
   if (pid !== undefined && isRunning(pid)) {
     // The data root outlives the cluster: its containers must not.
-    await removeAllContainers(host).catch(() => undefined);
+    if (!opts.keepContainers) await removeAllContainers(host).catch(() => undefined);
     const family = withDescendants([pid]);
     try {
       process.kill(pid, 'SIGTERM');

@@ -105,6 +105,14 @@ async function checkDocker(session: SshSession): Promise<Check> {
       detail: `${user} may not use the Docker socket (${said}): add it to the docker group (sudo usermod -aG docker ${user}) and reconnect`,
     };
   }
+  // The CLI's own words already ask whether the daemon runs: say what to do instead of asking again.
+  if (/Cannot connect to the Docker daemon/i.test(said)) {
+    return {
+      name: 'docker',
+      ok: false,
+      detail: `docker version failed (exit ${res.exitCode}): ${said} Start it (sudo systemctl start docker; systemctl status docker says why it stopped)`,
+    };
+  }
   return {
     name: 'docker',
     ok: false,
