@@ -46,7 +46,7 @@ fi
 
 cache=${LIFTOFF_REAL_CACHE:-/var/cache/liftoff}
 mkdir -p "$cache"
-key=$(sha256sum "$0" | cut -c1-16)
+key=$(sha256sum scripts/setup-docker.sh | cut -c1-16)
 image_tar=$cache/docker-image-$key.tar
 # sim/real-docker.ts finds the tarball through this link, as sim/real-tools.ts finds the venv.
 link=.docker-image.tar

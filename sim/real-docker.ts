@@ -246,7 +246,8 @@ async function removeAllContainers(host: SimHost): Promise<void> {
 export async function prepareHostDocker(host: SimHost, tags: string[]): Promise<void> {
   const image = imageInCache();
   await removeAllContainers(host);
-  if ((await hostDocker(host, ['image', 'inspect', '--format', '{{.Id}}', image.name])).code !== 0) {
+  const loaded = (await hostDocker(host, ['image', 'inspect', '--format', '{{.Id}}', image.name])).code === 0;
+  if (!loaded) {
     const old = (await dockerOk(host, ['images', '--format', '{{.Repository}}:{{.Tag}}', 'liftoff-sim/host']))
       .split('\n')
       .filter((name) => name.length > 0);
@@ -254,6 +255,8 @@ export async function prepareHostDocker(host: SimHost, tags: string[]): Promise<
     await dockerOk(host, ['load', '--quiet', '--input', image.tarball]);
   }
   for (const tag of tags) await dockerOk(host, ['tag', image.name, tag]);
+  // An older image lost its last tag to the new one: nothing uses it any more.
+  if (!loaded) await dockerOk(host, ['image', 'prune', '--force']);
 }
 
 /**
