@@ -250,6 +250,20 @@ describe('docker run / rm -f', () => {
     assert.match(noCmd.stderr, /exec: "no-such-binary": executable file not found in \$PATH/);
     assert.equal((await docker('rm', '-f', 'taken', 'x3')).code, 0);
   });
+
+  it('draws another generated name when the one it drew is taken: only a chosen name conflicts', async () => {
+    // 40 containers from a few dozen generated names: without a second draw some run would fail almost surely
+    // (preflight's throwaway runs on one host at once did).
+    const ids: string[] = [];
+    for (let i = 0; i < 40; i++) {
+      const r = await docker('run', '-d', 'busybox', 'sleep', '60');
+      assert.equal(r.code, 0, r.stderr);
+      ids.push(r.stdout.trim());
+    }
+    const names = (await docker('ps', '--format', '{{.Names}}')).stdout.split('\n').filter((n) => n !== '');
+    assert.equal(new Set(names).size, names.length);
+    assert.equal((await docker('rm', '-f', ...ids)).code, 0);
+  });
 });
 
 describe('docker ps / logs / inspect / exec', () => {
