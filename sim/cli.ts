@@ -93,6 +93,8 @@ program
   .option('--net-index <k>', 'network layout, to run several clusters side by side', intArg(0, 99), 0)
   .option('--no-seed', 'skip the reference state (running units and containers)')
   .option('--real', 'real Ray and vLLM (CPU build) from .venv-real instead of the simulated ones')
+  .option('--docker', 'a real Docker engine per host (Debian docker.io) instead of the simulated docker')
+  .option('--without-gpu-runtime <names...>', 'real-Docker hosts whose daemon cannot give containers GPUs')
   .option('--json', 'print the cluster as JSON')
   .action(
     async (o: {
@@ -105,6 +107,8 @@ program
       netIndex: number;
       seed: boolean;
       real?: boolean;
+      docker?: boolean;
+      withoutGpuRuntime?: string[];
       json?: boolean;
     }) => {
       const started = Date.now();
@@ -119,6 +123,8 @@ program
         seedReferenceState: o.seed,
         netIndex: o.netIndex,
         realTools: o.real === true,
+        docker: o.docker === true ? 'real' : 'simulated',
+        noGpuRuntime: o.withoutGpuRuntime,
       });
       if (o.json) {
         console.log(JSON.stringify(cluster, null, 2));

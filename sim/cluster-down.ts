@@ -18,8 +18,17 @@ import {
   strayNamespaces,
   type NetLayout,
 } from './network.js';
-import { allPids, isRunning, killAndWait, processGroupOf, readEnvVar, withDescendants } from './processes.js';
+import {
+  allPids,
+  isRunning,
+  killAndWait,
+  mapLimit,
+  processGroupOf,
+  readEnvVar,
+  withDescendants,
+} from './processes.js';
 import { readSshdPid } from './sshd.js';
+import { stopHostDocker } from './real-docker.js';
 
 /** Namespaces and links of this layout left by a run whose state dir is gone. */
 export async function removeStrayNetwork(layout: NetLayout, hosts: SimHost[]): Promise<void> {
@@ -65,6 +74,8 @@ export async function downCluster(stateDir: string = defaultStateDir()): Promise
   if (existsSync(dir) && !cluster && !existsSync(markerFile(dir)) && readdirSync(dir).length > 0) {
     throw new Error(`${dir} is not a simulated cluster's state dir; not removing it`);
   }
+  // Real Docker daemons first, and gently: a daemon stops its containers and containerd cleans up after them.
+  if (cluster?.docker === 'real') await mapLimit(cluster.hosts, 8, (h) => stopHostDocker(h));
   // Kill until nothing is left: a process may fork while the first sweep runs.
   for (let round = 0; round < 5; round++) {
     const pids = clusterPids(dir, cluster);

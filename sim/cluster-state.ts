@@ -33,6 +33,13 @@ export interface SimClusterOptions {
   realTools?: boolean;
   /** Every host logs each command it runs over SSH (sim/command-log.ts); off by default, as it costs a shell. */
   recordCommands?: boolean;
+  /**
+   * `real`: every host runs its own Docker Engine and `docker` is the real CLI (sim/real-docker.ts); netns mode
+   * only, as root, after scripts/setup-docker.sh. Default `simulated`: sim/tools/docker.
+   */
+  docker?: 'simulated' | 'real';
+  /** Real-Docker hosts (by name) whose daemon has no NVIDIA runtime: `docker run --gpus` fails there. */
+  noGpuRuntime?: string[];
 }
 
 export interface SimHost {
@@ -61,6 +68,10 @@ export interface SimCluster {
   workerPolicyPath: string;
   netIndex: number;
   hosts: SimHost[];
+  /** Present when every host runs a real Docker Engine (sim/real-docker.ts). */
+  docker?: 'real';
+  /** Real-Docker hosts whose daemon has no NVIDIA runtime (SimClusterOptions.noGpuRuntime). */
+  noGpuRuntime?: string[];
 }
 
 export interface HostStatus {

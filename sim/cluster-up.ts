@@ -5,6 +5,14 @@ import { userInfo } from 'node:os';
 import { join, resolve } from 'node:path';
 import { buildSimTools } from './build-tools.js';
 import { installRealTools } from './real-tools.js';
+import {
+  hostDockerHost,
+  prepareHostDocker,
+  realDockerMissing,
+  simContainerVolumes,
+  startHostDocker,
+  writeRealDockerFiles,
+} from './real-docker.js';
 import { downCluster, removeStrayNetwork } from './cluster-down.js';
 import {
   clusterFile,
@@ -68,6 +76,16 @@ function plan(opts: SimClusterOptions, stateDir: string): { cluster: SimCluster;
     throw new Error('clusterOnly needs netns mode: loopback hosts share one network and are all reachable');
   }
   if (clusterOnly.size === names.length) throw new Error('at least one host needs a management link');
+  const realDocker = opts.docker === 'real';
+  if (realDocker) {
+    if (mode !== 'netns') throw new Error("docker: 'real' needs netns mode (a daemon per network namespace)");
+    const missing = realDockerMissing();
+    if (missing) throw new Error(`docker: 'real': ${missing}`);
+  }
+  for (const n of opts.noGpuRuntime ?? []) {
+    if (!realDocker) throw new Error("noGpuRuntime needs docker: 'real'");
+    if (!names.includes(n)) throw new Error(`noGpuRuntime host ${n} is not one of ${names.join(', ')}`);
+  }
   const root = process.getuid?.() === 0;
   const sshDir = clusterPaths.ssh(stateDir);
   const hosts = names.map((name, i): PlannedHost => {
@@ -110,6 +128,7 @@ function plan(opts: SimClusterOptions, stateDir: string): { cluster: SimCluster;
     workerPolicyPath: join(sshDir, workerPolicyFile),
     netIndex,
     hosts: hosts.map(({ ordinal: _o, net: _n, ...h }) => h),
+    ...(realDocker ? { docker: 'real' as const, noGpuRuntime: opts.noGpuRuntime ?? [] } : {}),
   };
   return { cluster, hosts };
 }
@@ -184,6 +203,7 @@ function hostRunner(cluster: SimCluster, host: SimHost): (args: string[]) => Ret
     PATH: sessionPath(cluster.stateDir),
     HOME: cluster.mode === 'netns' ? '/root' : join(host.hostDir, 'roothome'),
     LANG: 'C.UTF-8',
+    ...(cluster.docker === 'real' ? { DOCKER_HOST: hostDockerHost(host) } : {}),
   };
   return (args) => {
     const [tool, ...rest] = args;
@@ -280,6 +300,7 @@ async function bringUp(opts: SimClusterOptions, cluster: SimCluster, hosts: Plan
     };
     // Without a mount namespace /root is the machine's own; a per-host HOME keeps its dotfiles out.
     if (cluster.mode === 'loopback') sessionEnv.HOME = join(h.hostDir, 'roothome');
+    if (cluster.docker === 'real') sessionEnv.DOCKER_HOST = hostDockerHost(h);
     writeSshdConfig({
       hostDir: h.hostDir,
       listenAddress: cluster.mode === 'netns' ? '0.0.0.0' : h.address,
@@ -303,14 +324,43 @@ async function bringUp(opts: SimClusterOptions, cluster: SimCluster, hosts: Plan
     );
   }
 
-  await mapLimit(cluster.hosts, 16, (h) => startHostSshd(h));
+  if (cluster.docker === 'real') {
+    writeRealDockerFiles(stateDir, clusterPaths.bin(stateDir), clusterPaths.hosts(stateDir));
+    const withoutGpus = new Set(cluster.noGpuRuntime);
+    // A daemon needs only its namespace: it starts beside the sshds. Loading the one tarball into each daemon
+    // gives every host the same image ID.
+    await Promise.all([
+      mapLimit(cluster.hosts, 16, (h) => startHostSshd(h)),
+      mapLimit(cluster.hosts, 4, async (h) => {
+        await startHostDocker(cluster, h, { gpuRuntime: !withoutGpus.has(h.name) });
+        await prepareHostDocker(h, referenceImages);
+      }),
+    ]);
+  } else {
+    await mapLimit(cluster.hosts, 16, (h) => startHostSshd(h));
+  }
   if (opts.seedReferenceState ?? true) await seedEveryHost(cluster);
+}
+
+/**
+ * The reference containers' `docker run` flags beyond name and image. On real Docker they also need the host's
+ * network (the image's tools find their host by hostname) and the simulated tools' mounts; a host whose daemon
+ * cannot give GPUs ran its old containers without them.
+ */
+function seedRunFlags(cluster: SimCluster, host: SimHost): string[] {
+  if (cluster.docker !== 'real') return ['--gpus', 'all'];
+  return [
+    ...(cluster.noGpuRuntime?.includes(host.name) ? [] : ['--gpus', 'all']),
+    '--network',
+    'host',
+    ...simContainerVolumes(cluster).flatMap((v) => ['--volume', v]),
+  ];
 }
 
 function seedEveryHost(cluster: SimCluster): Promise<unknown> {
   return mapLimit(cluster.hosts, 4, (h) => {
     const config = readJson<HostConfig>(paths.config(h.hostDir)) as HostConfig;
-    return seedReferenceState(h.hostDir, config, hostRunner(cluster, h));
+    return seedReferenceState(h.hostDir, config, hostRunner(cluster, h), seedRunFlags(cluster, h));
   });
 }
 

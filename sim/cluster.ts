@@ -16,6 +16,7 @@ import {
 } from './sshd.js';
 import { runOk } from './processes.js';
 import { readCommandLog, writeSlowCommand } from './command-log.js';
+import { stopHostDocker } from './real-docker.js';
 
 export {
   clusterPaths,
@@ -29,6 +30,13 @@ export {
 export { downCluster } from './cluster-down.js';
 export { clusterStatus } from './cluster-status.js';
 export { reseedCluster, upCluster, writeSimWorkerPolicy } from './cluster-up.js';
+
+/** Stops a real-Docker host's daemon as `systemctl stop docker` would: its containers stop with it. */
+export async function stopDockerDaemon(stateDir: string, host: string): Promise<void> {
+  const cluster = requireCluster(resolve(stateDir));
+  if (cluster.docker !== 'real') throw new Error("stopDockerDaemon needs a cluster with docker: 'real'");
+  await stopHostDocker(requireHost(cluster, host), { keepContainers: true });
+}
 
 /** `sshd`: the daemon and every open connection stop (connection refused). `link`: the host's links go down (connections time out). */
 export async function setHostDown(stateDir: string, host: string, how: 'sshd' | 'link'): Promise<void> {

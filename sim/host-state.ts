@@ -15,6 +15,7 @@ import {
   writeSync,
 } from 'node:fs';
 import { join } from 'node:path';
+import { PidNamespaces, insideContainer, ownPidNamespace, pidKey } from './pid-namespace.js';
 
 export type GpuFlavour = 'h200' | 'gb10';
 
@@ -83,6 +84,11 @@ export interface GpuProcess {
   gpuIndex: number;
   /** Set by the first observer that sees the pid dead. */
   diedAtMs?: number;
+  /**
+   * The PID namespace `pid` is numbered in (sim/pid-namespace.ts): a process in a real Docker container registers
+   * its pid inside the container. Absent in entries of older tools: the host's own namespace.
+   */
+  pidNamespace?: string;
 }
 
 export function hostDir(): string {
@@ -163,17 +169,43 @@ export function isZombie(pid: number): boolean {
   }
 }
 
+/** The registry file of one GPU's share of a pid of the caller's PID namespace. */
+export function gpuProcessFile(dir: string, pid: number, gpuIndex: number): string {
+  return join(paths.gpu(dir), `${pidKey(pid)}-${gpuIndex}.json`);
+}
+
+/** Registers a process of the caller's PID namespace (the caller itself, in every tool). */
 export function registerGpuProcess(dir: string, proc: GpuProcess): void {
   mkdirSync(paths.gpu(dir), { recursive: true });
-  writeJson(join(paths.gpu(dir), `${proc.pid}-${proc.gpuIndex}.json`), proc);
+  const pidNamespace = ownPidNamespace();
+  writeJson(gpuProcessFile(dir, proc.pid, proc.gpuIndex), {
+    ...proc,
+    ...(pidNamespace ? { pidNamespace } : {}),
+  });
   refreshMeminfo(dir);
 }
 
 export function releaseGpuProcess(dir: string, pid: number): void {
   for (const f of safeReaddir(paths.gpu(dir))) {
-    if (f.startsWith(`${pid}-`)) rmSync(join(paths.gpu(dir), f), { force: true });
+    if (f.startsWith(`${pidKey(pid)}-`)) rmSync(join(paths.gpu(dir), f), { force: true });
   }
   refreshMeminfo(dir);
+}
+
+/**
+ * Whether a registered process lives, and its pid as this process sees it. A pid of another PID namespace (a real
+ * container's) is looked up by namespace; from inside another container it cannot be seen, and counts as alive.
+ */
+function gpuProcessNow(
+  proc: GpuProcess,
+  own: string | undefined,
+  others: PidNamespaces,
+): { alive: boolean; pid: number } {
+  if (proc.pidNamespace === undefined || proc.pidNamespace === own)
+    return { alive: isAlive(proc.pid), pid: proc.pid };
+  const hostPid = others.hostPid(proc.pidNamespace, proc.pid);
+  if (hostPid !== undefined) return { alive: true, pid: hostPid };
+  return { alive: insideContainer(), pid: proc.pid };
 }
 
 /**
@@ -185,13 +217,17 @@ export function liveGpuProcesses(dir = hostDir()): GpuProcess[] {
   const now = Date.now();
   const out: GpuProcess[] = [];
   let dropped = false;
+  const own = ownPidNamespace();
+  const others = new PidNamespaces();
   for (const f of safeReaddir(paths.gpu(dir))) {
     if (!f.endsWith('.json')) continue;
     const file = join(paths.gpu(dir), f);
     const proc = readJson<GpuProcess>(file);
     if (!proc) continue;
-    if (isAlive(proc.pid)) {
-      out.push(proc);
+    const seen = gpuProcessNow(proc, own, others);
+    if (seen.alive) {
+      // As nvidia-smi shows it: the pid in the viewer's namespace.
+      out.push({ ...proc, pid: seen.pid });
       continue;
     }
     if (proc.diedAtMs === undefined) proc.diedAtMs = now;

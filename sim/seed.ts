@@ -187,6 +187,7 @@ export async function seedReferenceState(
   hostDir: string,
   config: HostConfig,
   runOnHost: HostRunner,
+  runFlags: string[] = ['--gpus', 'all'],
 ): Promise<void> {
   for (const unit of referenceUnits) {
     writeJson(join(paths.units(hostDir), `${unit}.json`), {
@@ -201,7 +202,7 @@ export async function seedReferenceState(
     const entry = ['gpu-hog', '--mib', String(c.mib), '--name', 'python3', '--gpu', 'all'];
     check(
       `docker run ${c.name}`,
-      await runOnHost(['docker', 'run', '-d', '--name', c.name, '--gpus', 'all', c.image, ...entry]),
+      await runOnHost(['docker', 'run', '-d', '--name', c.name, ...runFlags, c.image, ...entry]),
     );
   }
 }

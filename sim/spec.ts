@@ -1,5 +1,6 @@
 // A liftoff spec for a running simulated cluster: what a user would write for real hosts.
 import type { SimCluster } from './cluster.js';
+import { simContainerVolumes } from './real-docker.js';
 
 export interface SimSpecOptions {
   cluster?: string;
@@ -49,7 +50,11 @@ export function simDeploySpec(sim: SimCluster, opts: SimSpecOptions = {}) {
         NCCL_SOCKET_IFNAME: sim.hosts[0]?.clusterIface ?? 'enp1s0f1np1',
         GLOO_SOCKET_IFNAME: sim.hosts[0]?.clusterIface ?? 'enp1s0f1np1',
       },
-      volumes: ['/home/aurora/.cache/huggingface:/root/.cache/huggingface'],
+      // On real Docker, also the mounts through which the image's ray and vllm run the simulated tools.
+      volumes: [
+        '/home/aurora/.cache/huggingface:/root/.cache/huggingface',
+        ...(sim.docker === 'real' ? simContainerVolumes(sim) : []),
+      ],
       verifyTimeout: '30s',
     },
     serve: {

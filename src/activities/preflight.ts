@@ -6,6 +6,7 @@ import {
   dockerVersionCommand,
   folderExistsCommand,
   freeSpaceCommand,
+  gpuAccessCommand,
   imageIdCommand,
   ipv4AddressesCommand,
   logDirCommand,
@@ -58,7 +59,19 @@ export async function preflightHost(input: PreflightInput): Promise<PreflightRep
     const image: Check = docker.ok
       ? await checkImage(session, input.image)
       : { name: 'image', ok: false, detail: `not checked: docker does not answer (see the docker check)` };
-    const checks = [ssh, docker, image, model, volumes, iface, disk, ...(logDir ? [logDir] : [])];
+    // Asked only of an image that is there: a missing image is the finding already.
+    const gpus = image.ok ? await checkGpus(session, input.image) : undefined;
+    const checks = [
+      ssh,
+      docker,
+      image,
+      ...(gpus ? [gpus] : []),
+      model,
+      volumes,
+      iface,
+      disk,
+      ...(logDir ? [logDir] : []),
+    ];
     if (agreement) {
       const facts = await factsOfTrip(session, agreement.read, nonce, startedAtMs, agreement.versions);
       handOn('hostFacts', factsKey(agreement.read), facts);
@@ -92,6 +105,14 @@ async function checkDocker(session: SshSession): Promise<Check> {
       detail: `${user} may not use the Docker socket (${said}): add it to the docker group (sudo usermod -aG docker ${user}) and reconnect`,
     };
   }
+  // The CLI's own words already ask whether the daemon runs: say what to do instead of asking again.
+  if (/Cannot connect to the Docker daemon/i.test(said)) {
+    return {
+      name: 'docker',
+      ok: false,
+      detail: `docker version failed (exit ${res.exitCode}): ${said} Start it (sudo systemctl start docker; systemctl status docker says why it stopped)`,
+    };
+  }
   return {
     name: 'docker',
     ok: false,
@@ -111,6 +132,31 @@ async function checkImage(session: SshSession, image: string): Promise<Check> {
     name: 'image',
     ok: false,
     detail: `image ${image} is not on the host (${firstLines(res.stderr) || `exit ${res.exitCode}`}): run docker pull ${image} there, or docker load it`,
+  };
+}
+
+/**
+ * The Ray container's `docker run --gpus all` fails on a host whose Docker has no NVIDIA runtime, after every
+ * host's old services were stopped: asked here, before anything is.
+ */
+async function checkGpus(session: SshSession, image: string): Promise<Check> {
+  const res = await session.exec(gpuAccessCommand(image), { timeoutMs: 60_000, check: false });
+  // 126/127: the image has no `true` to run, which the engine finds only after it set up the container's GPUs.
+  if (res.exitCode === 0 || res.exitCode === 126 || res.exitCode === 127) {
+    return { name: 'gpus', ok: true, detail: 'docker run --gpus all starts a container' };
+  }
+  const said = firstLines(res.stderr || res.stdout) || `exit ${res.exitCode}`;
+  if (/device driver|nvidia|gpu|cdi/i.test(said)) {
+    return {
+      name: 'gpus',
+      ok: false,
+      detail: `Docker cannot give containers GPUs (docker run --gpus all: ${said}): install the NVIDIA container toolkit on the host (nvidia-container-toolkit; then sudo nvidia-ctk runtime configure --runtime=docker and restart Docker)`,
+    };
+  }
+  return {
+    name: 'gpus',
+    ok: false,
+    detail: `a throwaway docker run --gpus all of ${image} failed (exit ${res.exitCode}): ${said}; the Ray container's docker run would fail the same way`,
   };
 }
 

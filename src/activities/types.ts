@@ -33,7 +33,7 @@ export interface PreflightInput {
   agreement?: { read: HostReadInput; versions: boolean };
 }
 export interface PreflightCheck {
-  name: 'ssh' | 'docker' | 'image' | 'model' | 'volumes' | 'interface' | 'disk' | 'logDir';
+  name: 'ssh' | 'docker' | 'image' | 'gpus' | 'model' | 'volumes' | 'interface' | 'disk' | 'logDir';
   ok: boolean;
   detail: string;
 }

@@ -10,6 +10,14 @@ export const dockerVersionCommand = (): RemoteCommand => sh`docker version --for
 export const imageIdCommand = (image: string): RemoteCommand =>
   sh`docker image inspect --format ${'{{.Id}}'} -- ${image}`;
 
+/**
+ * Whether the host's Docker gives containers GPUs as the Ray container asks for them (`--gpus all`): a throwaway
+ * container with no network that runs `true`. Only the engine knows: `--gpus` needs the NVIDIA runtime hook (or a
+ * CDI device) where the daemon looks when it starts, which no file on the host shows for certain.
+ */
+export const gpuAccessCommand = (image: string): RemoteCommand =>
+  sh`docker run --rm --gpus all --network none --pull never --entrypoint true ${image}`;
+
 export const folderExistsCommand = (path: string): RemoteCommand => sh`test -d ${path}`;
 
 // The HF cache keeps files four levels down (models--Org--Name/snapshots/<hash>/…), as symlinks into
@@ -56,6 +64,7 @@ export function preflightReads(input: PreflightReadsInput): RemoteCommand[] {
   return [
     dockerVersionCommand(),
     imageIdCommand(input.image),
+    gpuAccessCommand(input.image),
     folderExistsCommand(input.modelPath),
     weightFilesCommand(input.modelPath),
     ...(hostPaths.length > 0 ? [missingPathsCommand(hostPaths)] : []),

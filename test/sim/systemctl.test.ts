@@ -12,6 +12,7 @@ import {
   runSimTool,
   useSimRoot,
 } from '../helpers/sim-host.js';
+import { gpuProcessFile } from '../../sim/host-state.js';
 
 const { root, binDir } = useSimRoot('liftoff-systemctl-', () => killSimHostProcesses(hostDir));
 const hostDir = join(root, 'host');
@@ -73,10 +74,7 @@ describe('systemctl', () => {
       const s = processesWith('sleep\u0000401');
       return h.length && s.length ? [h[0] ?? 0, s[0] ?? 0] : undefined;
     }, 'unit processes');
-    await until(
-      () => (existsSync(join(hostDir, 'gpu', `${hog}-0.json`)) ? true : undefined),
-      'GPU registration',
-    );
+    await until(() => (existsSync(gpuProcessFile(hostDir, hog, 0)) ? true : undefined), 'GPU registration');
     const smi = await run('nvidia-smi', [
       '--query-compute-apps=pid,used_gpu_memory',
       '--format=csv,noheader,nounits',

@@ -16,12 +16,14 @@ import {
 /**
  * Runs `act` on each named container in turn, as rm, stop and kill do: a missing or refused container is
  * reported and makes the exit code 1 without stopping the rest. `act` returns the refusal, or undefined
- * once it has done its work, and then the name is echoed.
+ * once it has done its work, and then the name is echoed. `missingIsDone`: a missing container is reported but
+ * leaves the exit code alone, as `docker rm -f` does on a real engine (20.10 and 28.x alike).
  */
 async function eachContainer(
   dir: string,
   refs: string[],
   act: (rec: ContainerRecord, ref: string) => Promise<string | undefined>,
+  missingIsDone = false,
 ): Promise<number> {
   let code = 0;
   for (const ref of refs) {
@@ -32,7 +34,7 @@ async function eachContainer(
       out(`${ref}\n`);
     } else {
       err(refusal);
-      code = 1;
+      if (rec || !missingIsDone) code = 1;
     }
   }
   return code;
@@ -44,14 +46,19 @@ export async function cmdRm(args: string[]): Promise<number> {
   const missing = requireArgs('rm', '[OPTIONS] CONTAINER [CONTAINER...]', f.positionals.length, 1);
   if (missing !== undefined) return missing;
   const dir = hostDir();
-  return eachContainer(dir, f.positionals, async (rec) => {
-    if (isRunning(rec) && !f.has('force'))
-      return `Error response from daemon: cannot remove container "/${rec.name}": container is running: stop the container before removing or force remove`;
-    if (!(await killContainerProcesses(rec)))
-      return `Error response from daemon: cannot remove container "/${rec.name}": could not kill: tried to kill container, but did not receive an exit event`;
-    removeContainerState(dir, rec.name);
-    return undefined;
-  });
+  return eachContainer(
+    dir,
+    f.positionals,
+    async (rec) => {
+      if (isRunning(rec) && !f.has('force'))
+        return `Error response from daemon: cannot remove container "/${rec.name}": container is running: stop the container before removing or force remove`;
+      if (!(await killContainerProcesses(rec)))
+        return `Error response from daemon: cannot remove container "/${rec.name}": could not kill: tried to kill container, but did not receive an exit event`;
+      removeContainerState(dir, rec.name);
+      return undefined;
+    },
+    f.has('force'),
+  );
 }
 
 async function waitShimGone(rec: ContainerRecord, timeoutMs: number): Promise<boolean> {

@@ -148,7 +148,7 @@ export async function cmdRun(args: string[]): Promise<number> {
     return runError('run', 'Conflicting options: --restart and --rm.', 125);
   if (!/^(no|always|unless-stopped|on-failure(:\d+)?)$/.test(restart))
     return runError('run', `invalid restart policy: ${restart}`, 125);
-  const name = f.get('name') ?? randomName();
+  let name = f.get('name') ?? randomName();
   if (!namePattern.test(name))
     return runError(
       'run',
@@ -205,7 +205,15 @@ export async function cmdRun(args: string[]): Promise<number> {
     startedAt: null,
     finishedAt: null,
   };
-  if (!createContainer(dir, rec)) {
+  let created = createContainer(dir, rec);
+  // A generated name that is taken (runs at once on one host draw from a few dozen) is drawn again, as the daemon
+  // does (it retries, then adds a number): only a name the user chose conflicts.
+  for (let attempt = 1; !created && f.get('name') === undefined && attempt <= 20; attempt++) {
+    name = `${randomName()}${attempt > 5 ? String(attempt) : ''}`;
+    rec.name = name;
+    created = createContainer(dir, rec);
+  }
+  if (!created) {
     const holder = readContainer(dir, name);
     return runError(
       'run',

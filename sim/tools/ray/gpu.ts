@@ -1,9 +1,8 @@
 // Device memory that Ray workers and vLLM take on a simulated host, reported through host-state's GPU registry.
 import { rmSync } from 'node:fs';
-import { join } from 'node:path';
 import {
+  gpuProcessFile,
   liveGpuProcesses,
-  paths,
   readHostConfig,
   refreshMeminfo,
   registerGpuProcess,
@@ -42,6 +41,6 @@ export function holdGpuMemory(
 
 /** Releases one GPU's share of a pid (host-state's release drops every GPU of the pid at once). */
 export function releaseGpuMemory(dir: string, pid: number, gpuIndex: number): void {
-  rmSync(join(paths.gpu(dir), `${pid}-${gpuIndex}.json`), { force: true });
+  rmSync(gpuProcessFile(dir, pid, gpuIndex), { force: true });
   refreshMeminfo(dir);
 }
