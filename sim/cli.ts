@@ -95,7 +95,10 @@ program
   .option('--real', 'real Ray and vLLM (CPU build) from .venv-real instead of the simulated ones')
   .option('--docker', 'a real Docker engine per host (Debian docker.io) instead of the simulated docker')
   .option('--without-gpu-runtime <names...>', 'real-Docker hosts whose daemon cannot give containers GPUs')
-  .option('--ssh-user <name>', 'log in as this ordinary user in the docker group, made if missing (netns mode)')
+  .option(
+    '--ssh-user <name>',
+    'log in as this ordinary user in the docker group, made if missing (netns mode)',
+  )
   .option('--json', 'print the cluster as JSON')
   .action(
     async (o: {

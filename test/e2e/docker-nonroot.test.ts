@@ -25,8 +25,20 @@ describe('deploy as a non-root SSH user in the docker group, on real Docker Engi
     vllm: { shards: 8, shardSeconds: 0.1, graphCaptureSeconds: 0.3 },
   });
   let result: DeployResult;
+  /** What each host's nvidia-smi showed the SSH user before the deploy: the reference containers' processes. */
+  const gpuAppsBefore: Record<string, string[]> = {};
 
   before(async () => {
+    for (const h of e2e.sim.hosts)
+      gpuAppsBefore[h.name] = (
+        await sshRun(
+          e2e.sim,
+          h.name,
+          'nvidia-smi --query-compute-apps=pid,process_name --format=csv,noheader',
+        )
+      )
+        .split('\n')
+        .filter((l) => l.length > 0);
     const handle = await e2e.client.workflow.start(deploy, {
       taskQueue: TASK_QUEUE,
       workflowId: 'liftoff-e2e-docker-nonroot',
@@ -42,6 +54,11 @@ describe('deploy as a non-root SSH user in the docker group, on real Docker Engi
       assert.notEqual(uid, '0', h.name);
       assert.ok(groups?.split(' ').includes('docker'), `${h.name}: groups ${groups}`);
     }
+  });
+
+  it("the user's nvidia-smi showed the old containers' processes (root's, in other PID namespaces) before the deploy", () => {
+    for (const h of e2e.sim.hosts)
+      assert.equal(gpuAppsBefore[h.name]?.length, 3, `${h.name}: ${gpuAppsBefore[h.name]?.join('; ')}`);
   });
 
   it("each container's main process belongs to root, and the SSH user may not signal it", async () => {
