@@ -395,21 +395,24 @@ describe('ray, serve, health, smoke and diagnostics activities (simulated cluste
     }
   });
 
-  it('the supervisor\'s probe finds a healthy server serving when its one token is reasoning or decodes to ""', async () => {
-    for (const faults of [{ reasoningParser: true }, { emptyCompletionText: true }]) {
+  for (const [what, faults] of [
+    ['is reasoning', { reasoningParser: true }],
+    ['decodes to ""', { emptyCompletionText: true }],
+  ] as const) {
+    it(`the supervisor's probe finds a healthy server serving when its one token ${what}`, async () => {
       setFaults(stateDir, head.name, faults);
       try {
         const r = await run(probeServingCluster, probeInput());
         const headProbe = r.hosts.find((h) => h.host === head.name);
         assert.ok(headProbe?.ok, JSON.stringify(r));
         const completion = headProbe.checks.find((c) => c.name === 'completion');
-        assert.equal(completion?.ok, true, `${JSON.stringify(faults)}: ${JSON.stringify(headProbe.checks)}`);
+        assert.equal(completion?.ok, true, JSON.stringify(headProbe.checks));
         assert.equal(completion.detail, '1 token(s)');
       } finally {
         setFaults(stateDir, head.name, {});
       }
-    }
-  });
+    });
+  }
 
   it("the supervisor's probe quotes a server's error body with serve.env's secrets redacted", async () => {
     // The engine fails every completion with a 500 whose message dumps one of its settings: serve.env's secret.
