@@ -73,6 +73,16 @@ export interface HostFaults {
    * must come out redacted.
    */
   completionErrorPrintsEnv?: string;
+  /**
+   * The server runs with `--reasoning-parser` and a reasoning model spends the budget thinking: as vLLM 0.32 does,
+   * `message.content` is null and the text is under `message.reasoning` (not the older `reasoning_content`).
+   */
+  reasoningParser?: boolean;
+  /**
+   * Completions generate tokens that decode to "" (real vLLM: about 40% of a tiny model's one-token answers):
+   * `message.content` is "" while usage.completion_tokens counts the tokens generated.
+   */
+  emptyCompletionText?: boolean;
   /** `docker image inspect` reports other image IDs on this host, as after a pull of a moved tag. */
   imageIdSalt?: string;
 }

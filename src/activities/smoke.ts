@@ -1,5 +1,7 @@
 // The smoke test: one chat completion against the new server, from the head (the endpoint listens on the
-// cluster network, which the control host may not reach). It must return text; tokens/s is recorded.
+// cluster network, which the control host may not reach). It must answer 200 with a chat completion that generated
+// at least one token (chat-completion.ts: the probe's judge too); the text it got is reported, and may be empty
+// (a tiny model's short answer can decode to ""), and tokens/s is recorded.
 import { ApplicationFailure } from '@temporalio/common';
 import { FailureType } from '../shared/failures.js';
 import { smokeCommand, smokeRequestTimeoutS, smokeTimingMarker } from '../host-commands/launch.js';
@@ -8,18 +10,10 @@ import { resolveValue } from './secrets.js';
 import { redactedTail, redactText } from '../shared/secrets.js';
 import type { SshSession } from '../ssh/executor.js';
 import { onHost } from './ssh-context.js';
+import { readChatCompletion } from './chat-completion.js';
 import type { SmokeTestInput, SmokeTestResult } from './types.js';
 
 const requestTimeoutS = smokeRequestTimeoutS;
-/** Answers that say "not now" rather than "no": timeout, too many requests, a gateway's or a busy server's. */
-const transientHttpStatus = new Set([408, 429, 502, 503, 504]);
-
-interface ChatCompletion {
-  choices?: Array<{ message?: { content?: unknown; reasoning_content?: unknown } }>;
-  usage?: { completion_tokens?: unknown };
-  error?: { message?: unknown };
-  message?: unknown;
-}
 
 // curl prints this after the body, so one request gives both the answer and curl's own timing.
 const timingMarker = smokeTimingMarker;
@@ -77,29 +71,11 @@ export async function chatCompletion(
     .split('\n');
   const seconds = Number(timeText);
   const httpStatus = Number(statusText);
-  let parsed: ChatCompletion;
-  try {
-    parsed = JSON.parse(payload) as ChatCompletion;
-  } catch {
-    throw fail(`HTTP ${httpStatus}, the answer is not JSON: ${said(payload.trim())}`, { httpStatus });
+  const reading = readChatCompletion(payload, httpStatus);
+  if (!reading.ok) {
+    throw fail(`${reading.problem}: ${said(reading.quote)}`, { httpStatus }, !reading.retryable);
   }
-  if (httpStatus !== 200) {
-    const why = [parsed.error?.message, parsed.message].find((m) => typeof m === 'string') ?? payload.trim();
-    // The server answered, and said no: asking again gets the same answer, or none (vLLM's engine that fails a
-    // request with 500 has died, and the server shuts down after it). Only the statuses of a passing condition
-    // are worth another attempt.
-    throw fail(`HTTP ${httpStatus}: ${said(why)}`, { httpStatus }, !transientHttpStatus.has(httpStatus));
-  }
-  const message = parsed.choices?.[0]?.message;
-  const content = typeof message?.content === 'string' ? message.content : '';
-  // Reasoning models may spend a short budget on reasoning alone; that still proves generation works.
-  const reasoning = typeof message?.reasoning_content === 'string' ? message.reasoning_content : '';
-  const text = content.trim() !== '' ? content : reasoning;
-  if (text.trim() === '') {
-    throw fail(`the completion returned no text: ${said(payload.trim())}`, { httpStatus });
-  }
-  const completionTokens =
-    typeof parsed.usage?.completion_tokens === 'number' ? parsed.usage.completion_tokens : 0;
+  const { text, completionTokens } = reading;
   const safeSeconds = Number.isFinite(seconds) && seconds > 0 ? seconds : 0;
   return {
     text,

@@ -26,7 +26,7 @@ import { verifyRayCluster } from '../../src/activities/ray-cluster.js';
 import { launchServe } from '../../src/activities/serve.js';
 import { checkServeHealth } from '../../src/activities/health.js';
 import { smokeTest } from '../../src/activities/smoke.js';
-import { probeServingCluster } from '../../src/activities/cluster-probe.js';
+import { probeServingCluster, type ProbeServingClusterInput } from '../../src/activities/cluster-probe.js';
 import { collectDiagnostics } from '../../src/activities/diagnostics.js';
 import { onHost } from '../../src/activities/ssh-context.js';
 import type { HostRef } from '../../src/config/targets.js';
@@ -34,6 +34,7 @@ import type {
   CheckServeInput,
   CheckServeResult,
   NamedHost,
+  SmokeTestInput,
   VerifyRayClusterInput,
 } from '../../src/activities/types.js';
 import type { LaunchServeInput, RayContainerInput } from '../../src/host-commands/launch.js';
@@ -334,42 +335,90 @@ describe('ray, serve, health, smoke and diagnostics activities (simulated cluste
     );
   });
 
-  it('smoke test: one chat completion returns text and a token rate', async () => {
-    const r = await run(smokeTest, {
+  const smokeInput = (): SmokeTestInput => ({
+    head: ref(head),
+    clusterIp: head.clusterIp,
+    port: servePort,
+    model: servedName,
+    prompt: 'Reply with one word: ready?',
+    maxTokens: 16,
+    apiKey,
+  });
+
+  /** The supervisor's probe of this cluster, with serve.env's secret among those its report must not show. */
+  const probeInput = (): ProbeServingClusterInput => ({
+    head: {
       head: ref(head),
       clusterIp: head.clusterIp,
+      container,
       port: servePort,
       model: servedName,
-      prompt: 'Reply with one word: ready?',
-      maxTokens: 16,
       apiKey,
-    });
+      secretEnv: [{}, serveInput('probe').env],
+      completionTimeoutS: 5,
+      expectedNodes: 2,
+      expectedGpus: 2,
+    },
+    workers: [ref(worker)],
+    container,
+  });
+
+  it('smoke test: one chat completion returns text and a token rate', async () => {
+    const r = await run(smokeTest, smokeInput());
     assert.ok(r.text.trim().length > 0);
     assert.ok(r.completionTokens > 0 && r.completionTokens <= 16);
     assert.ok(r.seconds > 0);
     assert.ok(Math.abs(r.tokensPerSecond - r.completionTokens / r.seconds) < 1e-9);
   });
 
+  // A healthy server's answers that carry no plain text: a reasoning model's (vLLM 0.32 with --reasoning-parser
+  // puts it under message.reasoning, content null), and a tiny model's tokens that decode to "".
+  it("smoke test: a reasoning model's answer is read from message.reasoning", async () => {
+    setFaults(stateDir, head.name, { reasoningParser: true });
+    try {
+      const r = await run(smokeTest, smokeInput());
+      assert.match(r.text, /^Hello! This is/);
+      assert.ok(r.completionTokens > 0 && r.completionTokens <= 16);
+    } finally {
+      setFaults(stateDir, head.name, {});
+    }
+  });
+
+  it('smoke test: tokens that decode to "" pass, judged by usage.completion_tokens, and report the empty text', async () => {
+    setFaults(stateDir, head.name, { emptyCompletionText: true });
+    try {
+      const r = await run(smokeTest, smokeInput());
+      assert.equal(r.text, '');
+      assert.ok(r.completionTokens > 0 && r.completionTokens <= 16);
+    } finally {
+      setFaults(stateDir, head.name, {});
+    }
+  });
+
+  for (const [what, faults] of [
+    ['is reasoning', { reasoningParser: true }],
+    ['decodes to ""', { emptyCompletionText: true }],
+  ] as const) {
+    it(`the supervisor's probe finds a healthy server serving when its one token ${what}`, async () => {
+      setFaults(stateDir, head.name, faults);
+      try {
+        const r = await run(probeServingCluster, probeInput());
+        const headProbe = r.hosts.find((h) => h.host === head.name);
+        assert.ok(headProbe?.ok, JSON.stringify(r));
+        const completion = headProbe.checks.find((c) => c.name === 'completion');
+        assert.equal(completion?.ok, true, JSON.stringify(headProbe.checks));
+        assert.equal(completion.detail, '1 token(s)');
+      } finally {
+        setFaults(stateDir, head.name, {});
+      }
+    });
+  }
+
   it("the supervisor's probe quotes a server's error body with serve.env's secrets redacted", async () => {
     // The engine fails every completion with a 500 whose message dumps one of its settings: serve.env's secret.
     setFaults(stateDir, head.name, { completions: 'error', completionErrorPrintsEnv: serveSecretEnv });
     try {
-      const r = await run(probeServingCluster, {
-        head: {
-          head: ref(head),
-          clusterIp: head.clusterIp,
-          container,
-          port: servePort,
-          model: servedName,
-          apiKey,
-          secretEnv: [{}, serveInput('probe').env],
-          completionTimeoutS: 5,
-          expectedNodes: 2,
-          expectedGpus: 2,
-        },
-        workers: [ref(worker)],
-        container,
-      });
+      const r = await run(probeServingCluster, probeInput());
       const headProbe = r.hosts.find((h) => h.host === head.name);
       assert.ok(headProbe?.ok, JSON.stringify(r));
       const completion = headProbe.checks.find((c) => c.name === 'completion');

@@ -356,6 +356,10 @@ export class VllmServe {
         const name = this.dir ? readFaults(this.dir).completionErrorPrintsEnv : undefined;
         return name ? `${name}=${process.env[name] ?? ''}` : undefined;
       },
+      completionShape: () => {
+        const faults = this.dir ? readFaults(this.dir) : {};
+        return { reasoningParser: faults.reasoningParser, emptyText: faults.emptyCompletionText };
+      },
       completionMs: (this.pace.completionSeconds ?? 0) * 1000,
     });
     const host = this.bindAddress();

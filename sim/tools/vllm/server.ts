@@ -16,8 +16,17 @@ export interface ApiOptions {
   completionFault?: () => 'hang' | 'error' | undefined;
   /** With the `error` fault: a `NAME=value` of the server's environment its message ends with. */
   completionErrorSays?: () => string | undefined;
+  /** The host's faults that shape a completion's answer (not whether it comes), read per request. */
+  completionShape?: () => CompletionShape;
   /** Time one completion takes to generate, so a test can land a kill while a request is in flight. */
   completionMs?: number;
+}
+
+export interface CompletionShape {
+  /** vLLM 0.32 with --reasoning-parser, the budget spent reasoning: content null, the text under `reasoning`. */
+  reasoningParser?: boolean;
+  /** The generated tokens decode to "": content "", usage still counts them. */
+  emptyText?: boolean;
 }
 
 interface ChatMessage {
@@ -244,6 +253,12 @@ export class VllmApi {
     this.generationTokens += words.length;
     this.finished[finishReason] += 1;
 
+    const shape = this.opts.completionShape?.() ?? {};
+    const text = shape.emptyText ? '' : words.join(' ');
+    // Where the text goes: vLLM 0.32's ChatMessage has `reasoning` (null without a reasoning parser), no
+    // `reasoning_content`.
+    const textField = shape.reasoningParser ? 'reasoning' : 'content';
+
     if (body.stream === true) {
       res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
       const chunk = (delta: object, finish: string | null, extra: object = {}) =>
@@ -255,7 +270,9 @@ export class VllmApi {
           choices: [{ index: 0, delta, logprobs: null, finish_reason: finish, ...extra }],
         })}\n\n`;
       res.write(chunk({ role: 'assistant', content: '' }, null));
-      words.forEach((word, i) => res.write(chunk({ content: i === 0 ? word : ` ${word}` }, null)));
+      words.forEach((word, i) =>
+        res.write(chunk({ [textField]: shape.emptyText ? '' : i === 0 ? word : ` ${word}` }, null)),
+      );
       res.write(chunk({}, finishReason, { stop_reason: null }));
       if (body.stream_options?.include_usage === true) {
         res.write(
@@ -273,7 +290,11 @@ export class VllmApi {
       choices: [
         {
           index: 0,
-          message: { role: 'assistant', content: words.join(' '), reasoning_content: null, tool_calls: [] },
+          message: {
+            role: 'assistant',
+            content: shape.reasoningParser ? null : text,
+            reasoning: shape.reasoningParser ? text : null,
+          },
           logprobs: null,
           finish_reason: finishReason,
           stop_reason: null,

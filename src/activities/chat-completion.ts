@@ -1,0 +1,73 @@
+// What one chat completion's answer says about serving: the one reading of it, shared by the smoke test and the
+// supervisor's probe. A server serves when it answers 200 with a well-formed chat completion that generated at
+// least one token (usage.completion_tokens >= 1). The text is reported, never judged: a healthy server's one-token
+// answer can decode to "" (real vLLM: about 40% of a tiny model's), and a reasoning model's text may sit under
+// `message.reasoning` (vLLM 0.32 with --reasoning-parser; content is then null) or `reasoning_content` (older).
+
+/** Answers that say "not now" rather than "no": timeout, too many requests, a gateway's or a busy server's. */
+const transientHttpStatus = new Set([408, 429, 502, 503, 504]);
+
+export type ChatCompletionReading =
+  | { ok: true; text: string; completionTokens: number }
+  /** `quote` is the server's own words, for the caller to redact and cut before showing them. */
+  | { ok: false; problem: string; quote: string; retryable: boolean };
+
+export function readChatCompletion(payload: string, httpStatus: number): ChatCompletionReading {
+  const body = payload.trim();
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(payload);
+  } catch {
+    return { ok: false, problem: `HTTP ${httpStatus}, the answer is not JSON`, quote: body, retryable: true };
+  }
+  if (httpStatus !== 200) {
+    const why = [field(parsed, 'error', 'message'), field(parsed, 'message')].find(isString) ?? body;
+    // The server answered, and said no: asking again gets the same answer, or none (vLLM's engine that fails a
+    // request with 500 has died, and the server shuts down after it). Only the statuses of a passing condition
+    // are worth another attempt.
+    return {
+      ok: false,
+      problem: `HTTP ${httpStatus}`,
+      quote: why,
+      retryable: transientHttpStatus.has(httpStatus),
+    };
+  }
+  const choices = field(parsed, 'choices');
+  const message = Array.isArray(choices) ? field(choices[0], 'message') : undefined;
+  if (!isRecord(message)) {
+    return {
+      ok: false,
+      problem: 'the answer is not a chat completion (no choices[0].message)',
+      quote: body,
+      retryable: true,
+    };
+  }
+  const tokens = field(parsed, 'usage', 'completion_tokens');
+  if (typeof tokens !== 'number' || !Number.isInteger(tokens) || tokens < 1) {
+    return {
+      ok: false,
+      problem: `the completion generated no tokens (usage.completion_tokens is ${JSON.stringify(tokens) ?? 'missing'})`,
+      quote: body,
+      retryable: true,
+    };
+  }
+  // The answer if there is one, else the reasoning (a short budget may be spent on reasoning alone).
+  const text = [message.content, message.reasoning, message.reasoning_content].find(
+    (t): t is string => isString(t) && t.trim() !== '',
+  );
+  return { ok: true, text: text ?? '', completionTokens: tokens };
+}
+
+function field(value: unknown, ...path: string[]): unknown {
+  let at = value;
+  for (const key of path) at = isRecord(at) ? at[key] : undefined;
+  return at;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function isString(value: unknown): value is string {
+  return typeof value === 'string';
+}
