@@ -34,6 +34,8 @@ command -v ip >/dev/null 2>&1 || missing_debs+=(iproute2)
 command -v ssh-keygen >/dev/null 2>&1 || missing_debs+=(openssh-client)
 # Headless browser tests of the Temporal UI and the HTML postmortem (driven by playwright-core).
 [ -x /usr/bin/chromium ] || missing_debs+=(chromium)
+# The non-root SSH user of the real-Docker tests stops units through `sudo -n`, as at the reference site.
+[ "$purpose" = demo ] || [ -x /usr/bin/sudo ] || missing_debs+=(sudo)
 if [ ${#missing_debs[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     log "installing ${missing_debs[*]} (apt)"

@@ -95,6 +95,10 @@ program
   .option('--real', 'real Ray and vLLM (CPU build) from .venv-real instead of the simulated ones')
   .option('--docker', 'a real Docker engine per host (Debian docker.io) instead of the simulated docker')
   .option('--without-gpu-runtime <names...>', 'real-Docker hosts whose daemon cannot give containers GPUs')
+  .option(
+    '--ssh-user <name>',
+    'log in as this ordinary user in the docker group, made if missing (netns mode)',
+  )
   .option('--json', 'print the cluster as JSON')
   .action(
     async (o: {
@@ -109,6 +113,7 @@ program
       real?: boolean;
       docker?: boolean;
       withoutGpuRuntime?: string[];
+      sshUser?: string;
       json?: boolean;
     }) => {
       const started = Date.now();
@@ -125,6 +130,7 @@ program
         realTools: o.real === true,
         docker: o.docker === true ? 'real' : 'simulated',
         noGpuRuntime: o.withoutGpuRuntime,
+        ...(o.sshUser === undefined ? {} : { sshUser: o.sshUser }),
       });
       if (o.json) {
         console.log(JSON.stringify(cluster, null, 2));

@@ -40,6 +40,12 @@ export interface SimClusterOptions {
   docker?: 'simulated' | 'real';
   /** Real-Docker hosts (by name) whose daemon has no NVIDIA runtime: `docker run --gpus` fails there. */
   noGpuRuntime?: string[];
+  /**
+   * The user every SSH session logs in as. Default: the machine's current user (root in netns mode). Another name
+   * makes it an ordinary user of this machine in the docker group, owning each host's folder (sim/ssh-user.ts), as
+   * at a site whose login is not root. Netns mode only, as root.
+   */
+  sshUser?: string;
 }
 
 export interface SimHost {

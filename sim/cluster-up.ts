@@ -47,6 +47,14 @@ import {
 } from './seed.js';
 import { writeCommandRecorder } from './command-log.js';
 import { generateKeyPair, publicKeyBody, readSshdPid, sshdPaths, writeSshdConfig } from './sshd.js';
+import {
+  allowUnitStops,
+  ensureSshUser,
+  handHostToSshUser,
+  writeHostEtcHosts,
+  sshUserProblem,
+  type SshUserIds,
+} from './ssh-user.js';
 
 interface PlannedHost extends SimHost {
   ordinal: number;
@@ -87,6 +95,12 @@ function plan(opts: SimClusterOptions, stateDir: string): { cluster: SimCluster;
     if (!names.includes(n)) throw new Error(`noGpuRuntime host ${n} is not one of ${names.join(', ')}`);
   }
   const root = process.getuid?.() === 0;
+  const sshUser = opts.sshUser ?? userInfo().username;
+  if (sshUser !== userInfo().username) {
+    const problem = sshUserProblem(sshUser);
+    if (problem) throw new Error(problem);
+    if (mode !== 'netns') throw new Error('sshUser needs netns mode (a per-host /home holds its home)');
+  }
   const sshDir = clusterPaths.ssh(stateDir);
   const hosts = names.map((name, i): PlannedHost => {
     const ordinal = i + 1;
@@ -121,7 +135,7 @@ function plan(opts: SimClusterOptions, stateDir: string): { cluster: SimCluster;
   const cluster: SimCluster = {
     mode,
     stateDir,
-    sshUser: userInfo().username,
+    sshUser,
     privateKeyPath: join(sshDir, clientKeyFile),
     knownHostsPath: join(sshDir, knownHostsFile),
     sshConfigPath: join(sshDir, 'config'),
@@ -271,7 +285,17 @@ async function bringUp(opts: SimClusterOptions, cluster: SimCluster, hosts: Plan
     });
     return hostKeys;
   };
-  const [, hostKeys] = await Promise.all([buildSimTools(clusterPaths.bin(stateDir)), keys(), network()]);
+  const [, hostKeys, sshUserIds] = await Promise.all([
+    buildSimTools(clusterPaths.bin(stateDir)),
+    keys(),
+    otherSshUser(cluster)
+      ? ensureSshUser(cluster.sshUser).then(async (ids) => {
+          await allowUnitStops(cluster.sshUser, stateDir, clusterPaths.bin(stateDir));
+          return ids;
+        })
+      : undefined,
+    network(),
+  ]);
 
   const recorder = opts.recordCommands ? writeCommandRecorder(sshDir) : undefined;
   for (const h of hosts) {
@@ -310,6 +334,7 @@ async function bringUp(opts: SimClusterOptions, cluster: SimCluster, hosts: Plan
       ...(recorder ? { forceCommand: recorder } : {}),
     });
   }
+  if (sshUserIds) for (const h of hosts) writeHostEtcHosts(h.hostDir, h.name);
   const knownHosts = cluster.hosts
     .map((h) => `${knownHostPatterns(h)} ${publicKeyBody(hostKeys.get(h.name) ?? '')}`)
     .join('\n');
@@ -340,6 +365,15 @@ async function bringUp(opts: SimClusterOptions, cluster: SimCluster, hosts: Plan
     await mapLimit(cluster.hosts, 16, (h) => startHostSshd(h));
   }
   if (opts.seedReferenceState ?? true) await seedEveryHost(cluster);
+  if (sshUserIds) handHostsToSshUser(cluster, sshUserIds);
+}
+
+/** Whether the cluster's SSH user is not this machine's current user (SimClusterOptions.sshUser). */
+const otherSshUser = (cluster: SimCluster): boolean => cluster.sshUser !== userInfo().username;
+
+/** Gives every host's folder to the SSH user, after root wrote (or seeded) what is in it. */
+function handHostsToSshUser(cluster: SimCluster, owner: SshUserIds): void {
+  for (const h of cluster.hosts) handHostToSshUser(h.hostDir, cluster.sshUser, owner);
 }
 
 /**
@@ -369,5 +403,7 @@ function seedEveryHost(cluster: SimCluster): Promise<unknown> {
  * containers holding GPU memory), leaving whatever a deploy started: the next deploy has to clear it, as for real.
  */
 export async function reseedCluster(stateDir: string = defaultStateDir()): Promise<void> {
-  await seedEveryHost(requireCluster(resolve(stateDir)));
+  const cluster = requireCluster(resolve(stateDir));
+  await seedEveryHost(cluster);
+  if (otherSshUser(cluster)) handHostsToSshUser(cluster, await ensureSshUser(cluster.sshUser));
 }

@@ -15,7 +15,7 @@ import {
   writeSync,
 } from 'node:fs';
 import { join } from 'node:path';
-import { PidNamespaces, insideContainer, ownPidNamespace, pidKey } from './pid-namespace.js';
+import { PidNamespaces, insideContainer, ownPidNamespace, pidKey, startTicks } from './pid-namespace.js';
 
 export type GpuFlavour = 'h200' | 'gb10';
 
@@ -99,6 +99,11 @@ export interface GpuProcess {
    * its pid inside the container. Absent in entries of older tools: the host's own namespace.
    */
   pidNamespace?: string;
+  /**
+   * When `pid` started, in clock ticks since boot (sim/pid-namespace.ts startTicks): with the pid, how a viewer that
+   * may not read the namespace (a non-root SSH user, of a root container's process) finds it.
+   */
+  startTicks?: number;
 }
 
 export function hostDir(): string {
@@ -188,9 +193,11 @@ export function gpuProcessFile(dir: string, pid: number, gpuIndex: number): stri
 export function registerGpuProcess(dir: string, proc: GpuProcess): void {
   mkdirSync(paths.gpu(dir), { recursive: true });
   const pidNamespace = ownPidNamespace();
+  const started = startTicks(proc.pid);
   writeJson(gpuProcessFile(dir, proc.pid, proc.gpuIndex), {
     ...proc,
     ...(pidNamespace ? { pidNamespace } : {}),
+    ...(started === undefined ? {} : { startTicks: started }),
   });
   refreshMeminfo(dir);
 }
@@ -213,7 +220,7 @@ function gpuProcessNow(
 ): { alive: boolean; pid: number } {
   if (proc.pidNamespace === undefined || proc.pidNamespace === own)
     return { alive: isAlive(proc.pid), pid: proc.pid };
-  const hostPid = others.hostPid(proc.pidNamespace, proc.pid);
+  const hostPid = others.hostPid(proc.pidNamespace, proc.pid, proc.startTicks);
   if (hostPid !== undefined) return { alive: true, pid: hostPid };
   return { alive: insideContainer(), pid: proc.pid };
 }

@@ -32,14 +32,36 @@ export function insideContainer(): boolean {
   return existsSync('/etc/liftoff-sim/env');
 }
 
-/** Finds host pids of processes in other PID namespaces; reads /proc once per lookup table. */
+/**
+ * When a process started, in clock ticks since boot (field 22 of /proc/PID/stat): the same number in every PID
+ * namespace, and readable by every user. Undefined when the process is gone.
+ */
+export function startTicks(pid: number | 'self'): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // The command name in parentheses may contain spaces; fields count from the state after the last ')'.
+    const ticks = stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
+    return ticks !== undefined && /^\d{1,20}$/.test(ticks) ? Number(ticks) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Finds host pids of processes in other PID namespaces; reads /proc once per lookup table. By the namespace's
+ * name where the viewer may read it (/proc/PID/ns needs the right to trace the process: root, or its owner); else,
+ * as an SSH user that is not root sees a root container's process, by its pid there and its start time.
+ */
 export class PidNamespaces {
   private table: Map<string, number> | undefined;
 
   /** The pid (as this process's /proc numbers it) of `pid` in `namespace`, or undefined when no such process lives. */
-  hostPid(namespace: string, pid: number): number | undefined {
+  hostPid(namespace: string, pid: number, started?: number): number | undefined {
     this.table ??= scan();
-    return this.table.get(`${namespace} ${pid}`);
+    return (
+      this.table.get(`${namespace} ${pid}`) ??
+      (started === undefined ? undefined : this.table.get(`@${started} ${pid}`))
+    );
   }
 }
 
@@ -48,12 +70,20 @@ function scan(): Map<string, number> {
   for (const name of readdirSync('/proc')) {
     if (!/^\d{1,10}$/.test(name)) continue;
     try {
-      const namespace = readlinkSync(`/proc/${name}/ns/pid`);
       const status = readFileSync(`/proc/${name}/status`, 'utf8');
       if (/^State:\s+Z/m.test(status)) continue;
       const nspid = /^NSpid:\s+([\d\s]{1,200})$/m.exec(status)?.[1]?.trim().split(/\s+/);
       const inner = nspid?.[nspid.length - 1];
-      if (inner !== undefined) table.set(`${namespace} ${inner}`, Number(name));
+      if (inner === undefined) continue;
+      const started = startTicks(Number(name));
+      if (started !== undefined) table.set(`@${started} ${inner}`, Number(name));
+      let namespace: string | undefined;
+      try {
+        namespace = readlinkSync(`/proc/${name}/ns/pid`);
+      } catch {
+        // not ours to trace: found by start time only
+      }
+      if (namespace !== undefined) table.set(`${namespace} ${inner}`, Number(name));
     } catch {
       // the process ended while being read
     }

@@ -25,6 +25,7 @@ import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { SimCluster, SimHost } from './cluster-state.js';
 import { isRunning, killAndWait, run, sleep, withDescendants } from './processes.js';
+import { dockerGroup } from './ssh-user.js';
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -166,6 +167,9 @@ export async function startHostDocker(
     `unix://${p.socket}`,
     '--pidfile',
     p.pidFile,
+    // Members of the docker group may use the socket (a non-root SSH user: SimClusterOptions.sshUser).
+    '--group',
+    dockerGroup,
     '--bridge=none',
     '--iptables=false',
     '--ip-masq=false',

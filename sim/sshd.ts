@@ -12,6 +12,11 @@ export const sshdPaths = {
   hostKey: (hostDir: string) => join(hostDir, 'sshd', 'ssh_host_ed25519_key'),
   pidFile: (hostDir: string) => join(hostDir, 'sshd', 'sshd.pid'),
   log: (hostDir: string) => join(hostDir, 'sshd', 'sshd.log'),
+  /**
+   * The host's own /etc/hosts, naming the host as a Debian install does; bound over /etc/hosts only when bring-up
+   * wrote it (a non-root SSH user's cluster: sudo warns on every call when the host's name does not resolve).
+   */
+  etcHosts: (hostDir: string) => join(hostDir, 'sshd', 'etc-hosts'),
   /** Output of the launcher (ip netns exec / unshare / mount) before sshd takes over logging. */
   launchLog: (hostDir: string) => join(hostDir, 'sshd', 'launch.log'),
 };
@@ -101,6 +106,9 @@ export function spawnSshd(launch: SshdLaunch): number {
       `mount --bind ${q(join(hostDir, 'home'))} /home`,
       `mount --bind ${q(join(hostDir, 'roothome'))} /root`,
       `mount --bind ${q(join(hostDir, 'meminfo'))} /proc/meminfo`,
+      ...(existsSync(sshdPaths.etcHosts(hostDir))
+        ? [`mount --bind ${q(sshdPaths.etcHosts(hostDir))} /etc/hosts`]
+        : []),
       `exec ${sshdArgs.map(q).join(' ')}`,
     ].join(' && ');
     cmd = 'ip';

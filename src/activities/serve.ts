@@ -50,10 +50,7 @@ const tailLines = 40;
  */
 const handoffFreshMs = 5_000;
 
-/**
- * Whether `pid` is a live process on the host. A process that died but was not reaped yet (a zombie)
- * still answers `kill -0`, so its state is read too.
- */
+/** Whether `pid` is a live process on the host, whoever owns it (pidAliveCommand). */
 export async function pidAlive(session: SshSession, pid: number): Promise<boolean> {
   if (!Number.isInteger(pid) || pid <= 0) return false;
   const res = await session.exec(pidAliveCommand(pid), { timeoutMs: 10_000, check: false });

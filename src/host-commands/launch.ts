@@ -196,9 +196,13 @@ export const launchPreReads = (
     : [...marker, rayStatusCommand(container)];
 };
 
-/** A zombie (dead, not reaped yet) still answers `kill -0`, so its state is read too. */
+/**
+ * Whether a pid runs on the host: its /proc status is there and names a state other than zombie (dead, not reaped
+ * yet) or dead. Not `kill -0`: a non-root SSH user gets "Operation not permitted" for a process of another user (a
+ * container's main process belongs to root), which reads as gone; /proc/PID/status is readable by every user.
+ */
 export const pidAliveCommand = (pid: number | RawShell): RemoteCommand =>
-  sh`kill -0 ${pid} 2>/dev/null && ! grep -qs '^State:[[:space:]]*Z' /proc/${pid}/status`;
+  sh`grep -qs '^State:[[:space:]]*[^ZX[:space:]]' /proc/${pid}/status || false`;
 
 /**
  * Reads the serve log's last lines, and at most maxTailBytes of them: one line can be any length. Every read of

@@ -7,7 +7,7 @@ import { spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, readdirSync, readlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { liveGpuProcesses, paths, registerGpuProcess, writeJson } from '../../sim/host-state.js';
-import { PidNamespaces, ownPidNamespace, pidKey } from '../../sim/pid-namespace.js';
+import { PidNamespaces, ownPidNamespace, pidKey, startTicks } from '../../sim/pid-namespace.js';
 import { tempDir } from '../helpers/temp-dir.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -49,6 +49,11 @@ describe('GPU registry across PID namespaces', () => {
         gpuIndex: 0,
         pidNamespace: 'pid:[1]',
       });
+      // A viewer that may not read the namespace (an SSH user that is not root, of a root container's process)
+      // finds the process by its pid there and its start time, and only with both.
+      const others = new PidNamespaces();
+      assert.equal(others.hostPid('pid:[1]', 1, startTicks(sleeper)), sleeper);
+      assert.equal(others.hostPid('pid:[1]', 1, (startTicks(sleeper) ?? 0) + 1), undefined);
       const seen = liveGpuProcesses(dir).map((p) => [p.processName, p.pid]);
       assert.deepEqual(seen.sort(), [
         ['python3', sleeper],
