@@ -75,15 +75,20 @@ function scan(): Map<string, number> {
       const nspid = /^NSpid:\s+([\d\s]{1,200})$/m.exec(status)?.[1]?.trim().split(/\s+/);
       const inner = nspid?.[nspid.length - 1];
       if (inner === undefined) continue;
-      const started = startTicks(Number(name));
-      if (started !== undefined) table.set(`@${started} ${inner}`, Number(name));
       let namespace: string | undefined;
       try {
         namespace = readlinkSync(`/proc/${name}/ns/pid`);
       } catch {
         // not ours to trace: found by start time only
       }
-      if (namespace !== undefined) table.set(`${namespace} ${inner}`, Number(name));
+      if (namespace !== undefined) {
+        table.set(`${namespace} ${inner}`, Number(name));
+        continue;
+      }
+      // Only where the namespace is unreadable: two containers started in the same clock tick have the same inner
+      // pids (1, 2, …) and start times, and a live one must not stand for a killed one in a namespace we can read.
+      const started = startTicks(Number(name));
+      if (started !== undefined) table.set(`@${started} ${inner}`, Number(name));
     } catch {
       // the process ended while being read
     }

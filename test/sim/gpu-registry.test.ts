@@ -49,11 +49,13 @@ describe('GPU registry across PID namespaces', () => {
         gpuIndex: 0,
         pidNamespace: 'pid:[1]',
       });
-      // A viewer that may not read the namespace (an SSH user that is not root, of a root container's process)
-      // finds the process by its pid there and its start time, and only with both.
+      // The start time stands in for the namespace only where the viewer may not read it (an SSH user that is not
+      // root, of a root container's process: test/e2e/docker-nonroot.test.ts). Here it can, so a live process of
+      // one namespace never answers for the same pid and start time in another (two containers started in one
+      // clock tick).
       const others = new PidNamespaces();
-      assert.equal(others.hostPid('pid:[1]', 1, startTicks(sleeper)), sleeper);
-      assert.equal(others.hostPid('pid:[1]', 1, (startTicks(sleeper) ?? 0) + 1), undefined);
+      assert.equal(others.hostPid(pidNamespace, 1, startTicks(sleeper)), sleeper);
+      assert.equal(others.hostPid('pid:[1]', 1, startTicks(sleeper)), undefined);
       const seen = liveGpuProcesses(dir).map((p) => [p.processName, p.pid]);
       assert.deepEqual(seen.sort(), [
         ['python3', sleeper],
