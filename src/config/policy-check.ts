@@ -10,12 +10,7 @@ import { homedir } from 'node:os';
 import { formatPath } from './errors.js';
 import type { EnvSpec, SecretRef } from './schema.js';
 import { checkWebhookUrl } from './webhook-policy.js';
-import {
-  expandWorkerPath,
-  isWorkerOwnVariable,
-  workerPolicyEnv,
-  type WorkerPolicy,
-} from './worker-policy.js';
+import { expandWorkerPath, isWorkerOwnVariable, settingHint, type WorkerPolicy } from './worker-policy.js';
 
 export interface PolicyRefusal {
   /** The spec's field, formatPath syntax (ssh.knownHostsPath, serve.env.HF_TOKEN.fromFile). */
@@ -66,13 +61,6 @@ function allowedBy(path: string, entries: readonly string[], home: string): bool
   const real = realpathOf(written);
   if (real === undefined) return true; // nothing there yet: nothing to follow
   return entries.some((e) => within(real, realpathOf(e) ?? e));
-}
-
-/** How to allow something: the setting, in the policy file the worker reads or in one it would read. */
-export function settingHint(setting: string, policy: WorkerPolicy): string {
-  return policy.file !== undefined
-    ? `${setting} in the worker policy ${policy.file}`
-    : `${setting} in a worker policy file named by ${workerPolicyEnv} (this worker runs with the defaults)`;
 }
 
 function listed(entries: readonly string[]): string {

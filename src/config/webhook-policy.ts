@@ -7,8 +7,7 @@
 // never the path or query (a webhook's path is often its token).
 import { isIP } from 'node:net';
 import { insideAddress, type InsideAddress } from './ip-ranges.js';
-import type { WorkerPolicy } from './worker-policy.js';
-import { workerPolicyEnv } from './worker-policy.js';
+import { settingHint, type WorkerPolicy } from './worker-policy.js';
 
 /** A webhook URL as the worker judges it. */
 export interface WebhookTarget {
@@ -34,17 +33,9 @@ export function ipLiteralOf(url: URL): string | undefined {
   return isIP(host) !== 0 ? host : undefined;
 }
 
-function allowHint(origin: string, policy: WorkerPolicy): string {
-  const where =
-    policy.file !== undefined
-      ? `the worker policy ${policy.file}`
-      : `a worker policy file named by ${workerPolicyEnv} (this worker runs with the defaults)`;
-  return `list ${origin} under webhooks in ${where} to allow it`;
-}
-
 /** The refusal of a webhook whose address lies inside (an IP literal, or what its name resolved to). */
 export function insideRefusal(origin: string, inside: InsideAddress, policy: WorkerPolicy): string {
-  return `the webhook at ${origin} is refused: ${origin} resolves to ${inside.kind} (${inside.range} is not allowed); ${allowHint(origin, policy)}`;
+  return `the webhook at ${origin} is refused: ${origin} resolves to ${inside.kind} (${inside.range} is not allowed); list ${origin} under ${settingHint('webhooks', policy)} to allow it`;
 }
 
 export type WebhookCheck = { ok: true; target: WebhookTarget } | { ok: false; message: string };
@@ -76,7 +67,7 @@ export function checkWebhookUrl(url: string, policy: WorkerPolicy): WebhookCheck
     if (parsed.protocol !== 'https:') {
       return {
         ok: false,
-        message: `the webhook at ${origin} is refused: plain http:// goes only to the origins the worker lists (webhooks: ${policy.webhooks.length > 0 ? policy.webhooks.join(', ') : 'none'}); use https:// to a public address, or ${allowHint(origin, policy)}`,
+        message: `the webhook at ${origin} is refused: plain http:// goes only to the origins the worker lists (webhooks: ${policy.webhooks.length > 0 ? policy.webhooks.join(', ') : 'none'}); use https:// to a public address, or list ${origin} under ${settingHint('webhooks', policy)} to allow it`,
       };
     }
     const literal = ipLiteralOf(parsed);

@@ -58,6 +58,13 @@ export interface WorkerPolicy {
   webhooks: string[];
 }
 
+/** How to allow something: the setting, in the policy file the worker reads or in one it would read. */
+export function settingHint(setting: string, policy: WorkerPolicy): string {
+  return policy.file !== undefined
+    ? `${setting} in the worker policy ${policy.file}`
+    : `${setting} in a worker policy file named by ${workerPolicyEnv} (this worker runs with the defaults)`;
+}
+
 /**
  * OpenSSH's default identity files (ssh_config(5) IdentityFile), the keys a default user has. Listed by name rather
  * than as `~/.ssh/id_*`: a policy entry is a path, never a pattern, and ~/.ssh also holds files no spec should

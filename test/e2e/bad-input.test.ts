@@ -10,15 +10,14 @@ import { isIPv4 } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
-import { WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
-import { ApplicationFailure } from '@temporalio/common';
+import { WorkflowNotFoundError } from '@temporalio/client';
 import { useE2eCluster } from '../helpers/e2e-cluster.js';
+import { invalidSpecPrefix, startAsUiExpectInvalidSpec } from '../helpers/ui-start.js';
 import { buildProgram } from '../../src/commands/index.js';
 import { deploySpecSchema, type DeploySpec } from '../../src/config/schema.js';
 import { parseDuration } from '../../src/config/duration.js';
 import { modelPathFor } from '../../src/config/derive.js';
 import { deployWorkflowId, TASK_QUEUE } from '../../src/shared/constants.js';
-import { deploy } from '../../src/workflows/index.js';
 import { countSshHandshakes } from '../../sim/cluster.js';
 import { simDeploySpec } from '../../sim/spec.js';
 import { liftoffArgv } from '../helpers/cli.js';
@@ -629,23 +628,14 @@ describe('invalid specs are refused before anything starts (CLI and UI paths)', 
         cases.slice(start, start + batch).map(async (c, k) => {
           const i = start + k;
           const workflowId = `${uiIdPrefix}${i}`;
-          const handle = await e2e.client.workflow.start(deploy, {
+          uiRunIds.push(workflowId);
+          const { failure: cause } = await startAsUiExpectInvalidSpec(e2e.client, {
             taskQueue: TASK_QUEUE,
             workflowId,
-            args: [c.spec],
+            spec: c.spec,
+            label: c.label,
           });
-          uiRunIds.push(workflowId);
-          const err = await handle.result().then(
-            () => undefined,
-            (e: unknown) => e,
-          );
-          assert.ok(err instanceof WorkflowFailedError, `${c.label}: the workflow failed`);
-          const cause = err.cause;
-          assert.ok(cause instanceof ApplicationFailure, `${c.label}: ${String(cause)}`);
-          assert.equal(cause.type, 'InvalidSpec', c.label);
-          assert.equal(cause.nonRetryable, true, c.label);
-          const prefix = 'validate failed: invalid spec:\n';
-          assert.ok(cause.message.startsWith(prefix), `${c.label}: ${cause.message}`);
+          const prefix = invalidSpecPrefix;
           assert.equal(
             cause.message.slice(prefix.length),
             cliIssues.get(i),
