@@ -57,8 +57,11 @@ describe('pidAliveCommand', () => {
   });
 
   it('is dead for a zombie (exited, its parent has not reaped it yet)', async () => {
-    // The shell forks `true`, then becomes `sleep`, which never reaps it.
-    const parent = spawn('/bin/sh', ['-c', 'true & echo $!; exec sleep 600'], {
+    // The shell forks a child, then becomes `sleep`, which never reaps it. The child exits only once its parent is
+    // `sleep` ($$ in a subshell is still the parent's pid): a child that ended before the exec could be reaped by
+    // the shell, leaving no zombie to check.
+    const script = 'while [ "$(cat /proc/$$/comm)" != sleep ]; do :; done';
+    const parent = spawn('/bin/sh', ['-c', `( ${script} ) & echo $!; exec sleep 600`], {
       stdio: ['ignore', 'pipe', 'ignore'],
     });
     try {
