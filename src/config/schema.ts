@@ -168,8 +168,8 @@ const deploySpecObject = z
       allowDangerousMounts: z.boolean().optional(),
       /**
        * Has no effect, so docker is not given it: the containers run with --ipc host, which gives them the host's
-       * /dev/shm (its size is the host's), and Docker ignores --shm-size then. Still accepted rather than refused:
-       * the specs that earlier versions stored in schedules, supervisors and running deploys carry it (10g).
+       * /dev/shm (its size is the host's), and Docker then applies no --shm-size (inspect still reports it). Still
+       * accepted: the specs that earlier versions stored in schedules, supervisors and running deploys carry 10g.
        */
       shmSize: cappedText(maxChars.shmSize)
         .regex(/^\d+[bkmg]?$/i, 'expected a size such as 10g')
