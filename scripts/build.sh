@@ -17,6 +17,7 @@ flock 9
 hash=$(current)
 if [ "${1:-}" = --if-stale ] && fresh "$hash"; then exit 0; fi
 
+started=$(date +%s)
 printf 'build: compiling src/ into dist/ (tsc)\n' >&2
 partial="dist.partial.$$"
 rm -rf "$partial"
@@ -30,3 +31,4 @@ printf '%s\n' "$hash" >"$partial/source.sha256"
 if [ -d dist ]; then mv dist "dist.old.$$"; fi
 mv "$partial" dist
 rm -rf "dist.old.$$"
+printf 'build: compiled in %s s\n' "$(($(date +%s) - started))" >&2

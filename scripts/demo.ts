@@ -15,6 +15,14 @@ import { colors } from '../src/cli/render.js';
 
 const say = (line: string) => process.stdout.write(`${colors.cyan('demo')} ${line}\n`);
 
+// Each phase's time, so a slow first run shows where it went (the README quotes them).
+let phaseStart = Date.now();
+const took = (): string => {
+  const s = ((Date.now() - phaseStart) / 1000).toFixed(1);
+  phaseStart = Date.now();
+  return `${s} s`;
+};
+
 // bin/liftoff.js, as a user runs it: the compiled dist/ that `npm run demo` (scripts/setup.sh) builds.
 function runCli(args: string[], env: Record<string, string>): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -36,10 +44,12 @@ async function main(): Promise<number> {
     hosts: 2,
     stateDir: simDir,
     clusterOnly: ['spark2'],
-    vllm: { shards: 39, shardSeconds: 0.8, graphCaptureSeconds: 3 },
+    // The reference load (39 shards, 10–15 min) compressed to about 20 s: long enough to watch its progress.
+    vllm: { shards: 39, shardSeconds: 0.4, graphCaptureSeconds: 2 },
   });
   for (const h of sim.hosts)
     say(`  ${h.name}: ssh ${h.address}:${h.sshPort}, cluster IP ${h.clusterIp} (${sim.mode})`);
+  say(`cluster up in ${took()}`);
 
   say('starting the embedded Temporal dev server and a worker…');
   const server = await startDevServer({ stateDir: join(stateDir(), 'temporal') });
@@ -51,6 +61,7 @@ async function main(): Promise<number> {
     policy: readWorkerPolicyFile(sim.workerPolicyPath),
   });
   const running = worker.run();
+  say(`Temporal and the worker up in ${took()}`);
   try {
     const specFile = join(stateDir(), 'demo', 'spec.yaml');
     mkdirSync(join(stateDir(), 'demo'), { recursive: true });
@@ -63,6 +74,7 @@ async function main(): Promise<number> {
       TEMPORAL_ADDRESS: server.address,
       TEMPORAL_NAMESPACE: server.namespace,
     });
+    say(`the deploy took ${took()} (from the CLI's start to its exit)`);
     if (status === 0) {
       const head = sim.hosts[0];
       const url = `http://${head?.address}:${spec.serve.port}/v1/chat/completions`;
@@ -90,6 +102,7 @@ async function main(): Promise<number> {
     await connection.close();
     await server.stop();
     await downCluster(simDir);
+    say(`stopped everything in ${took()}`);
   }
 }
 

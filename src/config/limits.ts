@@ -30,7 +30,7 @@ export const maxChars = {
   arg: 32 * 1024,
   /** The smoke test's prompt, sent in one request body. */
   prompt: 16 * 1024,
-  /** ray.shmSize: a number and a unit (docker's --shm-size). */
+  /** ray.shmSize: a number and a unit (accepted, unused: see the schema). */
   shmSize: 16,
 } as const;
 

@@ -166,9 +166,14 @@ const deploySpecObject = z
       volumes: cappedList(volume, maxItems.volumes, 'volumes').default([]),
       /** Lets ray.volumes mount `/` or the container runtime's socket, which give the container the host. */
       allowDangerousMounts: z.boolean().optional(),
+      /**
+       * Has no effect, so docker is not given it: the containers run with --ipc host, which gives them the host's
+       * /dev/shm (its size is the host's), and Docker then applies no --shm-size (inspect still reports it). Still
+       * accepted: the specs that earlier versions stored in schedules, supervisors and running deploys carry 10g.
+       */
       shmSize: cappedText(maxChars.shmSize)
         .regex(/^\d+[bkmg]?$/i, 'expected a size such as 10g')
-        .default('10g'),
+        .optional(),
       /** How long the Ray cluster may take to show every node and GPU. */
       verifyTimeout: timeout('90s').default(rayOnlyFields.verifyTimeout),
     }),

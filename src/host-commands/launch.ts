@@ -18,7 +18,6 @@ export interface RayContainerInput {
   clusterIp: string;
   env: EnvSpec;
   volumes: string[];
-  shmSize: string;
   gpus: number;
   /** Workers only: the head's clusterIp:port. */
   headAddress?: string;
@@ -96,7 +95,7 @@ export function rayRunCommand(
     `liftoff.role=${role}`,
   ].flatMap((l) => ['--label', l]);
   const volumes = input.volumes.flatMap((v) => ['-v', v]);
-  return sh`${transport.prelude} docker run -d --name ${input.container} --gpus all --network host --ipc host --shm-size ${input.shmSize} ${labels} ${transport.flags} ${volumes} --entrypoint ray ${input.image} ${rayStartArgs(input, role)}`;
+  return sh`${transport.prelude} docker run -d --name ${input.container} --gpus all --network host --ipc host ${labels} ${transport.flags} ${volumes} --entrypoint ray ${input.image} ${rayStartArgs(input, role)}`;
 }
 
 /** How often the confirm looks for `ray start`'s banner, and how long it waits for it in all. */

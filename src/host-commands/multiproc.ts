@@ -112,7 +112,6 @@ export interface RankRunInput extends RankCommandInput {
   image: string;
   container: string;
   volumes: readonly string[];
-  shmSize: string;
   /** This rank's log on its own host (serve.logPath); the container's output is copied there. */
   logPath: string;
 }
@@ -145,5 +144,5 @@ export function rankRunCommand(
   ].flatMap((l) => ['--label', l]);
   const volumes = input.volumes.flatMap((v) => ['-v', v]);
   const markerFormat = '{"launchId":%s,"pid":%s,"startedAt":%s}\n';
-  return sh`${transport.prelude} if [ -L ${input.logPath} ] || [ -L ${markerPath} ]; then exit ${symlinkExit}; fi; : > ${input.logPath} || exit 3; docker run -d --name ${input.container} --gpus all --network host --ipc host --shm-size ${input.shmSize} ${labels} ${transport.flags} ${volumes} --entrypoint vllm ${input.image} ${rankArgv(input)} > /dev/null || exit 5; setsid nohup docker logs -f ${input.container} > ${input.logPath} 2>&1 < /dev/null & pid=$!; printf ${markerFormat} ${JSON.stringify(input.launchId)} ${raw('"$pid"')} ${startedAt} > ${markerPath} && echo "$pid"`;
+  return sh`${transport.prelude} if [ -L ${input.logPath} ] || [ -L ${markerPath} ]; then exit ${symlinkExit}; fi; : > ${input.logPath} || exit 3; docker run -d --name ${input.container} --gpus all --network host --ipc host ${labels} ${transport.flags} ${volumes} --entrypoint vllm ${input.image} ${rankArgv(input)} > /dev/null || exit 5; setsid nohup docker logs -f ${input.container} > ${input.logPath} 2>&1 < /dev/null & pid=$!; printf ${markerFormat} ${JSON.stringify(input.launchId)} ${raw('"$pid"')} ${startedAt} > ${markerPath} && echo "$pid"`;
 }

@@ -27,7 +27,6 @@ export function rayContainerInput(
     port: spec.ray.port,
     env: spec.ray.env,
     volumes: spec.ray.volumes,
-    shmSize: spec.ray.shmSize,
     gpus: spec.gpu.perHost,
     host: host.ref,
     clusterIp: host.clusterIp,
@@ -78,7 +77,6 @@ export function rankInput(
     // A rank's container runs vllm itself, so it gets both env blocks.
     env: [spec.ray.env, spec.serve.env],
     volumes: spec.ray.volumes,
-    shmSize: spec.ray.shmSize,
     logPath: spec.serve.logPath,
     model: spec.serve.model,
     servedModelName: spec.serve.servedModelName,

@@ -88,7 +88,6 @@ describe('ray, serve, health, smoke and diagnostics activities (simulated cluste
       clusterIp: h.clusterIp,
       env: { RAY_memory_monitor_refresh_ms: '0', HF_TOKEN: hfToken },
       volumes: ['/home/aurora/.cache/huggingface:/root/.cache/huggingface'],
-      shmSize: '1g',
       gpus: 1,
       ...(h === worker ? { headAddress: `${head.clusterIp}:${rayPort}` } : {}),
       ...extra,
