@@ -63,7 +63,7 @@ const steps: string[][] = [
   ['inspect', '--format', '{{.State.Status}} {{.State.ExitCode}}', 'nocmd'],
   ['rm', '-f', 'nocmd'],
   ['run', '--rm', '--entrypoint', 'no-such-binary', image],
-  ['version', '--format', '{{.Server.Version}} {{.Server.ApiVersion}} {{.Client.Version}}'],
+  ['version', '--format', '{{.Server.Version}} {{.Server.APIVersion}} {{.Client.Version}}'],
   ['--version'],
 ];
 

@@ -70,7 +70,8 @@ function versionData(cfg: HostConfig): Record<string, unknown> {
   const arch = cfg.flavour === 'gb10' ? 'arm64' : 'amd64';
   const common = {
     Version: dockerVersion,
-    ApiVersion: apiVersion,
+    // The template's field names are Go's (APIVersion), not the JSON's (ApiVersion).
+    APIVersion: apiVersion,
     GoVersion: 'go1.19.8',
     Os: 'linux',
     Arch: arch,
