@@ -57,7 +57,10 @@ function printStatus(hosts: HostStatus[]): void {
   for (const h of hosts) {
     const sshd = h.sshd === 'up' ? pc.green('sshd up') : pc.red('sshd down');
     const link = h.link === 'none' ? '' : h.link === 'up' ? ', link up' : pc.red(', link down');
-    console.log(`${pc.bold(h.name)}  ${h.address}:${h.sshPort}  ${sshd}${link}`);
+    const dockerd =
+      h.dockerd === undefined ? '' : h.dockerd === 'up' ? ', dockerd up' : pc.red(', dockerd down');
+    console.log(`${pc.bold(h.name)}  ${h.address}:${h.sshPort}  ${sshd}${link}${dockerd}`);
+    if (h.dockerdError) console.log(`  ${pc.red('docker')}: ${h.dockerdError}`);
     for (const u of h.units) {
       const state = u.active ? pc.green('active') : 'inactive';
       console.log(`  unit ${u.name}: ${state}, ${u.enabled ? 'enabled' : 'disabled'}`);

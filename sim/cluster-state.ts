@@ -91,6 +91,9 @@ export interface HostStatus {
   link: 'up' | 'down' | 'none';
   units: { name: string; active: boolean; enabled: boolean; running: boolean }[];
   containers: { name: string; image: string; status: string; running: boolean }[];
+  /** A real-Docker host's daemon: whether it answers, and what docker said when it did not. */
+  dockerd?: 'up' | 'down';
+  dockerdError?: string;
   gpuProcesses: GpuProcess[];
   faults: HostFaults;
 }

@@ -1,6 +1,15 @@
-// `npm run sim -- status`: each host's sshd, links, units, containers, GPU processes and faults.
+// `npm run sim -- status`: each host's sshd, links, units, containers, GPU processes and faults. A real-Docker
+// host's containers are its daemon's own list (the simulated docker's records are not written there).
 import { resolve } from 'node:path';
-import { defaultStateDir, netOf, requireCluster, type HostStatus } from './cluster-state.js';
+import {
+  defaultStateDir,
+  netOf,
+  requireCluster,
+  type HostStatus,
+  type SimCluster,
+  type SimHost,
+} from './cluster-state.js';
+import { hostDocker } from './real-docker.js';
 import { liveGpuProcesses, paths, readFaults, readRecords } from './host-state.js';
 import { hostLinksUp } from './network.js';
 import { allPids, isRunning, processGroupOf } from './processes.js';
@@ -39,6 +48,34 @@ function readContainers(hostDir: string, liveGroups: Set<number>): HostStatus['c
   });
 }
 
+const psFormat = '{{.Names}}\t{{.Image}}\t{{.State}}\t{{.Status}}';
+
+/** The containers the host's real daemon lists; a daemon that does not answer is said so, with its words. */
+async function realContainers(
+  host: SimHost,
+): Promise<Pick<HostStatus, 'containers' | 'dockerd' | 'dockerdError'>> {
+  const res = await hostDocker(host, ['ps', '-a', '--no-trunc', '--format', psFormat], 15_000);
+  if (res.code !== 0)
+    return { containers: [], dockerd: 'down', dockerdError: res.stderr.trim() || `exit ${res.code}` };
+  const containers = res.stdout
+    .split('\n')
+    .filter((line) => line.length > 0)
+    .map((line) => {
+      const [name = '', image = '', state = '', status = ''] = line.split('\t');
+      return { name, image, status, running: state === 'running' };
+    });
+  return { containers, dockerd: 'up' };
+}
+
+async function containersOf(
+  cluster: SimCluster,
+  host: SimHost,
+  liveGroups: Set<number>,
+): Promise<Pick<HostStatus, 'containers' | 'dockerd' | 'dockerdError'>> {
+  if (cluster.docker === 'real') return realContainers(host);
+  return { containers: readContainers(host.hostDir, liveGroups) };
+}
+
 export async function clusterStatus(stateDir: string = defaultStateDir()): Promise<HostStatus[]> {
   const cluster = requireCluster(resolve(stateDir));
   const liveGroups = liveProcessGroups();
@@ -55,7 +92,7 @@ export async function clusterStatus(stateDir: string = defaultStateDir()): Promi
         sshdPid: up ? pid : undefined,
         link: h.netns ? ((await hostLinksUp(netOf(cluster, h))) ? 'up' : 'down') : 'none',
         units: readUnits(h.hostDir, liveGroups),
-        containers: readContainers(h.hostDir, liveGroups),
+        ...(await containersOf(cluster, h, liveGroups)),
         gpuProcesses: liveGpuProcesses(h.hostDir),
         faults: readFaults(h.hostDir),
       };

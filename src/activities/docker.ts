@@ -4,7 +4,7 @@ import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { FailureType } from '../shared/failures.js';
 import { redactText, secretEnvValues } from '../shared/secrets.js';
-import { tail } from '../shared/text.js';
+import { sentence, tail } from '../shared/text.js';
 import type { SshSession } from '../ssh/executor.js';
 import { containerLogTailCommand, inspectContainerCommand } from '../host-commands/launch.js';
 
@@ -14,6 +14,19 @@ export {
   maxContainerLogBytes,
 } from '../host-commands/launch.js';
 import { rayConfirmLogLines as logTailLines } from '../host-commands/launch.js';
+
+// The CLI's pointer to its own --help (20.10: `See 'docker run --help'.`; 28.x: `Run 'docker run --help' for more
+// information`): no help to whoever reads a deploy's failure.
+const helpPointer = /^(See 'docker [a-z ]+--help'\.?|Run 'docker [a-z ]+--help' for more information)$/;
+
+/** What docker printed, for a failure message: without its pointer to --help. */
+export function dockerSaid(text: string): string {
+  return text
+    .split('\n')
+    .filter((line) => !helpPointer.test(line.trim()))
+    .join('\n')
+    .trim();
+}
 
 /** Sleeps, ending early with a CancelledFailure when the activity is cancelled. */
 export async function pause(ms: number): Promise<void> {
@@ -68,7 +81,7 @@ export function containerStateOf(
       return { exists: false, running: false, labels: {}, env: [] };
     throw ApplicationFailure.create({
       type: FailureType.rayContainerFailed,
-      message: `docker inspect ${name} on ${host} failed (exit ${res.exitCode}): ${tail(res.stderr.trim(), 1024)}. Check that the docker daemon runs on that host.`,
+      message: `docker inspect ${name} on ${host} failed (exit ${res.exitCode}): ${sentence(tail(res.stderr.trim(), 1024))} Check that the docker daemon runs on that host.`,
     });
   }
   let entry: DockerInspectEntry | undefined;

@@ -21,7 +21,7 @@ import {
 } from '../parsers/sections.js';
 import { FailureType } from '../shared/failures.js';
 import { redactText, redactedTail } from '../shared/secrets.js';
-import { tail } from '../shared/text.js';
+import { sentence, tail } from '../shared/text.js';
 import { containerSecrets, containerStateOf, type ContainerState } from './docker.js';
 import { onHost } from './ssh-context.js';
 import { resolveValue, secretValues } from './secrets.js';
@@ -262,7 +262,7 @@ export function workerStateOf(
     if (/No such (container|object)/i.test(state.text.slice(0, 4096))) return { containerRunning: false };
     throw ApplicationFailure.create({
       type: FailureType.rayContainerFailed,
-      message: `docker inspect ${container} on ${host} failed (exit ${state.exitCode}): ${tail(state.text.trim(), 1024)}. Check that the docker daemon runs on that host.`,
+      message: `docker inspect ${container} on ${host} failed (exit ${state.exitCode}): ${sentence(tail(state.text.trim(), 1024))} Check that the docker daemon runs on that host.`,
     });
   }
   const [status = '', , pid] = state.text.trim().split(' ');

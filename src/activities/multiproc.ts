@@ -5,9 +5,9 @@ import { activityFailure } from './activity-failure.js';
 import { FailureType } from '../shared/failures.js';
 import { summarizeVllmLog } from '../parsers/vllm-log.js';
 import { redactText, redactedTail, secretArgValues } from '../shared/secrets.js';
-import { tail } from '../shared/text.js';
+import { sentence, tail } from '../shared/text.js';
 import type { SshSession } from '../ssh/executor.js';
-import { containerLogTail, containerSecrets, inspectContainer, pause } from './docker.js';
+import { containerLogTail, containerSecrets, dockerSaid, inspectContainer, pause } from './docker.js';
 import { envTransport } from '../host-commands/env-transport.js';
 import {
   markerPathFor,
@@ -162,7 +162,7 @@ export async function startRank(input: StartRankInput): Promise<StartRankResult>
         FailureType.rankExited,
         started.exitCode === symlinkExit
           ? `serve.logPath ${input.logPath} (or its marker) is a symbolic link on ${host}; nothing was started: remove the link or change serve.logPath.`
-          : `Starting rank ${input.rank} on ${host} failed (exit ${started.exitCode}): ${tail(why, 2048)}. Check the image, volumes and serve.logPath's folder on that host.`,
+          : `Starting rank ${input.rank} on ${host} failed (exit ${started.exitCode}): ${sentence(tail(dockerSaid(why), 2048))} Check the image, volumes and serve.logPath's folder on that host.`,
         true,
         { host, rank: input.rank, exitCode: started.exitCode },
       );

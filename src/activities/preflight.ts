@@ -2,6 +2,8 @@
 // so a deploy that cannot succeed never tears down the running one. A failed check is a finding in the
 // report (with what to fix); only SSH failures are thrown, and the workflow reports those per host.
 import type { SshSession } from '../ssh/executor.js';
+import { sentence } from '../shared/text.js';
+import { dockerSaid } from './docker.js';
 import {
   dockerVersionCommand,
   folderExistsCommand,
@@ -110,13 +112,13 @@ async function checkDocker(session: SshSession): Promise<Check> {
     return {
       name: 'docker',
       ok: false,
-      detail: `docker version failed (exit ${res.exitCode}): ${said} Start it (sudo systemctl start docker; systemctl status docker says why it stopped)`,
+      detail: `docker version failed (exit ${res.exitCode}): ${sentence(said)} Start it (sudo systemctl start docker; systemctl status docker says why it stopped)`,
     };
   }
   return {
     name: 'docker',
     ok: false,
-    detail: `docker version failed (exit ${res.exitCode}): ${said || 'no output'}. Is the Docker daemon running (systemctl status docker)?`,
+    detail: `docker version failed (exit ${res.exitCode}): ${sentence(said || 'no output')} Is the Docker daemon running (systemctl status docker)?`,
   };
 }
 
@@ -145,7 +147,7 @@ async function checkGpus(session: SshSession, image: string): Promise<Check> {
   if (res.exitCode === 0 || res.exitCode === 126 || res.exitCode === 127) {
     return { name: 'gpus', ok: true, detail: 'docker run --gpus all starts a container' };
   }
-  const said = firstLines(res.stderr || res.stdout) || `exit ${res.exitCode}`;
+  const said = firstLines(dockerSaid(res.stderr || res.stdout)) || `exit ${res.exitCode}`;
   if (/device driver|nvidia|gpu|cdi/i.test(said)) {
     return {
       name: 'gpus',
@@ -156,7 +158,7 @@ async function checkGpus(session: SshSession, image: string): Promise<Check> {
   return {
     name: 'gpus',
     ok: false,
-    detail: `a throwaway docker run --gpus all of ${image} failed (exit ${res.exitCode}): ${said}; the Ray container's docker run would fail the same way`,
+    detail: `a throwaway docker run --gpus all of ${image} failed (exit ${res.exitCode}): ${sentence(said)} The Ray container's docker run would fail the same way.`,
   };
 }
 

@@ -4,7 +4,7 @@ import { Context } from '@temporalio/activity';
 import { FailureType } from '../shared/failures.js';
 import { hostLines, HostOutputError } from '../parsers/host-output.js';
 import { parseRayStatus, RayNotRunningError, type RayStatus } from '../parsers/ray-status.js';
-import { tail } from '../shared/text.js';
+import { sentence, tail } from '../shared/text.js';
 import type { ExecResult, SshSession } from '../ssh/executor.js';
 import { handOn } from './step-handoff.js';
 import {
@@ -260,7 +260,7 @@ export async function verifyRayCluster(input: VerifyRayClusterInput): Promise<Ra
       FailureType.rayClusterIncomplete,
       (down
         ? `The Ray head container ${input.container} on ${head} is not running (${read.problem ?? 'unknown'}).`
-        : `Ray on the head ${head} does not answer \`ray status\`: ${read.problem ?? 'no output'}.`) +
+        : `Ray on the head ${head} does not answer \`ray status\`: ${sentence(read.problem ?? 'no output')}`) +
         ' Start the head again (deploy again); see its log below.' +
         (headLog ? `\n--- head container log (tail) ---\n${tail(headLog, 4096)}` : ''),
       down,

@@ -3,7 +3,7 @@
 import { FailureType } from '../shared/failures.js';
 import type { SshSession } from '../ssh/executor.js';
 import { hostLines } from '../parsers/host-output.js';
-import { tail } from '../shared/text.js';
+import { sentence, tail } from '../shared/text.js';
 import {
   containerLogTailCommand,
   inspectContainerCommand,
@@ -19,7 +19,7 @@ import { activityFailure as failure } from './activity-failure.js';
 import { onHost } from './ssh-context.js';
 import { prefetchReads } from './prefetch.js';
 import { heartbeat } from './heartbeat.js';
-import { containerLogTail, inspectContainer, pause } from './docker.js';
+import { containerLogTail, dockerSaid, inspectContainer, pause } from './docker.js';
 import { envTransport } from '../host-commands/env-transport.js';
 import { resolveEnv } from './secrets.js';
 import type { RayContainerResult } from './types.js';
@@ -55,6 +55,27 @@ const runConfigProblems = [
   /unknown (shorthand )?flag|invalid argument|Invalid container name|invalid restart policy/,
   /could not select device driver/,
 ];
+
+/**
+ * The failure of a Ray container's `docker run`, quoting what docker said (redacted by the caller) as one sentence:
+ * Docker 20.10 ends its error with a period and a pointer to --help, which read as "..". Fatal when no retry can
+ * help (the image, a mount, a flag, no GPU runtime).
+ */
+export function rayRunFailure(
+  what: { role: 'head' | 'worker'; container: string; host: string },
+  exitCode: number,
+  said: string,
+): { message: string; fatal: boolean } {
+  const fatal = matchesAnyLine(said, runConfigProblems);
+  return {
+    message:
+      `docker run of the Ray ${what.role} container ${what.container} on ${what.host} failed (exit ${exitCode}): ${sentence(tail(dockerSaid(said), 2048))}` +
+      (fatal
+        ? ' Fix the image, volumes or flags in the spec (ray.*) and deploy again.'
+        : ' Check the docker daemon on that host.'),
+    fatal,
+  };
+}
 
 export async function startRayHead(input: RayContainerInput): Promise<RayContainerResult> {
   return startRayContainer(input, 'head');
@@ -111,16 +132,16 @@ async function startRayContainer(
     });
     if (started.exitCode !== 0) {
       const why = redactText(started.stderr.trim() || started.stdout.trim(), secrets);
-      const fatal = matchesAnyLine(why, runConfigProblems);
-      throw failure(
-        FailureType.rayContainerFailed,
-        `docker run of the Ray ${role} container ${input.container} on ${host} failed (exit ${started.exitCode}): ${tail(why, 2048)}` +
-          (fatal
-            ? '. Fix the image, volumes or flags in the spec (ray.*) and deploy again.'
-            : '. Check the docker daemon on that host.'),
-        fatal,
-        { host, container: input.container, exitCode: started.exitCode },
+      const { message, fatal } = rayRunFailure(
+        { role, container: input.container, host },
+        started.exitCode,
+        why,
       );
+      throw failure(FailureType.rayContainerFailed, message, fatal, {
+        host,
+        container: input.container,
+        exitCode: started.exitCode,
+      });
     }
     const containerId = started.stdout.trim().split('\n').pop() ?? '';
 

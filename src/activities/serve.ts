@@ -4,7 +4,7 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { FailureType } from '../shared/failures.js';
 import { parseRayStatus, RayNotRunningError, RayStatusParseError } from '../parsers/ray-status.js';
-import { tail } from '../shared/text.js';
+import { sentence, tail } from '../shared/text.js';
 import type { SshSession } from '../ssh/executor.js';
 import {
   serveLogTailCommand,
@@ -125,7 +125,7 @@ async function recheckRay(session: SshSession, input: LaunchServeInput): Promise
       type: FailureType.rayClusterIncomplete,
       message:
         problem !== undefined
-          ? `Before launching vllm: Ray in ${input.container} on ${host} does not answer \`ray status\`: ${problem}. Check the Ray containers (docker ps, docker logs) and deploy again.`
+          ? `Before launching vllm: Ray in ${input.container} on ${host} does not answer \`ray status\`: ${sentence(problem)} Check the Ray containers (docker ps, docker logs) and deploy again.`
           : `Before launching vllm: Ray on ${host} has ${gpus} GPUs but tensor parallel size ${input.tensorParallelSize} needs ${input.tensorParallelSize}. A node left the cluster: check the workers' Ray containers.`,
       details: [{ host, gpus, needed: input.tensorParallelSize, problem: problem ?? null }],
     });
@@ -208,7 +208,7 @@ export async function launchServe(input: LaunchServeInput): Promise<LaunchServeR
     if (res.exitCode !== 0 || !Number.isInteger(pid) || pid <= 0) {
       throw ApplicationFailure.create({
         type: FailureType.serveLaunchFailed,
-        message: `Launching vllm serve on ${host} failed (exit ${res.exitCode}): ${redactedTail(res.stderr.trim() || res.stdout.trim(), secrets, 2048)}. Check that the folder of serve.logPath (${input.logPath}) exists and is writable.`,
+        message: `Launching vllm serve on ${host} failed (exit ${res.exitCode}): ${sentence(redactedTail(res.stderr.trim() || res.stdout.trim(), secrets, 2048))} Check that the folder of serve.logPath (${input.logPath}) exists and is writable.`,
         nonRetryable: true,
         details: [{ host, exitCode: res.exitCode, logPath: input.logPath }],
       });

@@ -13,3 +13,12 @@ export function tail(text: string, maxBytes = tailBytes): string {
   if (cut.startsWith('\uFFFD')) cut = cut.slice(1);
   return `[… ${bytes.length - maxBytes} earlier bytes cut]\n${cut}`;
 }
+
+/**
+ * A tool's words ended as one sentence, for a message that goes on after them: Docker 20.10 ends its errors with a
+ * period and 28.x does not, so a period appended blindly shows "..".
+ */
+export function sentence(text: string): string {
+  const trimmed = text.trimEnd();
+  return trimmed === '' || /[.!?…]$/.test(trimmed) ? trimmed : `${trimmed}.`;
+}

@@ -3,6 +3,7 @@
 // Nothing here ever holds key material: only paths, fingerprints and command text.
 import { shellQuote } from './quote.js';
 import { redactedTail } from '../shared/secrets.js';
+import { sentence } from '../shared/text.js';
 
 export type SshConnectErrorKind = 'refused' | 'timeout' | 'unreachable' | 'auth' | 'closed';
 
@@ -66,7 +67,7 @@ export class SshConnectError extends SshError {
   ) {
     super(
       endpoint,
-      `SSH to ${describe(endpoint)} failed (${kind}): ${reason}. ${options?.advice ?? connectAdvice[kind]}`,
+      `SSH to ${describe(endpoint)} failed (${kind}): ${sentence(reason)} ${options?.advice ?? connectAdvice[kind]}`,
       options,
     );
     this.kind = kind;

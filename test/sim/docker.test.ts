@@ -203,7 +203,7 @@ describe('docker run / rm -f', () => {
     assert.equal(r.stdout, 'hi\n');
   });
 
-  it('refuses a name in use, a missing image, a missing bind source and unknown flags like docker', async () => {
+  it('refuses a name in use, a missing image, a missing --mount source (a missing -v source becomes a folder) and unknown flags like docker', async () => {
     const first = await docker('run', '-d', '--name', 'taken', 'busybox', 'sleep', '300');
     assert.equal(first.code, 0);
     const id = first.stdout.trim();
@@ -211,7 +211,7 @@ describe('docker run / rm -f', () => {
     assert.equal(again.code, 125);
     assert.equal(
       again.stderr,
-      `docker: Error response from daemon: Conflict. The container name "/taken" is already in use by container "${id}". You have to remove (or rename) that container to be able to reuse that name.\n\nRun 'docker run --help' for more information\n`,
+      `docker: Error response from daemon: Conflict. The container name "/taken" is already in use by container "${id}". You have to remove (or rename) that container to be able to reuse that name.\nSee 'docker run --help'.\n`,
     );
     assert.equal(record('taken').id, id, 'the existing container is untouched');
 
@@ -225,20 +225,30 @@ describe('docker run / rm -f', () => {
     );
     assert.equal(existsSync(join(hostDir, 'containers', 'x1.json')), false);
 
+    const noPull = await docker('run', '--rm', '--pull', 'never', 'vllm/nonexistent', 'true');
+    assert.equal(noPull.code, 125);
+    assert.equal(
+      noPull.stderr,
+      "docker: Error response from daemon: No such image: vllm/nonexistent:latest.\nSee 'docker run --help'.\n",
+    );
+
+    // -v makes a missing source an empty folder, as the engine does; --mount refuses it.
+    const missingSource = join(root, 'no', 'such', 'dir');
+    const created = await docker('run', '--rm', '-v', `${missingSource}:/models:ro`, 'busybox', 'true');
+    assert.equal(created.code, 0, created.stderr);
+    assert.ok(existsSync(missingSource), 'the missing -v source was made a folder');
     const noSource = await docker(
       'run',
-      '-d',
-      '--name',
-      'x2',
-      '-v',
-      '/no/such/dir:/models:ro',
+      '--rm',
+      '--mount',
+      `type=bind,source=${join(root, 'no', 'other')},target=/models`,
       'busybox',
       'true',
     );
     assert.equal(noSource.code, 125);
-    assert.match(
+    assert.equal(
       noSource.stderr,
-      /invalid mount config for type "bind": bind source path does not exist: \/no\/such\/dir/,
+      `docker: Error response from daemon: invalid mount config for type "bind": bind source path does not exist: ${join(root, 'no', 'other')}.\nSee 'docker run --help'.\n`,
     );
 
     const badFlag = await docker('run', '-d', '--frobnicate', 'busybox', 'true');
@@ -247,7 +257,16 @@ describe('docker run / rm -f', () => {
 
     const noCmd = await docker('run', '-d', '--name', 'x3', 'busybox', 'no-such-binary');
     assert.equal(noCmd.code, 127);
-    assert.match(noCmd.stderr, /exec: "no-such-binary": executable file not found in \$PATH/);
+    assert.match(noCmd.stdout, /^[0-9a-f]{64}\n$/, 'created: its ID comes first');
+    assert.equal(
+      noCmd.stderr,
+      'docker: Error response from daemon: failed to create shim task: OCI runtime create failed: runc create failed: unable to start container process: exec: "no-such-binary": executable file not found in $PATH: unknown.\n',
+    );
+    assert.equal(
+      (await docker('inspect', '--format', '{{.State.Status}} {{.State.ExitCode}}', 'x3')).stdout,
+      'created 127\n',
+      'left behind, Created',
+    );
     assert.equal((await docker('rm', '-f', 'taken', 'x3')).code, 0);
   });
 
@@ -325,7 +344,7 @@ describe('docker ps / logs / inspect / exec', () => {
     assert.ok(deadOrZombie(pid));
     const exec = await docker('exec', 'victim', 'true');
     assert.equal(exec.code, 1);
-    assert.match(exec.stderr, /^Error response from daemon: container [0-9a-f]{64} is not running\n$/);
+    assert.match(exec.stderr, /^Error response from daemon: Container [0-9a-f]{64} is not running\n$/);
     assert.equal((await docker('rm', 'victim')).code, 0);
   });
 
@@ -350,7 +369,7 @@ describe('docker ps / logs / inspect / exec', () => {
     assert.equal((await docker('logs', 'chatty')).stdout.split('\n').length, 21);
     const missing = await docker('logs', 'nope');
     assert.equal(missing.code, 1);
-    assert.equal(missing.stderr, 'Error response from daemon: No such container: nope\n');
+    assert.equal(missing.stderr, 'Error: No such container: nope\n');
     assert.equal((await docker('rm', '-f', 'chatty')).code, 0);
   });
 
@@ -385,7 +404,7 @@ describe('docker ps / logs / inspect / exec', () => {
     assert.equal(rm.code, 1);
     assert.equal(
       rm.stderr,
-      'Error response from daemon: cannot remove container "/envy": container is running: stop the container before removing or force remove\n',
+      `Error response from daemon: You cannot remove a running container ${id}. Stop the container before attempting removal or force remove\n`,
     );
     const inspect = await docker('inspect', 'envy');
     const [info] = JSON.parse(inspect.stdout) as [
@@ -405,13 +424,22 @@ describe('docker ps / logs / inspect / exec', () => {
     const missing = await docker('rm', '-f', 'envy', 'ghost');
     assert.equal(missing.code, 0, 'a missing container does not fail rm -f');
     assert.equal(missing.stdout, 'envy\n');
-    assert.equal(missing.stderr, 'Error response from daemon: No such container: ghost\n');
+    assert.equal(missing.stderr, 'Error: No such container: ghost\n');
     const unforced = await docker('rm', 'ghost');
     assert.equal(unforced.code, 1, 'without -f it does');
-    assert.equal(unforced.stderr, 'Error response from daemon: No such container: ghost\n');
+    assert.equal(unforced.stderr, 'Error: No such container: ghost\n');
     const noExec = await docker('exec', '-d', 'ghost', 'true');
     assert.equal(noExec.code, 1);
-    assert.equal(noExec.stderr, 'Error response from daemon: No such container: ghost\n');
+    assert.equal(noExec.stderr, 'Error: No such container: ghost\n');
+    // The daemon's words pass through stop and kill.
+    assert.equal(
+      (await docker('stop', 'ghost')).stderr,
+      'Error response from daemon: No such container: ghost\n',
+    );
+    assert.equal(
+      (await docker('kill', 'ghost')).stderr,
+      'Error response from daemon: Cannot kill container: ghost: No such container: ghost\n',
+    );
   });
 
   it('inspects images and lists them', async () => {

@@ -1,10 +1,11 @@
 // What every docker subcommand shares: the version it claims, stdout/stderr, and the CLI's error messages
-// (cobra's flag errors, argument counts, template errors), worded as docker 28 words them.
+// (cobra's flag errors, argument counts, template errors), worded as Debian's docker.io 20.10 words them: the
+// engine the real-Docker tests run (sim/real-docker.ts), whose texts were compared with these side by side.
 import { FlagError, parseFlags, type FlagSpecs, type ParsedFlags } from './args.js';
 import { TemplateError } from './format.js';
 
-export const dockerVersion = '28.5.1';
-export const apiVersion = '1.51';
+export const dockerVersion = '20.10.24+dfsg1';
+export const apiVersion = '1.41';
 
 export function out(text: string): void {
   process.stdout.write(text);
@@ -14,13 +15,23 @@ export function err(text: string): void {
   process.stderr.write(text.endsWith('\n') ? text : `${text}\n`);
 }
 
-/** `docker run`/`docker exec` report daemon errors with a "docker: " prefix and a pointer to --help. */
-export function runError(cmd: string, message: string, code: number): number {
-  err(`docker: ${message}\n\nRun 'docker ${cmd} --help' for more information`);
+/**
+ * `docker run` reports an error with a "docker: " prefix, ended with one period, and (for an error before the
+ * container starts) a pointer to --help; an error starting it comes without the pointer.
+ */
+export function runError(cmd: string, message: string, code: number, withHelp = true): number {
+  const sentence = `${message.replace(/\.$/, '')}.`;
+  err(`docker: ${sentence}${withHelp ? `\nSee 'docker ${cmd} --help'.` : ''}`);
   return code;
 }
 
+/** What the 20.10 client says of a container the daemon does not have (rm, inspect, logs, exec). */
 export function noSuchContainer(ref: string): string {
+  return `Error: No such container: ${ref}`;
+}
+
+/** The daemon's own words for it, which stop, wait and kill pass on. */
+export function daemonNoSuchContainer(ref: string): string {
   return `Error response from daemon: No such container: ${ref}`;
 }
 

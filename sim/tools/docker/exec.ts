@@ -6,7 +6,7 @@ import { mkdirSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { hostDir, isAlive, readJson, writeJson } from '../../host-state.js';
 import type { FlagSpecs } from './args.js';
-import { err, noSuchContainer, parseEnv, parseOrFail, requireArgs } from './cli.js';
+import { err, noSuchContainer, out, parseEnv, parseOrFail, requireArgs } from './cli.js';
 import { resolveExecutable, sleep } from './procs.js';
 import {
   containerEnv,
@@ -44,7 +44,7 @@ export async function cmdExec(args: string[]): Promise<number> {
     return 1;
   }
   if (!isRunning(rec)) {
-    err(`Error response from daemon: container ${rec.id} is not running`);
+    err(`Error response from daemon: Container ${rec.id} is not running`);
     return 1;
   }
   const extraEnv = parseEnv(f.all('env'));
@@ -64,15 +64,15 @@ export async function cmdExec(args: string[]): Promise<number> {
     while (!(response = readJson<ExecResponse>(resFile))) {
       if (!isAlive(rec.pgid) || Date.now() > deadline) {
         rmSync(join(execDir, `${id}.req.json`), { force: true });
-        err(`Error response from daemon: container ${rec.id} is not running`);
+        err(`Error response from daemon: Container ${rec.id} is not running`);
         return 1;
       }
       await sleep(20);
     }
     for (const suffix of ['.res.json', '.taken']) rmSync(join(execDir, `${id}${suffix}`), { force: true });
     if ('error' in response) {
-      err(response.error);
-      return 127;
+      err(`Error response from daemon: ${response.error}`);
+      return 1;
     }
     return 0;
   }
@@ -80,8 +80,9 @@ export async function cmdExec(args: string[]): Promise<number> {
   const env = containerEnv(rec, { ...process.env, LIFTOFF_SIM_HOST_DIR: dir }, extraEnv);
   const [command, ...rest] = argv;
   if (!command || !resolveExecutable(command, env.PATH)) {
-    err(notFoundError(command ?? '', 'exec'));
-    return 127;
+    // 20.10 prints this on stdout, with the terminal's line end, and exits 126.
+    out(`${notFoundError(command ?? '', 'exec')}\r\n`);
+    return 126;
   }
   const child = spawn(command, rest, {
     env,

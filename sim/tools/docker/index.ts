@@ -1,6 +1,6 @@
 // Simulated docker CLI. A container is the process group of a container-shim (see ../container-shim.ts) plus
 // every process tagged with the container id; state lives in the host's containers/ folder. Output and
-// error messages follow the real CLI (docker 28), because product code parses them.
+// error messages follow the real CLI (Debian's docker.io 20.10), because product code parses them.
 // One module per subcommand, as docker's own CLI is split; this file maps every spelling to its handler.
 import type { ToolMain } from '../tool.js';
 import { dockerVersion, err, out } from './cli.js';
@@ -44,7 +44,7 @@ export const main: ToolMain = async (args) => {
     return cmd === undefined ? 1 : 0;
   }
   if (cmd === '--version' || cmd === '-v') {
-    out(`Docker version ${dockerVersion}, build e180ab8\n`);
+    out(`Docker version ${dockerVersion}, build 297e128\n`);
     return 0;
   }
   if (managementCommands.has(cmd)) {

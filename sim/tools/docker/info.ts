@@ -70,20 +70,27 @@ function versionData(cfg: HostConfig): Record<string, unknown> {
   const arch = cfg.flavour === 'gb10' ? 'arm64' : 'amd64';
   const common = {
     Version: dockerVersion,
-    ApiVersion: apiVersion,
-    GoVersion: 'go1.24.8',
+    // The template's field names are Go's (APIVersion), not the JSON's (ApiVersion).
+    APIVersion: apiVersion,
+    GoVersion: 'go1.19.8',
     Os: 'linux',
     Arch: arch,
   };
   return {
-    Client: { ...common, GitCommit: 'e180ab8', BuildTime: 'Wed Oct  8 12:17:26 2025', Context: 'default' },
+    Client: {
+      ...common,
+      DefaultAPIVersion: apiVersion,
+      GitCommit: '297e128',
+      BuildTime: 'Thu May  7 21:09:36 2026',
+      Context: 'default',
+      Experimental: true,
+    },
     Server: {
       ...common,
-      GitCommit: 'f8215cc',
-      MinAPIVersion: '1.24',
+      GitCommit: '5d6db84',
+      MinAPIVersion: '1.12',
       KernelVersion: '6.8.0-86-generic',
-      BuildTime: '2025-10-08T12:17:26.000000000+00:00',
-      Experimental: false,
+      BuildTime: '2026-05-07T21:09:36.000000000+00:00',
     },
   };
 }
@@ -98,24 +105,34 @@ export function cmdVersion(args: string[]): number {
   const arch = cfg.flavour === 'gb10' ? 'arm64' : 'amd64';
   out(
     [
-      'Client: Docker Engine - Community',
+      'Client:',
       ` Version:           ${dockerVersion}`,
       ` API version:       ${apiVersion}`,
-      ' Go version:        go1.24.8',
-      ' Git commit:        e180ab8',
-      ' Built:             Wed Oct  8 12:17:26 2025',
+      ' Go version:        go1.19.8',
+      ' Git commit:        297e128',
+      ' Built:             Thu May  7 21:09:36 2026',
       ` OS/Arch:           linux/${arch}`,
       ' Context:           default',
+      ' Experimental:      true',
       '',
-      'Server: Docker Engine - Community',
+      'Server:',
       ' Engine:',
       `  Version:          ${dockerVersion}`,
-      `  API version:      ${apiVersion} (minimum version 1.24)`,
-      '  Go version:       go1.24.8',
-      '  Git commit:       f8215cc',
-      '  Built:            Wed Oct  8 12:17:26 2025',
+      `  API version:      ${apiVersion} (minimum version 1.12)`,
+      '  Go version:       go1.19.8',
+      '  Git commit:       5d6db84',
+      '  Built:            Thu May  7 21:09:36 2026',
       `  OS/Arch:          linux/${arch}`,
       '  Experimental:     false',
+      ' containerd:',
+      '  Version:          1.6.20~ds1',
+      '  GitCommit:        1.6.20~ds1-1+deb12u3',
+      ' runc:',
+      '  Version:          1.1.5+ds1',
+      '  GitCommit:        1.1.5+ds1-1+deb12u1',
+      ' docker-init:',
+      '  Version:          0.19.0',
+      '  GitCommit:        ',
       '',
     ].join('\n'),
   );
@@ -155,8 +172,7 @@ export function cmdInfo(args: string[]): number {
   if (format !== undefined) return withTemplate(() => `${renderTemplate(format, data)}\n`);
   out(
     [
-      'Client: Docker Engine - Community',
-      ` Version:    ${dockerVersion}`,
+      'Client:',
       ' Context:    default',
       ' Debug Mode: false',
       '',

@@ -168,7 +168,9 @@ export function cmdInspect(args: string[], only?: 'container' | 'image'): number
           : `Error: No such object: ${ref}`,
     );
   }
-  const code = found.length || f.get('format') === undefined ? printInspect(found, f.get('format')) : 0;
+  // With --format and nothing found, 20.10 prints one empty line.
+  const code =
+    found.length || f.get('format') === undefined ? printInspect(found, f.get('format')) : (out('\n'), 0);
   for (const e of errors) err(e);
   return errors.length ? 1 : code;
 }

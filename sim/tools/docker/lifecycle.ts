@@ -1,6 +1,6 @@
 // Ending containers: `docker rm`, `docker stop`, `docker kill`, and `docker wait` for the end.
 import { hostDir, isAlive } from '../../host-state.js';
-import { err, noSuchContainer, out, parseOrFail, requireArgs } from './cli.js';
+import { daemonNoSuchContainer, err, noSuchContainer, out, parseOrFail, requireArgs } from './cli.js';
 import { sleep } from './procs.js';
 import {
   findContainer,
@@ -16,20 +16,22 @@ import {
 /**
  * Runs `act` on each named container in turn, as rm, stop and kill do: a missing or refused container is
  * reported and makes the exit code 1 without stopping the rest. `act` returns the refusal, or undefined
- * once it has done its work, and then the name is echoed. `missingIsDone`: a missing container is reported but
- * leaves the exit code alone, as `docker rm -f` does on a real engine (20.10 and 28.x alike).
+ * once it has done its work, and then the name is echoed. `missing` words a missing container as the command
+ * does; `missingIsDone`: it is reported but leaves the exit code alone, as `docker rm -f` does on a real engine
+ * (20.10 and 28.x alike).
  */
 async function eachContainer(
   dir: string,
   refs: string[],
   act: (rec: ContainerRecord, ref: string) => Promise<string | undefined>,
+  missing: (ref: string) => string,
   missingIsDone = false,
 ): Promise<number> {
   let code = 0;
   for (const ref of refs) {
     const found = findContainer(dir, ref);
     const rec = found && observedContainer(dir, found);
-    const refusal = rec ? await act(rec, ref) : noSuchContainer(ref);
+    const refusal = rec ? await act(rec, ref) : missing(ref);
     if (refusal === undefined) {
       out(`${ref}\n`);
     } else {
@@ -51,12 +53,13 @@ export async function cmdRm(args: string[]): Promise<number> {
     f.positionals,
     async (rec) => {
       if (isRunning(rec) && !f.has('force'))
-        return `Error response from daemon: cannot remove container "/${rec.name}": container is running: stop the container before removing or force remove`;
+        return `Error response from daemon: You cannot remove a running container ${rec.id}. Stop the container before attempting removal or force remove`;
       if (!(await killContainerProcesses(rec)))
         return `Error response from daemon: cannot remove container "/${rec.name}": could not kill: tried to kill container, but did not receive an exit event`;
       removeContainerState(dir, rec.name);
       return undefined;
     },
+    noSuchContainer,
     f.has('force'),
   );
 }
@@ -98,20 +101,25 @@ export async function cmdStop(args: string[]): Promise<number> {
     err(`invalid signal: ${f.get('signal') ?? ''}`);
     return 125;
   }
-  return eachContainer(dir, f.positionals, async (rec) => {
-    if (isRunning(rec)) {
-      try {
-        process.kill(rec.pid, signal);
-      } catch {
-        // The main process is already gone; the shim is finishing.
+  return eachContainer(
+    dir,
+    f.positionals,
+    async (rec) => {
+      if (isRunning(rec)) {
+        try {
+          process.kill(rec.pid, signal);
+        } catch {
+          // The main process is already gone; the shim is finishing.
+        }
+        if (!(await waitShimGone(rec, seconds * 1000))) {
+          await killContainerProcesses(rec);
+          recordKilled(dir, rec);
+        }
       }
-      if (!(await waitShimGone(rec, seconds * 1000))) {
-        await killContainerProcesses(rec);
-        recordKilled(dir, rec);
-      }
-    }
-    return undefined;
-  });
+      return undefined;
+    },
+    daemonNoSuchContainer,
+  );
 }
 
 function normaliseSignal(s: string): NodeJS.Signals | undefined {
@@ -140,22 +148,27 @@ export async function cmdKill(args: string[]): Promise<number> {
     return 125;
   }
   const dir = hostDir();
-  return eachContainer(dir, f.positionals, async (rec, ref) => {
-    if (!isRunning(rec))
-      return `Error response from daemon: cannot kill container: ${ref}: container ${rec.id} is not running`;
-    if (signal === 'SIGKILL') {
-      // Killing a container's PID 1 takes the whole container down at once.
-      await killContainerProcesses(rec);
-      recordKilled(dir, rec);
-    } else {
-      try {
-        process.kill(rec.pid, signal);
-      } catch {
-        // Already gone.
+  return eachContainer(
+    dir,
+    f.positionals,
+    async (rec, ref) => {
+      if (!isRunning(rec))
+        return `Error response from daemon: Cannot kill container: ${ref}: Container ${rec.id} is not running`;
+      if (signal === 'SIGKILL') {
+        // Killing a container's PID 1 takes the whole container down at once.
+        await killContainerProcesses(rec);
+        recordKilled(dir, rec);
+      } else {
+        try {
+          process.kill(rec.pid, signal);
+        } catch {
+          // Already gone.
+        }
       }
-    }
-    return undefined;
-  });
+      return undefined;
+    },
+    (ref) => `Error response from daemon: Cannot kill container: ${ref}: No such container: ${ref}`,
+  );
 }
 
 export async function cmdWait(args: string[]): Promise<number> {
@@ -168,7 +181,7 @@ export async function cmdWait(args: string[]): Promise<number> {
   for (const ref of f.positionals) {
     const found = findContainer(dir, ref);
     if (!found) {
-      err(noSuchContainer(ref));
+      err(daemonNoSuchContainer(ref));
       code = 1;
       continue;
     }

@@ -1,8 +1,9 @@
 // `docker run`: records the container, starts its container-shim (the container's init) in a new session and,
-// attached, streams its output until it exits.
+// attached, streams its output until it exits. As on Docker 20.10: a `-v` bind source that is missing is created
+// (an empty folder), and a container that fails to start stays behind `Created` unless --rm.
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { closeSync, existsSync, openSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
 import { hostDir, isAlive, readHostConfig } from '../../host-state.js';
 import type { FlagSpecs } from './args.js';
 import { err, out, parseEnv, parseOrFail, requireArgs, runError } from './cli.js';
@@ -16,6 +17,7 @@ import {
   readContainer,
   recordContainerCreated,
   removeContainerState,
+  updateContainer,
   type ContainerRecord,
   type MountRecord,
 } from './state.js';
@@ -87,14 +89,15 @@ function parseMounts(volumes: string[], mounts: string[]): MountRecord[] | strin
   for (const v of volumes) {
     const parts = v.split(':');
     const [source, destination, opts] = parts;
-    if (!source || !destination || parts.length > 3) return `invalid spec: ${v}: too many colons`;
+    if (!source || !destination || parts.length > 3) return `invalid volume specification: '${v}'`;
     const readOnly = (opts ?? '').split(',').includes('ro');
     if (!source.startsWith('/')) {
       result.push({ type: 'volume', source, destination, readOnly });
       continue;
     }
-    if (!existsSync(source))
-      return `invalid mount config for type "bind": bind source path does not exist: ${source}`;
+    // The engine makes a missing -v source an empty folder (root's, on a real host) and mounts that: only
+    // --mount refuses it. liftoff's preflight must refuse it first.
+    if (!existsSync(source)) mkdirSync(source, { recursive: true });
     result.push({ type: 'bind', source, destination, readOnly });
   }
   for (const m of mounts) {
@@ -134,6 +137,16 @@ async function waitStarted(dir: string, name: string, shimPid: number): Promise<
   }
 }
 
+/**
+ * A container that was created but did not start: detached, its ID is printed first (it exists); it stays
+ * `Created` unless --rm; the error comes without docker's pointer to --help.
+ */
+function notStarted(dir: string, rec: ContainerRecord, detach: boolean, error: string, code: number): number {
+  if (detach) out(`${rec.id}\n`);
+  if (rec.hostConfig.autoRemove) removeContainerState(dir, rec.name);
+  return runError('run', `Error response from daemon: ${error}`, code, false);
+}
+
 export async function cmdRun(args: string[]): Promise<number> {
   const f = parseOrFail('run', args, runFlags, false);
   if (typeof f === 'number') return f;
@@ -157,6 +170,8 @@ export async function cmdRun(args: string[]): Promise<number> {
     );
 
   const resolvedImage = findImage(cfg, image);
+  if (!resolvedImage && f.get('pull') === 'never')
+    return runError('run', `Error response from daemon: No such image: ${normaliseImage(image)}`, 125);
   if (!resolvedImage) {
     err(`Unable to find image '${normaliseImage(image)}' locally`);
     const repo = normaliseImage(image).replace(/:[^:/]+$/, '');
@@ -167,14 +182,8 @@ export async function cmdRun(args: string[]): Promise<number> {
     );
   }
   const mounts = parseMounts(f.all('volume'), f.all('mount'));
-  if (typeof mounts === 'string') return runError('run', `Error response from daemon: ${mounts}.`, 125);
+  if (typeof mounts === 'string') return runError('run', `Error response from daemon: ${mounts}`, 125);
   const gpus = f.get('gpus') ?? null;
-  if (gpus !== null && cfg.gpuCount === 0)
-    return runError(
-      'run',
-      'Error response from daemon: could not select device driver "" with capabilities: [[gpu]]',
-      125,
-    );
 
   const entrypoint = f.get('entrypoint');
   const rec: ContainerRecord = {
@@ -223,6 +232,16 @@ export async function cmdRun(args: string[]): Promise<number> {
   }
   recordContainerCreated(dir, rec);
 
+  // The engine finds it has no GPU device driver only when it starts the container it created.
+  if (gpus !== null && cfg.gpuCount === 0) {
+    const error = 'could not select device driver "" with capabilities: [[gpu]]';
+    updateContainer(dir, name, (r) => {
+      r.error = error;
+      r.exitCode = 128;
+    });
+    return notStarted(dir, rec, f.has('detach'), error, 125);
+  }
+
   // An attached run reads the output through its own descriptor: with --rm the file is unlinked at exit.
   const attachFd = f.has('detach') ? undefined : openSync(containerPaths.log(dir, name), 'a+');
   const shim = toolCommand('container-shim');
@@ -243,18 +262,9 @@ export async function cmdRun(args: string[]): Promise<number> {
   }
 
   const started = await waitStarted(dir, name, shimPid);
-  if (started?.error) {
-    if (started.hostConfig.autoRemove) removeContainerState(dir, name);
-    return runError('run', `Error response from daemon: ${started.error}.`, started.exitCode || 127);
-  }
-  if (started?.status === 'created') {
-    if (started.hostConfig.autoRemove) removeContainerState(dir, name);
-    return runError(
-      'run',
-      'Error response from daemon: failed to start container: the runtime did not report a start.',
-      125,
-    );
-  }
+  if (started?.error) return notStarted(dir, rec, detach, started.error, started.exitCode || 127);
+  if (started?.status === 'created')
+    return notStarted(dir, rec, detach, 'failed to start container: the runtime did not report a start', 125);
   if (detach) {
     out(`${rec.id}\n`);
     return 0;

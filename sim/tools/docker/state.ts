@@ -252,6 +252,6 @@ export type ExecResponse = { pid: number } | { error: string };
 export function notFoundError(command: string, phase: 'run' | 'exec'): string {
   const cause = `exec: "${command}": executable file not found in $PATH: unknown`;
   return phase === 'run'
-    ? `failed to create task for container: failed to create shim task: OCI runtime create failed: runc create failed: unable to start container process: error during container init: ${cause}`
+    ? `failed to create shim task: OCI runtime create failed: runc create failed: unable to start container process: ${cause}`
     : `OCI runtime exec failed: exec failed: unable to start container process: ${cause}`;
 }

@@ -1,6 +1,7 @@
-// One deploy per cluster, whoever starts it (CLI, the Temporal UI under another workflow id, a schedule), and
-// `liftoff cancel`: teardown stops the server, Ray and the containers, and the command says what it did.
-// Real dev server, real worker, real sshd on two namespace hosts; the CLI runs as a separate process.
+// One deploy per cluster, whoever starts it (CLI, the Temporal UI under another workflow id, a schedule). Real dev
+// server, real worker, real sshd on two namespace hosts; the CLI runs as a separate process. `liftoff cancel` and
+// its teardown are tested on real Docker Engines (docker-faults.test.ts), where what the hosts' Docker lists is the
+// evidence.
 import { before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
@@ -15,8 +16,6 @@ import { waitUntil } from '../helpers/wait.js';
 import { TASK_QUEUE, deployWorkflowId, searchAttributes } from '../../src/shared/constants.js';
 import { deploy, progressQuery } from '../../src/workflows/index.js';
 import type { DeployProgress } from '../../src/workflows/steps.js';
-import type { CancelReport } from '../../src/commands/cancel.js';
-import { clusterStatus } from '../../sim/cluster.js';
 import { simDeploySpec } from '../../sim/spec.js';
 import { tempDir } from '../helpers/temp-dir.js';
 
@@ -24,7 +23,7 @@ const stateDir = '/tmp/liftoff-test-one-deploy';
 const clusterName = 'one-deploy';
 const workflowId = deployWorkflowId(clusterName);
 
-describe('one deploy per cluster, and cancel', () => {
+describe('one deploy per cluster', () => {
   const e2e = useE2eCluster({
     stateDir,
     netIndex: 11,
@@ -171,55 +170,5 @@ describe('one deploy per cluster, and cancel', () => {
     assert.equal(child.parentExecution?.workflowId, uiId);
     assert.equal(child.typedSearchAttributes.get(searchAttributes.trigger), 'ui');
     assert.equal(launches(), 2);
-  });
-
-  it('`liftoff cancel` stops a loading deploy; teardown stops the server and Ray and says so', async () => {
-    const started = await liftoff(['deploy', '-c', specFile, '--json']);
-    assert.equal(started.code, 0, started.stderr + started.stdout);
-    await waitUntil(
-      'the load to be under way',
-      async () => ((await progressOf()).load?.shardsDone ?? 0) >= 5,
-      90_000,
-    );
-    const cancel = await liftoff(['cancel', clusterName, '--json']);
-    assert.equal(cancel.code, 0, cancel.stderr + cancel.stdout);
-    const report = JSON.parse(cancel.stdout) as CancelReport;
-    assert.equal(report.outcome, 'CANCELLED');
-    assert.equal(report.step, 'waitHealthy');
-    assert.deepEqual(report.teardown, [
-      'spark1: removed vllm_qwen35 (Ray and the server stopped)',
-      'spark2: removed vllm_qwen35 (Ray stopped)',
-    ]);
-    console.log(
-      `FIGURE: cancel mid-load (shard ≥5/39) → CANCELLED with teardown in ${cancel.ms} ms (whole CLI process)`,
-    );
-
-    // The hosts agree: no container, no GPU memory held, the port closed, and the workflow ended cancelled.
-    for (const host of await clusterStatus(stateDir)) {
-      assert.deepEqual(
-        host.containers.filter((c) => c.running).map((c) => c.name),
-        [],
-        `${host.name} containers`,
-      );
-      assert.deepEqual(
-        host.gpuProcesses.map((p) => p.pid),
-        [],
-        `${host.name} GPU processes`,
-      );
-    }
-    const head = e2e.sim.hosts[0];
-    assert.ok(head);
-    await assert.rejects(fetch(`http://${head.address}:30000/health`), 'the server port is closed');
-    const described = await e2e.client.workflow.getHandle(workflowId).describe();
-    assert.equal(described.status.name, 'CANCELLED');
-    assert.equal(described.typedSearchAttributes.get(searchAttributes.outcome), 'cancelled');
-    assert.equal(launches(), 3, 'the cancelled deploy launched once and nothing relaunched');
-
-    const again = await liftoff(['cancel', clusterName, '--json']);
-    assert.equal(again.code, 2);
-    assert.match(
-      again.stdout,
-      /is not running \(workflow liftoff-one-deploy is CANCELLED\); nothing to cancel/,
-    );
   });
 });

@@ -1,0 +1,78 @@
+// A tool's words quoted inside a failure message: Docker 20.10 ends its errors with a period (and, for `docker run`,
+// a pointer to --help), 28.x does not, and liftoff's own sentence follows either. The texts below are the engines'
+// own, as the real 20.10.24 (Debian's docker.io) and 28.2 clients printed them.
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { sentence } from '../../src/shared/text.js';
+import { dockerSaid } from '../../src/activities/docker.js';
+import { rayRunFailure } from '../../src/activities/ray-start.js';
+
+const engine20 = {
+  gpu: 'docker: Error response from daemon: could not select device driver "" with capabilities: [[gpu]].',
+  noImage: "docker: Error response from daemon: No such image: nope/img:1.\nSee 'docker run --help'.",
+  conflict:
+    'docker: Error response from daemon: Conflict. The container name "/vllm_qwen35" is already in use by container "6d1f4c60". You have to remove (or rename) that container to be able to reuse that name.\nSee \'docker run --help\'.',
+};
+const engine28 = {
+  gpu: 'docker: Error response from daemon: could not select device driver "" with capabilities: [[gpu]]\n\nRun \'docker run --help\' for more information',
+};
+
+describe('sentence', () => {
+  it('adds a period only where the text has none', () => {
+    assert.equal(sentence('exit 1'), 'exit 1.');
+    assert.equal(sentence('said so.'), 'said so.');
+    assert.equal(sentence('is it running?  \n'), 'is it running?');
+    assert.equal(sentence('cut…'), 'cut…');
+    assert.equal(sentence(''), '');
+  });
+});
+
+describe('dockerSaid', () => {
+  it("drops the CLI's pointer to --help, of 20.10 and of 28.x", () => {
+    assert.equal(
+      dockerSaid(engine20.noImage),
+      'docker: Error response from daemon: No such image: nope/img:1.',
+    );
+    assert.equal(
+      dockerSaid(engine28.gpu),
+      'docker: Error response from daemon: could not select device driver "" with capabilities: [[gpu]]',
+    );
+    assert.equal(dockerSaid(engine20.gpu), engine20.gpu);
+  });
+});
+
+describe("the Ray container's docker run failure", () => {
+  const what = { role: 'worker' as const, container: 'vllm_qwen35', host: 'spark2' };
+
+  for (const [engine, said] of [
+    ['20.10, no GPU runtime', engine20.gpu],
+    ['28.x, no GPU runtime', engine28.gpu],
+    ['20.10, no such image', engine20.noImage],
+    ['20.10, name in use', engine20.conflict],
+  ] as const) {
+    it(`never shows ".." (${engine})`, () => {
+      const { message } = rayRunFailure(what, 125, said);
+      assert.doesNotMatch(message, /\.\./, message);
+      assert.doesNotMatch(message, /--help/, message);
+      assert.match(
+        message,
+        /^docker run of the Ray worker container vllm_qwen35 on spark2 failed \(exit 125\): docker: /,
+      );
+    });
+  }
+
+  it('reads the 20.10 GPU and image errors as fatal, with one period before the advice', () => {
+    const gpu = rayRunFailure(what, 125, engine20.gpu);
+    assert.equal(gpu.fatal, true);
+    assert.ok(
+      gpu.message.endsWith(
+        'capabilities: [[gpu]]. Fix the image, volumes or flags in the spec (ray.*) and deploy again.',
+      ),
+      gpu.message,
+    );
+    assert.equal(rayRunFailure(what, 125, engine20.noImage).fatal, true);
+    const other = rayRunFailure(what, 125, 'docker: Error response from daemon: i/o timeout.');
+    assert.equal(other.fatal, false);
+    assert.ok(other.message.endsWith('i/o timeout. Check the docker daemon on that host.'), other.message);
+  });
+});
