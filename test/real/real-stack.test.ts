@@ -205,7 +205,8 @@ describe('the deploy against real Ray and real vLLM (CPU build)', () => {
       );
       const mounts = new Map(inspect.Mounts.map((m) => [m.Destination, m]));
       assert.equal(mounts.get('/root/.cache/huggingface')?.Source, realHfHome, h.name);
-      const venv = sim.realTools?.venv ?? '';
+      const venv = sim.realTools?.venv;
+      assert.ok(venv !== undefined, 'a real-tools cluster');
       assert.equal(mounts.get(venv)?.RW, false, `${h.name}: the real venv, read-only`);
       const commands = (await containerProcesses(h, container)).map((pid) =>
         readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' '),
