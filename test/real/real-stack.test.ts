@@ -324,9 +324,10 @@ describe('the deploy against real Ray and real vLLM (CPU build)', () => {
     }
   });
 
-  // Not within a poll on real Docker: the launch marker's pid is the host's `docker exec` client, which ends only
-  // once the killed server's children, which hold its output, have gone too (about 3 s here; 0.9 s when the
-  // simulated docker ran vLLM as a host process).
+  // Not within a poll on real Docker: the launch marker's pid is the host's `docker exec` client, and while the
+  // killed server's children still hold its output the engine keeps the exec's streams open about 2 s more before
+  // the client exits (a bare `docker exec … sh -c 'sleep 30 & exec sleep 200'` with its sleep 200 killed: 2.05 s;
+  // without the child: 0.01 s). Detection took about 3 s here, 0.9 s when the simulated docker ran vLLM on the host.
   it('e: the real vLLM process killed mid-load is detected as ServerExited', async () => {
     const load = loadAverage();
     const head = host(sim, 'spark1');
