@@ -7,7 +7,11 @@
 # metadata of the Ray and vLLM versions the simulated images report (the agreement check reads them without
 # importing anything), and `ray`, `vllm` and `gpu-hog` commands that run liftoff's simulated tools: the node binary
 # and the cluster's tool bundle are bind-mounted read-only into each container by the simulated cluster, so the
-# image needs neither Node nor the repo and stays small.
+# image needs neither Node nor the repo and stays small. In a real-tools cluster (test/real) `ray` and `vllm` run
+# the real Ray and vLLM instead: the venv of scripts/setup-real.sh, bind-mounted read-only at its own path, on this
+# image's python3.11 (the venv is made from Debian bookworm's /usr/bin/python3.11, the same interpreter, so nothing
+# of 3.7 GB goes into the image). The image adds the one shared library minbase lacks that the venv's native code
+# links: libnuma1 (vLLM's CPU kernels, vllm/_C*.so).
 # The tarball is made here without a daemon, so its image ID is the digest of its config: every daemon that loads it
 # reports the same ID (two `docker import`s of one tree give two IDs, and the agreement check compares IDs).
 # Called by scripts/setup.sh for the tests (not for the demo). Prints how long each part took.
@@ -61,7 +65,7 @@ if [ ! -f "$image_tar" ]; then
   trap 'rm -rf "$work"' EXIT
   rootfs=$work/rootfs
   log "building the test image into $image_tar (debootstrap $SUITE; about a minute, once)"
-  if ! debootstrap --variant=minbase --include=python3 "$SUITE" "$rootfs" > "$work/debootstrap.log" 2>&1; then
+  if ! debootstrap --variant=minbase --include=python3,libnuma1 "$SUITE" "$rootfs" > "$work/debootstrap.log" 2>&1; then
     tail -n 30 "$work/debootstrap.log" >&2
     log "debootstrap failed"
     exit 1
@@ -80,16 +84,32 @@ if [ ! -f "$image_tar" ]; then
   done
   # The simulated tools: /etc/liftoff-sim/env (bind-mounted by the simulated cluster) names the node binary and the
   # cluster's state folder; the host is the container's hostname (a --network host container takes its daemon's).
+  # A real-tools cluster mounts /etc/liftoff-real/env instead, naming the venv it mounts: `ray` and `vllm` are then
+  # the real programs. Decided by the mounts, so one image (one image ID) serves both kinds of cluster, and an old
+  # container of the simulated kind (gpu-hog) still runs beside real Ray on the same host. The real programs must
+  # not report usage: these hosts reach nothing beyond the machine.
   for tool in ray vllm gpu-hog; do
-    cat > "$rootfs/usr/local/bin/$tool" <<EOF
-#!/bin/sh
-# liftoff's simulated $tool (scripts/setup-docker.sh): needs the simulated cluster's mounts.
+    {
+      printf '#!/bin/sh\n'
+      printf "# liftoff's %s in a simulated host's container (scripts/setup-docker.sh): needs the cluster's mounts.\n" "$tool"
+      if [ "$tool" != gpu-hog ]; then
+        cat <<EOF
+if [ -r /etc/liftoff-real/env ]; then
+  . /etc/liftoff-real/env
+  [ -x "\$LIFTOFF_REAL_VENV/bin/$tool" ] || { echo "$tool: \$LIFTOFF_REAL_VENV/bin/$tool is not mounted" >&2; exit 127; }
+  export RAY_USAGE_STATS_ENABLED=0 VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1
+  exec "\$LIFTOFF_REAL_VENV/bin/$tool" "\$@"
+fi
+EOF
+      fi
+      cat <<EOF
 [ -r /etc/liftoff-sim/env ] || { echo "$tool: /etc/liftoff-sim/env is not mounted (a simulated host's container only)" >&2; exit 127; }
 . /etc/liftoff-sim/env
 LIFTOFF_SIM_HOST_DIR="\$LIFTOFF_SIM_STATE_DIR/hosts/\$(cat /proc/sys/kernel/hostname)"
 export LIFTOFF_SIM_HOST_DIR
 exec "\$LIFTOFF_SIM_NODE" "\$LIFTOFF_SIM_STATE_DIR/bin/simtool.mjs" $tool "\$@"
 EOF
+    } > "$rootfs/usr/local/bin/$tool"
     chmod 755 "$rootfs/usr/local/bin/$tool"
   done
   # A `docker save` tarball made by hand: one layer, a config, a manifest (the image ID is the config's digest).

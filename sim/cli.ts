@@ -95,7 +95,7 @@ program
   .option('--shard-seconds <s>', 'seconds per safetensors shard while vllm loads', numberArg)
   .option('--net-index <k>', 'network layout, to run several clusters side by side', intArg(0, 99), 0)
   .option('--no-seed', 'skip the reference state (running units and containers)')
-  .option('--real', 'real Ray and vLLM (CPU build) from .venv-real instead of the simulated ones')
+  .option('--real', 'real Ray and vLLM (CPU build) from .venv-real in the containers (implies --docker)')
   .option('--docker', 'a real Docker engine per host (Debian docker.io) instead of the simulated docker')
   .option('--without-gpu-runtime <names...>', 'real-Docker hosts whose daemon cannot give containers GPUs')
   .option(
@@ -131,7 +131,8 @@ program
         seedReferenceState: o.seed,
         netIndex: o.netIndex,
         realTools: o.real === true,
-        docker: o.docker === true ? 'real' : 'simulated',
+        // The real Ray and vLLM run only in real containers.
+        docker: o.docker === true || o.real === true ? 'real' : 'simulated',
         noGpuRuntime: o.withoutGpuRuntime,
         ...(o.sshUser === undefined ? {} : { sshUser: o.sshUser }),
       });

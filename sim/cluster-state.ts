@@ -29,7 +29,10 @@ export interface SimClusterOptions {
    * 10.213.(2k+1).0/24 + 10.213.(2k+2).0/24 and lf<k>-<name>. In loopback mode hosts are 127.0.(k+1).N.
    */
   netIndex?: number;
-  /** `ray` and `vllm` run the real programs from .venv-real (sim/real-tools.ts). Netns mode only. */
+  /**
+   * The deploy's containers run the real Ray and vLLM from .venv-real, mounted into them (sim/real-tools.ts). Needs
+   * docker: 'real'.
+   */
   realTools?: boolean;
   /** Every host logs each command it runs over SSH (sim/command-log.ts); off by default, as it costs a shell. */
   recordCommands?: boolean;
@@ -78,6 +81,8 @@ export interface SimCluster {
   docker?: 'real';
   /** Real-Docker hosts whose daemon has no NVIDIA runtime (SimClusterOptions.noGpuRuntime). */
   noGpuRuntime?: string[];
+  /** Present when the deploy's containers run the real Ray and vLLM: the venv they mount (sim/real-tools.ts). */
+  realTools?: { venv: string };
 }
 
 export interface HostStatus {

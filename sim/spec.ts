@@ -1,6 +1,7 @@
 // A liftoff spec for a running simulated cluster: what a user would write for real hosts.
 import type { SimCluster } from './cluster.js';
 import { simContainerVolumes } from './real-docker.js';
+import { realToolVolumes } from './real-tools.js';
 
 export interface SimSpecOptions {
   cluster?: string;
@@ -50,10 +51,11 @@ export function simDeploySpec(sim: SimCluster, opts: SimSpecOptions = {}) {
         NCCL_SOCKET_IFNAME: sim.hosts[0]?.clusterIface ?? 'enp1s0f1np1',
         GLOO_SOCKET_IFNAME: sim.hosts[0]?.clusterIface ?? 'enp1s0f1np1',
       },
-      // On real Docker, also the mounts through which the image's ray and vllm run the simulated tools.
+      // On real Docker, also the mounts through which the image's ray and vllm run the simulated tools, or the
+      // real ones in a real-tools cluster.
       volumes: [
         '/home/aurora/.cache/huggingface:/root/.cache/huggingface',
-        ...(sim.docker === 'real' ? simContainerVolumes(sim) : []),
+        ...(sim.realTools ? realToolVolumes(sim) : sim.docker === 'real' ? simContainerVolumes(sim) : []),
       ],
       verifyTimeout: '30s',
     },

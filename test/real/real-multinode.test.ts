@@ -1,10 +1,12 @@
 // serve.backend: multiproc for real: liftoff (a real Temporal dev server, a worker, real sshd) deploys vLLM 0.32's
 // CPU build in its own multi-node mode (no Ray) across two simulated hosts (spark2 reachable only through
-// spark1), tensor parallel 2, one rank on each host, serving the generated model. docker, systemctl and
-// nvidia-smi stay simulated (sim/real-tools.ts): a rank's container is a process group running the real
+// spark1), tensor parallel 2, one rank on each host, serving the generated model. Each host runs its own real
+// Docker Engine (sim/real-docker.ts): a rank is a real `--network host` container whose main process is the real
 // `vllm serve --nnodes 2 --node-rank R … [--headless]` that liftoff's startRank builds
-// (src/activities/multiproc-argv.ts says why each flag and variable is there). Runs alone (scripts/test.ts): two
-// real vLLM ranks take both cores. Timings are printed as FIGURE lines, never asserted.
+// (src/host-commands/multiproc.ts says why each flag and variable is there), with the real vLLM mounted in and the
+// weights from the host's cache mounted by the spec's volume (sim/real-tools.ts). systemctl and nvidia-smi stay
+// simulated. Runs alone (scripts/test.ts): two real vLLM ranks take both cores. Timings are printed as FIGURE
+// lines, never asserted.
 import { before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -22,8 +24,9 @@ import { multiprocSkipsRay, rayOnlySteps } from '../../src/config/backend.js';
 import { FailureType } from '../../src/shared/failures.js';
 import type { SimCluster, SimHost } from '../../sim/cluster.js';
 import { simDeploySpec } from '../../sim/spec.js';
-import { allPids, readEnvVar } from '../../sim/processes.js';
-import { realHfHome, realModels, realToolsMissing } from '../../sim/real-tools.js';
+import { isRunning } from '../../sim/processes.js';
+import { containerProcesses, realDockerMissing } from '../../sim/real-docker.js';
+import { realModels, realToolsMissing } from '../../sim/real-tools.js';
 
 const stateDir = '/tmp/liftoff-test-real-multinode';
 const cluster = 'e2e-real-multinode';
@@ -47,9 +50,13 @@ function multiprocSpec(sim: SimCluster, distributedTimeout = '2m') {
       model: realModels.tiny,
       tensorParallelSize: 2,
       // vLLM's CPU build: a small context and KV cache, and no torch.compile warm-up (on 2 cores it doubles the
-      // start). The simulated docker applies no volumes, so HF_HOME names the host's cache the volume would mount.
+      // start). The weights come from the host's cache that ray.volumes mounts at vLLM's default
+      // (/root/.cache/huggingface), as at a real site; offline, as here. Past tensor parallel 1 vLLM compiles its
+      // vocabulary-parallel embedding's mask with torch.compile whatever --enforce-eager says, and Inductor needs
+      // g++, Python's headers and openssl at run time, which the small image lacks (`InvalidCxxCompiler: No
+      // working C++ compiler found`, and the first completion fails with HTTP 500): eager torch instead.
       args: ['--max-model-len', '256', '--enforce-eager'],
-      env: { HF_HOME: realHfHome, HF_HUB_OFFLINE: '1', VLLM_CPU_KVCACHE_SPACE: '1' },
+      env: { HF_HUB_OFFLINE: '1', VLLM_CPU_KVCACHE_SPACE: '1', TORCH_COMPILE_DISABLE: '1' },
       logPath: serveLog,
       loadTimeout: '10m',
       // A busy 2-core machine: the engine's start prints nothing for a while.
@@ -84,32 +91,29 @@ function rankLog(h: SimHost): string {
 }
 
 /**
- * The main process of the real `vllm serve` on a host: found by its command line and the host's folder; its
- * worker processes (forked, same command line) are its descendants, so the one whose parent is not one of them.
+ * The host pid of a rank container's main process, the real `vllm serve` (the image's `vllm` exec'd the venv's):
+ * what the host's engine names as the container's process. Undefined when the container does not run.
  */
-function realVllmMain(h: SimHost): number | undefined {
-  const pids = allPids().filter((pid) => {
-    try {
-      const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
-      return /\/bin\/vllm\0serve\0/.test(cmd) && readEnvVar(pid, 'LIFTOFF_SIM_HOST_DIR') === h.hostDir;
-    } catch {
-      return false;
-    }
-  });
-  const parentOf = (pid: number): number => {
-    try {
-      return Number(/^PPid:\s*(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0);
-    } catch {
-      return 0;
-    }
-  };
-  return pids.find((pid) => !pids.includes(parentOf(pid)));
+async function realVllmMain(h: SimHost): Promise<number | undefined> {
+  const [main] = await containerProcesses(h, container);
+  if (main === undefined) return undefined;
+  const cmd = readFileSync(`/proc/${main}/cmdline`, 'utf8');
+  assert.match(
+    cmd,
+    /\/bin\/python[\d.]*\0\S*\/bin\/vllm\0serve\0/,
+    `${h.name}: the container's main process`,
+  );
+  return main;
 }
 
-async function waitFor<T>(what: string, timeoutMs: number, probe: () => T | undefined): Promise<T> {
+async function waitFor<T>(
+  what: string,
+  timeoutMs: number,
+  probe: () => T | undefined | Promise<T | undefined>,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const value = probe();
+    const value = await probe();
     if (value !== undefined) return value;
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 100));
@@ -140,10 +144,10 @@ async function rankContainers(sim: SimCluster, hostName: string): Promise<string
 describe("liftoff's multiproc backend against the real vLLM (CPU build, no Ray), one rank on each of two hosts", () => {
   before(() => {
     // scripts/setup.sh installs them; without them this file fails rather than pass by skipping.
-    const missing = realToolsMissing();
+    const missing = realToolsMissing() ?? realDockerMissing();
     if (missing) throw new Error(missing);
   });
-  const e2e = useE2eCluster({ stateDir, netIndex: 25, realTools: true });
+  const e2e = useE2eCluster({ stateDir, netIndex: 25, realTools: true, docker: 'real' });
   let sim: SimCluster;
   before(() => {
     sim = e2e.sim;
@@ -167,14 +171,19 @@ describe("liftoff's multiproc backend against the real vLLM (CPU build, no Ray),
     assert.equal(step(progress, 'launchServe').detail, 'spark1: rank 0; spark2: rank 1 (headless)');
     assert.equal(progress.load?.phase, 'ready');
 
-    // Each host runs its rank's container, labelled by liftoff.
+    // Each host's engine runs its rank's container, labelled by liftoff, whose main process is the real vLLM rank.
     assert.deepEqual(await rankContainers(sim, 'spark1'), [`${container} rank0 multiproc`]);
     assert.deepEqual(await rankContainers(sim, 'spark2'), [`${container} rank1 multiproc`]);
-    const rank1 = realVllmMain(spark2);
-    assert.ok(rank1 !== undefined, "rank 1's real vllm runs on spark2");
-    const argv = readFileSync(`/proc/${rank1}/cmdline`, 'utf8').split('\0');
-    assert.equal(argv[argv.indexOf('--node-rank') + 1], '1');
-    assert.ok(argv.includes('--headless'), argv.join(' '));
+    for (const [h, rank] of [
+      [spark1, '0'],
+      [spark2, '1'],
+    ] as const) {
+      const main = await realVllmMain(h);
+      assert.ok(main !== undefined, `rank ${rank}'s real vllm runs in ${h.name}'s container`);
+      const argv = readFileSync(`/proc/${main}/cmdline`, 'utf8').split('\0');
+      assert.equal(argv[argv.indexOf('--node-rank') + 1], rank);
+      assert.equal(argv.includes('--headless'), rank === '1', argv.join(' '));
+    }
 
     // Both ranks' real logs: rank 1 ran the CLI's headless path and joined the group as TP rank 1; rank 0
     // joined as TP rank 0 and serves the API.
@@ -246,6 +255,8 @@ describe("liftoff's multiproc backend against the real vLLM (CPU build, no Ray),
       if (!/rank 1 in world size 2 is assigned as .*TP rank 1\b/.test(rankLog(spark2))) return undefined;
       return realVllmMain(spark2);
     });
+    const rank0 = await realVllmMain(spark1);
+    assert.ok(rank0 !== undefined, "rank 0's real vllm runs on spark1");
     const before = await handle.query(progressQuery);
     assert.equal(step(before, 'waitHealthy').status, 'running', 'killed during the load');
     assert.notEqual(before.load?.phase, 'ready', 'killed during the load');
@@ -267,9 +278,7 @@ describe("liftoff's multiproc backend against the real vLLM (CPU build, no Ray),
     // The failed rank leaves rank 0 waiting for it: the deploy removed every rank, whatever onFailure says.
     assert.deepEqual(await rankContainers(sim, 'spark1'), []);
     assert.deepEqual(await rankContainers(sim, 'spark2'), []);
-    await waitFor("rank 0's real vLLM to be gone", 30_000, () =>
-      realVllmMain(spark1) === undefined ? true : undefined,
-    );
+    await waitFor("rank 0's real vLLM to be gone", 30_000, () => (isRunning(rank0) ? undefined : true));
     console.log(
       `FIGURE: real multiproc, headless rank SIGKILLed mid-load: RankExited ${seconds(detected)} after the kill ` +
         `(serve.pollInterval 1s); ${cause.message.split('\n')[0]}; load average ${load}`,

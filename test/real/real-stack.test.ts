@@ -1,8 +1,10 @@
-// liftoff against the real programs: Ray 2.60 (PyPI) and vLLM's CPU build inside two simulated hosts (spark2
-// reachable only through spark1), serving a tiny model generated at setup. docker, systemctl and nvidia-smi
-// stay simulated (sim/real-tools.ts). One cluster and one Temporal serve every scenario; each scenario is a
-// whole deploy. Runs alone (scripts/test.ts): a real vLLM start takes both cores.
-// Timings are printed as FIGURE lines, never asserted.
+// liftoff against the real programs on two simulated hosts (spark2 reachable only through spark1), each with its
+// own real Docker Engine (sim/real-docker.ts): `docker run … ray start` starts Ray 2.60 (PyPI) in a real
+// `--network host` container on each host, and `docker exec` runs vLLM's CPU build in the head's, serving a tiny
+// model generated at setup from the host's Hugging Face cache, mounted by the spec's volume (sim/real-tools.ts).
+// systemctl and nvidia-smi stay simulated, and the GPUs are declared, not present. One cluster and one Temporal
+// serve every scenario; each scenario is a whole deploy. Runs alone (scripts/test.ts): a real vLLM start takes
+// both cores. Timings are printed as FIGURE lines, never asserted.
 import { before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -19,7 +21,7 @@ import type { DeployProgress, StepName } from '../../src/workflows/steps.js';
 import { parseRayStatus } from '../../src/parsers/ray-status.js';
 import type { SimCluster, SimHost } from '../../sim/cluster.js';
 import { simDeploySpec } from '../../sim/spec.js';
-import { allPids, readEnvVar } from '../../sim/processes.js';
+import { containerProcesses, realDockerMissing } from '../../sim/real-docker.js';
 import { hfRepoDir, realHfHome, realModels, realToolsMissing } from '../../sim/real-tools.js';
 
 const stateDir = '/tmp/liftoff-test-real';
@@ -36,11 +38,11 @@ function realSpec(sim: SimCluster, model: string = realModels.tiny) {
       ...base.serve,
       model,
       // vLLM's CPU build: one worker process (it refuses the Ray executor), a small context and KV cache, and
-      // no torch.compile warm-up (on 2 cores it doubles the start). The simulated docker applies no volumes,
-      // so HF_HOME names the host's cache that the spec's volume would mount.
+      // no torch.compile warm-up (on 2 cores it doubles the start). The weights come from the host's cache that
+      // ray.volumes mounts at vLLM's default (/root/.cache/huggingface), as at a real site; offline, as here.
       tensorParallelSize: 1,
       args: ['--max-model-len', '256', '--enforce-eager'],
-      env: { HF_HOME: realHfHome, HF_HUB_OFFLINE: '1', VLLM_CPU_KVCACHE_SPACE: '1' },
+      env: { HF_HUB_OFFLINE: '1', VLLM_CPU_KVCACHE_SPACE: '1' },
       logPath: serveLog,
       loadTimeout: '10m',
       // A busy 2-core machine: the engine's start prints nothing for a while.
@@ -73,22 +75,28 @@ function snapshotDir(h: SimHost, model: string): string {
   return join(repo, 'snapshots', commit);
 }
 
-/** Pids of the real `vllm serve` started on a host (found by its command line and the host's folder). */
-function realVllmPids(h: SimHost): number[] {
-  return allPids().filter((pid) => {
+/** Host pids of the real `vllm serve` in a host's container (found by its command line in the container's processes). */
+async function realVllmPids(h: SimHost): Promise<number[]> {
+  return (await containerProcesses(h, container)).filter((pid) => {
     try {
-      const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
-      return /\/bin\/vllm\0serve\0/.test(cmd) && readEnvVar(pid, 'LIFTOFF_SIM_HOST_DIR') === h.hostDir;
+      return realVllmCommand.test(readFileSync(`/proc/${pid}/cmdline`, 'utf8'));
     } catch {
       return false;
     }
   });
 }
 
-async function waitFor<T>(what: string, timeoutMs: number, probe: () => T | undefined): Promise<T> {
+/** The real `vllm serve`'s command line: the venv's python running the venv's `vllm` (the image's shim exec'd it). */
+const realVllmCommand = /\/bin\/python[\d.]*\0\S*\/bin\/vllm\0serve\0/;
+
+async function waitFor<T>(
+  what: string,
+  timeoutMs: number,
+  probe: () => T | undefined | Promise<T | undefined>,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const value = probe();
+    const value = await probe();
     if (value !== undefined) return value;
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 100));
@@ -106,6 +114,13 @@ function watchLog(h: SimHost, pattern: RegExp): { seenAt: () => number | undefin
 }
 
 type Handle = WorkflowHandle<typeof deploy>;
+
+/** What the tests read of a real engine's `docker inspect`. */
+interface ContainerInspect {
+  State: { Status: string };
+  HostConfig: { NetworkMode: string; DeviceRequests?: { Count: number; Capabilities: string[][] }[] };
+  Mounts: { Source: string; Destination: string; RW: boolean }[];
+}
 
 /** The deploy's progress once its preflight step is done (polled every 100 ms); fails if the deploy ends first. */
 async function untilPreflightPassed(handle: Handle): Promise<DeployProgress> {
@@ -143,10 +158,10 @@ function rayJoinMs(progress: DeployProgress): number {
 describe('the deploy against real Ray and real vLLM (CPU build)', () => {
   before(() => {
     // scripts/setup.sh installs them; without them this file fails rather than pass by skipping.
-    const missing = realToolsMissing();
+    const missing = realToolsMissing() ?? realDockerMissing();
     if (missing) throw new Error(missing);
   });
-  const e2e = useE2eCluster({ stateDir, netIndex: 21, realTools: true });
+  const e2e = useE2eCluster({ stateDir, netIndex: 21, realTools: true, docker: 'real' });
   let sim: SimCluster;
   before(() => {
     sim = e2e.sim;
@@ -172,6 +187,38 @@ describe('the deploy against real Ray and real vLLM (CPU build)', () => {
     const handle = await start(realSpec(sim));
     const result = await handle.result();
     const progress = await handle.query(progressQuery);
+
+    // Real containers, as each host's own engine reports them: running in the host's network, given the GPUs
+    // (`--gpus all`: the engine's NVIDIA device request, which the no-op runtime hook lets through), with the
+    // real programs and the host's Hugging Face cache mounted; Ray's processes in them, vLLM in the head's.
+    for (const h of sim.hosts) {
+      const [inspect] = JSON.parse(
+        await sshRun(sim, h.name, `docker inspect --type container ${container}`),
+      ) as ContainerInspect[];
+      assert.ok(inspect, h.name);
+      assert.equal(inspect.State.Status, 'running', h.name);
+      assert.equal(inspect.HostConfig.NetworkMode, 'host', h.name);
+      assert.deepEqual(
+        inspect.HostConfig.DeviceRequests?.map((d) => [d.Count, d.Capabilities]),
+        [[-1, [['gpu']]]],
+        h.name,
+      );
+      const mounts = new Map(inspect.Mounts.map((m) => [m.Destination, m]));
+      assert.equal(mounts.get('/root/.cache/huggingface')?.Source, realHfHome, h.name);
+      const venv = sim.realTools?.venv;
+      assert.ok(venv !== undefined, 'a real-tools cluster');
+      assert.equal(mounts.get(venv)?.RW, false, `${h.name}: the real venv, read-only`);
+      const commands = (await containerProcesses(h, container)).map((pid) =>
+        readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' '),
+      );
+      assert.ok(
+        commands.some((c) =>
+          c.includes(`${venv}/lib/python3.11/site-packages/ray/core/src/ray/raylet/raylet`),
+        ),
+        `${h.name}: the real raylet runs in the container: ${commands.join('\n')}`,
+      );
+    }
+    assert.ok((await realVllmPids(host(sim, 'spark1'))).length > 0, "vLLM runs in the head's container");
 
     // The cluster the deploy verified, read again from real Ray.
     const status = parseRayStatus(await sshRun(sim, 'spark1', `docker exec ${container} ray status`));
@@ -277,16 +324,20 @@ describe('the deploy against real Ray and real vLLM (CPU build)', () => {
     }
   });
 
-  it('e: the real vLLM process killed mid-load is detected as ServerExited within a poll', async () => {
+  // Not within a poll on real Docker: the launch marker's pid is the host's `docker exec` client, and while the
+  // killed server's children still hold its output the engine keeps the exec's streams open about 2 s more before
+  // the client exits (a bare `docker exec … sh -c 'sleep 30 & exec sleep 200'` with its sleep 200 killed: 2.05 s;
+  // without the child: 0.01 s). Detection took about 3 s here, 0.9 s when the simulated docker ran vLLM on the host.
+  it('e: the real vLLM process killed mid-load is detected as ServerExited', async () => {
     const load = loadAverage();
     const head = host(sim, 'spark1');
     const handle = await start(realSpec(sim));
     // Mid-load: the engine is being built (its process started), the API port is not open yet.
-    const pid = await waitFor('the real vLLM engine to start loading', 300_000, () => {
+    const pid = await waitFor('the real vLLM engine to start loading', 300_000, async () => {
       const file = onDisk(head, serveLog);
       if (!existsSync(file) || !/Initializing a V1 LLM engine/.test(readFileSync(file, 'utf8')))
         return undefined;
-      return realVllmPids(head)[0];
+      return (await realVllmPids(head))[0];
     });
     process.kill(pid, 'SIGKILL');
     const killedAt = Date.now();

@@ -338,6 +338,13 @@ describe('simulated cluster on loopback addresses', () => {
     );
   });
 
+  it('refuses the real Ray and vLLM without real Docker, where they would run outside any container', async () => {
+    await assert.rejects(
+      upCluster({ hosts: 2, mode: 'loopback', stateDir: join(stateDir, 'x'), realTools: true }),
+      /realTools needs docker: 'real'/,
+    );
+  });
+
   it('tears down its processes and files', async () => {
     await downCluster(stateDir);
     const pgrep = await run('pgrep', ['-af', stateDir]);
