@@ -47,13 +47,15 @@ function matchesAnyLine(text: string, patterns: readonly RegExp[]): boolean {
   return hostLines(text).some((line) => patterns.some((p) => p.test(line)));
 }
 
+const noGpuRuntime = /could not select device driver/;
+
 // `docker run` errors that a retry cannot fix.
 const runConfigProblems = [
   /Unable to find image|pull access denied|No such image/,
   /bind source path does not exist|invalid mount config|invalid spec/,
   /executable file not found/,
   /unknown (shorthand )?flag|invalid argument|Invalid container name|invalid restart policy/,
-  /could not select device driver/,
+  noGpuRuntime,
 ];
 
 /**
@@ -67,12 +69,15 @@ export function rayRunFailure(
   said: string,
 ): { message: string; fatal: boolean } {
   const fatal = matchesAnyLine(said, runConfigProblems);
+  // No spec change gives a host's Docker the GPU runtime: the fix is on that host (preflight's GPU check says it
+  // first; this is for a runtime removed between preflight and the launch).
+  const advice = matchesAnyLine(said, [noGpuRuntime])
+    ? ` Docker on ${what.host} cannot give containers GPUs: install the NVIDIA container toolkit there (nvidia-container-toolkit; then sudo nvidia-ctk runtime configure --runtime=docker and restart Docker) and deploy again.`
+    : fatal
+      ? ' Fix the image, volumes or flags in the spec (ray.*) and deploy again.'
+      : ' Check the docker daemon on that host.';
   return {
-    message:
-      `docker run of the Ray ${what.role} container ${what.container} on ${what.host} failed (exit ${exitCode}): ${sentence(tail(dockerSaid(said), 2048))}` +
-      (fatal
-        ? ' Fix the image, volumes or flags in the spec (ray.*) and deploy again.'
-        : ' Check the docker daemon on that host.'),
+    message: `docker run of the Ray ${what.role} container ${what.container} on ${what.host} failed (exit ${exitCode}): ${sentence(tail(dockerSaid(said), 2048))}${advice}`,
     fatal,
   };
 }

@@ -61,12 +61,12 @@ describe("the Ray container's docker run failure", () => {
     });
   }
 
-  it('reads the 20.10 GPU and image errors as fatal, with one period before the advice', () => {
+  it("reads the 20.10 GPU and image errors as fatal, with one period before the advice (the GPU runtime's on the host, not the spec)", () => {
     const gpu = rayRunFailure(what, 125, engine20.gpu);
     assert.equal(gpu.fatal, true);
     assert.ok(
       gpu.message.endsWith(
-        'capabilities: [[gpu]]. Fix the image, volumes or flags in the spec (ray.*) and deploy again.',
+        'capabilities: [[gpu]]. Docker on spark2 cannot give containers GPUs: install the NVIDIA container toolkit there (nvidia-container-toolkit; then sudo nvidia-ctk runtime configure --runtime=docker and restart Docker) and deploy again.',
       ),
       gpu.message,
     );
