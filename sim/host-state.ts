@@ -100,8 +100,9 @@ export interface GpuProcess {
    */
   pidNamespace?: string;
   /**
-   * When `pid` started, in clock ticks since boot (sim/pid-namespace.ts startTicks): with the pid, how a viewer that
-   * may not read the namespace (a non-root SSH user, of a root container's process) finds it.
+   * When `pid` started, in clock ticks since boot (sim/pid-namespace.ts startTicks): tells the registered process
+   * from a later one that took its pid, and, with the pid, is how a viewer that may not read the namespace (a
+   * non-root SSH user, of a root container's process) finds it.
    */
   startTicks?: number;
 }
@@ -210,6 +211,16 @@ export function releaseGpuProcess(dir: string, pid: number): void {
 }
 
 /**
+ * Whether `pid` still names the process that started at `started` (startTicks) and lives. Without a start time,
+ * whether the pid lives. Pids wrap at pid_max (32768 on the CI machine, where a suite spawns that many in
+ * minutes): a killed container's pid taken by some ssh session's `grep` read as the container still running, its
+ * GPU memory still held.
+ */
+export function isAliveSince(pid: number, started: number | undefined): boolean {
+  return isAlive(pid) && (started === undefined || startTicks(pid) === started);
+}
+
+/**
  * Whether a registered process lives, and its pid as this process sees it. A pid of another PID namespace (a real
  * container's) is looked up by namespace; from inside another container it cannot be seen, and counts as alive.
  */
@@ -219,7 +230,7 @@ function gpuProcessNow(
   others: PidNamespaces,
 ): { alive: boolean; pid: number } {
   if (proc.pidNamespace === undefined || proc.pidNamespace === own)
-    return { alive: isAlive(proc.pid), pid: proc.pid };
+    return { alive: isAliveSince(proc.pid, proc.startTicks), pid: proc.pid };
   const hostPid = others.hostPid(proc.pidNamespace, proc.pid, proc.startTicks);
   if (hostPid !== undefined) return { alive: true, pid: hostPid };
   return { alive: insideContainer(), pid: proc.pid };

@@ -7,6 +7,7 @@ import { closeSync, mkdirSync, openSync, readFileSync, renameSync } from 'node:f
 import { join } from 'node:path';
 import { constants } from 'node:os';
 import { hostDir, safeReaddir, writeJson } from '../host-state.js';
+import { startTicks } from '../pid-namespace.js';
 import { containerTagVar, killAll, resolveExecutable } from './docker/procs.js';
 import {
   containerEnv,
@@ -100,6 +101,7 @@ export const main: ToolMain = async (args) => {
     r.status = 'running';
     r.pid = child.pid ?? 0;
     r.pgid = process.pid;
+    r.pgidStartTicks = startTicks('self');
     r.startedAt = new Date().toISOString();
   });
 

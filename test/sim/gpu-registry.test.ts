@@ -18,6 +18,24 @@ describe('GPU registry across PID namespaces', () => {
     assert.equal(new PidNamespaces().hostPid(ownPidNamespace() ?? '', process.pid), process.pid);
   });
 
+  it('forgets a process whose pid another process took (pids wrap at pid_max)', () => {
+    const dir = tempDir('liftoff-gpu-registry-');
+    mkdirSync(paths.gpu(dir), { recursive: true });
+    registerGpuProcess(dir, { pid: process.pid, processName: 'self', usedMiB: 10, gpuIndex: 0 });
+    // The same live pid, registered by a process that started at another time: the pid was reused.
+    writeJson(join(paths.gpu(dir), `${pidKey(process.pid)}-1.json`), {
+      pid: process.pid,
+      processName: 'killed-before',
+      usedMiB: 85_000,
+      gpuIndex: 1,
+      startTicks: (startTicks(process.pid) ?? 0) + 1,
+    });
+    assert.deepEqual(
+      liveGpuProcesses(dir).map((p) => p.processName),
+      ['self'],
+    );
+  });
+
   it('finds a process of another PID namespace by its pid there, shows its host pid, and forgets it once it ends', async () => {
     const dir = tempDir('liftoff-gpu-registry-');
     mkdirSync(paths.gpu(dir), { recursive: true });

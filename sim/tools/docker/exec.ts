@@ -4,7 +4,7 @@ import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { hostDir, isAlive, readJson, writeJson } from '../../host-state.js';
+import { hostDir, readJson, writeJson } from '../../host-state.js';
 import type { FlagSpecs } from './args.js';
 import { err, noSuchContainer, out, parseEnv, parseOrFail, requireArgs } from './cli.js';
 import { resolveExecutable, sleep } from './procs.js';
@@ -17,6 +17,7 @@ import {
   observedContainer,
   type ExecRequest,
   type ExecResponse,
+  shimAlive,
 } from './state.js';
 
 const execFlags: FlagSpecs = {
@@ -62,7 +63,7 @@ export async function cmdExec(args: string[]): Promise<number> {
     const deadline = Date.now() + 10_000;
     let response: ExecResponse | undefined;
     while (!(response = readJson<ExecResponse>(resFile))) {
-      if (!isAlive(rec.pgid) || Date.now() > deadline) {
+      if (!shimAlive(rec) || Date.now() > deadline) {
         rmSync(join(execDir, `${id}.req.json`), { force: true });
         err(`Error response from daemon: Container ${rec.id} is not running`);
         return 1;

@@ -1,5 +1,5 @@
 // Ending containers: `docker rm`, `docker stop`, `docker kill`, and `docker wait` for the end.
-import { hostDir, isAlive } from '../../host-state.js';
+import { hostDir } from '../../host-state.js';
 import { daemonNoSuchContainer, err, noSuchContainer, out, parseOrFail, requireArgs } from './cli.js';
 import { sleep } from './procs.js';
 import {
@@ -11,6 +11,7 @@ import {
   removeContainerState,
   updateContainer,
   type ContainerRecord,
+  shimAlive,
 } from './state.js';
 
 /**
@@ -66,7 +67,7 @@ export async function cmdRm(args: string[]): Promise<number> {
 
 async function waitShimGone(rec: ContainerRecord, timeoutMs: number): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
-  while (isAlive(rec.pgid)) {
+  while (shimAlive(rec)) {
     if (Date.now() >= deadline) return false;
     await sleep(20);
   }

@@ -5,7 +5,7 @@ import { appendFileSync, existsSync, linkSync, mkdirSync, rmSync, unlinkSync, wr
 import { join } from 'node:path';
 import {
   hostDir,
-  isAlive,
+  isAliveSince,
   paths,
   readFaults,
   readJson,
@@ -49,6 +49,8 @@ export interface ContainerRecord {
   status: ContainerStatus;
   /** The shim: leader of the container's process group. */
   pgid: number;
+  /** When the shim started (startTicks): a later process that took its pid is not the container. */
+  pgidStartTicks?: number;
   /** The container's main process (State.Pid), a child of the shim. */
   pid: number;
   exitCode: number;
@@ -147,7 +149,7 @@ export function removeContainerState(dir: string, name: string): void {
  * that was SIGKILLed never does, so the shim's liveness decides, and the verdict is written back.
  */
 export function observedContainer(dir: string, rec: ContainerRecord): ContainerRecord | undefined {
-  if (rec.status !== 'running' || isAlive(rec.pgid)) return rec;
+  if (rec.status !== 'running' || shimAlive(rec)) return rec;
   // The runtime kills what is left of a container whose init died; so do we.
   signalPids(membersOf({ tagVar: containerTagVar, tagValue: rec.id, pgid: rec.pgid }), 'SIGKILL');
   if (rec.hostConfig.autoRemove) {
@@ -165,13 +167,18 @@ export function observedContainer(dir: string, rec: ContainerRecord): ContainerR
 }
 
 export function isRunning(rec: ContainerRecord): boolean {
-  return rec.status === 'running' && isAlive(rec.pgid);
+  return rec.status === 'running' && shimAlive(rec);
+}
+
+/** Whether the container's shim lives (pgid 0: not started yet, as before any record of it). */
+export function shimAlive(rec: ContainerRecord): boolean {
+  return isAliveSince(rec.pgid, rec.pgidStartTicks);
 }
 
 /** SIGKILLs the container's group and every process tagged with its id (those that left the group). */
 export async function killContainerProcesses(rec: ContainerRecord): Promise<boolean> {
   return killAll({
-    pgid: rec.pgid > 0 ? rec.pgid : undefined,
+    pgid: rec.pgid > 0 && shimAlive(rec) ? rec.pgid : undefined,
     tagVar: containerTagVar,
     tagValue: rec.id,
   });
