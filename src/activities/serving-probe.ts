@@ -101,13 +101,14 @@ export async function probeHead(
   // A multiproc cluster has no Ray: its ranks are judged by their containers, each on its own host.
   if (input.backend === 'multiproc') return { host, checks };
   await probe('rayStatus', async () => {
-    const read = await readRayStatus(session, input.container);
-    if (!read.status) return { ok: false, error: `ray status: ${read.problem ?? 'no answer'}` };
-    const nodes = read.status.activeNodes.length;
-    const gpus = read.status.resources.GPU?.total ?? 0;
+    const verdict = await readRayStatus(session, input.container, {
+      nodes: input.expectedNodes,
+      gpus: input.expectedGpus,
+    });
+    if (!('seen' in verdict)) return { ok: false, error: verdict.message };
+    const { nodes, gpus } = verdict.seen;
     const detail = `${nodes} of ${input.expectedNodes} nodes, ${gpus} of ${input.expectedGpus} GPUs`;
-    const ok = nodes >= input.expectedNodes && gpus >= input.expectedGpus;
-    return ok ? { ok, detail } : { ok, detail, error: `ray status shows ${detail}` };
+    return verdict.ok ? { ok: true, detail } : { ok: false, detail, error: verdict.message };
   });
   return { host, checks };
 }

@@ -1,7 +1,10 @@
 // `ray status` text: node membership and resource totals. The point is to count nodes and GPUs, never to
 // trust that the command merely answered. Ray 2.4x prints `Total Usage:` / `Pending Demands:`; older
 // releases print `Usage:` / `Demands:`; both are read. Counts and quantities are bounded: a node count or a
-// GPU total no real cluster has is an error, never a number the cluster check could pass on.
+// GPU total no real cluster has is an error, never a number the cluster check could pass on. judgeRayStatus is the
+// one verdict on an answer: the deploy's verification, the launch's recheck and the supervisor's probe all use it.
+import { FailureType } from '../shared/failures.js';
+import { redactedTail } from '../shared/secrets.js';
 import { boundedNumber, hostLines, HostOutputError } from './host-output.js';
 
 /** More nodes than any Ray cluster liftoff drives; a count past it is not real `ray status` output. */
@@ -176,4 +179,98 @@ export function parseRayStatus(text: string): RayStatus {
     }
   }
   return status;
+}
+
+/** What the cluster must show. Without `nodes` only the GPUs count (the launch needs GPUs, wherever they are). */
+export interface RayExpectation {
+  nodes?: number;
+  gpus: number;
+}
+
+export interface RayCount {
+  nodes: number;
+  gpus: number;
+  gpusUsed: number;
+}
+
+export type RayVerdict =
+  | { ok: true; seen: RayCount; message: string }
+  /** Ray answered with fewer nodes or GPUs than expected: a node may still be joining, or one left. */
+  | { ok: false; type: typeof FailureType.rayClusterIncomplete; seen: RayCount; message: string }
+  /**
+   * No count: the head's container is not running (`headContainerDown`), or Ray in it does not answer; or
+   * (HostOutputInvalid) the answer holds what no real `ray status` prints (a billion nodes, 1e999 GPUs), which
+   * no wait can fix.
+   */
+  | {
+      ok: false;
+      type: typeof FailureType.rayClusterIncomplete | typeof FailureType.hostOutputInvalid;
+      problem: string;
+      headContainerDown: boolean;
+      message: string;
+    };
+
+/** `docker exec … ray status` as it came back; stdout and stderr are read together, as Ray splits them freely. */
+export interface RayStatusAnswer {
+  exitCode: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Where the answer came from, for the message. */
+export interface RayStatusWhere {
+  host: string;
+  container: string;
+}
+
+/** The one verdict on a `ray status` answer against what the cluster must show. */
+export function judgeRayStatus(
+  res: RayStatusAnswer,
+  expected: RayExpectation,
+  { host, container }: RayStatusWhere,
+): RayVerdict {
+  const text = `${res.stdout}\n${res.stderr}`;
+  if (res.exitCode !== 0 && /No such container|is not running/i.test(res.stderr)) {
+    const problem = res.stderr.trim().split('\n')[0] ?? 'container not running';
+    return {
+      ok: false,
+      type: FailureType.rayClusterIncomplete,
+      problem,
+      headContainerDown: true,
+      message: `The Ray head container ${container} on ${host} is not running (${problem})`,
+    };
+  }
+  let status: RayStatus;
+  try {
+    status = parseRayStatus(text);
+  } catch (err) {
+    if (err instanceof HostOutputError) {
+      return {
+        ok: false,
+        type: FailureType.hostOutputInvalid,
+        problem: err.message,
+        headContainerDown: false,
+        message: `The Ray cluster on ${host} cannot be judged: ${err.message}`,
+      };
+    }
+    if (!(err instanceof RayNotRunningError) && !(err instanceof RayStatusParseError)) throw err;
+    const problem =
+      err instanceof RayNotRunningError
+        ? err.detail
+        : redactedTail(text.trim(), [], 512) || `ray status exited with code ${res.exitCode}`;
+    return {
+      ok: false,
+      type: FailureType.rayClusterIncomplete,
+      problem,
+      headContainerDown: false,
+      message: `Ray in ${container} on ${host} does not answer \`ray status\`: ${problem}`,
+    };
+  }
+  const gpu = status.resources.GPU;
+  const seen = { nodes: status.activeNodes.length, gpus: gpu?.total ?? 0, gpusUsed: gpu?.used ?? 0 };
+  const nodesPart = expected.nodes === undefined ? '' : `${seen.nodes} of ${expected.nodes} nodes and `;
+  const message = `The Ray cluster on ${host} has ${nodesPart}${seen.gpus} of ${expected.gpus} GPUs`;
+  return seen.gpus >= expected.gpus && seen.nodes >= (expected.nodes ?? 0)
+    ? { ok: true, seen, message }
+    : { ok: false, type: FailureType.rayClusterIncomplete, seen, message };
 }
