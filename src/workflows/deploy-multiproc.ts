@@ -7,6 +7,7 @@ import type { NamedHost } from '../activities/types.js';
 import { multiprocSkipsRay, rayOnlySteps } from '../config/backend.js';
 import type { DeploySpec } from '../config/schema.js';
 import { rankInput } from '../host-commands/step-inputs.js';
+import { judgeVllmFatal } from '../parsers/vllm-log.js';
 import { FailureType } from '../shared/failures.js';
 import type { StepActivities } from './activity-options.js';
 import { loadFailure, rootApplicationFailure } from './failures.js';
@@ -119,13 +120,15 @@ export function rankFollowers(
       offsets.set(host.name, r.logOffset);
       const who = `rank ${rankOf(host)} on ${host.name}`;
       if (r.fatal) {
-        const unreachable = r.fatal.kind === 'master_unreachable';
-        throw loadFailure(
-          unreachable ? FailureType.masterUnreachable : FailureType.rankFailed,
-          `${who} failed at ${at.where}${unreachable ? `: it cannot reach rank 0's store at ${head.clusterIp}:${spec.serve.masterPort ?? '?'}` : ''}: ${r.fatal.line}`,
-          r.tail,
-          at.load,
-        );
+        const owner = {
+          backend: 'multiproc' as const,
+          masterAddr: head.clusterIp,
+          masterPort: spec.serve.masterPort,
+        };
+        const verdict = judgeVllmFatal(r.fatal, owner);
+        // Rank 0 held its port when it started: a later "port in use" fails the rank as any fatal line does.
+        const type = verdict.type === FailureType.masterPortInUse ? FailureType.rankFailed : verdict.type;
+        throw loadFailure(type, `${who} failed at ${at.where}: ${verdict.message}`, r.tail, at.load);
       }
       if (!r.containerRunning) {
         throw loadFailure(

@@ -6,7 +6,7 @@ import { isCancellation, patched, sleep } from '@temporalio/workflow';
 import type { CheckRayWorkerResult, CheckServeResult, NamedHost } from '../activities/types.js';
 import type { DeploySpec } from '../config/schema.js';
 import { formatDuration, parseDuration } from '../config/duration.js';
-import { vllmPhases, type VllmPhase } from '../parsers/vllm-log.js';
+import { judgeVllmFatal, vllmPhases, type VllmPhase } from '../parsers/vllm-log.js';
 import { FailureType } from '../shared/failures.js';
 import type { StepActivities } from './activity-options.js';
 import { isFinal, loadFailure, messageOf } from './failures.js';
@@ -271,13 +271,11 @@ function recordPoll(load: LoadProgress, r: CheckServeResult, now: number, starte
 function judgePoll(watch: LoadWatch, r: CheckServeResult, pid: number, now: number): boolean {
   const { spec, load, tail } = watch;
   if (r.summary?.fatal) {
-    const hint =
-      r.summary.fatal.kind === 'ray_oom' && spec.ray.env.RAY_memory_monitor_refresh_ms !== '0'
-        ? '\nRAY_memory_monitor_refresh_ms was not set to "0" at `ray start`: Ray\'s memory monitor killed the worker. Set it in ray.env.'
-        : '';
+    const memoryMonitorOff = spec.ray.env.RAY_memory_monitor_refresh_ms === '0';
+    const verdict = judgeVllmFatal(r.summary.fatal, { backend: 'ray', memoryMonitorOff });
     throw loadFailure(
-      FailureType.serverFatal,
-      `vllm failed (${r.summary.fatal.kind}) at ${where(load)}: ${r.summary.fatal.line}${hint}`,
+      verdict.type,
+      `vllm failed (${r.summary.fatal.kind}) at ${where(load)}: ${verdict.message}`,
       tail,
       load,
     );
