@@ -7,6 +7,7 @@ import type { NamedHost } from '../activities/types.js';
 import { multiprocSkipsRay, rayOnlySteps } from '../config/backend.js';
 import type { DeploySpec } from '../config/schema.js';
 import { rankInput } from '../host-commands/step-inputs.js';
+import { judgeContainer } from '../parsers/container-state.js';
 import { judgeVllmFatal } from '../parsers/vllm-log.js';
 import { FailureType } from '../shared/failures.js';
 import type { StepActivities } from './activity-options.js';
@@ -130,10 +131,14 @@ export function rankFollowers(
         const type = verdict.type === FailureType.masterPortInUse ? FailureType.rankFailed : verdict.type;
         throw loadFailure(type, `${who} failed at ${at.where}: ${verdict.message}`, r.tail, at.load);
       }
-      if (!r.containerRunning) {
+      const container = judgeContainer(
+        { running: r.containerRunning, status: r.containerStatus, exitCode: r.exitCode },
+        `container ${spec.ray.container}`,
+      );
+      if (!container.ok) {
         throw loadFailure(
           FailureType.rankExited,
-          `${who} exited at ${at.where}: container ${spec.ray.container} is ${r.containerStatus ?? 'gone'}${r.exitCode !== undefined ? ` (exit code ${r.exitCode})` : ''}; its last line: ${r.tail[r.tail.length - 1] ?? '(empty log)'}`,
+          `${who} exited at ${at.where}: ${container.message}; its last line: ${r.tail[r.tail.length - 1] ?? '(empty log)'}`,
           r.tail,
           at.load,
         );

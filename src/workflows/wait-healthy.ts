@@ -6,6 +6,7 @@ import { isCancellation, patched, sleep } from '@temporalio/workflow';
 import type { CheckRayWorkerResult, CheckServeResult, NamedHost } from '../activities/types.js';
 import type { DeploySpec } from '../config/schema.js';
 import { formatDuration, parseDuration } from '../config/duration.js';
+import { judgeContainer } from '../parsers/container-state.js';
 import { judgeVllmFatal, vllmPhases, type VllmPhase } from '../parsers/vllm-log.js';
 import { FailureType } from '../shared/failures.js';
 import type { StepActivities } from './activity-options.js';
@@ -58,10 +59,14 @@ export function rayWorkers(spec: DeploySpec, acts: StepActivities): Followers<Ch
     poll: (w) => workerPolls.checkRayWorker({ host: w.ref, container: spec.ray.container }),
     gone: (value) => !value.containerRunning,
     judge: (_w, value, at) => {
-      if (value.containerRunning) return;
+      const verdict = judgeContainer(
+        { running: value.containerRunning, status: value.containerStatus },
+        `the Ray container ${spec.ray.container} on ${value.host}`,
+      );
+      if (verdict.ok) return;
       throw loadFailure(
         FailureType.rayWorkerLost,
-        `the Ray container ${spec.ray.container} on ${value.host} is ${value.containerStatus ?? 'gone'} at ${at.where}: the server lost that node`,
+        `${verdict.message} at ${at.where}: the server lost that node`,
         at.tail,
         at.load,
       );
