@@ -5,7 +5,7 @@ import { gpuFields, gpuStateCommand } from '../host-commands/cleanup.js';
 import { parseSections, sectionProblem, splitStderr } from '../parsers/sections.js';
 import { tail } from '../shared/text.js';
 import type { SshSession } from '../ssh/executor.js';
-import { judgeGpusClear, parseComputeApps, parseQueryGpu } from '../parsers/nvidia-smi.js';
+import { judgeGpusClear, parseComputeApps, parseQueryGpu, type GpuLook } from '../parsers/nvidia-smi.js';
 import { parseMeminfo } from '../parsers/meminfo.js';
 import { boundedNumber, HostOutputError } from '../parsers/host-output.js';
 import { FailureType } from '../shared/failures.js';
@@ -26,13 +26,9 @@ export interface GpuProcessInfo {
   usedMiB: number | null;
 }
 
-export interface GpuState {
-  host: string;
+export interface GpuState extends GpuLook {
   gpus: GpuDevice[];
   processes: GpuProcessInfo[];
-  /** True when nvidia-smi cannot report device memory (GB10 unified memory): judge by memAvailableMiB instead. */
-  unifiedMemory: boolean;
-  memAvailableMiB: number;
 }
 
 export async function readGpuState(ref: HostRef): Promise<GpuState> {

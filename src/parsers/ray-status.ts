@@ -193,78 +193,50 @@ export interface RayCount {
   gpusUsed: number;
 }
 
+type NoCount = typeof FailureType.rayClusterIncomplete | typeof FailureType.hostOutputInvalid;
+
 export type RayVerdict =
   | { ok: true; seen: RayCount; message: string }
   /** Ray answered with fewer nodes or GPUs than expected: a node may still be joining, or one left. */
   | { ok: false; type: typeof FailureType.rayClusterIncomplete; seen: RayCount; message: string }
   /**
    * No count: the head's container is not running (`headContainerDown`), or Ray in it does not answer; or
-   * (HostOutputInvalid) the answer holds what no real `ray status` prints (a billion nodes, 1e999 GPUs), which
-   * no wait can fix.
+   * (HostOutputInvalid) the answer holds what no real `ray status` prints, which no wait can fix.
    */
-  | {
-      ok: false;
-      type: typeof FailureType.rayClusterIncomplete | typeof FailureType.hostOutputInvalid;
-      problem: string;
-      headContainerDown: boolean;
-      message: string;
-    };
+  | { ok: false; type: NoCount; problem: string; headContainerDown: boolean; message: string };
 
-/** `docker exec … ray status` as it came back; stdout and stderr are read together, as Ray splits them freely. */
-export interface RayStatusAnswer {
-  exitCode: number;
-  stdout: string;
-  stderr: string;
-}
-
-/** Where the answer came from, for the message. */
-export interface RayStatusWhere {
-  host: string;
-  container: string;
-}
-
-/** The one verdict on a `ray status` answer against what the cluster must show. */
+/**
+ * The one verdict on `docker exec … ray status` as it came back (stdout and stderr read together: Ray splits
+ * them freely) against what the cluster must show; `host` and `container` name where it came from.
+ */
 export function judgeRayStatus(
-  res: RayStatusAnswer,
+  res: { exitCode: number; stdout: string; stderr: string },
   expected: RayExpectation,
-  { host, container }: RayStatusWhere,
+  { host, container }: { host: string; container: string },
 ): RayVerdict {
+  const noCount = (type: NoCount, problem: string, headContainerDown: boolean, message: string) =>
+    ({ ok: false, type, problem, headContainerDown, message }) as const;
   const text = `${res.stdout}\n${res.stderr}`;
   if (res.exitCode !== 0 && /No such container|is not running/i.test(res.stderr)) {
     const problem = res.stderr.trim().split('\n')[0] ?? 'container not running';
-    return {
-      ok: false,
-      type: FailureType.rayClusterIncomplete,
-      problem,
-      headContainerDown: true,
-      message: `The Ray head container ${container} on ${host} is not running (${problem})`,
-    };
+    const message = `The Ray head container ${container} on ${host} is not running (${problem})`;
+    return noCount(FailureType.rayClusterIncomplete, problem, true, message);
   }
   let status: RayStatus;
   try {
     status = parseRayStatus(text);
   } catch (err) {
     if (err instanceof HostOutputError) {
-      return {
-        ok: false,
-        type: FailureType.hostOutputInvalid,
-        problem: err.message,
-        headContainerDown: false,
-        message: `The Ray cluster on ${host} cannot be judged: ${err.message}`,
-      };
+      const message = `The Ray cluster on ${host} cannot be judged: ${err.message}`;
+      return noCount(FailureType.hostOutputInvalid, err.message, false, message);
     }
     if (!(err instanceof RayNotRunningError) && !(err instanceof RayStatusParseError)) throw err;
     const problem =
       err instanceof RayNotRunningError
         ? err.detail
         : redactedTail(text.trim(), [], 512) || `ray status exited with code ${res.exitCode}`;
-    return {
-      ok: false,
-      type: FailureType.rayClusterIncomplete,
-      problem,
-      headContainerDown: false,
-      message: `Ray in ${container} on ${host} does not answer \`ray status\`: ${problem}`,
-    };
+    const message = `Ray in ${container} on ${host} does not answer \`ray status\`: ${problem}`;
+    return noCount(FailureType.rayClusterIncomplete, problem, false, message);
   }
   const gpu = status.resources.GPU;
   const seen = { nodes: status.activeNodes.length, gpus: gpu?.total ?? 0, gpusUsed: gpu?.used ?? 0 };

@@ -3,7 +3,7 @@
 // the only progress signal. Lines are cut to a few KB before any pattern runs, and every pattern here runs in
 // linear time: a serve log is whatever the host's processes print. judgeVllmFatal is the one mapping of a fatal
 // line to a failure type, for the Ray server's load and for the multiproc ranks' start and load alike.
-import { FailureType } from '../shared/failures.js';
+import { FailureType, type FailureTypeName } from '../shared/failures.js';
 import { cutLine } from './host-output.js';
 
 export const vllmPhases = [
@@ -299,11 +299,7 @@ export type VllmLogOwner =
   | { backend: 'multiproc'; masterAddr: string; masterPort: number | undefined };
 
 export interface VllmFatalVerdict {
-  type:
-    | typeof FailureType.serverFatal
-    | typeof FailureType.rankFailed
-    | typeof FailureType.masterUnreachable
-    | typeof FailureType.masterPortInUse;
+  type: FailureTypeName;
   /** The fatal line, with what it means where the kind says more than the line. */
   message: string;
 }
