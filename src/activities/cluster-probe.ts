@@ -5,6 +5,7 @@
 // until the next round. Each host's outcome stays its own: a host that cannot be reached is
 // reported with the error, never failing the others, so the workflow still counts each against its
 // unreachable window.
+import { judgeContainer } from '../parsers/container-state.js';
 import { redactedTail } from '../shared/secrets.js';
 import { toFailureDetails } from '../ssh/errors.js';
 import { inspectContainer } from './docker.js';
@@ -57,17 +58,17 @@ export async function probeServingCluster(
         ),
         ...input.workers.map((ref, i) =>
           settle(ref, async () => {
-            const container = await inspectContainer(await open(ref), input.container);
+            const state = await inspectContainer(await open(ref), input.container);
+            const verdict = judgeContainer(
+              state,
+              `${containerWhat(input.head.backend, i + 1)} ${input.container}`,
+            );
             return [
               {
                 name: 'container' as const,
                 host: ref.target.name,
-                ok: container.running,
-                ...(container.running
-                  ? {}
-                  : {
-                      error: `${containerWhat(input.head.backend, i + 1)} ${input.container} is ${container.status ?? 'gone'}`,
-                    }),
+                ok: verdict.ok,
+                ...(verdict.ok ? {} : { error: verdict.message }),
               },
             ];
           }),

@@ -5,7 +5,7 @@ import { gpuFields, gpuStateCommand } from '../host-commands/cleanup.js';
 import { parseSections, sectionProblem, splitStderr } from '../parsers/sections.js';
 import { tail } from '../shared/text.js';
 import type { SshSession } from '../ssh/executor.js';
-import { parseComputeApps, parseQueryGpu } from '../parsers/nvidia-smi.js';
+import { judgeGpusClear, parseComputeApps, parseQueryGpu, type GpuLook } from '../parsers/nvidia-smi.js';
 import { parseMeminfo } from '../parsers/meminfo.js';
 import { boundedNumber, HostOutputError } from '../parsers/host-output.js';
 import { FailureType } from '../shared/failures.js';
@@ -26,13 +26,9 @@ export interface GpuProcessInfo {
   usedMiB: number | null;
 }
 
-export interface GpuState {
-  host: string;
+export interface GpuState extends GpuLook {
   gpus: GpuDevice[];
   processes: GpuProcessInfo[];
-  /** True when nvidia-smi cannot report device memory (GB10 unified memory): judge by memAvailableMiB instead. */
-  unifiedMemory: boolean;
-  memAvailableMiB: number;
 }
 
 export async function readGpuState(ref: HostRef): Promise<GpuState> {
@@ -49,52 +45,24 @@ function invalidOutputFailure(host: string, err: HostOutputError): ApplicationFa
   });
 }
 
-/**
- * Step 4 of the deploy: nothing may hold the GPUs before Ray starts. No compute process; device memory,
- * where nvidia-smi reports it, at most maxUsedMiB per GPU; on unified memory (GB10) MemAvailable at
- * least minAvailableMiB. Otherwise a retryable GpuNotClear: memory is freed some seconds after a kill,
- * so the workflow's retry policy (with backoff) is the wait.
- */
+/** Step 4 of the deploy: nothing may hold the GPUs before Ray starts (judgeGpusClear), else a retryable GpuNotClear. */
 export async function verifyGpusClear(input: VerifyGpusClearInput): Promise<GpuState> {
   const host = input.host.target.name;
   const state = await onHost(input.host, (session) => queryGpuState(session, host)).catch((err: unknown) => {
     throw err instanceof HostOutputError ? invalidOutputFailure(host, err) : err;
   });
-  const busyGpus = state.gpus.filter((g) => g.memoryUsedMiB !== null && g.memoryUsedMiB > input.maxUsedMiB);
-  const lowMemory = state.unifiedMemory && state.memAvailableMiB < input.minAvailableMiB;
-  if (state.processes.length === 0 && busyGpus.length === 0 && !lowMemory) return state;
-
-  const findings: string[] = [];
-  if (state.processes.length > 0) {
-    const listed = state.processes
-      .map(
-        (p) =>
-          `pid ${p.pid} ${p.processName} (${p.usedMiB === null ? 'memory unknown' : `${p.usedMiB} MiB`})`,
-      )
-      .join(', ');
-    findings.push(`${state.processes.length} compute process(es) hold them: ${listed}`);
-  }
-  if (busyGpus.length > 0) {
-    const listed = busyGpus.map((g) => `GPU ${g.index} ${g.memoryUsedMiB} MiB used`).join(', ');
-    findings.push(`device memory above ${input.maxUsedMiB} MiB: ${listed}`);
-  }
-  if (lowMemory) {
-    findings.push(
-      `unified memory: MemAvailable ${state.memAvailableMiB} MiB, below the ${input.minAvailableMiB} MiB required`,
-    );
-  }
+  const verdict = judgeGpusClear(state, input);
+  if (verdict.ok) return state;
+  // Retryable: the workflow's retry policy (with backoff) is the wait for a killed process's memory.
   throw ApplicationFailure.create({
-    type: FailureType.gpuNotClear,
-    message:
-      `GPUs on ${state.host} are not clear: ${findings.join('; ')}. ` +
-      'Stop what holds them (add its service to cleanup.services or its container to cleanup.containers, ' +
-      'or kill the pid on the host); memory of a killed process is freed some seconds later.',
+    type: verdict.type,
+    message: verdict.message,
     nonRetryable: false,
     details: [
       {
         host: state.host,
         processes: state.processes,
-        busyGpus: busyGpus.map((g) => ({ index: g.index, memoryUsedMiB: g.memoryUsedMiB })),
+        busyGpus: verdict.busyGpus,
         unifiedMemory: state.unifiedMemory,
         memAvailableMiB: state.memAvailableMiB,
         maxUsedMiB: input.maxUsedMiB,

@@ -3,7 +3,7 @@
 // and a marker next to its log records the launch, so a retried start finds the rank it already started.
 import { activityFailure } from './activity-failure.js';
 import { FailureType } from '../shared/failures.js';
-import { summarizeVllmLog } from '../parsers/vllm-log.js';
+import { judgeVllmFatal, summarizeVllmLog } from '../parsers/vllm-log.js';
 import { redactText, redactedTail, secretArgValues } from '../shared/secrets.js';
 import { sentence, tail } from '../shared/text.js';
 import type { SshSession } from '../ssh/executor.js';
@@ -177,12 +177,20 @@ export async function startRank(input: StartRankInput): Promise<StartRankResult>
       if (state.running) continue;
       const log = await containerLogTail(session, input.container, secrets);
       const fatal = summarizeVllmLog(log.split('\n')).fatal;
-      const portTaken = fatal?.kind === 'master_port_in_use';
+      const verdict = fatal
+        ? judgeVllmFatal(fatal, {
+            backend: 'multiproc',
+            masterAddr: input.masterAddr,
+            masterPort: input.masterPort,
+          })
+        : undefined;
+      // The container already exited: that is what failed the start, whatever the line; only a port taken on the
+      // head keeps its own type, since the spec's serve.masterPort is what must change.
+      const type = verdict?.type === FailureType.masterPortInUse ? verdict.type : FailureType.rankExited;
       throw activityFailure(
-        portTaken ? FailureType.masterPortInUse : FailureType.rankExited,
+        type,
         `Rank ${input.rank} on ${host} exited right after it started (exit code ${state.exitCode ?? 'unknown'})` +
-          (fatal ? `: ${fatal.line}` : '') +
-          (portTaken ? `. serve.masterPort ${input.masterPort} is taken on the head: pick another.` : '') +
+          (verdict ? `: ${verdict.message}` : '') +
           `\n--- ${host} rank ${input.rank} log (tail) ---\n${tail(log, 4096)}`,
         true,
         { host, rank: input.rank, exitCode: state.exitCode ?? null, logTail: tail(log, 4096) },

@@ -2,10 +2,10 @@
 // and the workers' own logs for the reason one cannot join (ray-start.ts starts the containers).
 import { Context } from '@temporalio/activity';
 import { FailureType } from '../shared/failures.js';
-import { hostLines, HostOutputError } from '../parsers/host-output.js';
-import { parseRayStatus, RayNotRunningError, type RayStatus } from '../parsers/ray-status.js';
-import { sentence, tail } from '../shared/text.js';
-import type { ExecResult, SshSession } from '../ssh/executor.js';
+import { hostLines } from '../parsers/host-output.js';
+import { judgeRayStatus, type RayExpectation, type RayVerdict } from '../parsers/ray-status.js';
+import { tail } from '../shared/text.js';
+import type { SshSession } from '../ssh/executor.js';
 import { handOn } from './step-handoff.js';
 import {
   containerLogTailCommand,
@@ -17,7 +17,6 @@ import {
   markerPidAliveCommand,
   workerJoinLogLines as workerLogLines,
 } from '../host-commands/launch.js';
-import { redactedTail } from '../shared/secrets.js';
 import { activityFailure as failure } from './activity-failure.js';
 import { onHost } from './ssh-context.js';
 import { answeredReads, prefetchReads } from './prefetch.js';
@@ -32,15 +31,6 @@ const verifyIntervalMs = 1_000;
 /** While nodes are missing, the workers' container logs are read this often for a definitive error. */
 const workerCheckIntervalMs = 2_000;
 
-export interface RayStatusRead {
-  status?: RayStatus;
-  /** Why there is no status: the head's container is down, or Ray on it does not answer. */
-  problem?: string;
-  headContainerDown?: boolean;
-  /** The output holds what no real `ray status` prints (a billion nodes, 1e999 GPUs): waiting cannot fix it. */
-  invalidOutput?: boolean;
-}
-
 // The head's container may be gone by now (nothing to redact then, and nothing of its log to read).
 async function headSecrets(session: SshSession, container: string): Promise<string[]> {
   try {
@@ -50,28 +40,14 @@ async function headSecrets(session: SshSession, container: string): Promise<stri
   }
 }
 
-export async function readRayStatus(session: SshSession, container: string): Promise<RayStatusRead> {
-  return rayStatusOf(await session.exec(rayStatusCommand(container), { timeoutMs: 30_000, check: false }));
-}
-
-/** What `ray status` answered, judged. */
-function rayStatusOf(res: ExecResult): RayStatusRead {
-  const text = `${res.stdout}\n${res.stderr}`;
-  if (res.exitCode !== 0 && /No such container|is not running/i.test(res.stderr)) {
-    return { problem: res.stderr.trim().split('\n')[0] ?? 'container not running', headContainerDown: true };
-  }
-  try {
-    return { status: parseRayStatus(text) };
-  } catch (err) {
-    if (err instanceof RayNotRunningError) return { problem: err.detail };
-    if (err instanceof HostOutputError) return { problem: err.message, invalidOutput: true };
-    return { problem: redactedTail(text.trim(), [], 512) || `ray status exited with code ${res.exitCode}` };
-  }
-}
-
-function gpuTotal(status: RayStatus): { total: number; used: number } {
-  const gpu = status.resources.GPU;
-  return { total: gpu?.total ?? 0, used: gpu?.used ?? 0 };
+/** The head's `ray status`, judged against what the cluster must show. */
+export async function readRayStatus(
+  session: SshSession,
+  container: string,
+  expected: RayExpectation,
+): Promise<RayVerdict> {
+  const res = await session.exec(rayStatusCommand(container), { timeoutMs: 30_000, check: false });
+  return judgeRayStatus(res, expected, { host: session.target.name, container });
 }
 
 // The line of a Ray container's log that tells why a node did not join, most specific first: the rest of
@@ -192,6 +168,7 @@ function verificationStartMs(): number {
 export async function verifyRayCluster(input: VerifyRayClusterInput): Promise<RayClusterState> {
   const head = input.head.name;
   const startedAt = verificationStartMs();
+  const expected = { nodes: input.expectedNodes, gpus: input.expectedGpus };
   const last = await onHost(input.head.ref, async (session) => {
     const deadline = Date.now() + verifyWindowMs;
     let nextWorkerCheck = 0;
@@ -204,79 +181,72 @@ export async function verifyRayCluster(input: VerifyRayClusterInput): Promise<Ra
           })
         : session;
       const rayRes = await trip.exec(rayStatusCommand(input.container), { timeoutMs: 30_000, check: false });
-      const read = rayStatusOf(rayRes);
-      if (read.invalidOutput) {
-        throw failure(
-          FailureType.hostOutputInvalid,
-          `The Ray cluster on ${head} cannot be judged: ${read.problem ?? 'invalid ray status output'}`,
-          true,
-          { head },
-        );
+      const verdict = judgeRayStatus(rayRes, expected, { host: head, container: input.container });
+      if (!verdict.ok && verdict.type === FailureType.hostOutputInvalid) {
+        throw failure(verdict.type, verdict.message, true, { head });
       }
-      if (read.status) {
-        const nodes = read.status.activeNodes.length;
-        const gpus = gpuTotal(read.status);
-        heartbeat({ nodes, gpusTotal: gpus.total });
-        if (nodes >= input.expectedNodes && gpus.total >= input.expectedGpus) {
-          if (marker) {
-            handOn('launchReads', launchReadsKey(head, input.container, marker), [
-              [rayStatusCommand(input.container), rayRes],
-              ...(await answeredReads(
-                trip,
-                [readMarkerCommand(marker), markerPidAliveCommand(marker)],
-                10_000,
-              )),
-            ]);
-          }
-          return { done: true as const, state: { nodes, gpusTotal: gpus.total, gpusUsed: gpus.used } };
+      if ('seen' in verdict) heartbeat({ nodes: verdict.seen.nodes, gpusTotal: verdict.seen.gpus });
+      else heartbeat({ problem: verdict.problem });
+      if (verdict.ok) {
+        if (marker) {
+          handOn('launchReads', launchReadsKey(head, input.container, marker), [
+            [rayStatusCommand(input.container), rayRes],
+            ...(await answeredReads(
+              trip,
+              [readMarkerCommand(marker), markerPidAliveCommand(marker)],
+              10_000,
+            )),
+          ]);
         }
-        // A worker whose log already says it cannot reach the head will not join by waiting: end now.
-        if (nodes < input.expectedNodes && Date.now() >= nextWorkerCheck) {
-          nextWorkerCheck = Date.now() + workerCheckIntervalMs;
-          const findings = await Promise.all(input.workers.map((w) => inspectWorker(w, input.container)));
-          if (findings.some((f) => f.settled && !f.joined)) {
-            return { done: false as const, read, headLog: '', findings };
-          }
-        }
-      } else {
-        heartbeat({ problem: read.problem });
+        const { nodes, gpus, gpusUsed } = verdict.seen;
+        return { done: true as const, state: { nodes, gpusTotal: gpus, gpusUsed } };
       }
-      if (read.headContainerDown || Date.now() >= deadline) {
-        const headLog = read.status
-          ? ''
-          : await containerLogTail(session, input.container, await headSecrets(session, input.container), 30);
-        return { done: false as const, read, headLog, findings: undefined };
+      // A worker whose log already says it cannot reach the head will not join by waiting: end now.
+      if ('seen' in verdict && verdict.seen.nodes < input.expectedNodes && Date.now() >= nextWorkerCheck) {
+        nextWorkerCheck = Date.now() + workerCheckIntervalMs;
+        const findings = await Promise.all(input.workers.map((w) => inspectWorker(w, input.container)));
+        if (findings.some((f) => f.settled && !f.joined)) {
+          return { done: false as const, verdict, headLog: '', findings };
+        }
+      }
+      if (('headContainerDown' in verdict && verdict.headContainerDown) || Date.now() >= deadline) {
+        const headLog =
+          'seen' in verdict
+            ? ''
+            : await containerLogTail(
+                session,
+                input.container,
+                await headSecrets(session, input.container),
+                30,
+              );
+        return { done: false as const, verdict, headLog, findings: undefined };
       }
       await pause(verifyIntervalMs);
     }
   });
   if (last.done) return last.state;
 
-  const { read, headLog } = last;
+  const { verdict, headLog } = last;
   const elapsed = `${((Date.now() - startedAt) / 1000).toFixed(1)} s`;
-  if (!read.status) {
-    const down = read.headContainerDown === true;
+  if (!('seen' in verdict)) {
+    const down = verdict.headContainerDown;
     throw failure(
-      FailureType.rayClusterIncomplete,
-      (down
-        ? `The Ray head container ${input.container} on ${head} is not running (${read.problem ?? 'unknown'}).`
-        : `Ray on the head ${head} does not answer \`ray status\`: ${sentence(read.problem ?? 'no output')}`) +
-        ' Start the head again (deploy again); see its log below.' +
+      verdict.type,
+      `${verdict.message}. Start the head again (deploy again); see its log below.` +
         (headLog ? `\n--- head container log (tail) ---\n${tail(headLog, 4096)}` : ''),
       down,
-      { head, problem: read.problem ?? null, headContainerDown: down },
+      { head, problem: verdict.problem, headContainerDown: down },
     );
   }
 
-  const nodes = read.status.activeNodes.length;
-  const gpus = gpuTotal(read.status);
+  const { nodes, gpus } = verdict.seen;
   const findings =
     last.findings ?? (await Promise.all(input.workers.map((w) => inspectWorker(w, input.container))));
   const missing = findings.filter((f) => !f.joined);
   const missingNames = missing.map((f) => f.host);
   const gpuNote =
-    gpus.total < input.expectedGpus && nodes >= input.expectedNodes
-      ? ` Every node joined but Ray counts ${gpus.total} GPUs: check gpu.perHost and that the containers see their GPUs (--gpus all, nvidia-smi inside the container).`
+    gpus < input.expectedGpus && nodes >= input.expectedNodes
+      ? ` Every node joined but Ray counts ${gpus} GPUs: check gpu.perHost and that the containers see their GPUs (--gpus all, nvidia-smi inside the container).`
       : '';
   const who =
     missing.length > 0
@@ -286,18 +256,13 @@ export async function verifyRayCluster(input: VerifyRayClusterInput): Promise<Ra
         : '';
   // Polling cannot bring back an exited container or a missing GPU: only a new deploy can.
   const settled = (missing.length > 0 && missing.every((f) => f.settled)) || gpuNote !== '';
-  throw failure(
-    FailureType.rayClusterIncomplete,
-    `The Ray cluster on ${head} has ${nodes} of ${input.expectedNodes} nodes and ${gpus.total} of ${input.expectedGpus} GPUs after ${elapsed}.${gpuNote}${who}`,
-    settled,
-    {
-      head,
-      nodes,
-      expectedNodes: input.expectedNodes,
-      gpusTotal: gpus.total,
-      expectedGpus: input.expectedGpus,
-      missingHosts: missingNames,
-      findings: findings.map((f) => f.note),
-    },
-  );
+  throw failure(verdict.type, `${verdict.message} after ${elapsed}.${gpuNote}${who}`, settled, {
+    head,
+    nodes,
+    expectedNodes: input.expectedNodes,
+    gpusTotal: gpus,
+    expectedGpus: input.expectedGpus,
+    missingHosts: missingNames,
+    findings: findings.map((f) => f.note),
+  });
 }

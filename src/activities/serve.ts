@@ -3,7 +3,7 @@
 // it already started instead of starting a second one.
 import { ApplicationFailure } from '@temporalio/common';
 import { FailureType } from '../shared/failures.js';
-import { parseRayStatus, RayNotRunningError, RayStatusParseError } from '../parsers/ray-status.js';
+import { judgeRayStatus } from '../parsers/ray-status.js';
 import { sentence, tail } from '../shared/text.js';
 import type { SshSession } from '../ssh/executor.js';
 import {
@@ -106,30 +106,30 @@ async function readMarker(session: SshSession, path: string): Promise<ServeMarke
 /** Ray must still have the GPUs the server needs: the cluster was verified, but a node may have left since. */
 async function recheckRay(session: SshSession, input: LaunchServeInput): Promise<void> {
   const host = session.target.name;
-  const res = await session.exec(rayStatusCommand(input.container), {
-    timeoutMs: 30_000,
-    check: false,
+  const res = await session.exec(rayStatusCommand(input.container), { timeoutMs: 30_000, check: false });
+  const verdict = judgeRayStatus(
+    res,
+    { gpus: input.tensorParallelSize },
+    { host, container: input.container },
+  );
+  if (verdict.ok) return;
+  const gpus = 'seen' in verdict ? verdict.seen.gpus : 0;
+  throw ApplicationFailure.create({
+    type: verdict.type,
+    message:
+      'seen' in verdict
+        ? `${verdict.message} (tensor parallel size ${input.tensorParallelSize}), checked again before launching vllm. A node left the cluster: check the workers' Ray containers.`
+        : `${verdict.message}, checked again before launching vllm. Check the Ray containers (docker ps, docker logs) and deploy again.`,
+    nonRetryable: verdict.type === FailureType.hostOutputInvalid,
+    details: [
+      {
+        host,
+        gpus,
+        needed: input.tensorParallelSize,
+        problem: 'problem' in verdict ? verdict.problem : null,
+      },
+    ],
   });
-  let gpus = 0;
-  let problem: string | undefined;
-  try {
-    gpus = parseRayStatus(`${res.stdout}\n${res.stderr}`).resources.GPU?.total ?? 0;
-  } catch (err) {
-    if (err instanceof RayNotRunningError) problem = err.detail;
-    else if (err instanceof RayStatusParseError)
-      problem = redactedTail(`${res.stderr}${res.stdout}`.trim(), [], 512) || `exit code ${res.exitCode}`;
-    else throw err;
-  }
-  if (problem !== undefined || gpus < input.tensorParallelSize) {
-    throw ApplicationFailure.create({
-      type: FailureType.rayClusterIncomplete,
-      message:
-        problem !== undefined
-          ? `Before launching vllm: Ray in ${input.container} on ${host} does not answer \`ray status\`: ${sentence(problem)} Check the Ray containers (docker ps, docker logs) and deploy again.`
-          : `Before launching vllm: Ray on ${host} has ${gpus} GPUs but tensor parallel size ${input.tensorParallelSize} needs ${input.tensorParallelSize}. A node left the cluster: check the workers' Ray containers.`,
-      details: [{ host, gpus, needed: input.tensorParallelSize, problem: problem ?? null }],
-    });
-  }
 }
 
 export async function launchServe(input: LaunchServeInput): Promise<LaunchServeResult> {

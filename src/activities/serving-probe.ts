@@ -3,6 +3,7 @@
 // server can be healthy and still unable to generate), and `ray status` shows the nodes and GPUs the launch
 // verified. The workflow decides what a failed round means; this activity only observes. A host that cannot
 // be reached fails the activity itself, so the workflow counts it against its unreachable window.
+import { judgeContainer } from '../parsers/container-state.js';
 import { redactedTail } from '../shared/secrets.js';
 import type { SshSession } from '../ssh/executor.js';
 import { SshConnectError } from '../ssh/errors.js';
@@ -65,13 +66,8 @@ export async function probeHead(
   await probe('container', async () => {
     const state = await inspectContainer(session, input.container);
     secrets = [...secrets, ...containerSecrets(state)];
-    if (state.running) return { ok: true };
-    return {
-      ok: false,
-      error: state.exists
-        ? `${what} ${input.container} is ${state.status ?? 'not running'} (exit code ${state.exitCode ?? 'unknown'})`
-        : `${what} ${input.container} is gone`,
-    };
+    const verdict = judgeContainer(state, `${what} ${input.container}`);
+    return verdict.ok ? { ok: true } : { ok: false, error: verdict.message };
   });
   const url = baseUrl(input.clusterIp, input.port);
   await probe('health', () => health(session, url));
@@ -101,13 +97,14 @@ export async function probeHead(
   // A multiproc cluster has no Ray: its ranks are judged by their containers, each on its own host.
   if (input.backend === 'multiproc') return { host, checks };
   await probe('rayStatus', async () => {
-    const read = await readRayStatus(session, input.container);
-    if (!read.status) return { ok: false, error: `ray status: ${read.problem ?? 'no answer'}` };
-    const nodes = read.status.activeNodes.length;
-    const gpus = read.status.resources.GPU?.total ?? 0;
+    const verdict = await readRayStatus(session, input.container, {
+      nodes: input.expectedNodes,
+      gpus: input.expectedGpus,
+    });
+    if (!('seen' in verdict)) return { ok: false, error: verdict.message };
+    const { nodes, gpus } = verdict.seen;
     const detail = `${nodes} of ${input.expectedNodes} nodes, ${gpus} of ${input.expectedGpus} GPUs`;
-    const ok = nodes >= input.expectedNodes && gpus >= input.expectedGpus;
-    return ok ? { ok, detail } : { ok, detail, error: `ray status shows ${detail}` };
+    return verdict.ok ? { ok: true, detail } : { ok: false, detail, error: verdict.message };
   });
   return { host, checks };
 }

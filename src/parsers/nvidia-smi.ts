@@ -1,7 +1,9 @@
 // nvidia-smi output: the CSV of --query-compute-apps and --query-gpu (with or without header and units).
 // On GB10 (unified memory) memory fields read `[N/A]` or `Not Supported`: those
 // become null, never 0, so callers cannot mistake "unknown" for "free". A number no real nvidia-smi prints
-// (negative, not finite, absurdly large) is an error, never a value a check could pass on.
+// (negative, not finite, absurdly large) is an error, never a value a check could pass on. judgeGpusClear is the
+// one verdict on what the queries found: whether anything holds the GPUs.
+import { FailureType } from '../shared/failures.js';
 import { boundedNumber, hostLines } from './host-output.js';
 
 export class NvidiaSmiParseError extends Error {
@@ -169,4 +171,72 @@ export function parseComputeApps(csv: string, fields?: readonly string[]): Compu
       ...(uuid !== undefined && uuid !== '' && !unavailable.has(uuid) ? { gpuUuid: uuid } : {}),
     };
   });
+}
+
+/** A host's GPUs as the queries found them (activities/gpu.ts reads them, with /proc/meminfo's MemAvailable). */
+export interface GpuLook {
+  host: string;
+  gpus: ReadonlyArray<{ index: number; memoryUsedMiB: number | null }>;
+  processes: readonly ComputeApp[];
+  /** nvidia-smi cannot report device memory (GB10): MemAvailable is the measure instead. */
+  unifiedMemory: boolean;
+  memAvailableMiB: number;
+}
+
+export interface GpuClearLimits {
+  /** Device memory still used that counts as "not clear", where nvidia-smi reports it. */
+  maxUsedMiB: number;
+  /** On unified memory: the MemAvailable a launch needs. */
+  minAvailableMiB: number;
+}
+
+export type GpuClearVerdict =
+  | { ok: true }
+  | {
+      ok: false;
+      type: typeof FailureType.gpuNotClear;
+      message: string;
+      busyGpus: Array<{ index: number; memoryUsedMiB: number | null }>;
+    };
+
+/**
+ * Clear: no compute process; device memory, where nvidia-smi reports it, at most maxUsedMiB per GPU; on unified
+ * memory MemAvailable at least minAvailableMiB. Memory of a killed process is freed some seconds later, so a
+ * caller may wait and ask again.
+ */
+export function judgeGpusClear(look: GpuLook, limits: GpuClearLimits): GpuClearVerdict {
+  const busyGpus = look.gpus
+    .filter((g) => g.memoryUsedMiB !== null && g.memoryUsedMiB > limits.maxUsedMiB)
+    .map((g) => ({ index: g.index, memoryUsedMiB: g.memoryUsedMiB }));
+  const lowMemory = look.unifiedMemory && look.memAvailableMiB < limits.minAvailableMiB;
+  if (look.processes.length === 0 && busyGpus.length === 0 && !lowMemory) return { ok: true };
+
+  const findings: string[] = [];
+  if (look.processes.length > 0) {
+    const listed = look.processes
+      .map(
+        (p) =>
+          `pid ${p.pid} ${p.processName} (${p.usedMiB === null ? 'memory unknown' : `${p.usedMiB} MiB`})`,
+      )
+      .join(', ');
+    findings.push(`${look.processes.length} compute process(es) hold them: ${listed}`);
+  }
+  if (busyGpus.length > 0) {
+    const listed = busyGpus.map((g) => `GPU ${g.index} ${g.memoryUsedMiB} MiB used`).join(', ');
+    findings.push(`device memory above ${limits.maxUsedMiB} MiB: ${listed}`);
+  }
+  if (lowMemory) {
+    findings.push(
+      `unified memory: MemAvailable ${look.memAvailableMiB} MiB, below the ${limits.minAvailableMiB} MiB required`,
+    );
+  }
+  return {
+    ok: false,
+    type: FailureType.gpuNotClear,
+    message:
+      `GPUs on ${look.host} are not clear: ${findings.join('; ')}. ` +
+      'Stop what holds them (add its service to cleanup.services or its container to cleanup.containers, ' +
+      'or kill the pid on the host); memory of a killed process is freed some seconds later.',
+    busyGpus,
+  };
 }

@@ -1,7 +1,11 @@
 // `ray status` text: node membership and resource totals. The point is to count nodes and GPUs, never to
 // trust that the command merely answered. Ray 2.4x prints `Total Usage:` / `Pending Demands:`; older
 // releases print `Usage:` / `Demands:`; both are read. Counts and quantities are bounded: a node count or a
-// GPU total no real cluster has is an error, never a number the cluster check could pass on.
+// GPU total no real cluster has is an error, never a number the cluster check could pass on. judgeRayStatus is the
+// one verdict on an answer: the deploy's verification, the launch's recheck and the supervisor's probe all use it.
+import { FailureType } from '../shared/failures.js';
+import { redactedTail } from '../shared/secrets.js';
+import { clause } from '../shared/text.js';
 import { boundedNumber, hostLines, HostOutputError } from './host-output.js';
 
 /** More nodes than any Ray cluster liftoff drives; a count past it is not real `ray status` output. */
@@ -176,4 +180,70 @@ export function parseRayStatus(text: string): RayStatus {
     }
   }
   return status;
+}
+
+/** What the cluster must show. Without `nodes` only the GPUs count (the launch needs GPUs, wherever they are). */
+export interface RayExpectation {
+  nodes?: number;
+  gpus: number;
+}
+
+export interface RayCount {
+  nodes: number;
+  gpus: number;
+  gpusUsed: number;
+}
+
+type NoCount = typeof FailureType.rayClusterIncomplete | typeof FailureType.hostOutputInvalid;
+
+export type RayVerdict =
+  | { ok: true; seen: RayCount; message: string }
+  /** Ray answered with fewer nodes or GPUs than expected: a node may still be joining, or one left. */
+  | { ok: false; type: typeof FailureType.rayClusterIncomplete; seen: RayCount; message: string }
+  /**
+   * No count: the head's container is not running (`headContainerDown`), or Ray in it does not answer; or
+   * (HostOutputInvalid) the answer holds what no real `ray status` prints, which no wait can fix.
+   */
+  | { ok: false; type: NoCount; problem: string; headContainerDown: boolean; message: string };
+
+/**
+ * The one verdict on `docker exec … ray status` as it came back (stdout and stderr read together: Ray splits
+ * them freely) against what the cluster must show; `host` and `container` name where it came from.
+ */
+export function judgeRayStatus(
+  res: { exitCode: number; stdout: string; stderr: string },
+  expected: RayExpectation,
+  { host, container }: { host: string; container: string },
+): RayVerdict {
+  const noCount = (type: NoCount, problem: string, headContainerDown: boolean, message: string) =>
+    ({ ok: false, type, problem, headContainerDown, message }) as const;
+  const text = `${res.stdout}\n${res.stderr}`;
+  if (res.exitCode !== 0 && /No such container|is not running/i.test(res.stderr)) {
+    const problem = res.stderr.trim().split('\n')[0] ?? 'container not running';
+    const message = `The Ray head container ${container} on ${host} is not running (${clause(problem)})`;
+    return noCount(FailureType.rayClusterIncomplete, problem, true, message);
+  }
+  let status: RayStatus;
+  try {
+    status = parseRayStatus(text);
+  } catch (err) {
+    if (err instanceof HostOutputError) {
+      const message = `The Ray cluster on ${host} cannot be judged: ${clause(err.message)}`;
+      return noCount(FailureType.hostOutputInvalid, err.message, false, message);
+    }
+    if (!(err instanceof RayNotRunningError) && !(err instanceof RayStatusParseError)) throw err;
+    const problem =
+      err instanceof RayNotRunningError
+        ? err.detail
+        : redactedTail(text.trim(), [], 512) || `ray status exited with code ${res.exitCode}`;
+    const message = `Ray in ${container} on ${host} does not answer \`ray status\`: ${clause(problem)}`;
+    return noCount(FailureType.rayClusterIncomplete, problem, false, message);
+  }
+  const gpu = status.resources.GPU;
+  const seen = { nodes: status.activeNodes.length, gpus: gpu?.total ?? 0, gpusUsed: gpu?.used ?? 0 };
+  const nodesPart = expected.nodes === undefined ? '' : `${seen.nodes} of ${expected.nodes} nodes and `;
+  const message = `The Ray cluster on ${host} has ${nodesPart}${seen.gpus} of ${expected.gpus} GPUs`;
+  return seen.gpus >= expected.gpus && seen.nodes >= (expected.nodes ?? 0)
+    ? { ok: true, seen, message }
+    : { ok: false, type: FailureType.rayClusterIncomplete, seen, message };
 }

@@ -1,7 +1,9 @@
 // vLLM server log → load phase, shard progress and fatal errors. The health loop uses this to tell
 // "still loading" from "dead": the API port refuses connections during the whole load, so the log is
 // the only progress signal. Lines are cut to a few KB before any pattern runs, and every pattern here runs in
-// linear time: a serve log is whatever the host's processes print.
+// linear time: a serve log is whatever the host's processes print. judgeVllmFatal is the one mapping of a fatal
+// line to a failure type, for the Ray server's load and for the multiproc ranks' start and load alike.
+import { FailureType, type FailureTypeName } from '../shared/failures.js';
 import { cutLine } from './host-output.js';
 
 export const vllmPhases = [
@@ -289,4 +291,40 @@ function timing(line: VllmLogLine): Pick<VllmLogSummary, 'elapsedS' | 'etaS' | '
     ...(line.etaS !== undefined ? { etaS: line.etaS } : {}),
     ...(line.secPerIt !== undefined ? { secPerIt: line.secPerIt } : {}),
   };
+}
+
+/** Whose log it is: the Ray backend's one server, or a multiproc rank (whose store is rank 0's, at `master`). */
+export type VllmLogOwner =
+  | { backend: 'ray'; /** ray.env sets RAY_memory_monitor_refresh_ms to "0" */ memoryMonitorOff: boolean }
+  | { backend: 'multiproc'; masterAddr: string; masterPort: number | undefined };
+
+export interface VllmFatalVerdict {
+  type: FailureTypeName;
+  /** The fatal line, with what it means where the kind says more than the line. */
+  message: string;
+}
+
+/** The one verdict on a fatal log line: its failure type, and the line with what to do about it. */
+export function judgeVllmFatal(fatal: VllmFatal, owner: VllmLogOwner): VllmFatalVerdict {
+  if (owner.backend === 'ray') {
+    const hint =
+      fatal.kind === 'ray_oom' && !owner.memoryMonitorOff
+        ? '\nRAY_memory_monitor_refresh_ms was not set to "0" at `ray start`: Ray\'s memory monitor killed the worker. Set it in ray.env.'
+        : '';
+    return { type: FailureType.serverFatal, message: `${fatal.line}${hint}` };
+  }
+  const port = owner.masterPort ?? '?';
+  if (fatal.kind === 'master_unreachable') {
+    return {
+      type: FailureType.masterUnreachable,
+      message: `it cannot reach rank 0's store at ${owner.masterAddr}:${port}: ${fatal.line}`,
+    };
+  }
+  if (fatal.kind === 'master_port_in_use') {
+    return {
+      type: FailureType.masterPortInUse,
+      message: `${fatal.line}. serve.masterPort ${port} is taken on the head: pick another.`,
+    };
+  }
+  return { type: FailureType.rankFailed, message: fatal.line };
 }

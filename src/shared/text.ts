@@ -22,3 +22,10 @@ export function sentence(text: string): string {
   const trimmed = text.trimEnd();
   return trimmed === '' || /[.!?…]$/.test(trimmed) ? trimmed : `${trimmed}.`;
 }
+
+/** A tool's words without their closing period, for a message that puts them mid-sentence or adds its own. */
+export function clause(text: string): string {
+  let end = text.trimEnd().length;
+  while (end > 0 && text[end - 1] === '.') end--;
+  return text.slice(0, end).trimEnd();
+}

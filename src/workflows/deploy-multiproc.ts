@@ -7,6 +7,8 @@ import type { NamedHost } from '../activities/types.js';
 import { multiprocSkipsRay, rayOnlySteps } from '../config/backend.js';
 import type { DeploySpec } from '../config/schema.js';
 import { rankInput } from '../host-commands/step-inputs.js';
+import { judgeContainer } from '../parsers/container-state.js';
+import { judgeVllmFatal } from '../parsers/vllm-log.js';
 import { FailureType } from '../shared/failures.js';
 import type { StepActivities } from './activity-options.js';
 import { loadFailure, rootApplicationFailure } from './failures.js';
@@ -119,18 +121,24 @@ export function rankFollowers(
       offsets.set(host.name, r.logOffset);
       const who = `rank ${rankOf(host)} on ${host.name}`;
       if (r.fatal) {
-        const unreachable = r.fatal.kind === 'master_unreachable';
-        throw loadFailure(
-          unreachable ? FailureType.masterUnreachable : FailureType.rankFailed,
-          `${who} failed at ${at.where}${unreachable ? `: it cannot reach rank 0's store at ${head.clusterIp}:${spec.serve.masterPort ?? '?'}` : ''}: ${r.fatal.line}`,
-          r.tail,
-          at.load,
-        );
+        const owner = {
+          backend: 'multiproc' as const,
+          masterAddr: head.clusterIp,
+          masterPort: spec.serve.masterPort,
+        };
+        const verdict = judgeVllmFatal(r.fatal, owner);
+        // Rank 0 held its port when it started: a later "port in use" fails the rank as any fatal line does.
+        const type = verdict.type === FailureType.masterPortInUse ? FailureType.rankFailed : verdict.type;
+        throw loadFailure(type, `${who} failed at ${at.where}: ${verdict.message}`, r.tail, at.load);
       }
-      if (!r.containerRunning) {
+      const container = judgeContainer(
+        { running: r.containerRunning, status: r.containerStatus, exitCode: r.exitCode },
+        `container ${spec.ray.container}`,
+      );
+      if (!container.ok) {
         throw loadFailure(
           FailureType.rankExited,
-          `${who} exited at ${at.where}: container ${spec.ray.container} is ${r.containerStatus ?? 'gone'}${r.exitCode !== undefined ? ` (exit code ${r.exitCode})` : ''}; its last line: ${r.tail[r.tail.length - 1] ?? '(empty log)'}`,
+          `${who} exited at ${at.where}: ${container.message}; its last line: ${r.tail[r.tail.length - 1] ?? '(empty log)'}`,
           r.tail,
           at.load,
         );

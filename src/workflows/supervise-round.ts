@@ -10,10 +10,11 @@ import {
   type ActivityOptions,
   type LocalActivityOptions,
 } from '@temporalio/workflow';
-import type { NamedHost, ProbeCheck, ProbeServingInput } from '../activities/types.js';
+import type { CheckRayWorkerResult, NamedHost, ProbeCheck, ProbeServingInput } from '../activities/types.js';
 import type { DeploySpec } from '../config/schema.js';
 import { formatDuration, parseDuration } from '../config/duration.js';
 import { probeTimeoutMs } from '../config/supervise.js';
+import { judgeContainer } from '../parsers/container-state.js';
 import { heartbeatTimeout, type Activities } from './activity-options.js';
 import { messageOf } from './failures.js';
 import { patches } from './patches.js';
@@ -164,23 +165,7 @@ async function perHostPolls(
     settle(acts.probeServing(headInput)),
     ...workers.map((w) =>
       settle(acts.checkRayWorker({ host: w.ref, container: spec.ray.container })).then((r): Poll =>
-        r.ok
-          ? {
-              ok: true,
-              value: [
-                {
-                  name: 'container',
-                  host: w.name,
-                  ok: r.value.containerRunning,
-                  ...(r.value.containerRunning
-                    ? {}
-                    : {
-                        error: `the Ray container ${spec.ray.container} is ${r.value.containerStatus ?? 'gone'}`,
-                      }),
-                },
-              ],
-            }
-          : r,
+        r.ok ? { ok: true, value: [workerCheck(w.name, r.value, spec.ray.container)] } : r,
       ),
     ),
   ]);
@@ -191,4 +176,13 @@ async function perHostPolls(
       poll: workerPolls[i] ?? { ok: false as const, error: 'no answer' },
     })),
   ];
+}
+
+/** A worker's container check from its watch (the per-host polls of runs recorded before the local round). */
+function workerCheck(host: string, r: CheckRayWorkerResult, container: string): ProbeCheck {
+  const verdict = judgeContainer(
+    { running: r.containerRunning, status: r.containerStatus },
+    `the Ray container ${container}`,
+  );
+  return { name: 'container', host, ok: verdict.ok, ...(verdict.ok ? {} : { error: verdict.message }) };
 }

@@ -6,7 +6,8 @@ import { isCancellation, patched, sleep } from '@temporalio/workflow';
 import type { CheckRayWorkerResult, CheckServeResult, NamedHost } from '../activities/types.js';
 import type { DeploySpec } from '../config/schema.js';
 import { formatDuration, parseDuration } from '../config/duration.js';
-import { vllmPhases, type VllmPhase } from '../parsers/vllm-log.js';
+import { judgeContainer } from '../parsers/container-state.js';
+import { judgeVllmFatal, vllmPhases, type VllmPhase } from '../parsers/vllm-log.js';
 import { FailureType } from '../shared/failures.js';
 import type { StepActivities } from './activity-options.js';
 import { isFinal, loadFailure, messageOf } from './failures.js';
@@ -58,10 +59,14 @@ export function rayWorkers(spec: DeploySpec, acts: StepActivities): Followers<Ch
     poll: (w) => workerPolls.checkRayWorker({ host: w.ref, container: spec.ray.container }),
     gone: (value) => !value.containerRunning,
     judge: (_w, value, at) => {
-      if (value.containerRunning) return;
+      const verdict = judgeContainer(
+        { running: value.containerRunning, status: value.containerStatus },
+        `the Ray container ${spec.ray.container} on ${value.host}`,
+      );
+      if (verdict.ok) return;
       throw loadFailure(
         FailureType.rayWorkerLost,
-        `the Ray container ${spec.ray.container} on ${value.host} is ${value.containerStatus ?? 'gone'} at ${at.where}: the server lost that node`,
+        `${verdict.message} at ${at.where}: the server lost that node`,
         at.tail,
         at.load,
       );
@@ -271,13 +276,11 @@ function recordPoll(load: LoadProgress, r: CheckServeResult, now: number, starte
 function judgePoll(watch: LoadWatch, r: CheckServeResult, pid: number, now: number): boolean {
   const { spec, load, tail } = watch;
   if (r.summary?.fatal) {
-    const hint =
-      r.summary.fatal.kind === 'ray_oom' && spec.ray.env.RAY_memory_monitor_refresh_ms !== '0'
-        ? '\nRAY_memory_monitor_refresh_ms was not set to "0" at `ray start`: Ray\'s memory monitor killed the worker. Set it in ray.env.'
-        : '';
+    const memoryMonitorOff = spec.ray.env.RAY_memory_monitor_refresh_ms === '0';
+    const verdict = judgeVllmFatal(r.summary.fatal, { backend: 'ray', memoryMonitorOff });
     throw loadFailure(
-      FailureType.serverFatal,
-      `vllm failed (${r.summary.fatal.kind}) at ${where(load)}: ${r.summary.fatal.line}${hint}`,
+      verdict.type,
+      `vllm failed (${r.summary.fatal.kind}) at ${where(load)}: ${verdict.message}`,
       tail,
       load,
     );

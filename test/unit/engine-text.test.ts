@@ -6,6 +6,8 @@ import assert from 'node:assert/strict';
 import { sentence } from '../../src/shared/text.js';
 import { dockerSaid } from '../../src/activities/docker.js';
 import { rayRunFailure } from '../../src/activities/ray-start.js';
+import { judgeRayStatus } from '../../src/parsers/ray-status.js';
+import { clause } from '../../src/shared/text.js';
 
 const engine20 = {
   gpu: 'docker: Error response from daemon: could not select device driver "" with capabilities: [[gpu]].',
@@ -74,5 +76,26 @@ describe("the Ray container's docker run failure", () => {
     const other = rayRunFailure(what, 125, 'docker: Error response from daemon: i/o timeout.');
     assert.equal(other.fatal, false);
     assert.ok(other.message.endsWith('i/o timeout. Check the docker daemon on that host.'), other.message);
+  });
+});
+
+describe('a tool sentence inside a judge verdict', () => {
+  it('clause drops the closing periods a later period would double, and nothing else', () => {
+    assert.equal(
+      clause('Error response from daemon: Container abc is not running.'),
+      'Error response from daemon: Container abc is not running',
+    );
+    assert.equal(clause('no period'), 'no period');
+    assert.equal(clause('v1.2 ..  '), 'v1.2');
+  });
+
+  it("ray status's verdict on a container docker calls not running never shows '..' once a caller adds its period", () => {
+    const verdict = judgeRayStatus(
+      { exitCode: 1, stdout: '', stderr: 'Error response from daemon: Container 4f2a is not running.\n' },
+      { gpus: 2 },
+      { host: 'spark1', container: 'vllm_qwen35' },
+    );
+    assert.equal(verdict.ok, false);
+    assert.doesNotMatch(`${verdict.message}.`, /\.\./, verdict.message);
   });
 });

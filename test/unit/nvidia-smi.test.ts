@@ -1,7 +1,13 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
-import { NvidiaSmiParseError, parseComputeApps, parseQueryGpu } from '../../src/parsers/nvidia-smi.js';
+import {
+  judgeGpusClear,
+  NvidiaSmiParseError,
+  parseComputeApps,
+  parseQueryGpu,
+  type GpuLook,
+} from '../../src/parsers/nvidia-smi.js';
 
 const fixtures = new URL('../../../shared/fixtures/nvidia-smi/', import.meta.url);
 const read = (name: string) => readFileSync(new URL(name, fixtures), 'utf8');
@@ -142,6 +148,56 @@ const notParsed = [
   'h200/nvidia-smi-q.txt',
   'h200/version.txt',
 ];
+
+describe('judgeGpusClear: the verdict on what the queries found', () => {
+  const limits = { maxUsedMiB: 1024, minAvailableMiB: 65_536 };
+  /** The fixtures' header form, read as activities/gpu.ts reads its own query. */
+  const look = (gpuCsv: string, appsCsv: string, memAvailableMiB: number): GpuLook => {
+    const [header, row] = gpuCsv.split('\n');
+    const gpus = parseQueryGpu(`${header}\n${row}\n`).map((r, i) => ({
+      index: typeof r['index'] === 'number' ? r['index'] : i,
+      memoryUsedMiB: r['memory.used'] as number | null,
+    }));
+    return {
+      host: 'spark1',
+      gpus,
+      processes: parseComputeApps(appsCsv),
+      unifiedMemory: gpus.some((g) => g.memoryUsedMiB === null),
+      memAvailableMiB,
+    };
+  };
+
+  it('h200 idle: clear', () => {
+    const idle = look(read('h200/query-gpu-idle.csv'), read('h200/compute-apps-idle.csv'), 0);
+    assert.deepEqual(judgeGpusClear(idle, limits), { ok: true });
+  });
+
+  it('h200 busy: GpuNotClear naming the process and the device memory above the limit', () => {
+    const [header, withUnits] = fileLines('h200/compute-apps-busy.csv');
+    const busy = look(read('h200/query-gpu-busy.csv'), `${header}\n${withUnits}\n`, 0);
+    const verdict = judgeGpusClear(busy, limits);
+    assert.ok(!verdict.ok);
+    assert.equal(verdict.type, 'GpuNotClear');
+    assert.deepEqual(verdict.busyGpus, [{ index: 0, memoryUsedMiB: 29231 }]);
+    assert.match(
+      verdict.message,
+      /^GPUs on spark1 are not clear: 1 compute process\(es\) hold them: pid 424 python3 \(29222 MiB\); device memory above 1024 MiB: GPU 0 29231 MiB used\. Stop what holds them/,
+    );
+  });
+
+  it('gb10 (unified memory, [N/A] device memory): clear by MemAvailable, not clear below it or with a process', () => {
+    const gpu = read('gb10/query-gpu.csv');
+    const idle = read('gb10/compute-apps-idle.csv');
+    assert.deepEqual(judgeGpusClear(look(gpu, idle, 100_000), limits), { ok: true });
+    const low = judgeGpusClear(look(gpu, idle, 21_710), limits);
+    assert.ok(!low.ok);
+    assert.match(low.message, /unified memory: MemAvailable 21710 MiB, below the 65536 MiB required/);
+    const held = judgeGpusClear(look(gpu, read('gb10/compute-apps-busy-noheader.csv'), 100_000), limits);
+    assert.ok(!held.ok);
+    assert.match(held.message, /pid 6330 ray::RayWorkerWrapper \(96073 MiB\)/);
+    assert.deepEqual(held.busyGpus, []);
+  });
+});
 
 describe('nvidia-smi fixtures', () => {
   it('every data fixture under nvidia-smi/ is covered by a test above, or named as not parsed', () => {

@@ -2,6 +2,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import {
+  judgeVllmFatal,
   parseVllmLogLine,
   summarizeVllmLog,
   vllmPhases,
@@ -249,5 +250,55 @@ describe('phases of a real vLLM 0.32 CPU start', () => {
       ).phase,
       'profiling',
     );
+  });
+});
+
+describe('judgeVllmFatal: the one failure type of a fatal line, for the Ray server and the multiproc ranks', () => {
+  const fatalOf = (line: string) => {
+    const found = summarizeVllmLog([line]).fatal;
+    assert.ok(found, `a fatal line: ${line}`);
+    return found;
+  };
+  const rank = { backend: 'multiproc' as const, masterAddr: '10.1.0.11', masterPort: 29599 };
+
+  it('every line of fatal.txt fails the Ray server as ServerFatal, with the line as the message', () => {
+    for (const line of fatal.filter((l) => !l.startsWith('ray.exceptions.OutOfMemoryError'))) {
+      const found = fatalOf(line);
+      const verdict = judgeVllmFatal(found, { backend: 'ray', memoryMonitorOff: false });
+      assert.deepEqual(verdict, { type: 'ServerFatal', message: found.line }, line);
+    }
+  });
+
+  it("Ray's OOM kill (fatal.txt) names the memory monitor unless ray.env turned it off", () => {
+    const oom = fatalOf(fatal.find((l) => l.startsWith('ray.exceptions.OutOfMemoryError')) ?? '');
+    const on = judgeVllmFatal(oom, { backend: 'ray', memoryMonitorOff: false });
+    assert.equal(on.type, 'ServerFatal');
+    assert.match(on.message, /\nRAY_memory_monitor_refresh_ms was not set to "0" at `ray start`/);
+    assert.equal(judgeVllmFatal(oom, { backend: 'ray', memoryMonitorOff: true }).message, oom.line);
+  });
+
+  it("a rank that cannot reach rank 0's store (torch's line) is MasterUnreachable, naming the store", () => {
+    const line =
+      'torch.distributed.DistNetworkError: The client socket has timed out after 5000ms while trying to connect to (10.1.0.11, 29599).';
+    assert.deepEqual(judgeVllmFatal(fatalOf(line), rank), {
+      type: 'MasterUnreachable',
+      message: `it cannot reach rank 0's store at 10.1.0.11:29599: ${line}`,
+    });
+  });
+
+  it('rank 0 finding its port taken (EADDRINUSE) is MasterPortInUse, naming serve.masterPort', () => {
+    const line =
+      'torch.distributed.DistNetworkError: The server socket has failed to listen on any local network address. port: 29599, useIpv6: false, code: -98, name: EADDRINUSE, message: address already in use';
+    assert.deepEqual(judgeVllmFatal(fatalOf(line), rank), {
+      type: 'MasterPortInUse',
+      message: `${line}. serve.masterPort 29599 is taken on the head: pick another.`,
+    });
+  });
+
+  it("any other fatal line (fatal.txt) fails a rank as RankFailed; the Ray backend's hint is not a rank's", () => {
+    for (const line of fatal) {
+      const found = fatalOf(line);
+      assert.deepEqual(judgeVllmFatal(found, rank), { type: 'RankFailed', message: found.line }, line);
+    }
   });
 });
