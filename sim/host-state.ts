@@ -244,7 +244,6 @@ export function liveGpuProcesses(dir = hostDir()): GpuProcess[] {
   const heldSeconds = readFaults(dir).gpuHeldAfterKillSeconds ?? 0;
   const now = Date.now();
   const out: GpuProcess[] = [];
-  let dropped = false;
   const own = ownPidNamespace();
   const others = new PidNamespaces();
   for (const f of safeReaddir(paths.gpu(dir))) {
@@ -264,24 +263,29 @@ export function liveGpuProcesses(dir = hostDir()): GpuProcess[] {
       out.push(proc);
     } else {
       rmSync(file, { force: true });
-      dropped = true;
     }
   }
-  // A process killed with SIGKILL never released its memory itself: the fake /proc/meminfo must show it
-  // freed once the registry forgets it. (The refresh finds nothing more to drop, so it does not recurse.)
-  if (dropped) refreshMeminfo(dir);
-  return out.sort((a, b) => a.gpuIndex - b.gpuIndex || a.pid - b.pid);
+  // Every look rewrites the fake /proc/meminfo, not only one that forgot a process: a process releasing its
+  // memory while others die computes meminfo from a registry that still holds them, and could write it after the
+  // look that dropped them, leaving it stale for good (verifyGpusClear: MemAvailable 21710 MiB on a clear host).
+  // nvidia-smi runs before meminfo is read, so what is read is what nvidia-smi saw.
+  const live = out.sort((a, b) => a.gpuIndex - b.gpuIndex || a.pid - b.pid);
+  writeMeminfo(dir, live);
+  return live;
+}
+
+/** Rewrites the fake /proc/meminfo from the registry as it stands (liveGpuProcesses writes it). */
+export function refreshMeminfo(dir: string): void {
+  liveGpuProcesses(dir);
 }
 
 /** A fake /proc/meminfo (bind-mounted over the real one in namespace mode): on gb10, GPU memory is system memory. */
-export function refreshMeminfo(dir: string): void {
+function writeMeminfo(dir: string, live: readonly GpuProcess[]): void {
   const cfg = readJson<HostConfig>(paths.config(dir));
   if (!cfg) return;
   const totalKb = cfg.flavour === 'gb10' ? cfg.gpuMemoryMiB * 1024 : 263_000_000;
   const usedKb =
-    cfg.flavour === 'gb10'
-      ? liveGpuProcesses(dir).reduce((s, p) => s + p.usedMiB * 1024, 0) + 4_000_000
-      : 8_000_000;
+    cfg.flavour === 'gb10' ? live.reduce((s, p) => s + p.usedMiB * 1024, 0) + 4_000_000 : 8_000_000;
   const availKb = Math.max(0, totalKb - usedKb);
   const text = [
     `MemTotal:       ${totalKb} kB`,
@@ -298,7 +302,14 @@ export function refreshMeminfo(dir: string): void {
   const pad = Math.max(1, meminfoBytes - 1 - text.length - last[0].length - last[1].length);
   const body = `${text}${last[0]}${' '.repeat(pad)}${last[1]}\n`;
   const file = paths.meminfo(dir);
-  const fd = openSync(file, existsSync(file) ? 'r+' : 'w');
+  let fd: number;
+  try {
+    fd = openSync(file, existsSync(file) ? 'r+' : 'w');
+  } catch (err) {
+    // A viewer that may not write it (a read-only mount in a container) leaves it to the next look that can.
+    if (['EACCES', 'EPERM', 'EROFS'].includes((err as NodeJS.ErrnoException).code ?? '')) return;
+    throw err;
+  }
   try {
     writeSync(fd, body, 0);
     if (fstatSync(fd).size !== body.length) ftruncateSync(fd, body.length);
