@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { useE2eCluster } from '../helpers/e2e-cluster.js';
+import { assertHeadServes } from '../helpers/serving.js';
 import { TASK_QUEUE } from '../../src/shared/constants.js';
 import { deploy, progressQuery } from '../../src/workflows/index.js';
 import type { DeployResult } from '../../src/workflows/steps.js';
@@ -96,13 +97,7 @@ describe('deploy on a simulated 2-host cluster', () => {
   });
 
   it('serves the model and answered the smoke test', async () => {
-    const head = e2e.sim.hosts[0]!;
-    const models = (await (await fetch(`http://${head.address}:30000/v1/models`)).json()) as {
-      data: { id: string }[];
-    };
-    assert.ok(models.data.some((m) => m.id === 'Qwen/Qwen3.5-122B-A10B-FP8'));
-    assert.equal(result.endpoint, `http://${head.address}:30000/v1`);
-    assert.ok(result.smoke.text.length > 0);
+    await assertHeadServes(e2e.sim, result);
     assert.ok(result.smoke.tokensPerSecond > 0);
     assert.ok(result.loadSeconds > 3, 'the load took the simulated shard time');
     for (const step of [

@@ -4,6 +4,7 @@
 import { before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { useE2eCluster } from '../helpers/e2e-cluster.js';
+import { assertHeadServes } from '../helpers/serving.js';
 import { TASK_QUEUE } from '../../src/shared/constants.js';
 import { deploy } from '../../src/workflows/index.js';
 import type { DeployResult } from '../../src/workflows/steps.js';
@@ -95,13 +96,7 @@ describe('deploy on 2 simulated hosts with a real Docker Engine each', () => {
   });
 
   it('the server answers on the head, and the smoke test got an answer', async () => {
-    const head = e2e.sim.hosts[0]!;
-    const models = (await (await fetch(`http://${head.address}:30000/v1/models`)).json()) as {
-      data: { id: string }[];
-    };
-    assert.ok(models.data.some((m) => m.id === 'Qwen/Qwen3.5-122B-A10B-FP8'));
-    assert.equal(result.endpoint, `http://${head.address}:30000/v1`);
-    assert.ok(result.smoke.text.length > 0);
+    await assertHeadServes(e2e.sim, result);
     process.stdout.write(
       `# deploy on real Docker took ${result.totalSeconds.toFixed(1)} s, load ${result.loadSeconds.toFixed(1)} s\n`,
     );
