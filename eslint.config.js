@@ -32,7 +32,7 @@ const layers = [
   },
   // The remote commands of the deploy and of plan/init: built from the spec, shared by activities and commands.
   {
-    files: 'src/{host-commands,plan,init}/**/*.ts',
+    files: 'src/{host-commands,steps,plan,init}/**/*.ts',
     banned: ['**/commands/**', '**/cli/**', '**/temporal/**', '**/workflows/**', '**/report/**'],
     typesFrom: ['**/activities/**'],
   },

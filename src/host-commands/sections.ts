@@ -5,7 +5,8 @@
 // stderr merged into its output and its output cut on the host to its bound (`head -c`), and its exit status is
 // reported after it: one read that fails (a missing tool, a daemon down) leaves the others as they were.
 // The parser is src/parsers/sections.ts.
-import { raw, sh, type RemoteCommand } from '../ssh/quote.js';
+import { raw, sh, type RawShell, type RemoteCommand } from '../ssh/quote.js';
+import { checkStepCommands, type StepCommand } from './step-command.js';
 import { sectionMarkers, stderrSeparator } from '../parsers/sections.js';
 
 export interface SectionRead {
@@ -94,6 +95,50 @@ export function sectionedReads(reads: readonly SectionRead[]): SectionedCommand 
   };
 }
 
+/** The shell loop of StepCommand.waitUntil: the check runs with no stdin and no output, as a plain condition. */
+function hostWait(wait: NonNullable<StepCommand['waitUntil']>): RemoteCommand {
+  const checks = Math.max(0, Math.ceil(wait.seconds / wait.everySeconds));
+  if (!(wait.everySeconds > 0) || !Number.isSafeInteger(checks))
+    throw new RangeError('waitUntil wants seconds ≥ 0 and everySeconds > 0');
+  return sh`__w=0; until ( ${wait.until} ) </dev/null >/dev/null 2>&1 || [ "$__w" -ge ${String(checks)} ]; do sleep ${String(wait.everySeconds)}; __w=$((__w + 1)); done`;
+}
+
+/**
+ * The one remote command that runs a step's commands in their order (activities/run-commands.ts), each in the
+ * section of its name, its stderr after its stdout; `liftoff plan --verbose` shows this same text. A command whose
+ * `unlessOk` command passed does not run, and has no section.
+ */
+export function batchCommand(
+  commands: readonly StepCommand[],
+  defaultMaxBytes = 1024 * 1024,
+): SectionedCommand {
+  checkStepCommands(commands);
+  const reads = commands.map((c) => ({
+    name: c.name,
+    command: stderrAfter(c.command),
+    maxBytes: c.maxBytes ?? defaultMaxBytes,
+    ...(c.stdin ? { stdin: true as const } : {}),
+  }));
+  // A command's exit status kept in a shell variable by its index, for a later `unlessOk` to test.
+  const statusVar = (name: string): RawShell => raw(`__rc_${commands.findIndex((c) => c.name === name)}`);
+  const parts = commands.map((c, i) => {
+    const read = reads[i];
+    if (!read) throw new RangeError(`step command ${i} has no section`);
+    let part = section(read);
+    if (c.waitUntil !== undefined) part = sh`${hostWait(c.waitUntil)}; ${part}`;
+    if (c.unlessOk !== undefined) part = sh`if [ "$${statusVar(c.unlessOk)}" != 0 ]; then ${part}; fi`;
+    return commands.some((later) => later.unlessOk === c.name)
+      ? sh`${part}; ${statusVar(c.name)}=$__rc`
+      : part;
+  });
+  return {
+    command: sectionScript(parts),
+    bounds: Object.fromEntries(reads.map((r) => [r.name, r.maxBytes])),
+    maxOutputBytes: sectionScriptBound(reads),
+  };
+}
+
+// LEGACY (issue 28): prefetch.ts's command-text batch; goes when the last activity moves to runCommands.
 /**
  * A read (or a change) of a batch with how it runs: a plain command is read once however often it is given; one
  * given this way always runs where it stands.
@@ -117,7 +162,7 @@ export interface BatchItem {
 export type BatchEntry = RemoteCommand | BatchItem;
 
 /** The shell loop of BatchItem.waitUntil: the check runs with no stdin and no output, as a plain condition. */
-function hostWait(wait: NonNullable<BatchItem['waitUntil']>): RemoteCommand {
+function legacyHostWait(wait: NonNullable<BatchItem['waitUntil']>): RemoteCommand {
   const checks = Math.max(0, Math.ceil(wait.seconds / wait.everySeconds));
   if (!(wait.everySeconds > 0) || !Number.isSafeInteger(checks))
     throw new RangeError('waitUntil wants seconds ≥ 0 and everySeconds > 0');
@@ -158,7 +203,7 @@ export function prefetchCommand(
     const read = named[i];
     if (!read) throw new RangeError(`batch item ${i} has no section`);
     let part = section(read);
-    if (item.waitUntil !== undefined) part = sh`${hostWait(item.waitUntil)}; ${part}`;
+    if (item.waitUntil !== undefined) part = sh`${legacyHostWait(item.waitUntil)}; ${part}`;
     if (item.unlessOk !== undefined) {
       if (!Number.isInteger(item.unlessOk) || item.unlessOk < 0 || item.unlessOk >= i)
         throw new RangeError(`batch item ${i}: unlessOk must name an earlier item`);

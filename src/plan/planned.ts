@@ -6,7 +6,8 @@ import { envTransport, type EnvTransport } from '../host-commands/env-transport.
 import type { EnvSpec } from '../config/schema.js';
 import { isSecretEnvName } from '../shared/secrets.js';
 import type { RemoteCommand } from '../ssh/quote.js';
-import { prefetchCommand, type BatchEntry } from '../host-commands/sections.js';
+import { batchCommand, prefetchCommand, type BatchEntry } from '../host-commands/sections.js';
+import type { StepCommand } from '../host-commands/step-command.js';
 
 /** Stand-ins for what exists only once the deploy runs; the plan shows them by these names. */
 export const planPlaceholders = {
@@ -50,6 +51,8 @@ export interface PlannedCommand {
 
 export interface PlannedStep {
   step: string;
+  /** What the step will do on this host, in words (what it stops, removes, starts; what it makes sure of): the plan's first lines. */
+  intent?: string[];
   commands: PlannedCommand[];
   /** The step does not run with this spec, and why (the Ray steps of serve.backend multiproc). */
   skipped?: string;
@@ -99,6 +102,39 @@ export function batch(
     ...(extra.repeats ? { repeats: extra.repeats } : {}),
     ...(extra.when ? { when: extra.when } : {}),
   };
+}
+
+/**
+ * A step's commands as the runner (activities/run-commands.ts) runs them: one round trip when there are several,
+ * each command shown on its own, `text` the trip's script (shown under --verbose and in --json).
+ */
+export function plannedRun(
+  commands: readonly StepCommand[],
+  extra: { repeats?: string; when?: string } = {},
+): PlannedCommand {
+  const only = commands.length === 1 ? commands[0] : undefined;
+  const parts = commands.map((c): PlannedPart => ({
+    text: c.command.text,
+    change: c.change === true,
+    ...(c.unlessOk !== undefined
+      ? { when: c.when ?? `${c.unlessOk} failed` }
+      : c.when
+        ? { when: c.when }
+        : {}),
+    ...(c.waitUntil !== undefined
+      ? {
+          note: `after the host waited until \`${c.waitUntil.until.text}\` holds, up to ${c.waitUntil.seconds} s`,
+        }
+      : {}),
+  }));
+  if (only && only.waitUntil === undefined)
+    return {
+      text: only.command.text,
+      change: only.change === true,
+      ...extra,
+      ...(only.when ? { when: only.when } : {}),
+    };
+  return { text: batchCommand(commands).command.text, change: parts.some((p) => p.change), parts, ...extra };
 }
 
 /**

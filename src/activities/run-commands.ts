@@ -1,0 +1,93 @@
+// The one runner of a step's remote commands. It runs them in their order as one round trip (host-commands/
+// sections.ts frames each command's output as its own section) and hands back each command's answer by name, so
+// the step's judge reads exactly what its own commands printed: nothing is matched by command text, nothing is
+// kept for a later activity. A command whose section came back unreadable is run again on its own. A lone
+// command runs as it is, with no framing.
+import type { ExecResult, SshSession } from '../ssh/executor.js';
+import { RemoteCommandError } from '../ssh/errors.js';
+import { endpointOf } from '../ssh/target.js';
+import { batchCommand } from '../host-commands/sections.js';
+import { checkStepCommands, type Answers, type StepCommand } from '../host-commands/step-command.js';
+import { parseSections, sectionProblem, splitStderr } from '../parsers/sections.js';
+
+export type { Answers } from '../host-commands/step-command.js';
+
+export interface RunOptions {
+  /** For the whole trip (and for each command run again on its own). */
+  timeoutMs: number;
+  /** What the one command marked `stdin` reads. */
+  stdin?: string;
+  /** Values the commands handle that their errors must not show (ExecOptions.secrets). */
+  secrets?: readonly string[];
+  /** Bytes kept of a command's output when it names no bound of its own. */
+  maxBytesPerCommand?: number;
+}
+
+export async function runCommands(
+  session: SshSession,
+  commands: readonly StepCommand[],
+  opts: RunOptions,
+): Promise<Answers> {
+  checkStepCommands(commands);
+  const answers = new Map<string, ExecResult>();
+  const lone = commands.length === 1 && commands[0]?.waitUntil === undefined;
+  if (commands.length > 1 || !lone) {
+    const batch = batchCommand(commands, opts.maxBytesPerCommand);
+    const started = Date.now();
+    const res = await session.exec(batch.command, {
+      timeoutMs: opts.timeoutMs,
+      check: false,
+      stdoutBytes: true,
+      maxOutputBytes: batch.maxOutputBytes,
+      ...(opts.stdin !== undefined ? { stdin: opts.stdin } : {}),
+      ...(opts.secrets ? { secrets: opts.secrets } : {}),
+    });
+    const out = parseSections(res.stdoutBytes ?? Buffer.alloc(0), batch.bounds);
+    const durationMs = Date.now() - started;
+    for (const c of commands) {
+      const s = out.sections.get(c.name);
+      if (!s || sectionProblem(s, c.name) !== undefined || s.exitCode === undefined) continue;
+      const { stdout, stderr } = splitStderr(s.text);
+      // A section cut to its bound is what the executor reports of an output it cut.
+      answers.set(c.name, {
+        exitCode: s.exitCode,
+        stdout,
+        stderr,
+        durationMs,
+        ...(s.cut ? { stdoutCutBytes: 1 } : {}),
+      });
+    }
+  }
+  for (const c of commands) {
+    if (answers.has(c.name)) continue;
+    if (c.unlessOk !== undefined && answers.get(c.unlessOk)?.exitCode === 0) continue;
+    answers.set(
+      c.name,
+      await session.exec(c.command, {
+        timeoutMs: opts.timeoutMs,
+        check: false,
+        ...(c.maxBytes !== undefined ? { maxOutputBytes: c.maxBytes } : {}),
+        ...(c.stdin && opts.stdin !== undefined ? { stdin: opts.stdin } : {}),
+        ...(opts.secrets ? { secrets: opts.secrets } : {}),
+      }),
+    );
+  }
+  for (const c of commands) {
+    const answer = answers.get(c.name);
+    if (c.check && answer && answer.exitCode !== 0) {
+      throw new RemoteCommandError(
+        endpointOf(session.target),
+        { command: c.command.text, ...answer, ...(answer.signal ? { signal: answer.signal } : {}) },
+        opts.secrets,
+      );
+    }
+  }
+  return answers;
+}
+
+/** The answer of the command `name`; a step asking for one it did not run is a mistake in the step. */
+export function answerOf(answers: Answers, name: string): ExecResult {
+  const answer = answers.get(name);
+  if (!answer) throw new Error(`no answer for ${name}: the step did not run that command`);
+  return answer;
+}
