@@ -8,7 +8,7 @@
 // test/histories has been re-recorded, so its markers are the deprecated ones, which replay skips, and (3) no
 // worker older than the deprecation polls the task queue. test/histories/README.md has the schedule.
 export const patches = {
-  /** Deploys recorded before supervision existed neither take it over nor start it. */
+  /** A deploy takes supervision over from the running supervisor and starts its own once it serves. */
   supervision: 'supervision',
   /** The validate step's check of the spec against the worker's policy, in an activity before any SSH. */
   workerPolicy: 'validate-worker-policy',
