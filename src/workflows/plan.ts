@@ -2,7 +2,7 @@
 // its policy, through the one preflight function), then a read-only look at each host that lists every command
 // the deploy would run there. Nothing is stopped, removed or started. A workflow, not a local run, so the
 // plan sees the hosts from where the deploy would: the worker's keys, known_hosts and network.
-import { ApplicationFailure, patched, proxyActivities } from '@temporalio/workflow';
+import { ApplicationFailure, deprecatePatch, proxyActivities } from '@temporalio/workflow';
 import type { EnvSpec } from '../config/schema.js';
 import type { HostPlan } from '../plan/host-plan.js';
 import { FailureType } from '../shared/failures.js';
@@ -50,8 +50,10 @@ export async function plan(input: unknown): Promise<PlanResult> {
   try {
     warnings = await preflight(spec, hosts, head, acts);
     // The deploy's preflight refuses a multiproc launch whose master port is taken on the head; so does the plan.
-    if (spec.serve.backend === 'multiproc' && patched(patches.multiprocPlan))
+    if (spec.serve.backend === 'multiproc') {
+      deprecatePatch(patches.multiprocPlan);
       await checkMasterPortFree(spec, head, acts);
+    }
   } catch (err) {
     const refused = [FailureType.preflightFailed, FailureType.masterPortInUse] as string[];
     if (err instanceof ApplicationFailure && refused.includes(err.type ?? '')) {
