@@ -42,6 +42,8 @@ interface Shown {
   sign: string;
   text: string;
   comment?: string;
+  /** Words about commands (a count of reads), not a command: wrapped as prose. */
+  prose?: true;
 }
 
 const key = (s: Shown): string => `${s.sign}\u0000${s.text}\u0000${s.comment ?? ''}`;
@@ -106,6 +108,7 @@ function commandsOf(step: PlannedStep, seen: Set<string>, verbose: boolean): Sho
     const some = reads.sometimes > 0 ? ` (${reads.sometimes} only in some cases)` : '';
     out.splice(reads.at, 0, {
       sign: '$',
+      prose: true,
       text: `${reads.count === 1 ? '1 read' : `${reads.count} reads`}${named}${some}`,
       ...(reads.repeats ? { comment: `repeated ${reads.repeats}` } : {}),
     });
@@ -127,6 +130,7 @@ function commandLines(s: Shown, indent: string): string[] {
   const lines = s.comment
     ? wrapWords(oneLine(s.comment), planWidth - indent.length - 2).map((l) => `${indent}# ${l}`)
     : [];
+  if (s.prose) return [...lines, ...proseLines(indent, `${s.sign} `, s.text)];
   const cont = ' '.repeat(head.length + 2);
   wrapCommand(s.text, planWidth - head.length).forEach((l, i) =>
     lines.push(i === 0 ? `${head}${l}` : `${cont}${l}`),

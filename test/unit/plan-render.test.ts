@@ -5,6 +5,8 @@ import { deploySpecSchema } from '../../src/config/schema.js';
 import { planHost, type HostObservation, type PlanHost } from '../../src/plan/host-plan.js';
 import { renderPlan } from '../../src/commands/plan-render.js';
 import { planWidth, wrapCommand } from '../../src/commands/plan-wrap.js';
+import { plannedRun } from '../../src/plan/planned.js';
+import { sh } from '../../src/ssh/quote.js';
 import type { PlanResult } from '../../src/workflows/index.js';
 import { rankPollCommand } from '../../src/host-commands/polls.js';
 
@@ -273,6 +275,37 @@ describe('plan text', () => {
     );
     assert.match(text, /^ {4}! while IFS= read -r kv; do .* docker run -d --name liftoff_ray /m);
     assert.match(text, /^ {4}# repeated until the GPUs are clear/m);
+  });
+
+  it("leads with a step's own intent and names its declared reads (plannedRun's step commands)", () => {
+    const step = {
+      step: 'stopServices',
+      intent: ['stop and disable a.service'],
+      commands: [
+        plannedRun([
+          { name: 'states', command: sh`systemctl show -- a.service` },
+          { name: 'uid', command: sh`id -u` },
+        ]),
+        plannedRun([
+          { name: 'stop', command: sh`systemctl stop -- a.service`, change: true },
+          { name: 'after', command: sh`systemctl show -- a.service` },
+        ]),
+      ],
+    };
+    const host = {
+      host: 'a',
+      role: 'head' as const,
+      steps: [step],
+      stop: [],
+      disable: [],
+      remove: [],
+      start: [],
+    };
+    const text = renderPlan({ ...result, warnings: [], secrets: [], preflight: [], hosts: [host] });
+    assert.match(
+      text,
+      /\nStop old services \[stopServices\]\n {2}a: stop and disable a\.service\n {4}\$ 3 reads: states, uid, after\n {4}! systemctl stop -- a\.service$/,
+    );
   });
 
   it('shows a line break inside a command as \\n, so a command cannot fake lines of the plan', () => {
