@@ -74,7 +74,7 @@ describe('liftoff plan and init on the simulated cluster', () => {
     assert.match(text.stdout, /preflight passed on every host \(spark1, spark2\)/);
     // What preflight found on the hosts, then what each step does there.
     assert.match(text.stdout, /^ {2}✓ docker \(spark1, spark2\): Docker \S+ answers$/m);
-    assert.match(text.stdout, /^ {2}✓ interface: spark1: \S+ carries clusterIp [\d.]+; spark2: /m);
+    assert.match(text.stdout, /^ {2}✓ interface: spark1: clusterIp [\d.]+ is on \S+; spark2: /m);
     assert.match(text.stdout, /^ {2}spark1, spark2: stop and disable vllm-cluster\.service, /m);
     assert.match(text.stdout, /^ {2}spark1, spark2: remove .*vllm_node/m);
     assert.match(text.stdout, /^ {2}spark1: start Ray head container vllm_qwen35/m);

@@ -1,7 +1,9 @@
 // `liftoff plan`'s text for the demo's 2-host spec, compared with test/golden (docker/cli's golden files): the
 // plan is built by the deploy's own pure plan functions (src/plan/host-plan.ts) from the spec scripts/demo.ts
-// deploys and a fixed look at the hosts, with what preflight found on the simulated hosts as recorded. A change
-// of the plan's text shows as a diff of the golden file; UPDATE_GOLDEN=1 rewrites them.
+// deploys and a fixed look at freshly seeded hosts; what preflight found is test/golden/plan-demo-preflight.json,
+// the details the simulated hosts gave test/e2e/plan-init.test.ts's plan (its PREFLIGHT FOUND line), with the
+// demo network's addresses and its 39 shards. A change of the plan's text shows as a diff of the golden files;
+// UPDATE_GOLDEN=1 rewrites them, to be read and committed with the change.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
