@@ -104,7 +104,7 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
   // 1–4: read, stop, remove, check. Nothing of this launch runs yet, so a failure leaves nothing to tear down.
   try {
     await tracker.run('preflight', async () => {
-      const warnings = await preflight(spec, hosts, head, acts);
+      const { warnings } = await preflight(spec, hosts, head, acts);
       if (warnings.length > 0) tracker.detail('preflight', `warning: ${warnings.join('; ')}`);
       if (multiproc) await checkMasterPortFree(spec, head, acts);
     });

@@ -12,13 +12,20 @@ import { messageOf } from './failures.js';
 import { patches } from './patches.js';
 import { hostReadOf, type AgreementHost } from '../preflight/agreement.js';
 
-/** Returns the warnings of a preflight that passed (clock skew), for the step's detail. */
+export interface PreflightPassed {
+  /** Clock skew between hosts, for the step's detail. */
+  warnings: string[];
+  /** Each host's checks, in the hosts' order: what `liftoff plan` says preflight found. */
+  reports: PreflightReport[];
+}
+
+/** Passes when every check on every host passed; else throws preflightFailed with every problem. */
 export async function preflight(
   spec: DeploySpec,
   hosts: NamedHost[],
   head: NamedHost,
   acts: StepActivities,
-): Promise<string[]> {
+): Promise<PreflightPassed> {
   const modelPath = modelPathFor(spec) ?? '';
   const { preflightHost } = acts('preflight');
   const { checkHostsAgree } = acts('preflight', 'checkHostsAgree');
@@ -78,7 +85,8 @@ export async function preflight(
       details: [byHost],
     });
   }
-  return warnings;
+  const passed = reports.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
+  return { warnings, reports: passed };
 }
 
 export function agreementInput(
