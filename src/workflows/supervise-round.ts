@@ -68,15 +68,10 @@ export async function probeRound(
     // Only a multiproc deploy (patches.multiprocSupervision) starts a supervisor of a multiproc spec.
     ...(spec.serve.backend === 'multiproc' ? { backend: 'multiproc' as const } : {}),
   };
+  const round: RoundTargets = { spec, head, workers, headInput };
   const polls = patched(patches.localProbeRound)
-    ? await oneActivityPolls(
-        proxyLocalActivities<Activities>(localProbeOptions(spec)),
-        spec,
-        head,
-        workers,
-        headInput,
-      )
-    : await perHostPolls(proxyActivities<Activities>(probeOptions(spec)), spec, head, workers, headInput);
+    ? await oneActivityPolls(proxyLocalActivities<Activities>(localProbeOptions(spec)), round)
+    : await perHostPolls(proxyActivities<Activities>(probeOptions(spec)), round);
   const now = Date.now();
   const checks: ProbeCheck[] = [];
   const failures: string[] = [];
@@ -113,14 +108,18 @@ export async function probeRound(
 type Poll = { ok: true; value: ProbeCheck[] } | { ok: false; error: string };
 type HostPoll = { host: NamedHost; poll: Poll };
 type ProbeActivities = ReturnType<typeof proxyActivities<Activities>>;
+/** What one round probes: the spec's hosts, and what the head's probes are given. */
+interface RoundTargets {
+  spec: DeploySpec;
+  head: NamedHost;
+  workers: NamedHost[];
+  headInput: ProbeServingInput;
+}
 
 /** The whole round in one local activity (one SSH pool): each host's outcome as the activity reported it. */
 async function oneActivityPolls(
   acts: ProbeActivities,
-  spec: DeploySpec,
-  head: NamedHost,
-  workers: NamedHost[],
-  headInput: ProbeServingInput,
+  { spec, head, workers, headInput }: RoundTargets,
 ): Promise<HostPoll[]> {
   const hosts = [head, ...workers];
   let result;
@@ -148,10 +147,7 @@ async function oneActivityPolls(
 /** Before patches.localProbeRound: one activity for the head's probes and one per worker. */
 async function perHostPolls(
   acts: ProbeActivities,
-  spec: DeploySpec,
-  head: NamedHost,
-  workers: NamedHost[],
-  headInput: ProbeServingInput,
+  { spec, head, workers, headInput }: RoundTargets,
 ): Promise<HostPoll[]> {
   const settle = <T>(p: Promise<T>) =>
     p.then(
