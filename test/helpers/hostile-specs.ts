@@ -62,33 +62,34 @@ const set =
     obj(s, section)[field] = value;
   };
 
+/** The reference spec with `n` hosts, as manyHosts makes them. */
+const withHosts = (n: number, chained: boolean): HostileFile => ({
+  spec: (s) => (s.hosts = manyHosts(n, chained)),
+});
+
 const mib = 1024 * 1024;
 
 export const hostileCases: HostileCase[] = [
   // hosts and jump chains
-  {
-    label: '257 hosts',
-    file: { spec: (s) => (s.hosts = manyHosts(257, false)) },
-    expect: { refused: true, field: 'hosts' },
-  },
+  { label: '257 hosts', file: withHosts(257, false), expect: { refused: true, field: 'hosts' } },
   {
     label: 'a 2 000-host jump chain',
-    file: { spec: (s) => (s.hosts = manyHosts(2000, true)) },
+    file: withHosts(2000, true),
     expect: { refused: true, field: 'hosts' },
   },
   {
     label: 'a 10 000-host jump chain',
-    file: { spec: (s) => (s.hosts = manyHosts(10_000, true)) },
+    file: withHosts(10_000, true),
     expect: { refused: true, field: 'hosts' },
   },
   {
     label: 'a 5-deep jump chain',
-    file: { spec: (s) => (s.hosts = manyHosts(6, true)) },
+    file: withHosts(6, true),
     expect: { refused: true, field: 'hosts[5].jumpHost' },
   },
   {
     label: 'a 4-deep jump chain (the most allowed)',
-    file: { spec: (s) => (s.hosts = manyHosts(5, true)) },
+    file: withHosts(5, true),
     expect: { harmless: 'four jump hosts is the cap: each host is one more SSH connection, no more' },
   },
   {

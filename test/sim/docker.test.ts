@@ -22,6 +22,14 @@ const run = (tool: string, args: string[], env: Record<string, string> = {}) =>
 
 const docker = (...args: string[]) => run('docker', args);
 
+/** `docker run -d ARGS`, which must start: the container's id as the run printed it (64 hex digits). */
+async function runDetached(...args: string[]): Promise<string> {
+  const r = await docker('run', '-d', ...args);
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, /^[0-9a-f]{64}\n$/);
+  return r.stdout.trim();
+}
+
 function procField(pid: number, index: number): string | undefined {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
@@ -77,9 +85,7 @@ void before(() => {
 
 describe('docker run / rm -f', () => {
   it('runs the container as its own process group, and rm -f ends every process in it', async () => {
-    const r = await docker(
-      'run',
-      '-d',
+    const id = await runDetached(
       '--name',
       'grp',
       '--gpus',
@@ -89,10 +95,8 @@ describe('docker run / rm -f', () => {
       '-c',
       'sleep 300 & sleep 300',
     );
-    assert.equal(r.code, 0, r.stderr);
-    assert.match(r.stdout, /^[0-9a-f]{64}\n$/);
     const rec = record('grp');
-    assert.equal(rec.id, r.stdout.trim());
+    assert.equal(rec.id, id);
     assert.notEqual(rec.pgid, pgrpOf(process.pid));
     assert.equal(pgrpOf(rec.pid), rec.pgid, 'the main process belongs to the container group');
     const members = await until(() => {
@@ -142,9 +146,7 @@ describe('docker run / rm -f', () => {
   });
 
   it('records the exit of the main process and kills what is left of the container', async () => {
-    const r = await docker(
-      'run',
-      '-d',
+    const id = await runDetached(
       '--name',
       'short',
       'busybox',
@@ -152,8 +154,6 @@ describe('docker run / rm -f', () => {
       '-c',
       'setsid sleep 303 & sleep 0.3; exit 3',
     );
-    assert.equal(r.code, 0, r.stderr);
-    const id = r.stdout.trim();
     await until(
       () => readFileSync(join(hostDir, 'containers', 'short.json'), 'utf8').includes('"exited"') || undefined,
       'exit',
@@ -177,8 +177,7 @@ describe('docker run / rm -f', () => {
   });
 
   it('removes a --rm container once its command exits', async () => {
-    const r = await docker('run', '-d', '--rm', '--name', 'tmp', 'busybox', 'sh', '-c', 'sleep 0.2');
-    assert.equal(r.code, 0, r.stderr);
+    await runDetached('--rm', '--name', 'tmp', 'busybox', 'sh', '-c', 'sleep 0.2');
     await until(() => !existsSync(join(hostDir, 'containers', 'tmp.json')) || undefined, '--rm removal');
     assert.equal(existsSync(join(hostDir, 'containers', 'tmp.log')), false);
     const inspect = await docker('inspect', 'tmp');
@@ -275,9 +274,7 @@ describe('docker run / rm -f', () => {
     // (preflight's throwaway runs on one host at once did).
     const ids: string[] = [];
     for (let i = 0; i < 40; i++) {
-      const r = await docker('run', '-d', 'busybox', 'sleep', '60');
-      assert.equal(r.code, 0, r.stderr);
-      ids.push(r.stdout.trim());
+      ids.push(await runDetached('busybox', 'sleep', '60'));
     }
     const names = (await docker('ps', '--format', '{{.Names}}')).stdout.split('\n').filter((n) => n !== '');
     assert.equal(new Set(names).size, names.length);
@@ -291,9 +288,7 @@ describe('docker ps / logs / inspect / exec', () => {
       ['lab-a', 'one'],
       ['lab-b', 'two'],
     ] as const) {
-      const r = await docker(
-        'run',
-        '-d',
+      await runDetached(
         '--name',
         name,
         '--label',
@@ -304,7 +299,6 @@ describe('docker ps / logs / inspect / exec', () => {
         'sleep',
         '300',
       );
-      assert.equal(r.code, 0, r.stderr);
     }
     const one = await docker('ps', '--filter', 'label=liftoff.run=one', '--format', '{{.Names}}');
     assert.equal(one.stdout, 'lab-a\n');
@@ -349,9 +343,7 @@ describe('docker ps / logs / inspect / exec', () => {
   });
 
   it('prints the last N lines with logs --tail', async () => {
-    const r = await docker(
-      'run',
-      '-d',
+    await runDetached(
       '--name',
       'chatty',
       'busybox',
@@ -359,7 +351,6 @@ describe('docker ps / logs / inspect / exec', () => {
       '-c',
       'for i in $(seq 1 20); do echo line $i; done; sleep 300',
     );
-    assert.equal(r.code, 0, r.stderr);
     await until(
       () => readFileSync(join(hostDir, 'containers', 'chatty.log'), 'utf8').includes('line 20') || undefined,
       'output',
@@ -374,9 +365,7 @@ describe('docker ps / logs / inspect / exec', () => {
   });
 
   it('runs exec in the foreground with the container env, and refuses rm of a running container', async () => {
-    const r = await docker(
-      'run',
-      '-d',
+    const id = await runDetached(
       '--name',
       'envy',
       '-e',
@@ -386,8 +375,6 @@ describe('docker ps / logs / inspect / exec', () => {
       'busybox',
       '300',
     );
-    assert.equal(r.code, 0, r.stderr);
-    const id = r.stdout.trim();
     const exec = await docker(
       'exec',
       '-e',
