@@ -18,6 +18,7 @@ import {
 import { raw, sh } from '../../src/ssh/quote.js';
 import { withSshSession } from '../helpers/ssh.js';
 import { holdsWithin } from '../helpers/wait.js';
+import { rejectionOf } from '../helpers/rejection.js';
 import {
   fingerprintOf,
   freePort,
@@ -65,14 +66,9 @@ async function rejectsWith<T>(
   promise: Promise<unknown>,
   type: abstract new (...args: never[]) => T,
 ): Promise<T> {
-  try {
-    await promise;
-  } catch (err) {
-    errorsSeen.push(err);
-    assert.ok(err instanceof type, `expected ${type.name}, got ${String(err)}`);
-    return err;
-  }
-  assert.fail(`expected ${type.name}, but it resolved`);
+  const err = await rejectionOf(promise, type);
+  errorsSeen.push(err);
+  return err;
 }
 
 let jumpSshd: LoopbackSshd;
