@@ -30,6 +30,10 @@ async function runDetached(...args: string[]): Promise<string> {
   return r.stdout.trim();
 }
 
+/** A detached busybox container `name` running the shell script `script` (`options` go to docker run): its id. */
+const runScript = (name: string, script: string, ...options: string[]) =>
+  runDetached(...options, '--name', name, 'busybox', 'sh', '-c', script);
+
 function procField(pid: number, index: number): string | undefined {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
@@ -85,16 +89,7 @@ void before(() => {
 
 describe('docker run / rm -f', () => {
   it('runs the container as its own process group, and rm -f ends every process in it', async () => {
-    const id = await runDetached(
-      '--name',
-      'grp',
-      '--gpus',
-      'all',
-      'busybox',
-      'sh',
-      '-c',
-      'sleep 300 & sleep 300',
-    );
+    const id = await runScript('grp', 'sleep 300 & sleep 300', '--gpus', 'all');
     const rec = record('grp');
     assert.equal(rec.id, id);
     assert.notEqual(rec.pgid, pgrpOf(process.pid));
@@ -146,14 +141,7 @@ describe('docker run / rm -f', () => {
   });
 
   it('records the exit of the main process and kills what is left of the container', async () => {
-    const id = await runDetached(
-      '--name',
-      'short',
-      'busybox',
-      'sh',
-      '-c',
-      'setsid sleep 303 & sleep 0.3; exit 3',
-    );
+    const id = await runScript('short', 'setsid sleep 303 & sleep 0.3; exit 3');
     await until(
       () => readFileSync(join(hostDir, 'containers', 'short.json'), 'utf8').includes('"exited"') || undefined,
       'exit',
@@ -177,7 +165,7 @@ describe('docker run / rm -f', () => {
   });
 
   it('removes a --rm container once its command exits', async () => {
-    await runDetached('--rm', '--name', 'tmp', 'busybox', 'sh', '-c', 'sleep 0.2');
+    await runScript('tmp', 'sleep 0.2', '--rm');
     await until(() => !existsSync(join(hostDir, 'containers', 'tmp.json')) || undefined, '--rm removal');
     assert.equal(existsSync(join(hostDir, 'containers', 'tmp.log')), false);
     const inspect = await docker('inspect', 'tmp');
@@ -343,14 +331,7 @@ describe('docker ps / logs / inspect / exec', () => {
   });
 
   it('prints the last N lines with logs --tail', async () => {
-    await runDetached(
-      '--name',
-      'chatty',
-      'busybox',
-      'sh',
-      '-c',
-      'for i in $(seq 1 20); do echo line $i; done; sleep 300',
-    );
+    await runScript('chatty', 'for i in $(seq 1 20); do echo line $i; done; sleep 300');
     await until(
       () => readFileSync(join(hostDir, 'containers', 'chatty.log'), 'utf8').includes('line 20') || undefined,
       'output',
