@@ -1,5 +1,6 @@
 // What the suites against the real programs (test/real/) share: the serve fields of a real vLLM CPU spec, the
 // deploy's failure and progress as they read them, a port blocked in a host's namespace, and their figures.
+import { before } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -9,8 +10,23 @@ import { ApplicationFailure } from '@temporalio/common';
 import { progressQuery, type deploy } from '../../src/workflows/deploy.js';
 import type { DeployProgress, StepName } from '../../src/workflows/steps.js';
 import type { SimCluster, SimHost } from '../../sim/cluster.js';
+import { realDockerMissing } from '../../sim/real-docker.js';
+import { realToolsMissing } from '../../sim/real-tools.js';
+import { useE2eCluster, type E2eClusterHandle } from './e2e-cluster.js';
 
 export type DeployHandle = WorkflowHandle<typeof deploy>;
+
+/**
+ * useE2eCluster with the real programs (real Ray and vLLM, a real Docker Engine per host). Without them the file
+ * fails rather than pass by skipping: scripts/setup.sh installs them.
+ */
+export function useRealCluster(opts: { stateDir: string; netIndex: number }): E2eClusterHandle {
+  before(() => {
+    const missing = realToolsMissing() ?? realDockerMissing();
+    if (missing) throw new Error(missing);
+  });
+  return useE2eCluster({ ...opts, realTools: true, docker: 'real' });
+}
 
 /**
  * The serve fields of every real spec: vLLM's CPU build with a small context and KV cache and no torch.compile

@@ -10,7 +10,6 @@
 import { before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
-import { useE2eCluster } from '../helpers/e2e-cluster.js';
 import { runLiftoff } from '../helpers/cli.js';
 import { sshRun } from '../helpers/ssh.js';
 import { waitFor } from '../helpers/wait.js';
@@ -24,6 +23,7 @@ import {
   seconds,
   step,
   untilPreflightPassed,
+  useRealCluster,
   type DeployHandle,
 } from '../helpers/real-deploy.js';
 import { startDeploy } from '../../src/temporal/start-deploy.js';
@@ -33,8 +33,8 @@ import { FailureType } from '../../src/shared/failures.js';
 import type { SimCluster, SimHost } from '../../sim/cluster.js';
 import { simDeploySpec } from '../../sim/spec.js';
 import { isRunning } from '../../sim/processes.js';
-import { containerProcesses, realDockerMissing } from '../../sim/real-docker.js';
-import { realModels, realToolsMissing } from '../../sim/real-tools.js';
+import { containerProcesses } from '../../sim/real-docker.js';
+import { realModels } from '../../sim/real-tools.js';
 
 const stateDir = '/tmp/liftoff-test-real-multinode';
 const cluster = 'e2e-real-multinode';
@@ -107,12 +107,7 @@ async function rankContainers(sim: SimCluster, hostName: string): Promise<string
 }
 
 describe("liftoff's multiproc backend against the real vLLM (CPU build, no Ray), one rank on each of two hosts", () => {
-  before(() => {
-    // scripts/setup.sh installs them; without them this file fails rather than pass by skipping.
-    const missing = realToolsMissing() ?? realDockerMissing();
-    if (missing) throw new Error(missing);
-  });
-  const e2e = useE2eCluster({ stateDir, netIndex: 25, realTools: true, docker: 'real' });
+  const e2e = useRealCluster({ stateDir, netIndex: 25 });
   let sim: SimCluster;
   before(() => {
     sim = e2e.sim;

@@ -9,7 +9,6 @@ import { before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { appendFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { useE2eCluster } from '../helpers/e2e-cluster.js';
 import { runLiftoff } from '../helpers/cli.js';
 import { sshRun } from '../helpers/ssh.js';
 import { waitFor } from '../helpers/wait.js';
@@ -23,6 +22,7 @@ import {
   seconds,
   step,
   untilPreflightPassed,
+  useRealCluster,
   type DeployHandle,
 } from '../helpers/real-deploy.js';
 import { startDeploy } from '../../src/temporal/start-deploy.js';
@@ -31,8 +31,8 @@ import type { DeployProgress } from '../../src/workflows/steps.js';
 import { parseRayStatus } from '../../src/parsers/ray-status.js';
 import type { SimCluster, SimHost } from '../../sim/cluster.js';
 import { simDeploySpec } from '../../sim/spec.js';
-import { containerProcesses, realDockerMissing } from '../../sim/real-docker.js';
-import { hfRepoDir, realHfHome, realModels, realToolsMissing } from '../../sim/real-tools.js';
+import { containerProcesses } from '../../sim/real-docker.js';
+import { hfRepoDir, realHfHome, realModels } from '../../sim/real-tools.js';
 
 const stateDir = '/tmp/liftoff-test-real';
 const cluster = 'e2e-real';
@@ -103,12 +103,7 @@ function rayJoinMs(progress: DeployProgress): number {
 }
 
 describe('the deploy against real Ray and real vLLM (CPU build)', () => {
-  before(() => {
-    // scripts/setup.sh installs them; without them this file fails rather than pass by skipping.
-    const missing = realToolsMissing() ?? realDockerMissing();
-    if (missing) throw new Error(missing);
-  });
-  const e2e = useE2eCluster({ stateDir, netIndex: 21, realTools: true, docker: 'real' });
+  const e2e = useRealCluster({ stateDir, netIndex: 21 });
   let sim: SimCluster;
   before(() => {
     sim = e2e.sim;
