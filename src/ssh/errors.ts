@@ -194,17 +194,34 @@ function tailSection(stream: 'stdout' | 'stderr', text: string, secrets: readonl
   return tail ? `\n--- ${stream} (tail) ---\n${tail}` : '';
 }
 
-export class RemoteCommandError extends SshError {
+/** A command that ran and did not succeed: what it was and what it printed, and what errors show of it. */
+export abstract class CommandError extends SshError {
+  readonly command: string;
+  readonly stdout: string;
+  readonly stderr: string;
+  protected readonly shown: ShownCommand;
+
+  protected constructor(
+    endpoint: SshErrorEndpoint,
+    run: { command: string; stdout: string; stderr: string },
+    shown: ShownCommand,
+    message: string,
+  ) {
+    super(endpoint, message);
+    this.command = run.command;
+    this.stdout = run.stdout;
+    this.stderr = run.stderr;
+    this.shown = shown;
+  }
+}
+
+export class RemoteCommandError extends CommandError {
   override readonly name = 'RemoteCommandError';
   /** A failed command is a fact about the host; the caller knows whether running it again can help. */
   readonly retryable = false;
-  readonly command: string;
   readonly exitCode: number;
   readonly signal: string | undefined;
-  readonly stdout: string;
-  readonly stderr: string;
   readonly durationMs: number;
-  private readonly shown: ShownCommand;
 
   /** `secrets`: values the command handled (on stdin, in its environment) that its output must not show. */
   constructor(endpoint: SshErrorEndpoint, outcome: CommandOutcome, secrets: readonly string[] = []) {
@@ -212,17 +229,15 @@ export class RemoteCommandError extends SshError {
     const shown = shownCommand(outcome, secrets);
     super(
       endpoint,
+      outcome,
+      shown,
       `Command on ${describe(endpoint)} ${how}: ${shown.command}` +
         tailSection('stderr', outcome.stderr, secrets) +
         tailSection('stdout', outcome.stdout, secrets),
     );
-    this.command = outcome.command;
     this.exitCode = outcome.exitCode;
     this.signal = outcome.signal;
-    this.stdout = outcome.stdout;
-    this.stderr = outcome.stderr;
     this.durationMs = outcome.durationMs;
-    this.shown = shown;
   }
 
   data(): Record<string, JsonValue> {
@@ -235,14 +250,10 @@ export class RemoteCommandError extends SshError {
   }
 }
 
-export class RemoteTimeoutError extends SshError {
+export class RemoteTimeoutError extends CommandError {
   override readonly name = 'RemoteTimeoutError';
   readonly retryable = true;
-  readonly command: string;
   readonly timeoutMs: number;
-  readonly stdout: string;
-  readonly stderr: string;
-  private readonly shown: ShownCommand;
 
   constructor(
     endpoint: SshErrorEndpoint,
@@ -252,16 +263,14 @@ export class RemoteTimeoutError extends SshError {
     const shown = shownCommand(details, secrets);
     super(
       endpoint,
+      details,
+      shown,
       `Command on ${describe(endpoint)} did not finish within ${details.timeoutMs} ms and was stopped ` +
         `(its channel was signalled and closed; children it started in the background may still run): ` +
         `${shown.command}` +
         tailSection('stderr', details.stderr, secrets),
     );
-    this.command = details.command;
     this.timeoutMs = details.timeoutMs;
-    this.stdout = details.stdout;
-    this.stderr = details.stderr;
-    this.shown = shown;
   }
 
   data(): Record<string, JsonValue> {
