@@ -33,6 +33,16 @@ export function useSimRoot(prefix: string, cleanup: () => void): { root: string;
 }
 
 /**
+ * useSimRoot for a file whose tools run as one simulated host, at `root/host`: every process any tool started
+ * inherits the host dir variable, so the cleanup sweeps them all, whatever the tests left.
+ */
+export function useSimHostRoot(prefix: string): { root: string; binDir: string; hostDir: string } {
+  const { root, binDir } = useSimRoot(prefix, () => killSimHostProcesses(hostDir));
+  const hostDir = join(root, 'host');
+  return { root, binDir, hostDir };
+}
+
+/**
  * Creates the host dir `dir` with its host.json; what `config` leaves out is one GPU of the flavour (gb10 unless
  * told) with its full memory, on 127.0.1.1 (interconnect `lo`), no images, no model dirs and a short two-shard
  * vLLM load. Returns `dir`.

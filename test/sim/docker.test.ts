@@ -3,19 +3,10 @@ import { readFileSync, readdirSync, existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
-import {
-  deadOrZombie,
-  killSimHostProcesses,
-  makeSimHost,
-  pidsWithEnv,
-  runSimTool,
-  useSimRoot,
-} from '../helpers/sim-host.js';
+import { deadOrZombie, makeSimHost, pidsWithEnv, runSimTool, useSimHostRoot } from '../helpers/sim-host.js';
 import { isProcessAlive } from '../helpers/processes.js';
 
-// Every process any tool started inherits the host dir variable: the cleanup sweeps them all, whatever the test left.
-const { root, binDir } = useSimRoot('liftoff-docker-', () => killSimHostProcesses(hostDir));
-const hostDir = join(root, 'host');
+const { root, binDir, hostDir } = useSimHostRoot('liftoff-docker-');
 
 const run = (tool: string, args: string[], env: Record<string, string> = {}) =>
   runSimTool(binDir, hostDir, tool, args, { env, timeoutMs: 20_000 });
