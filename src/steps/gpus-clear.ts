@@ -142,8 +142,8 @@ export function planGpusClear(gpu: GpuClearLimits & { clearTimeout: string }): P
   return {
     step: 'verifyGpusClear',
     intent: [
-      `make sure no compute process holds the GPUs and each uses at most ${gpu.maxUsedMiB} MiB ` +
-        `(on unified memory: MemAvailable at least ${gpu.minAvailableMiB} MiB)`,
+      `check the GPUs are clear: no compute process, at most ${gpu.maxUsedMiB} MiB used on each ` +
+        `(on unified memory, MemAvailable at least ${gpu.minAvailableMiB} MiB)`,
     ],
     commands: [
       plannedRun(gpuReads(), { repeats: `until the GPUs are clear (gpu.clearTimeout ${gpu.clearTimeout})` }),

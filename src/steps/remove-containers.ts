@@ -107,11 +107,7 @@ export function planRemoveContainers(
   const read = plannedRun(containerListCommands(cluster));
   return {
     step: 'removeContainers',
-    intent: [
-      targets.length > 0
-        ? `remove ${targets.join(', ')} (docker rm -f), then check they are gone`
-        : `nothing to remove: none of ${names.join(', ')} exists, nor a container labelled for ${cluster}`,
-    ],
+    intent: [targets.length > 0 ? `remove ${targets.join(', ')}` : 'remove nothing: none is there'],
     commands: [
       listsWithStop
         ? {

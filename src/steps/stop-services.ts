@@ -185,15 +185,12 @@ export function planStopServices(
   seen: { uid: string; loadedUnits: readonly string[] },
 ): PlannedStep {
   const stop = units.filter((u) => seen.loadedUnits.includes(u));
-  const missing = units.filter((u) => !stop.includes(u));
-  const how = seen.uid.trim() === '0' ? 'as root' : 'through sudo -n';
   return {
     step: 'stopServices',
     intent: [
       stop.length > 0
-        ? `stop${disable ? ' and disable' : ''} ${stop.join(', ')} (${how}), then check systemd calls them inactive`
-        : 'nothing to stop: none of the listed units is loaded here',
-      ...(missing.length > 0 && stop.length > 0 ? [`not loaded here, skipped: ${missing.join(', ')}`] : []),
+        ? `stop ${disable ? 'and disable ' : ''}${stop.join(', ')}`
+        : 'stop nothing: no listed unit is loaded',
     ],
     commands: [
       plannedRun(unitReads(units)),
