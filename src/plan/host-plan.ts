@@ -34,7 +34,8 @@ import {
   type PlannedCommand,
   type PlannedStep,
 } from './planned.js';
-import { rankLaunchStep, rankOf, rankPollStep, skippedRaySteps } from './multiproc-plan.js';
+import { rankOf, rankPollStep, skippedRaySteps } from './multiproc-plan.js';
+import { startRankPlan } from '../steps/start-rank.js';
 
 export { planPlaceholders, type PlanHost, type PlannedCommand, type PlannedStep } from './planned.js';
 
@@ -183,7 +184,15 @@ export function planHost(
   if (multiproc) {
     steps.push(
       ...skippedRaySteps(host),
-      rankLaunchStep(spec, launchId, host, head, workers, seen.clusterIface),
+      startRankPlan(
+        spec,
+        launchId,
+        host,
+        head,
+        rankOf(host, workers),
+        workers.map((w) => w.name),
+        seen.clusterIface,
+      ),
     );
   } else {
     steps.push(startRayPlan(spec, launchId, host, head), verifyRayPlan(spec, host, workers));

@@ -78,7 +78,7 @@ export function startRayPlan(
         repeats: 'until `ray start` reports the node started (up to 3 s)',
       }),
       plannedRun([{ name: 'log', command: containerLogTailCommand(container) }], {
-        when: 'when it exited instead',
+        when: 'it exited instead',
       }),
     ],
   };

@@ -286,7 +286,7 @@ describe('ray, serve, health, smoke and diagnostics activities (simulated cluste
     assert.equal(launches().length, 1, 'launches.log on the head has one entry');
 
     // Another launch over this one's marker while its server runs: refused, from the pid check read beside the
-    // marker (launchPreReads), and nothing more is started.
+    // marker (steps/launch-serve.ts preReadCommands), and nothing more is started.
     const over = await failureOf(run(launchServe, serveInput('serve-other')));
     assert.equal(over.type, FailureType.serveLaunchFailed);
     assert.equal(over.nonRetryable, true);
