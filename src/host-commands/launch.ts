@@ -182,11 +182,6 @@ export function serveLaunchCommand(
   return sh`${transport.prelude} if [ -L ${input.logPath} ] || [ -L ${markerPath} ]; then exit ${symlinkExit}; fi; : > ${input.logPath} || exit 3; setsid nohup docker exec ${transport.flags} ${input.container} ${serveArgv(input)} > ${input.logPath} 2>&1 < /dev/null & pid=$!; printf ${markerFormat} ${JSON.stringify(input.launchId)} ${raw('"$pid"')} ${startedAt} > ${markerPath} && echo "$pid"`;
 }
 
-export const fileSizeCommand = (path: string): RemoteCommand => sh`wc -c < ${path}`;
-
-export const logChunkCommand = (path: string, from: number, maxBytes: number): RemoteCommand =>
-  sh`tail -c +${from + 1} -- ${path} | head -c ${maxBytes}`;
-
 export const healthCommand = (url: string): RemoteCommand =>
   sh`curl -sS --max-time 5 -o /dev/null -w ${'%{http_code}'} ${`${url}/health`}`;
 

@@ -199,7 +199,7 @@ describe('plan text', () => {
     );
     assert.match(
       text,
-      /^ {6}! while IFS= .* docker run -d --name liftoff_ray .*\n {10}\(only when `docker inspect --type container -- liftoff_ray` above failed\)$/m,
+      /^ {6}! while IFS= .* docker run -d --name liftoff_ray .*\n {10}\(only when no container of that name\)$/m,
     );
     assert.match(text, /^ {6}\(repeated until the GPUs are clear/m);
     const tail = text.split('\n').slice(-4);
