@@ -1,6 +1,7 @@
 // Launches `vllm serve` inside the head's Ray container, detached, with its log in a known file on the head. The
 // step's commands and judges are src/steps/launch-serve.ts; this runs them. Idempotent: a marker next to the log
 // records the launch, so a retried activity finds the server it already started instead of starting a second one.
+import { Context } from '@temporalio/activity';
 import type { SshSession } from '../ssh/executor.js';
 import { markerPathFor, pidAliveCommand, serveLogTailCommand } from '../host-commands/launch.js';
 import { envTransport } from '../host-commands/env-transport.js';
@@ -55,6 +56,15 @@ export async function serveLogTail(
   return redactText(res.stdout.trimEnd(), secrets);
 }
 
+/** Whether this is the activity's first attempt (a direct call, outside an activity, is one). */
+function firstAttempt(): boolean {
+  try {
+    return Context.current().info.attempt <= 1;
+  } catch {
+    return true;
+  }
+}
+
 export async function launchServe(input: LaunchServeInput): Promise<LaunchServeResult> {
   const host = input.head.target.name;
   const env = await resolveEnv(input.env);
@@ -64,9 +74,10 @@ export async function launchServe(input: LaunchServeInput): Promise<LaunchServeR
   ];
   return onHost(input.head, async (session) => {
     // The marker, whether its pid runs, and Ray's state: as verifyRayCluster last saw them a moment ago (the
-    // workflow passes its look on), or else read in one round trip.
+    // workflow passes its look on), or else read in one round trip. A retry always reads: the attempt before it
+    // may have launched after the look was taken.
     const look =
-      usableLook(input.headLook, input, Date.now()) ??
+      (firstAttempt() ? usableLook(input.headLook, input, Date.now()) : undefined) ??
       launchReadOf(
         await runCommands(session, preReadCommands(input.container, markerPathFor(input.logPath), 'launch'), {
           timeoutMs: 40_000,

@@ -344,13 +344,17 @@ describe('ray, serve, health, smoke and diagnostics activities (simulated cluste
     };
     const kept = await run(launchServe, { ...serveInput('serve-3'), headLook: fresh });
     assert.deepEqual(kept, { pid: 4242, logPath, launchedAtMs: 7, reused: true });
-    // An old look (or one of another head) is read again: the head's marker says serve-1 runs, so serve-3 is
-    // refused, and nothing starts.
-    for (const stale of [
-      { ...fresh, atMs: Date.now() - 60_000 },
-      { ...fresh, atMs: Date.now(), host: 'elsewhere' },
-    ]) {
-      const refused = await failureOf(run(launchServe, { ...serveInput('serve-3'), headLook: stale }));
+    // An old look, one of another head, or any look on a retry (the attempt before may have launched since) is
+    // read again: the head's marker says serve-1 runs, so serve-3 is refused, and nothing starts.
+    const retry = <I, O>(fn: (input: I) => Promise<O>, input: I): Promise<O> =>
+      new MockActivityEnvironment({ attempt: 2 }, { logger: quiet }).run(fn, input);
+    for (const [runner, stale] of [
+      // First, while the look is as fresh as the one the first attempt went on.
+      [retry, { ...fresh, atMs: Date.now() }],
+      [run, { ...fresh, atMs: Date.now() - 60_000 }],
+      [run, { ...fresh, atMs: Date.now(), host: 'elsewhere' }],
+    ] as const) {
+      const refused = await failureOf(runner(launchServe, { ...serveInput('serve-3'), headLook: stale }));
       assert.equal(refused.type, FailureType.serveLaunchFailed);
       assert.match(refused.message, new RegExp(`earlier launch \\(serve-1, pid ${servePid}\\) still runs`));
     }
