@@ -206,6 +206,9 @@ export function planHost(
     // lives as long as its container.
     steps.push({
       step: 'waitHealthy',
+      intent: [
+        `every ${spec.serve.pollInterval}: the server's process and container alive, ${url}/health 200, the model in /v1/models, no fatal line in the log`,
+      ],
       commands: [
         // One command per poll: the process, the container, /health (and /v1/models), the log's tail and news.
         read(
@@ -234,6 +237,9 @@ export function planHost(
     const untilLoaded = 'while the head loads the model';
     steps.push({
       step: 'waitHealthy',
+      intent: [
+        `every ${spec.serve.workerPollEvery} polls of the head: the Ray container ${container} and its main process still alive`,
+      ],
       commands: [
         read(rayWorkerWatchCommand(container).command, `${untilLoaded}, every serve.workerPollEvery-th poll`),
       ],

@@ -16,7 +16,6 @@ import {
   markerPidAliveCommand,
   rayStatusCommand,
   readMarkerCommand,
-  serveArgv,
   serveLaunchCommand,
   symlinkExit,
   type LaunchServeInput,
@@ -25,7 +24,6 @@ import type { EnvTransport } from '../host-commands/env-transport.js';
 import { launchServeInput } from '../host-commands/step-inputs.js';
 import type { Answers, StepCommand } from '../host-commands/step-command.js';
 import {
-  planEnv,
   planPlaceholders,
   planTransport,
   plannedRun,
@@ -234,14 +232,8 @@ export function judgeLaunch(res: ExecResult, input: LaunchServeInput, secrets: r
 export function launchServePlan(spec: DeploySpec, launchId: string, head: PlanHost): PlannedStep {
   const input = launchServeInput(spec, launchId, head);
   const markerPath = markerPathFor(spec.serve.logPath);
-  const envNames = Object.keys(planEnv([spec.serve.env]).values);
   return {
     step: 'launchServe',
-    intent: [
-      `start ${serveArgv(input).join(' ')} in ${spec.ray.container}, detached`,
-      `log ${spec.serve.logPath}, marker ${markerPath}${envNames.length > 0 ? `; env ${envNames.join(', ')}` : ''}`,
-      'not over a running server of another launch; a server of this launch is kept',
-    ],
     commands: [
       plannedRun(preReadCommands(spec.ray.container, markerPath, 'launch'), {
         when: "verifyRayCluster's last look at the head is missing or over 5 s old (a resumed or retried launch)",

@@ -70,7 +70,7 @@ export function smokePlan(spec: DeploySpec, head: PlanHost): PlannedStep {
   return {
     step: 'smokeTest',
     intent: [
-      `one chat completion of ${spec.smoke.maxTokens} tokens at most from ${spec.serve.servedModelName ?? spec.serve.model}, asked on the head (POST ${url})`,
+      `one chat completion from ${spec.serve.model} at ${url}: ${JSON.stringify(spec.smoke.prompt)}, at most ${spec.smoke.maxTokens} tokens`,
     ],
     commands: [plannedRun(chatCommands(url, smokeRequestTimeoutS))],
   };

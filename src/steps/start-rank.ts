@@ -9,13 +9,7 @@ import { raw } from '../ssh/quote.js';
 import type { DeploySpec } from '../config/schema.js';
 import { envTransport, type EnvTransport } from '../host-commands/env-transport.js';
 import { containerLogTailCommand, inspectContainerCommand, markerPathFor } from '../host-commands/launch.js';
-import {
-  listenerCommand,
-  rankArgv,
-  rankEnv,
-  rankRunCommand,
-  type StartRankInput,
-} from '../host-commands/multiproc.js';
+import { listenerCommand, rankEnv, rankRunCommand, type StartRankInput } from '../host-commands/multiproc.js';
 import { ipv4AddressesCommand } from '../host-commands/preflight.js';
 import { rankInput } from '../host-commands/step-inputs.js';
 import type { StepCommand } from '../host-commands/step-command.js';
@@ -106,11 +100,6 @@ export function startRankPlan(
       rank === 0
         ? `rank 0, once the headless ranks${headless.length > 0 ? ` (${headless.join(', ')})` : ''} have started`
         : `rank ${rank} (headless), started before rank 0 on ${head.name}`,
-    intent: [
-      `start the rank ${rank} container ${container} from ${spec.ray.image}: vllm ${rankArgv(input).join(' ')}`,
-      `log ${spec.serve.logPath}; env ${Object.keys(env).join(', ')}`,
-      ...(rank === 0 ? [`serve.masterPort ${input.masterPort} must be free on the head`] : []),
-    ],
     commands: [
       plannedRun(rankReadCommands(input)),
       ...(rank === 0

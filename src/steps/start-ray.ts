@@ -65,13 +65,8 @@ export function startRayPlan(
   );
   const container = spec.ray.container;
   const run = rayRunCommand(ray, host.role, planTransport(spec.ray.env, { VLLM_HOST_IP: host.clusterIp }));
-  const envNames = [...new Set([...Object.keys(spec.ray.env), 'VLLM_HOST_IP'])];
   return {
     step: host.role === 'head' ? 'startRayHead' : 'startRayWorkers',
-    intent: [
-      `start the Ray ${host.role} container ${container} from ${spec.ray.image}: ray start ${host.role === 'head' ? `--head on port ${spec.ray.port}` : `joining ${headAddressOf(spec, head)}`}, ${spec.gpu.perHost} GPUs; env ${envNames.join(', ')}`,
-      'a container of this launch that runs is kept; another is removed first',
-    ],
     commands: [
       plannedRun(startCommands(container, run)),
       plannedRun(confirmCommands(container), {

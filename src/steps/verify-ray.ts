@@ -72,10 +72,6 @@ export function verifyRayPlan(spec: DeploySpec, host: PlanHost, workers: readonl
   return host.role === 'head'
     ? {
         step: 'verifyRayCluster',
-        intent: [
-          `make sure Ray on the head counts ${nodes} nodes and ${nodes * spec.gpu.perHost} GPUs`,
-          "its last look (Ray's count, the launch marker) goes to launchServe",
-        ],
         commands: [
           plannedRun(
             headPollCommands({
@@ -90,7 +86,7 @@ export function verifyRayPlan(spec: DeploySpec, host: PlanHost, workers: readonl
       }
     : {
         step: 'verifyRayCluster',
-        intent: ['while this node has not joined, its container and log tell why'],
+
         commands: [plannedRun(workerReadCommands(container), { repeats: 'while this node has not joined' })],
       };
 }

@@ -1,6 +1,6 @@
 // Step 1, preflight: every host is checked, read only, and nothing is stopped unless every check on every host
 // passed. One failure lists every problem of every host, so one run tells the whole story.
-import { ApplicationFailure, patched } from '@temporalio/workflow';
+import { ApplicationFailure, deprecatePatch } from '@temporalio/workflow';
 import type { NamedHost, PreflightReport } from '../activities/types.js';
 import type { AgreementInput, AgreementResult } from '../activities/agreement.js';
 import { parseDuration } from '../config/duration.js';
@@ -12,41 +12,44 @@ import { messageOf } from './failures.js';
 import { patches } from './patches.js';
 import { hostReadOf, type AgreementHost } from '../preflight/agreement.js';
 
-/** Returns the warnings of a preflight that passed (clock skew), for the step's detail. */
+export interface PreflightPassed {
+  /** Clock skew between hosts, for the step's detail. */
+  warnings: string[];
+  /** Each host's checks, in the hosts' order: what `liftoff plan` says preflight found. */
+  reports: PreflightReport[];
+}
+
+/** Passes when every check on every host passed; else throws preflightFailed with every problem. */
 export async function preflight(
   spec: DeploySpec,
   hosts: NamedHost[],
   head: NamedHost,
   acts: StepActivities,
-): Promise<string[]> {
+): Promise<PreflightPassed> {
   const modelPath = modelPathFor(spec) ?? '';
   const { preflightHost } = acts('preflight');
   const { checkHostsAgree } = acts('preflight', 'checkHostsAgree');
   // The agreement checks compare the hosts with each other, and cover NCCL/GLOO_SOCKET_IFNAME for every host.
-  const agreementOn = patched(patches.agreementChecks);
+  deprecatePatch(patches.agreementChecks);
   const expected = agreementInput(spec, hosts, head, modelPath);
   // Each host's agreement read rides in its preflightHost's round trip; the comparison follows, with those facts.
-  const oneTrip = agreementOn && patched(patches.preflightOneTrip);
-  let agreement = agreementOn && !oneTrip ? checkHostsAgree(expected) : undefined;
+  deprecatePatch(patches.preflightOneTrip);
   const reports = await Promise.allSettled(
     hosts.map((h) =>
       preflightHost({
         host: h.ref,
         clusterIp: h.clusterIp,
-        iface: agreementOn ? undefined : plainEnv(spec.ray.env, 'NCCL_SOCKET_IFNAME'),
         image: spec.ray.image,
         modelPath,
         volumes: spec.ray.volumes,
         logDir: h === head ? dirnameOf(spec.serve.logPath) : undefined,
         logPath: h === head ? spec.serve.logPath : undefined,
         minFreeDiskGiB: spec.preflight.minFreeDiskGiB,
-        ...(oneTrip
-          ? { agreement: { read: hostReadOf(expected, roleOf(h, head)), versions: h === head } }
-          : {}),
+        agreement: { read: hostReadOf(expected, roleOf(h, head)), versions: h === head },
       }),
     ),
   );
-  if (oneTrip) agreement = checkHostsAgree({ ...expected, cachedFacts: true });
+  const agreement = checkHostsAgree({ ...expected, cachedFacts: true });
   const problems: string[] = [];
   const byHost: Record<string, PreflightReport | { error: string }> = {};
   reports.forEach((r, i) => {
@@ -60,21 +63,19 @@ export async function preflight(
     }
   });
   let warnings: string[] = [];
-  if (agreement) {
-    const result = await agreement.then(
-      (r): AgreementResult | { error: string } => r,
-      (err: unknown) => ({ error: messageOf(err) }),
-    );
-    if ('error' in result) problems.push(`agreement: not checked: ${result.error}`);
-    else {
-      for (const p of result.problems) problems.push(`${p.hosts.join(', ')}: ${p.check}: ${p.detail}`);
-      // A host its own preflight reached but the agreement read did not must not pass unseen.
-      for (const u of result.unread) {
-        const reached = byHost[u.host];
-        if (reached && !('error' in reached)) problems.push(`${u.host}: agreement: not read: ${u.error}`);
-      }
-      warnings = result.warnings;
+  const result = await agreement.then(
+    (r): AgreementResult | { error: string } => r,
+    (err: unknown) => ({ error: messageOf(err) }),
+  );
+  if ('error' in result) problems.push(`agreement: not checked: ${result.error}`);
+  else {
+    for (const p of result.problems) problems.push(`${p.hosts.join(', ')}: ${p.check}: ${p.detail}`);
+    // A host its own preflight reached but the agreement read did not must not pass unseen.
+    for (const u of result.unread) {
+      const reached = byHost[u.host];
+      if (reached && !('error' in reached)) problems.push(`${u.host}: agreement: not read: ${u.error}`);
     }
+    warnings = result.warnings;
   }
   if (problems.length > 0) {
     throw ApplicationFailure.create({
@@ -84,7 +85,8 @@ export async function preflight(
       details: [byHost],
     });
   }
-  return warnings;
+  const passed = reports.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
+  return { warnings, reports: passed };
 }
 
 export function agreementInput(
