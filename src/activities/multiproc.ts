@@ -7,24 +7,28 @@ import { judgeVllmFatal, summarizeVllmLog } from '../parsers/vllm-log.js';
 import { redactText, redactedTail, secretArgValues } from '../shared/secrets.js';
 import { sentence, tail } from '../shared/text.js';
 import type { SshSession } from '../ssh/executor.js';
-import { containerLogTail, containerSecrets, dockerSaid, inspectContainer, pause } from './docker.js';
+import { containerLogTail, containerSecrets, containerStateOf, dockerSaid, pause } from './docker.js';
 import { envTransport } from '../host-commands/env-transport.js';
-import {
-  markerPathFor,
-  readMarkerCommand,
-  removeContainerCommand,
-  symlinkExit,
-} from '../host-commands/launch.js';
+import { removeContainerCommand, symlinkExit } from '../host-commands/launch.js';
 import {
   interfaceOf,
-  listenerCommand,
   rank0ContainersCommand,
   rankEnv,
-  rankRunCommand,
   rankTailLines,
   type StartRankInput,
 } from '../host-commands/multiproc.js';
-import { ipv4AddressesCommand } from '../host-commands/preflight.js';
+import {
+  judgeMasterPort,
+  listenerOf,
+  listenerRead,
+  rankConfirmCommands,
+  rankConfirmPollMs,
+  rankConfirmWindowMs,
+  rankReadCommands,
+  rankRun,
+} from '../steps/start-rank.js';
+import { markerLookOf } from '../steps/launch-serve.js';
+import { answerOf, runCommands } from './run-commands.js';
 import { containerOf, logChunkOf, tailLinesOf } from './health.js';
 import { rankPollCommand } from '../host-commands/polls.js';
 import { parseSections } from '../parsers/sections.js';
@@ -77,18 +81,6 @@ export interface CheckRankResult {
   tail: string[];
 }
 
-const confirmWindowMs = 2_000;
-const confirmPollMs = 250;
-
-async function listener(session: SshSession, port: number): Promise<string | undefined> {
-  const res = await session.exec(listenerCommand(port), { timeoutMs: 10_000, check: false });
-  const line = res.stdout
-    .split('\n')
-    .map((l) => l.trim())
-    .find((l) => l !== '');
-  return line === undefined ? undefined : line.slice(0, 200);
-}
-
 async function rank0Of(session: SshSession, cluster: string): Promise<string | undefined> {
   const res = await session.exec(rank0ContainersCommand(cluster), { timeoutMs: 30_000, check: false });
   return res.stdout.split('\n').find((l) => l.trim() !== '');
@@ -98,28 +90,17 @@ async function rank0Of(session: SshSession, cluster: string): Promise<string | u
 export async function checkMasterPort(input: MasterPortInput): Promise<MasterPortResult> {
   const host = input.host.target.name;
   return onHost(input.host, async (session) => {
-    const held = await listener(session, input.port);
+    const held = listenerOf(
+      answerOf(await runCommands(session, [listenerRead(input.port)], { timeoutMs: 10_000 }), 'listener'),
+    );
     if (held === undefined) return { host, free: true };
     const earlierRank0 = await rank0Of(session, input.cluster);
     return { host, free: false, listener: held, ...(earlierRank0 ? { earlierRank0 } : {}) };
   });
 }
 
-/** The master port is checked again right before rank 0 starts: the head may have changed since preflight. */
-async function assertMasterPortFree(session: SshSession, input: StartRankInput): Promise<void> {
-  const held = await listener(session, input.masterPort);
-  if (held === undefined) return;
-  throw activityFailure(
-    FailureType.masterPortInUse,
-    `serve.masterPort ${input.masterPort} is in use on the head ${input.host.target.name} (${held}); rank 0 cannot listen there. Stop what listens on it, or pick another serve.masterPort.`,
-    true,
-    { host: input.host.target.name, port: input.masterPort, listener: held },
-  );
-}
-
 export async function startRank(input: StartRankInput): Promise<StartRankResult> {
   const host = input.host.target.name;
-  const markerPath = markerPathFor(input.logPath);
   const resolved = await Promise.all(input.env.map((e) => resolveEnv(e)));
   const values = Object.assign({}, ...resolved.map((r) => r.values)) as Record<string, string>;
   const secretNames = new Set(resolved.flatMap((r) => [...r.secretNames]));
@@ -128,33 +109,48 @@ export async function startRank(input: StartRankInput): Promise<StartRankResult>
     ...secretArgValues(input.args),
   ];
   return onHost(input.host, async (session) => {
-    const existing = await inspectContainer(session, input.container);
+    // The container, the marker and whether its pid runs, the addresses, and rank 0's port: one round trip.
+    const reads = await runCommands(session, rankReadCommands(input), { timeoutMs: 30_000 });
+    const existing = containerStateOf(answerOf(reads, 'existing'), input.container, host);
+    let listening = reads.get('listener');
     if (existing.exists) {
       if (existing.running && existing.labels['liftoff.launch'] === input.launchId) {
-        const marker = await session.exec(readMarkerCommand(markerPath), {
-          timeoutMs: 10_000,
-          check: false,
-        });
-        const pid = Number((/"pid":(\d+)/.exec(marker.stdout) ?? [])[1]);
-        if (Number.isInteger(pid) && pid > 0 && (await pidAlive(session, pid))) {
-          return { host, rank: input.rank, pid, reused: true };
+        const { marker, markerPidAlive } = markerLookOf(reads);
+        if (marker && marker.pid > 0 && (markerPidAlive ?? (await pidAlive(session, marker.pid)))) {
+          return { host, rank: input.rank, pid: marker.pid, reused: true };
         }
       }
-      // Another launch's container, or this launch's that died or lost its log: it goes before the name is free.
+      // Another launch's container, or this launch's that died or lost its log: it goes before the name is free,
+      // and the master port is asked again once it has gone.
       await session.exec(removeContainerCommand(input.container), { timeoutMs: 60_000 });
+      listening = undefined;
     }
-    if (input.rank === 0) await assertMasterPortFree(session, input);
+    // Checked again right before rank 0 listens there: the head may have changed since preflight.
+    if (input.rank === 0) {
+      judgeMasterPort(
+        listening ??
+          answerOf(
+            await runCommands(session, [listenerRead(input.masterPort)], { timeoutMs: 10_000 }),
+            'listener',
+          ),
+        input,
+      );
+    }
 
-    const addrs = await session.exec(ipv4AddressesCommand(), { timeoutMs: 10_000, check: false });
-    const env = rankEnv(input.clusterIp, interfaceOf(addrs.stdout, input.clusterIp), values);
+    const env = rankEnv(
+      input.clusterIp,
+      interfaceOf(answerOf(reads, 'addrs').stdout, input.clusterIp),
+      values,
+    );
     const transport = envTransport(env, secretNames);
-    const run = rankRunCommand(input, transport, Date.now());
-    const started = await session.exec(run, {
-      timeoutMs: 120_000,
-      check: false,
-      stdin: transport.stdin,
-      secrets,
-    });
+    const started = answerOf(
+      await runCommands(session, [rankRun(input, transport, Date.now())], {
+        timeoutMs: 120_000,
+        stdin: transport.stdin,
+        secrets,
+      }),
+      'run',
+    );
     const pid = Number(started.stdout.trim().split('\n').pop());
     if (started.exitCode !== 0 || !Number.isInteger(pid) || pid <= 0) {
       const why = redactText(started.stderr.trim() || started.stdout.trim(), secrets);
@@ -169,11 +165,12 @@ export async function startRank(input: StartRankInput): Promise<StartRankResult>
     }
 
     // A rank whose arguments vLLM refuses, or rank 0 finding the master port taken, exits within a second or two.
-    const deadline = Date.now() + confirmWindowMs;
+    const deadline = Date.now() + rankConfirmWindowMs;
     while (Date.now() < deadline) {
       heartbeat({ host, phase: 'confirming', rank: input.rank });
-      await pause(confirmPollMs);
-      const state = await inspectContainer(session, input.container);
+      await pause(rankConfirmPollMs);
+      const confirm = await runCommands(session, rankConfirmCommands(input.container), { timeoutMs: 20_000 });
+      const state = containerStateOf(answerOf(confirm, 'state'), input.container, host);
       if (state.running) continue;
       const log = await containerLogTail(session, input.container, secrets);
       const fatal = summarizeVllmLog(log.split('\n')).fatal;

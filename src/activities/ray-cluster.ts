@@ -6,23 +6,15 @@ import { hostLines } from '../parsers/host-output.js';
 import { judgeRayStatus, type RayExpectation, type RayVerdict } from '../parsers/ray-status.js';
 import { tail } from '../shared/text.js';
 import type { SshSession } from '../ssh/executor.js';
-import { handOn } from './step-handoff.js';
-import {
-  containerLogTailCommand,
-  inspectContainerCommand,
-  launchReadsKey,
-  rayStatusCommand,
-  readMarkerCommand,
-  launchPreReads,
-  markerPidAliveCommand,
-  workerJoinLogLines as workerLogLines,
-} from '../host-commands/launch.js';
+import { rayStatusCommand } from '../host-commands/launch.js';
+import { headPollCommands, judgeHeadPoll, workerReadCommands } from '../steps/verify-ray.js';
 import { activityFailure as failure } from './activity-failure.js';
 import { onHost } from './ssh-context.js';
-import { answeredReads, prefetchReads } from './prefetch.js';
+import { answerOf, runCommands } from './run-commands.js';
 import { heartbeat } from './heartbeat.js';
 import { rayStarted } from './ray-start.js';
-import { containerLogTail, containerSecrets, inspectContainer, pause } from './docker.js';
+import { containerLogTail, containerSecrets, containerStateOf, inspectContainer, pause } from './docker.js';
+import { redactText } from '../shared/secrets.js';
 import type { NamedHost, RayClusterState, VerifyRayClusterInput } from './types.js';
 
 /** verifyRayCluster polls this long per attempt; the workflow's retry policy bounds the whole wait. */
@@ -101,12 +93,8 @@ async function inspectWorker(worker: NamedHost, container: string): Promise<Work
   try {
     return await onHost(worker.ref, async (direct) => {
       // The state and the log in one round trip.
-      const session = await prefetchReads(
-        direct,
-        [inspectContainerCommand(container), containerLogTailCommand(container, workerLogLines)],
-        { timeoutMs: 30_000 },
-      );
-      const state = await inspectContainer(session, container);
+      const answers = await runCommands(direct, workerReadCommands(container), { timeoutMs: 30_000 });
+      const state = containerStateOf(answerOf(answers, 'state'), container, worker.name);
       if (!state.exists) {
         return {
           host: worker.name,
@@ -115,7 +103,7 @@ async function inspectWorker(worker: NamedHost, container: string): Promise<Work
           note: `${worker.name}: no container ${container} (it was never started or was removed)`,
         };
       }
-      const log = await containerLogTail(session, container, containerSecrets(state), workerLogLines);
+      const log = redactText(answerOf(answers, 'log').stdout.trimEnd(), containerSecrets(state));
       const found = joinError(log);
       const cause = found?.line;
       if (!state.running) {
@@ -168,38 +156,24 @@ function verificationStartMs(): number {
 export async function verifyRayCluster(input: VerifyRayClusterInput): Promise<RayClusterState> {
   const head = input.head.name;
   const startedAt = verificationStartMs();
-  const expected = { nodes: input.expectedNodes, gpus: input.expectedGpus };
   const last = await onHost(input.head.ref, async (session) => {
     const deadline = Date.now() + verifyWindowMs;
     let nextWorkerCheck = 0;
     for (;;) {
-      // With the launch's marker, each poll reads it beside Ray's state: the last look is launchServe's pre-read.
-      const marker = input.launchMarkerPath;
-      const trip = marker
-        ? await prefetchReads(session, launchPreReads(input.container, marker, 'verify'), {
-            timeoutMs: 40_000,
-          })
-        : session;
-      const rayRes = await trip.exec(rayStatusCommand(input.container), { timeoutMs: 30_000, check: false });
-      const verdict = judgeRayStatus(rayRes, expected, { host: head, container: input.container });
+      // With the launch's marker, each poll reads it beside Ray's state: the last look is the launch's pre-read.
+      const answers = await runCommands(session, headPollCommands(input), { timeoutMs: 40_000 });
+      const { verdict, look } = judgeHeadPoll(answers, input, head, Date.now());
       if (!verdict.ok && verdict.type === FailureType.hostOutputInvalid) {
         throw failure(verdict.type, verdict.message, true, { head });
       }
       if ('seen' in verdict) heartbeat({ nodes: verdict.seen.nodes, gpusTotal: verdict.seen.gpus });
       else heartbeat({ problem: verdict.problem });
       if (verdict.ok) {
-        if (marker) {
-          handOn('launchReads', launchReadsKey(head, input.container, marker), [
-            [rayStatusCommand(input.container), rayRes],
-            ...(await answeredReads(
-              trip,
-              [readMarkerCommand(marker), markerPidAliveCommand(marker)],
-              10_000,
-            )),
-          ]);
-        }
         const { nodes, gpus, gpusUsed } = verdict.seen;
-        return { done: true as const, state: { nodes, gpusTotal: gpus, gpusUsed } };
+        return {
+          done: true as const,
+          state: { nodes, gpusTotal: gpus, gpusUsed, ...(look ? { headLook: look } : {}) },
+        };
       }
       // A worker whose log already says it cannot reach the head will not join by waiting: end now.
       if ('seen' in verdict && verdict.seen.nodes < input.expectedNodes && Date.now() >= nextWorkerCheck) {

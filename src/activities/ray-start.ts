@@ -1,25 +1,22 @@
 // The Ray containers: start the head and the workers (`docker run … --entrypoint ray IMAGE start --block`), and
 // wait until `ray start` says the node runs. Whether they form one cluster is ray-cluster.ts.
 import { FailureType } from '../shared/failures.js';
-import type { SshSession } from '../ssh/executor.js';
 import { hostLines } from '../parsers/host-output.js';
 import { sentence, tail } from '../shared/text.js';
 import {
-  containerLogTailCommand,
-  inspectContainerCommand,
-  rayRunCommand,
-  rayStartBatch,
   rayConfirmPollSeconds,
   rayConfirmWindowSeconds,
+  rayRunCommand,
   removeContainerCommand,
   type RayContainerInput,
 } from '../host-commands/launch.js';
+import { confirmCommands, startCommands } from '../steps/start-ray.js';
 import { redactText } from '../shared/secrets.js';
 import { activityFailure as failure } from './activity-failure.js';
 import { onHost } from './ssh-context.js';
-import { prefetchReads } from './prefetch.js';
+import { answerOf, runCommands, type Answers } from './run-commands.js';
 import { heartbeat } from './heartbeat.js';
-import { containerLogTail, dockerSaid, inspectContainer, pause } from './docker.js';
+import { containerLogTail, containerStateOf, dockerSaid, pause } from './docker.js';
 import { envTransport } from '../host-commands/env-transport.js';
 import { resolveEnv } from './secrets.js';
 import type { RayContainerResult } from './types.js';
@@ -111,14 +108,14 @@ async function startRayContainer(
     // The confirm window starts with the run; the trip below spends it waiting on the host.
     let deadline = Date.now() + confirmWindowMs;
     // The state, the run unless the name is taken, and the first confirm read, in one round trip.
-    const trip = await prefetchReads(session, rayStartBatch(input.container, run), {
+    const trip = await runCommands(session, startCommands(input.container, run), {
       timeoutMs: 150_000,
       stdin: transport.stdin,
       secrets,
     });
-    const existing = await inspectContainer(trip, input.container);
+    const existing = containerStateOf(answerOf(trip, 'existing'), input.container, host);
     // What the trip confirmed is of the container it started; after an earlier one, every read is made anew.
-    let confirm: SshSession | undefined = trip;
+    let confirm: Answers | undefined = trip;
     if (existing.exists) {
       if (existing.running && existing.labels['liftoff.launch'] === input.launchId) {
         return { host, containerId: existing.id ?? '', reused: true };
@@ -129,12 +126,16 @@ async function startRayContainer(
       deadline = Date.now() + confirmWindowMs;
     }
 
-    const started = await (confirm ?? session).exec(run, {
-      timeoutMs: 120_000,
-      check: false,
-      stdin: transport.stdin,
-      secrets,
-    });
+    const started =
+      confirm?.get('run') ??
+      answerOf(
+        await runCommands(session, [{ name: 'run', command: run, change: true, stdin: true }], {
+          timeoutMs: 120_000,
+          stdin: transport.stdin,
+          secrets,
+        }),
+        'run',
+      );
     if (started.exitCode !== 0) {
       const why = redactText(started.stderr.trim() || started.stdout.trim(), secrets);
       const { message, fatal } = rayRunFailure(
@@ -159,14 +160,10 @@ async function startRayContainer(
       confirm = undefined;
       if (!reads) {
         await pause(confirmPollMs);
-        reads = await prefetchReads(
-          session,
-          [containerLogTailCommand(input.container), inspectContainerCommand(input.container)],
-          { timeoutMs: 30_000 },
-        );
+        reads = await runCommands(session, confirmCommands(input.container), { timeoutMs: 30_000 });
       }
-      if (rayStarted.test(await containerLogTail(reads, input.container, secrets))) break;
-      const state = await inspectContainer(reads, input.container);
+      if (rayStarted.test(redactText(answerOf(reads, 'log').stdout.trimEnd(), secrets))) break;
+      const state = containerStateOf(answerOf(reads, 'state'), input.container, host);
       if (!state.running) {
         const log = await containerLogTail(session, input.container, secrets);
         const fatal = matchesAnyLine(log, configProblems);

@@ -4,6 +4,7 @@ import type { EnvSpec, EnvValue } from '../config/schema.js';
 import type { HostRef } from '../config/targets.js';
 import type { VllmLogSummary } from '../parsers/vllm-log.js';
 import type { HostReadInput } from '../host-commands/agreement.js';
+import type { HeadLook } from '../steps/launch-serve.js';
 
 export interface NamedHost {
   name: string;
@@ -104,8 +105,8 @@ export interface VerifyRayClusterInput {
   expectedNodes: number;
   expectedGpus: number;
   /**
-   * The launch's marker on the head (serve.logPath + .liftoff.json): read with Ray's state on each poll, and the
-   * last look handed to launchServe, which then need not read the head again (activities/step-handoff.ts).
+   * The launch's marker on the head (serve.logPath + .liftoff.json): read with Ray's state on each poll; the last
+   * look is returned (RayClusterState.headLook) for the workflow to pass to launchServe.
    */
   launchMarkerPath?: string;
 }
@@ -113,6 +114,8 @@ export interface RayClusterState {
   nodes: number;
   gpusTotal: number;
   gpusUsed: number;
+  /** With launchMarkerPath: the head's last look, for launchServe's input (steps/launch-serve.ts). */
+  headLook?: HeadLook;
 }
 
 export interface LaunchServeResult {

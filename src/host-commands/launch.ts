@@ -3,9 +3,9 @@
 import { raw, sh, type RawShell, type RemoteCommand } from '../ssh/quote.js';
 import { pipelineParallelSize } from '../config/parallel.js';
 import type { EnvTransport } from './env-transport.js';
-import type { BatchEntry } from './sections.js';
 import type { EnvSpec } from '../config/schema.js';
 import type { HostRef } from '../config/targets.js';
+import type { HeadLook } from '../steps/launch-serve.js';
 
 /** A Ray container to start on one host (head or worker), from the spec. */
 export interface RayContainerInput {
@@ -37,6 +37,8 @@ export interface LaunchServeInput {
   env: EnvSpec;
   logPath: string;
   rayPort: number;
+  /** verifyRayCluster's last look at the head, passed on by the workflow: the launch then reads the head only when it is old. */
+  headLook?: HeadLook;
 }
 
 // How much of each log the deploy reads, and how long the smoke test waits: the activities use these, and
@@ -109,28 +111,6 @@ export const rayConfirmWindowSeconds = 3;
 export const rayStartSettledCommand = (container: string): RemoteCommand =>
   sh`docker logs --tail ${rayConfirmLogLines} -- ${container} 2>&1 | grep -qF ${'Ray runtime started.'} || [ "$(docker inspect --type container --format ${'{{.State.Running}}'} -- ${container} 2>/dev/null)" != true ]`;
 
-/**
- * startRay's one round trip: the container's state, the run unless a container of that name exists (an earlier
- * launch's is for the activity to judge, with nothing started), then, once `ray start` said it runs or the
- * container stopped (waited for on the host, up to the confirm window), the confirm read: the log and the state.
- * Shared by the activity and `liftoff plan`.
- */
-export function rayStartBatch(container: string, run: RemoteCommand): BatchEntry[] {
-  return [
-    inspectContainerCommand(container),
-    { command: run, stdin: true, unlessOk: 0 },
-    {
-      command: containerLogTailCommand(container),
-      waitUntil: {
-        until: rayStartSettledCommand(container),
-        seconds: rayConfirmWindowSeconds,
-        everySeconds: rayConfirmPollSeconds,
-      },
-    },
-    { command: inspectContainerCommand(container) },
-  ];
-}
-
 export { pipelineParallelSize };
 
 export function serveArgv(input: LaunchServeInput): string[] {
@@ -155,13 +135,6 @@ export function markerPathFor(logPath: string): string {
   return `${logPath}.liftoff.json`;
 }
 
-/** What identifies the head's last look before a launch when verifyRayCluster hands it to launchServe. */
-export const launchReadsKey = (host: string, container: string, markerPath: string): unknown[] => [
-  host,
-  container,
-  markerPath,
-];
-
 const markerMaxBytes = 4096;
 /** A log tail is cut to this many bytes on the host, whatever the length of its lines. */
 export const maxTailBytes = 64 * 1024;
@@ -178,22 +151,6 @@ export const readMarkerCommand = (path: string): RemoteCommand => sh`head -c ${m
  */
 export const markerPidAliveCommand = (path: string): RemoteCommand =>
   sh`__p=$(head -c ${markerMaxBytes} -- ${path} 2>/dev/null | sed -n ${'s/.*"pid":\\([0-9]\\{1,9\\}\\),.*/\\1/p'} | head -n 1); case "$__p" in ''|0|*[!0-9]*) exit 2;; esac; printf '%s\\n' "$__p"; ${pidAliveCommand(raw('"$__p"'))}`;
-
-/**
- * The head's reads before a launch, in one round trip: the marker, whether its pid runs, and Ray's state.
- * verifyRayCluster's polls read Ray's state first (what they wait for) and hand the last look on; launchServe's own
- * read (another worker's look, or a stale one) reads the marker first, Ray's state last, nearest the launch.
- */
-export const launchPreReads = (
-  container: string,
-  markerPath: string,
-  by: 'verify' | 'launch',
-): RemoteCommand[] => {
-  const marker = [readMarkerCommand(markerPath), markerPidAliveCommand(markerPath)];
-  return by === 'verify'
-    ? [rayStatusCommand(container), ...marker]
-    : [...marker, rayStatusCommand(container)];
-};
 
 /**
  * Whether a pid runs on the host: its /proc status is there and names a state other than zombie (dead, not reaped
@@ -224,11 +181,6 @@ export function serveLaunchCommand(
   const markerFormat = '{"launchId":%s,"pid":%s,"startedAt":%s}\n';
   return sh`${transport.prelude} if [ -L ${input.logPath} ] || [ -L ${markerPath} ]; then exit ${symlinkExit}; fi; : > ${input.logPath} || exit 3; setsid nohup docker exec ${transport.flags} ${input.container} ${serveArgv(input)} > ${input.logPath} 2>&1 < /dev/null & pid=$!; printf ${markerFormat} ${JSON.stringify(input.launchId)} ${raw('"$pid"')} ${startedAt} > ${markerPath} && echo "$pid"`;
 }
-
-export const fileSizeCommand = (path: string): RemoteCommand => sh`wc -c < ${path}`;
-
-export const logChunkCommand = (path: string, from: number, maxBytes: number): RemoteCommand =>
-  sh`tail -c +${from + 1} -- ${path} | head -c ${maxBytes}`;
 
 export const healthCommand = (url: string): RemoteCommand =>
   sh`curl -sS --max-time 5 -o /dev/null -w ${'%{http_code}'} ${`${url}/health`}`;

@@ -240,7 +240,19 @@ export function judgeRayStatus(
     return noCount(FailureType.rayClusterIncomplete, problem, false, message);
   }
   const gpu = status.resources.GPU;
-  const seen = { nodes: status.activeNodes.length, gpus: gpu?.total ?? 0, gpusUsed: gpu?.used ?? 0 };
+  return judgeRayCount(
+    { nodes: status.activeNodes.length, gpus: gpu?.total ?? 0, gpusUsed: gpu?.used ?? 0 },
+    expected,
+    host,
+  );
+}
+
+/** The verdict on counts `ray status` gave earlier (a look passed on by the workflow), as judgeRayStatus's. */
+export function judgeRayCount(
+  seen: RayCount,
+  expected: RayExpectation,
+  host: string,
+): Extract<RayVerdict, { seen: RayCount }> {
   const nodesPart = expected.nodes === undefined ? '' : `${seen.nodes} of ${expected.nodes} nodes and `;
   const message = `The Ray cluster on ${host} has ${nodesPart}${seen.gpus} of ${expected.gpus} GPUs`;
   return seen.gpus >= expected.gpus && seen.nodes >= (expected.nodes ?? 0)

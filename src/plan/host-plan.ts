@@ -8,38 +8,26 @@ import { preflightReads } from '../host-commands/preflight.js';
 import { planStopServices } from '../steps/stop-services.js';
 import { planRemoveContainers, removalTargets } from '../steps/remove-containers.js';
 import { planGpusClear } from '../steps/gpus-clear.js';
-import {
-  baseUrl,
-  rayConfirmLogLines,
-  smokeRequestTimeoutS as smokeTimeoutS,
-  workerJoinLogLines as verifyWorkerLogLines,
-  containerLogTailCommand,
-  inspectContainerCommand,
-  markerPathFor,
-  rayRunCommand,
-  rayStartBatch,
-  launchPreReads,
-  serveLaunchCommand,
-  smokeCommand,
-  smokeTimingMarker,
-} from '../host-commands/launch.js';
+import { baseUrl } from '../host-commands/launch.js';
+import { startRayPlan } from '../steps/start-ray.js';
+import { verifyRayPlan } from '../steps/verify-ray.js';
+import { launchServePlan } from '../steps/launch-serve.js';
+import { smokePlan } from '../steps/smoke.js';
 import { headPollCommand, rayWorkerWatchCommand } from '../host-commands/polls.js';
-import { headAddressOf, launchServeInput, rayContainerInput } from '../host-commands/step-inputs.js';
 import { hostReadBatch, imageVersionsCommand } from '../host-commands/agreement.js';
 import { hostReadOf } from '../preflight/agreement.js';
 import { listenerCommand, rank0ContainersCommand } from '../host-commands/multiproc.js';
 import {
   batch,
-  change,
   planPlaceholders,
-  planTransport,
   read,
   readWhen,
   type PlanHost,
   type PlannedCommand,
   type PlannedStep,
 } from './planned.js';
-import { rankLaunchStep, rankOf, rankPollStep, skippedRaySteps } from './multiproc-plan.js';
+import { rankOf, rankPollStep, skippedRaySteps } from './multiproc-plan.js';
+import { startRankPlan } from '../steps/start-rank.js';
 
 export { planPlaceholders, type PlanHost, type PlannedCommand, type PlannedStep } from './planned.js';
 
@@ -141,28 +129,24 @@ export function planHost(
   if (multiproc) {
     steps.push(
       ...skippedRaySteps(host),
-      rankLaunchStep(spec, launchId, host, head, workers, seen.clusterIface),
+      startRankPlan(
+        spec,
+        launchId,
+        host,
+        head,
+        rankOf(host, workers),
+        workers.map((w) => w.name),
+        seen.clusterIface,
+      ),
     );
   } else {
-    steps.push(...rayLaunchSteps(spec, launchId, host, head, workers));
+    steps.push(startRayPlan(spec, launchId, host, head), verifyRayPlan(spec, host, workers));
     start.push(`Ray ${host.role} container ${container} (${spec.ray.image})`);
   }
   const url = baseUrl(head.clusterIp, spec.serve.port);
   const untilHealthy = `until /health answers and the model is listed (serve.loadTimeout ${spec.serve.loadTimeout})`;
   if (host.role === 'head') {
-    if (!multiproc) {
-      const serve = launchServeInput(spec, launchId, host);
-      steps.push({
-        step: 'launchServe',
-        commands: [
-          {
-            ...batch(launchPreReads(container, markerPathFor(spec.serve.logPath), 'launch')),
-            when: "verifyRayCluster's last look at the head is over 5 s old or was another worker's (a resumed or retried launch)",
-          },
-          change(serveLaunchCommand(serve, planTransport(spec.serve.env), raw(planPlaceholders.startedAt))),
-        ],
-      });
-    }
+    if (!multiproc) steps.push(launchServePlan(spec, launchId, host));
     // The head's polls are the same with either backend: with multiproc the pid is rank 0's log copy, which
     // lives as long as its container.
     steps.push({
@@ -181,13 +165,7 @@ export function planHost(
         ),
       ],
     });
-    steps.push({
-      step: 'smokeTest',
-      intent: [
-        `one chat completion from ${spec.serve.model} at ${url}/v1/chat/completions: ${JSON.stringify(spec.smoke.prompt)}, at most ${spec.smoke.maxTokens} tokens`,
-      ],
-      commands: [read(smokeCommand(`${url}/v1/chat/completions`, smokeTimeoutS, smokeTimingMarker))],
-    });
+    steps.push(smokePlan(spec, host));
     start.push(
       multiproc
         ? `vLLM rank 0 container ${container} (${spec.ray.image}): vllm serve ${spec.serve.model} --nnodes ${spec.hosts.length}, after the headless ranks; log ${spec.serve.logPath}, endpoint ${url}/v1`
@@ -213,62 +191,4 @@ export function planHost(
     });
   }
   return { host: host.name, role: host.role, steps, stop, disable, remove, start };
-}
-
-/** Steps 5–7 of the Ray backend on this host: its Ray node's container, then the cluster's check. */
-function rayLaunchSteps(
-  spec: DeploySpec,
-  launchId: string,
-  host: PlanHost,
-  head: PlanHost,
-  workers: readonly PlanHost[],
-): PlannedStep[] {
-  const ray = rayContainerInput(
-    spec,
-    launchId,
-    host,
-    host.role === 'head' ? undefined : headAddressOf(spec, head),
-  );
-  const container = spec.ray.container;
-  const run = rayRunCommand(ray, host.role, planTransport(spec.ray.env, { VLLM_HOST_IP: host.clusterIp }));
-  const untilStarted = 'until `ray start` reports the node started (up to 3 s)';
-  const untilJoined = `until ${workers.length + 1} nodes and their GPUs have joined (ray.verifyTimeout ${spec.ray.verifyTimeout})`;
-  return [
-    {
-      step: host.role === 'head' ? 'startRayHead' : 'startRayWorkers',
-      commands: [
-        // The state, the run unless the name is taken, and the first confirm read in one command.
-        batch(rayStartBatch(container, run), [run]),
-        // Each further confirm poll reads the log and the state in one command.
-        batch(
-          [containerLogTailCommand(container, rayConfirmLogLines), inspectContainerCommand(container)],
-          [],
-          { repeats: untilStarted },
-        ),
-        read(containerLogTailCommand(container, rayConfirmLogLines), 'when it exited instead'),
-      ],
-    },
-    {
-      step: 'verifyRayCluster',
-      commands:
-        host.role === 'head'
-          ? [
-              // The launch's marker (and whether its pid runs) beside Ray's state: the last look is launchServe's
-              // pre-read.
-              batch(launchPreReads(container, markerPathFor(spec.serve.logPath), 'verify'), [], {
-                repeats: untilJoined,
-              }),
-            ]
-          : [
-              batch(
-                [
-                  inspectContainerCommand(container),
-                  containerLogTailCommand(container, verifyWorkerLogLines),
-                ],
-                [],
-                { repeats: 'while this node has not joined' },
-              ),
-            ],
-    },
-  ];
 }

@@ -335,7 +335,7 @@ async function launchOnRay(
     const { startRayWorker } = acts('startRayWorkers');
     await Promise.all(workers.map((w) => startRayWorker(rayContainerInput(spec, launchId, w, headAddress))));
   });
-  await tracker.run('verifyRayCluster', async () => {
+  const headLook = await tracker.run('verifyRayCluster', async () => {
     deprecatePatch(patches.launchReadsWithVerify);
     const state = await acts('verifyRayCluster').verifyRayCluster({
       head,
@@ -343,13 +343,17 @@ async function launchOnRay(
       container: spec.ray.container,
       expectedNodes: hostCount,
       expectedGpus: hostCount * spec.gpu.perHost,
-      // Its last look at the head serves as the launch's pre-read (the marker, Ray's state).
+      // Its last look at the head (Ray's count, the marker) is returned, and serves as the launch's pre-read.
       launchMarkerPath: markerPathFor(spec.serve.logPath),
     });
     tracker.detail('verifyRayCluster', `${state.nodes} nodes, ${state.gpusTotal} GPUs`);
+    return state.headLook;
   });
   const launch = await tracker.run('launchServe', () =>
-    acts('launchServe').launchServe(launchServeInput(spec, launchId, head)),
+    acts('launchServe').launchServe({
+      ...launchServeInput(spec, launchId, head),
+      ...(headLook ? { headLook } : {}),
+    }),
   );
   return launch.pid;
 }

@@ -286,7 +286,7 @@ describe('ray, serve, health, smoke and diagnostics activities (simulated cluste
     assert.equal(launches().length, 1, 'launches.log on the head has one entry');
 
     // Another launch over this one's marker while its server runs: refused, from the pid check read beside the
-    // marker (launchPreReads), and nothing more is started.
+    // marker (steps/launch-serve.ts preReadCommands), and nothing more is started.
     const over = await failureOf(run(launchServe, serveInput('serve-other')));
     assert.equal(over.type, FailureType.serveLaunchFailed);
     assert.equal(over.nonRetryable, true);
@@ -308,6 +308,57 @@ describe('ray, serve, health, smoke and diagnostics activities (simulated cluste
     assert.ok(environ.includes('VLLM_ENGINE_READY_TIMEOUT_S=1800'));
     const cmdline = readFileSync(`/proc/${first.pid}/cmdline`, 'latin1');
     assert.ok(!cmdline.includes(hfToken), 'the token is not on the docker exec command line');
+  });
+
+  it("returns the head's last look from verifyRayCluster, and launchServe goes on a fresh look only", async () => {
+    // With the launch's marker, the check returns what it last saw of the head: Ray's count, serve-1's marker and
+    // that its server runs.
+    const state = await run(verifyRayCluster, {
+      ...verifyInput(),
+      launchMarkerPath: `${logPath}.liftoff.json`,
+    });
+    const look = state.headLook;
+    assert.ok(look, 'a look at the head is returned');
+    assert.deepEqual(
+      { ...look, atMs: 0, marker: { ...look.marker, startedAt: 0 } },
+      {
+        atMs: 0,
+        host: head.name,
+        container,
+        markerPath: `${logPath}.liftoff.json`,
+        // serve-1's server holds both GPUs.
+        ray: { nodes: 2, gpus: 2, gpusUsed: 2 },
+        marker: { launchId: 'serve-1', pid: servePid, startedAt: 0 },
+        markerPidAlive: true,
+      },
+    );
+    assert.ok(JSON.stringify(look).length < 1024, 'the look is small enough for the workflow history');
+
+    // A fresh look is what the launch goes on, without reading the head: here one that says serve-3's server
+    // runs, which only the look says.
+    const fresh = {
+      ...look,
+      atMs: Date.now(),
+      marker: { launchId: 'serve-3', pid: 4242, startedAt: 7 },
+      markerPidAlive: true,
+    };
+    const kept = await run(launchServe, { ...serveInput('serve-3'), headLook: fresh });
+    assert.deepEqual(kept, { pid: 4242, logPath, launchedAtMs: 7, reused: true });
+    // An old look, one of another head, or any look on a retry (the attempt before may have launched since) is
+    // read again: the head's marker says serve-1 runs, so serve-3 is refused, and nothing starts.
+    const retry = <I, O>(fn: (input: I) => Promise<O>, input: I): Promise<O> =>
+      new MockActivityEnvironment({ attempt: 2 }, { logger: quiet }).run(fn, input);
+    for (const [runner, stale] of [
+      // First, while the look is as fresh as the one the first attempt went on.
+      [retry, { ...fresh, atMs: Date.now() }],
+      [run, { ...fresh, atMs: Date.now() - 60_000 }],
+      [run, { ...fresh, atMs: Date.now(), host: 'elsewhere' }],
+    ] as const) {
+      const refused = await failureOf(runner(launchServe, { ...serveInput('serve-3'), headLook: stale }));
+      assert.equal(refused.type, FailureType.serveLaunchFailed);
+      assert.match(refused.message, new RegExp(`earlier launch \\(serve-1, pid ${servePid}\\) still runs`));
+    }
+    assert.equal(launches().length, 1, 'no look started a second server');
   });
 
   it('reports refused with shard progress while loading, then ok with the model listed', async () => {

@@ -3,7 +3,7 @@
 // reasoning (vLLM 0.32's `reasoning`, older `reasoning_content`).
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { readChatCompletion } from '../../src/activities/chat-completion.js';
+import { readChatCompletion } from '../../src/parsers/chat-completion.js';
 
 const completion = (message: Record<string, unknown>, completionTokens?: unknown): string =>
   JSON.stringify({

@@ -235,7 +235,7 @@ describe('plan text', () => {
     assert.match(text, /^`⇐`: the command runs after `while IFS= read -r kv; do/m);
     assert.match(
       text,
-      /^ {4}# only when `docker inspect --type container -- liftoff_ray` above failed\n {4}!⇐ docker run -d --name liftoff_ray /m,
+      /^ {4}# only when no container of that name\n {4}!⇐ docker run -d --name liftoff_ray /m,
     );
     assert.doesNotMatch(text, /^ {4}!.*while IFS= read/m);
     assert.doesNotMatch(text, /=liftoff-section/, 'no round trip script by default');
