@@ -1,17 +1,14 @@
 // What one activity read on a host, handed to the next activity of the same workflow run inside this worker
-// process, so that the next one need not read it again: preflightHost's agreement facts for checkHostsAgree,
-// verifyRayCluster's last look at the head (Ray's state, the launch marker) for launchServe, and the container
-// lists stopServices read after the stop for removeContainers. Only ever a shortcut: what is missing (another
-// worker ran the earlier activity), already taken, or older than its bound is read from the host as before, so
-// no result ever depends on this map. What is kept are a host's answers, parsed or bounded
-// by their readers; no secret is among them.
+// process, so that the next one need not read it again: verifyRayCluster's last look at the head (Ray's state,
+// the launch marker) for launchServe, and the container lists stopServices read after the stop for
+// removeContainers. Only ever a shortcut: what is missing (another worker ran the earlier activity), already
+// taken, or older than its bound is read from the host as before, so no result ever depends on this map. What
+// is kept are a host's answers, parsed or bounded by their readers; no secret is among them.
 import { Context } from '@temporalio/activity';
-import type { HostFacts } from '../parsers/agreement-facts.js';
 import type { AnsweredRead } from './prefetch.js';
 
 /** What may be handed on, each kind with its own value type. */
 export interface Handoffs {
-  hostFacts: HostFacts;
   /** launchServe's pre-read (launchPreReads), answered: `ray status`, the marker, whether the marker's pid runs. */
   launchReads: readonly AnsweredRead[];
   /** stopServices' read after the stop, for removeContainers: every container, and this cluster's labelled ones. */

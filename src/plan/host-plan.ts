@@ -2,9 +2,7 @@
 // (src/host-commands) from the spec and what a read-only look at the host found (its login's uid, which
 // listed units are loaded, which containers exist). Pure: the plan activity reads, this writes the list.
 import type { DeploySpec } from '../config/schema.js';
-import { dirnameOf, modelPathFor } from '../config/derive.js';
 import { raw } from '../ssh/quote.js';
-import { preflightReads } from '../host-commands/preflight.js';
 import {
   containerListsCommands,
   containerNamesCommand,
@@ -33,18 +31,18 @@ import {
 } from '../host-commands/launch.js';
 import { headPollCommand, rayWorkerWatchCommand } from '../host-commands/polls.js';
 import { headAddressOf, launchServeInput, rayContainerInput } from '../host-commands/step-inputs.js';
-import { hostReadBatch, imageVersionsCommand } from '../host-commands/agreement.js';
-import { hostReadOf } from '../preflight/agreement.js';
-import { listenerCommand, rank0ContainersCommand } from '../host-commands/multiproc.js';
+import { imageVersionsCommand } from '../host-commands/agreement.js';
+import { plannedPreflightInput, preflightPlan } from '../steps/preflight.js';
+import { masterPortCommands } from '../steps/master-port.js';
 import {
   batch,
   change,
   planPlaceholders,
   planTransport,
+  plannedRun,
   read,
   readWhen,
   type PlanHost,
-  type PlannedCommand,
   type PlannedStep,
 } from './planned.js';
 import { rankLaunchStep, rankOf, rankPollStep, skippedRaySteps } from './multiproc-plan.js';
@@ -78,34 +76,8 @@ export function launchIdOf(spec: DeploySpec): string {
   return `liftoff-${spec.cluster}:${planPlaceholders.runId}`;
 }
 
-function preflightCommands(spec: DeploySpec, host: PlanHost, head: PlanHost): PlannedCommand[] {
-  const modelPath = modelPathFor(spec) ?? '';
-  // The agreement checks cover NCCL/GLOO_SOCKET_IFNAME, so preflightHost reads no interface; its round trip carries
-  // this host's agreement read too (and on the head the versions inside the image).
-  const agreementRead = hostReadOf(
-    {
-      image: spec.ray.image,
-      modelPath,
-      hashWeights: spec.preflight.hashWeights,
-      rayPort: spec.ray.port,
-      hosts: [head, host].map((h) => ({ name: h.name, clusterIp: h.clusterIp, role: h.role })),
-    },
-    { name: host.name, clusterIp: host.clusterIp, role: host.role },
-  );
-  const reads = preflightReads({
-    image: spec.ray.image,
-    modelPath,
-    volumes: spec.ray.volumes,
-    ...(host.role === 'head' ? { logDir: dirnameOf(spec.serve.logPath), logPath: spec.serve.logPath } : {}),
-  });
-  return [
-    batch([...reads, ...hostReadBatch(agreementRead, planPlaceholders.nonce, host.role === 'head')]),
-    // The comparison takes the facts from that trip; it reads a host itself only when another worker ran its
-    // preflight (or the facts were lost with a worker).
-    {
-      ...batch(hostReadBatch(agreementRead, planPlaceholders.nonce, host.role === 'head')),
-      when: "checkHostsAgree runs on another worker than this host's preflightHost",
-    },
+function preflightCommands(spec: DeploySpec, host: PlanHost, head: PlanHost): PlannedStep {
+  return preflightPlan(plannedPreflightInput(spec, host, head), [
     // Hosts of one image share its versions: another host reads them only for an image ID the head lacks.
     ...(host.role === 'head'
       ? []
@@ -117,12 +89,9 @@ function preflightCommands(spec: DeploySpec, host: PlanHost, head: PlanHost): Pl
         ]),
     // multiproc: serve.masterPort must be free on the head, or held by this cluster's earlier rank 0.
     ...(host.role === 'head' && spec.serve.backend === 'multiproc'
-      ? [
-          read(listenerCommand(spec.serve.masterPort ?? 0)),
-          readWhen(rank0ContainersCommand(spec.cluster), 'something listens on serve.masterPort'),
-        ]
+      ? [plannedRun(masterPortCommands({ port: spec.serve.masterPort ?? 0, cluster: spec.cluster }))]
       : []),
-  ];
+  ]);
 }
 
 export function planHost(
@@ -133,7 +102,7 @@ export function planHost(
   seen: HostObservation,
 ): HostPlan {
   const launchId = launchIdOf(spec);
-  const steps: PlannedStep[] = [{ step: 'preflight', commands: preflightCommands(spec, host, head) }];
+  const steps: PlannedStep[] = [preflightCommands(spec, host, head)];
   const units = [...new Set(spec.cleanup.services)];
   const stop = units.filter((u) => seen.loadedUnits.includes(u));
   const disable = spec.cleanup.disableServices ? stop : [];

@@ -3,6 +3,7 @@
 import { ApplicationFailure, patched } from '@temporalio/workflow';
 import type { NamedHost, PreflightReport } from '../activities/types.js';
 import type { AgreementInput, AgreementResult } from '../activities/agreement.js';
+import type { HostFacts } from '../parsers/agreement-facts.js';
 import { parseDuration } from '../config/duration.js';
 import type { DeploySpec } from '../config/schema.js';
 import { dirnameOf, modelPathFor } from '../config/derive.js';
@@ -46,7 +47,8 @@ export async function preflight(
       }),
     ),
   );
-  if (oneTrip) agreement = checkHostsAgree({ ...expected, cachedFacts: true });
+  // The facts each host's trip read go to the comparison as its input; a host without them is read there.
+  if (oneTrip) agreement = checkHostsAgree({ ...expected, facts: passedFacts(reports) });
   const problems: string[] = [];
   const byHost: Record<string, PreflightReport | { error: string }> = {};
   reports.forEach((r, i) => {
@@ -55,7 +57,9 @@ export async function preflight(
       problems.push(`${name}: ssh: ${messageOf(r.reason)}`);
       byHost[name] = { error: messageOf(r.reason) };
     } else {
-      byHost[name] = r.value;
+      // The facts went to the comparison; the failure's details keep the verdicts only.
+      const { facts: _facts, ...report } = r.value;
+      byHost[name] = report;
       for (const c of r.value.checks) if (!c.ok) problems.push(`${name}: ${c.name}: ${c.detail}`);
     }
   });
@@ -85,6 +89,24 @@ export async function preflight(
     });
   }
   return warnings;
+}
+
+/**
+ * The facts of the hosts whose trip read them, up to what one activity input may carry: a host past the budget
+ * (thousands of weight files on many hosts) is read by checkHostsAgree itself.
+ */
+function passedFacts(reports: PromiseSettledResult<PreflightReport>[]): HostFacts[] {
+  const budget = 1024 * 1024;
+  let used = 0;
+  const passed: HostFacts[] = [];
+  for (const r of reports) {
+    if (r.status !== 'fulfilled' || !r.value.facts) continue;
+    const size = JSON.stringify(r.value.facts).length;
+    if (used + size > budget) continue;
+    used += size;
+    passed.push(r.value.facts);
+  }
+  return passed;
 }
 
 export function agreementInput(
