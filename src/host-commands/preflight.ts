@@ -46,3 +46,13 @@ export function logDirCommand(logDir: string, logPath: string | undefined): Remo
   const symlinkCheck = logPath === undefined ? raw('') : sh`if [ -L ${logPath} ]; then exit 3; fi; `;
   return sh`test -d ${logDir} || exit 2; ${symlinkCheck}readlink -f -- ${logDir}`;
 }
+
+/**
+ * Exit 4: the SSH user cannot create files in the log folder (the launch writes the log and its marker there);
+ * exit 5: the log is there and the user cannot write it.
+ */
+export function logWritableCommand(logDir: string, logPath: string | undefined): RemoteCommand {
+  const fileCheck =
+    logPath === undefined ? raw('') : sh`; if [ -e ${logPath} ] && [ ! -w ${logPath} ]; then exit 5; fi`;
+  return sh`test -w ${logDir} || exit 4${fileCheck}`;
+}

@@ -14,6 +14,7 @@ import {
   imageIdCommand,
   ipv4AddressesCommand,
   logDirCommand,
+  logWritableCommand,
   missingPathsCommand,
   volumeHostPaths,
   weightFilesCommand,
@@ -332,8 +333,51 @@ const logDir = declare({
   },
 });
 
+/**
+ * The launch (`: > LOG`, then the marker beside it) runs as the SSH user: a log folder it cannot write fails the
+ * launch after every host's old server was stopped. Judged where the folder is sound (else that is the finding).
+ */
+const logWritable = declare({
+  name: 'logWritable',
+  intent: (input) =>
+    input.logDir === undefined
+      ? undefined
+      : `${input.host.target.user} can write the serve log and its marker`,
+  reads: ({ logDir: dir, logPath }) =>
+    dir === undefined ? [] : [{ name: 'log-writable', command: logWritableCommand(dir, logPath) }],
+  judge: (answer, { logDir: dir, logPath, host }, earlier) => {
+    if (dir === undefined || !earlier('logDir')?.ok) return undefined;
+    const res = answer('log-writable');
+    const user = host.target.user;
+    if (res.exitCode === 4)
+      return {
+        ok: false,
+        detail: `${user} cannot create files in the log folder ${dir}, where the launch writes serve.logPath and its marker: make it ${user}'s (sudo chown ${user} ${dir}) or change serve.logPath`,
+      };
+    if (res.exitCode === 5)
+      return {
+        ok: false,
+        detail: `serve.logPath ${logPath ?? ''} exists and ${user} cannot write it; the launch truncates it first: remove it or give it to ${user}`,
+      };
+    if (res.exitCode !== 0)
+      return { ok: false, detail: `could not tell whether ${user} can write ${dir} (exit ${res.exitCode})` };
+    return { ok: true, detail: `${user} can write in ${dir}` };
+  },
+});
+
 /** In report order; a check judged after another may read that one's verdict. */
-export const hostChecks = [ssh, docker, image, gpus, model, volumes, iface, disk, logDir] as const;
+export const hostChecks = [
+  ssh,
+  docker,
+  image,
+  gpus,
+  model,
+  volumes,
+  iface,
+  disk,
+  logDir,
+  logWritable,
+] as const;
 
 export type PreflightCheckName = (typeof hostChecks)[number]['name'];
 
