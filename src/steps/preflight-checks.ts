@@ -2,10 +2,8 @@
 // a pure judge of what they returned with its message and fix, and what it makes sure of (the plan's words). The
 // host's one preflight trip runs every check's reads (src/steps/preflight.ts); a failed check is a finding in the
 // report, never a thrown error. Adding a check: its command builder, one entry in `hostChecks`, and the input it
-// needs (if new) where the workflow builds PreflightInput.
-import type { HostRef } from '../config/targets.js';
+// needs, if new, in src/steps/preflight-input.ts.
 import { systemDirOf } from '../config/host-guards.js';
-import type { HostReadInput } from '../host-commands/agreement.js';
 import {
   dockerVersionCommand,
   folderExistsCommand,
@@ -25,28 +23,9 @@ import { dockerSaid } from '../parsers/host-output.js';
 import { carries, parseIpv4Addresses, type Ipv4Address } from '../parsers/ip-addr.js';
 import type { ExecResult } from '../ssh/executor.js';
 import { sentence } from '../shared/text.js';
+import type { PreflightInput } from './preflight-input.js';
 
-export interface PreflightInput {
-  host: HostRef;
-  clusterIp: string;
-  /** NCCL_SOCKET_IFNAME, when the spec sets it: that interface must carry clusterIp. */
-  iface?: string;
-  image: string;
-  /** Host folder that must hold the model weights. */
-  modelPath: string;
-  /** HOST:CONTAINER[:mode] volumes; every HOST path must exist. */
-  volumes: string[];
-  /** Folder of the serve log (head only): must exist, and not lie in a system folder once links are followed. */
-  logDir?: string;
-  /** The serve log itself (head only): must not be a symbolic link, since the launch truncates it. */
-  logPath?: string;
-  minFreeDiskGiB: number;
-  /**
-   * The agreement read of this host, made in the same round trip (and on the head the versions inside the image);
-   * its facts come back in the report, for the workflow to pass to checkHostsAgree.
-   */
-  agreement?: { read: HostReadInput; versions: boolean };
-}
+export type { PreflightInput };
 
 export interface Verdict {
   ok: boolean;
@@ -71,6 +50,8 @@ interface HostCheck<N extends string> {
 }
 
 const declare = <N extends string>(c: HostCheck<N>): HostCheck<N> => c;
+const pass = (detail: string): Verdict => ({ ok: true, detail });
+const fail = (detail: string): Verdict => ({ ok: false, detail });
 
 function firstLines(text: string, max = 300): string {
   const trimmed = text.trim().split('\n').slice(0, 3).join(' ').trim();
@@ -81,10 +62,10 @@ const ssh = declare({
   name: 'ssh',
   intent: () => 'the SSH login works and the host key is the known one',
   reads: () => [],
-  judge: (_answer, { host: { target } }) => ({
-    ok: true,
-    detail: `connected as ${target.user} to ${target.host}:${target.port}${target.jump ? ` through ${target.jump.name}` : ''}, host key verified`,
-  }),
+  judge: (_answer, { host: { target } }) =>
+    pass(
+      `connected as ${target.user} to ${target.host}:${target.port}${target.jump ? ` through ${target.jump.name}` : ''}, host key verified`,
+    ),
 });
 
 const docker = declare({
@@ -94,29 +75,25 @@ const docker = declare({
   judge: (answer, input) => {
     const res = answer('docker-version');
     const version = res.stdout.trim();
-    if (res.exitCode === 0 && version !== '') return { ok: true, detail: `Docker ${version} answers` };
+    if (res.exitCode === 0 && version !== '') return pass(`Docker ${version} answers`);
     const said = firstLines(res.stderr || res.stdout);
     const user = input.host.target.user;
     if (res.exitCode === 127 || /command not found|docker: not found/i.test(said))
-      return {
-        ok: false,
-        detail: `docker is not installed, or not on the PATH of ${user}'s SSH sessions: install Docker Engine with the NVIDIA container toolkit`,
-      };
+      return fail(
+        `docker is not installed, or not on the PATH of ${user}'s SSH sessions: install Docker Engine with the NVIDIA container toolkit`,
+      );
     if (/permission denied/i.test(said))
-      return {
-        ok: false,
-        detail: `${user} may not use the Docker socket (${said}): add it to the docker group (sudo usermod -aG docker ${user}) and reconnect`,
-      };
+      return fail(
+        `${user} may not use the Docker socket (${said}): add it to the docker group (sudo usermod -aG docker ${user}) and reconnect`,
+      );
     // The CLI's own words already ask whether the daemon runs: say what to do instead of asking again.
     if (/Cannot connect to the Docker daemon/i.test(said))
-      return {
-        ok: false,
-        detail: `docker version failed (exit ${res.exitCode}): ${sentence(said)} Start it (sudo systemctl start docker; systemctl status docker says why it stopped)`,
-      };
-    return {
-      ok: false,
-      detail: `docker version failed (exit ${res.exitCode}): ${sentence(said || 'no output')} Is the Docker daemon running (systemctl status docker)?`,
-    };
+      return fail(
+        `docker version failed (exit ${res.exitCode}): ${sentence(said)} Start it (sudo systemctl start docker; systemctl status docker says why it stopped)`,
+      );
+    return fail(
+      `docker version failed (exit ${res.exitCode}): ${sentence(said || 'no output')} Is the Docker daemon running (systemctl status docker)?`,
+    );
   },
 });
 
@@ -125,15 +102,12 @@ const image = declare({
   intent: (input) => `the image ${input.image} is on the host`,
   reads: (input) => [{ name: 'image-id', command: imageIdCommand(input.image) }],
   judge: (answer, input, earlier) => {
-    if (!earlier('docker')?.ok)
-      return { ok: false, detail: `not checked: docker does not answer (see the docker check)` };
+    if (!earlier('docker')?.ok) return fail(`not checked: docker does not answer (see the docker check)`);
     const res = answer('image-id');
-    if (res.exitCode === 0)
-      return { ok: true, detail: `${input.image} is present (${res.stdout.trim().slice(0, 19)})` };
-    return {
-      ok: false,
-      detail: `image ${input.image} is not on the host (${firstLines(res.stderr) || `exit ${res.exitCode}`}): run docker pull ${input.image} there, or docker load it`,
-    };
+    if (res.exitCode === 0) return pass(`${input.image} is present (${res.stdout.trim().slice(0, 19)})`);
+    return fail(
+      `image ${input.image} is not on the host (${firstLines(res.stderr) || `exit ${res.exitCode}`}): run docker pull ${input.image} there, or docker load it`,
+    );
   },
 });
 
@@ -151,17 +125,15 @@ const gpus = declare({
     const res = answer('gpu-access');
     // 126/127: the image has no `true` to run, which the engine finds only after it set up the container's GPUs.
     if (res.exitCode === 0 || res.exitCode === 126 || res.exitCode === 127)
-      return { ok: true, detail: 'docker run --gpus all starts a container' };
+      return pass('docker run --gpus all starts a container');
     const said = firstLines(dockerSaid(res.stderr || res.stdout)) || `exit ${res.exitCode}`;
     if (/device driver|nvidia|gpu|cdi/i.test(said))
-      return {
-        ok: false,
-        detail: `Docker cannot give containers GPUs (docker run --gpus all: ${said}): install the NVIDIA container toolkit on the host (nvidia-container-toolkit; then sudo nvidia-ctk runtime configure --runtime=docker and restart Docker)`,
-      };
-    return {
-      ok: false,
-      detail: `a throwaway docker run --gpus all of ${input.image} failed (exit ${res.exitCode}): ${sentence(said)} The Ray container's docker run would fail the same way.`,
-    };
+      return fail(
+        `Docker cannot give containers GPUs (docker run --gpus all: ${said}): install the NVIDIA container toolkit on the host (nvidia-container-toolkit; then sudo nvidia-ctk runtime configure --runtime=docker and restart Docker)`,
+      );
+    return fail(
+      `a throwaway docker run --gpus all of ${input.image} failed (exit ${res.exitCode}): ${sentence(said)} The Ray container's docker run would fail the same way.`,
+    );
   },
 });
 
@@ -174,23 +146,18 @@ const model = declare({
   ],
   judge: (answer, { modelPath }) => {
     if (answer('model-dir').exitCode !== 0)
-      return {
-        ok: false,
-        detail: `model path ${modelPath} does not exist (or is not a folder the SSH user can read): download the weights there (huggingface-cli download ORG/NAME) or set serve.modelPath`,
-      };
+      return fail(
+        `model path ${modelPath} does not exist (or is not a folder the SSH user can read): download the weights there (huggingface-cli download ORG/NAME) or set serve.modelPath`,
+      );
     const files = answer('weight-files')
       .stdout.split('\n')
       .filter((l) => l !== '');
     const shards = files.filter((f) => f.endsWith('.safetensors')).length;
     if (files.length === 0)
-      return {
-        ok: false,
-        detail: `no *.safetensors or config.json below ${modelPath}: the weights are not downloaded there (huggingface-cli download ORG/NAME), or serve.modelPath points elsewhere`,
-      };
-    return {
-      ok: true,
-      detail: `${shards} .safetensors file(s) and ${files.length - shards} config.json below ${modelPath}`,
-    };
+      return fail(
+        `no *.safetensors or config.json below ${modelPath}: the weights are not downloaded there (huggingface-cli download ORG/NAME), or serve.modelPath points elsewhere`,
+      );
+    return pass(`${shards} .safetensors file(s) and ${files.length - shards} config.json below ${modelPath}`);
   },
 });
 
@@ -206,16 +173,15 @@ const volumes = declare({
   },
   judge: (answer, input) => {
     const hostPaths = volumeHostPaths(input.volumes);
-    if (hostPaths.length === 0) return { ok: true, detail: 'no host paths to mount' };
+    if (hostPaths.length === 0) return pass('no host paths to mount');
     const missing = answer('missing-paths')
       .stdout.split('\n')
       .filter((l) => l !== '');
     if (missing.length > 0)
-      return {
-        ok: false,
-        detail: `missing on the host: ${missing.join(', ')}. Create them (mkdir -p) or fix ray.volumes; docker would create an empty root-owned folder instead`,
-      };
-    return { ok: true, detail: `every host path exists: ${hostPaths.join(', ')}` };
+      return fail(
+        `missing on the host: ${missing.join(', ')}. Create them (mkdir -p) or fix ray.volumes; docker would create an empty root-owned folder instead`,
+      );
+    return pass(`every host path exists: ${hostPaths.join(', ')}`);
   },
 });
 
@@ -244,24 +210,21 @@ const iface = declare({
       : `clusterIp ${clusterIp} is on no interface of the host`;
     if (name === undefined)
       return holder
-        ? { ok: true, detail: where }
-        : {
-            ok: false,
-            detail: `${where} (it has ${describeAddresses(addresses)}): fix the host's clusterIp in the spec, or bring the interconnect up`,
-          };
+        ? pass(where)
+        : fail(
+            `${where} (it has ${describeAddresses(addresses)}): fix the host's clusterIp in the spec, or bring the interconnect up`,
+          );
     const dev = answer('addresses-iface');
     if (dev.exitCode !== 0)
-      return {
-        ok: false,
-        detail: `interface ${name} (NCCL_SOCKET_IFNAME) does not exist on the host (${firstLines(dev.stderr) || `exit ${dev.exitCode}`}); ${where}${holder ? `: set NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME to ${holder.iface}` : ''}`,
-      };
+      return fail(
+        `interface ${name} (NCCL_SOCKET_IFNAME) does not exist on the host (${firstLines(dev.stderr) || `exit ${dev.exitCode}`}); ${where}${holder ? `: set NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME to ${holder.iface}` : ''}`,
+      );
     const onIface = parseIpv4Addresses(dev.stdout);
     if (!onIface.some((a) => carries(a, clusterIp)))
-      return {
-        ok: false,
-        detail: `interface ${name} does not carry clusterIp ${clusterIp} (it has ${describeAddresses(onIface)}); ${where}`,
-      };
-    return { ok: true, detail: `${name} carries clusterIp ${clusterIp}` };
+      return fail(
+        `interface ${name} does not carry clusterIp ${clusterIp} (it has ${describeAddresses(onIface)}); ${where}`,
+      );
+    return pass(`${name} carries clusterIp ${clusterIp}`);
   },
 });
 
@@ -279,18 +242,16 @@ const disk = declare({
       .map((line) => /^(.*?)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)%\s+(\/.*)$/.exec(line.trim()))
       .find((m) => m !== null);
     if (res.exitCode !== 0 || !row?.[4] || !row[6])
-      return {
-        ok: false,
-        detail: `could not read free space for ${modelPath} (df exit ${res.exitCode}: ${firstLines(res.stderr) || 'no output'})`,
-      };
+      return fail(
+        `could not read free space for ${modelPath} (df exit ${res.exitCode}: ${firstLines(res.stderr) || 'no output'})`,
+      );
     const freeGiB = Number(row[4]) / 1024 / 1024;
     const shown = `${freeGiB.toFixed(1)} GiB free on ${row[6]} (the filesystem of ${modelPath})`;
     if (freeGiB < minFreeDiskGiB)
-      return {
-        ok: false,
-        detail: `only ${shown}, ${minFreeDiskGiB} GiB needed: free space there (old images: docker image prune)`,
-      };
-    return { ok: true, detail: `${shown}, ${minFreeDiskGiB} GiB needed` };
+      return fail(
+        `only ${shown}, ${minFreeDiskGiB} GiB needed: free space there (old images: docker image prune)`,
+      );
+    return pass(`${shown}, ${minFreeDiskGiB} GiB needed`);
   },
 });
 
@@ -313,23 +274,20 @@ const logDir = declare({
     if (dir === undefined) return undefined;
     const res = answer('log-dir');
     if (res.exitCode === 2)
-      return {
-        ok: false,
-        detail: `log folder ${dir} does not exist on the host: create it (mkdir -p ${dir}) or change serve.logPath`,
-      };
+      return fail(
+        `log folder ${dir} does not exist on the host: create it (mkdir -p ${dir}) or change serve.logPath`,
+      );
     if (res.exitCode === 3)
-      return {
-        ok: false,
-        detail: `serve.logPath ${logPath ?? ''} is a symbolic link on the host; the launch truncates the log, and would truncate what the link points at: remove the link (the log is created as a regular file) or change serve.logPath`,
-      };
+      return fail(
+        `serve.logPath ${logPath ?? ''} is a symbolic link on the host; the launch truncates the log, and would truncate what the link points at: remove the link (the log is created as a regular file) or change serve.logPath`,
+      );
     const real = res.stdout.trim();
     const system = res.exitCode === 0 && real.startsWith('/') ? systemDirOf(real) : undefined;
     if (system !== undefined)
-      return {
-        ok: false,
-        detail: `log folder ${dir} is ${real} once its links are followed, under the system folder ${system}: put serve.logPath in a folder of its own`,
-      };
-    return { ok: true, detail: `${dir} exists` };
+      return fail(
+        `log folder ${dir} is ${real} once its links are followed, under the system folder ${system}: put serve.logPath in a folder of its own`,
+      );
+    return pass(`${dir} exists`);
   },
 });
 
@@ -350,18 +308,16 @@ const logWritable = declare({
     const res = answer('log-writable');
     const user = host.target.user;
     if (res.exitCode === 4)
-      return {
-        ok: false,
-        detail: `${user} cannot create files in the log folder ${dir}, where the launch writes serve.logPath and its marker: make it ${user}'s (sudo chown ${user} ${dir}) or change serve.logPath`,
-      };
+      return fail(
+        `${user} cannot create files in the log folder ${dir}, where the launch writes serve.logPath and its marker: make it ${user}'s (sudo chown ${user} ${dir}) or change serve.logPath`,
+      );
     if (res.exitCode === 5)
-      return {
-        ok: false,
-        detail: `serve.logPath ${logPath ?? ''} exists and ${user} cannot write it; the launch truncates it first: remove it or give it to ${user}`,
-      };
+      return fail(
+        `serve.logPath ${logPath ?? ''} exists and ${user} cannot write it; the launch truncates it first: remove it or give it to ${user}`,
+      );
     if (res.exitCode !== 0)
-      return { ok: false, detail: `could not tell whether ${user} can write ${dir} (exit ${res.exitCode})` };
-    return { ok: true, detail: `${user} can write in ${dir}` };
+      return fail(`could not tell whether ${user} can write ${dir} (exit ${res.exitCode})`);
+    return pass(`${user} can write in ${dir}`);
   },
 });
 

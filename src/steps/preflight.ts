@@ -3,7 +3,7 @@
 // judged on its own answers; the host's facts handed back in the report for the workflow to pass on. The plan's
 // entry is built from the same list, so plan and deploy cannot drift.
 import type { DeploySpec } from '../config/schema.js';
-import { dirnameOf, modelPathFor } from '../config/derive.js';
+import { modelPathFor } from '../config/derive.js';
 import type { Answers, StepCommand } from '../host-commands/step-command.js';
 import type { ExecResult } from '../ssh/executor.js';
 import { hostReadOf } from '../preflight/agreement.js';
@@ -16,6 +16,7 @@ import {
   type PreflightReport,
   type Verdict,
 } from './preflight-checks.js';
+import { preflightInputOf } from './preflight-input.js';
 
 /** Every command of a host's preflight trip: the clock first (the offset is measured from the trip's start). */
 export function preflightCommands(input: PreflightInput): StepCommand[] {
@@ -72,27 +73,15 @@ export function judgePreflight(
  * NCCL/GLOO_SOCKET_IFNAME, so no interface is named) and read in the host's own trip.
  */
 export function plannedPreflightInput(spec: DeploySpec, host: PlanHost, head: PlanHost): PreflightInput {
-  const modelPath = modelPathFor(spec) ?? '';
-  const read = hostReadOf(
-    {
-      image: spec.ray.image,
-      modelPath,
-      hashWeights: spec.preflight.hashWeights,
-      rayPort: spec.ray.port,
-      hosts: [head, host].map((h) => ({ name: h.name, clusterIp: h.clusterIp, role: h.role })),
-    },
-    { name: host.name, clusterIp: host.clusterIp, role: host.role },
-  );
-  return {
-    host: host.ref,
-    clusterIp: host.clusterIp,
+  const expect = {
     image: spec.ray.image,
-    modelPath,
-    volumes: spec.ray.volumes,
-    ...(host.role === 'head' ? { logDir: dirnameOf(spec.serve.logPath), logPath: spec.serve.logPath } : {}),
-    minFreeDiskGiB: spec.preflight.minFreeDiskGiB,
-    agreement: { read, versions: host.role === 'head' },
+    modelPath: modelPathFor(spec) ?? '',
+    hashWeights: spec.preflight.hashWeights,
+    rayPort: spec.ray.port,
+    hosts: [head, host].map((h) => ({ name: h.name, clusterIp: h.clusterIp, role: h.role })),
   };
+  const read = hostReadOf(expect, { name: host.name, clusterIp: host.clusterIp, role: host.role });
+  return preflightInputOf(spec, host, host.role === 'head', { agreement: read });
 }
 
 /** The plan's preflight on one host: what it makes sure of, its one trip, then `more` (reads that follow it). */

@@ -6,12 +6,13 @@ import type { AgreementInput, AgreementResult } from '../activities/agreement.js
 import type { HostFacts } from '../parsers/agreement-facts.js';
 import { parseDuration } from '../config/duration.js';
 import type { DeploySpec } from '../config/schema.js';
-import { dirnameOf, modelPathFor } from '../config/derive.js';
+import { modelPathFor } from '../config/derive.js';
 import { FailureType } from '../shared/failures.js';
 import type { StepActivities } from './activity-options.js';
 import { messageOf } from './failures.js';
 import { patches } from './patches.js';
 import { hostReadOf, type AgreementHost } from '../preflight/agreement.js';
+import { preflightInputOf } from '../steps/preflight-input.js';
 
 /** Returns the warnings of a preflight that passed (clock skew), for the step's detail. */
 export async function preflight(
@@ -31,20 +32,12 @@ export async function preflight(
   let agreement = agreementOn && !oneTrip ? checkHostsAgree(expected) : undefined;
   const reports = await Promise.allSettled(
     hosts.map((h) =>
-      preflightHost({
-        host: h.ref,
-        clusterIp: h.clusterIp,
-        iface: agreementOn ? undefined : plainEnv(spec.ray.env, 'NCCL_SOCKET_IFNAME'),
-        image: spec.ray.image,
-        modelPath,
-        volumes: spec.ray.volumes,
-        logDir: h === head ? dirnameOf(spec.serve.logPath) : undefined,
-        logPath: h === head ? spec.serve.logPath : undefined,
-        minFreeDiskGiB: spec.preflight.minFreeDiskGiB,
-        ...(oneTrip
-          ? { agreement: { read: hostReadOf(expected, roleOf(h, head)), versions: h === head } }
-          : {}),
-      }),
+      preflightHost(
+        preflightInputOf(spec, h, h === head, {
+          iface: agreementOn ? undefined : plainEnv(spec.ray.env, 'NCCL_SOCKET_IFNAME'),
+          agreement: oneTrip ? hostReadOf(expected, roleOf(h, head)) : undefined,
+        }),
+      ),
     ),
   );
   // The facts each host's trip read go to the comparison as its input; a host without them is read there.
