@@ -8,7 +8,7 @@ import type { Answers, StepCommand } from '../host-commands/step-command.js';
 import type { ExecResult } from '../ssh/executor.js';
 import { hostReadOf } from '../preflight/agreement.js';
 import { plannedRun, type PlanHost, type PlannedCommand, type PlannedStep } from '../plan/planned.js';
-import { agreementCommands, factsOf, factsToPass } from './agreement-read.js';
+import { agreementCommands, factsOf, factsToPass, maxPassedFactsBytes } from './agreement-read.js';
 import {
   hostChecks,
   type PreflightCheck,
@@ -93,5 +93,13 @@ export function preflightPlan(input: PreflightInput, more: PlannedCommand[] = []
       `agrees with the other hosts: image ID${versions ? ', Python/Ray/vLLM inside the image' : ''}, weights${read.hashWeights ? ' (sha256)' : ''}, addresses and MTU, logind's RemoveIPC, clock${read.rayHead ? `; reaches the head's Ray port ${read.rayHead.ip}:${read.rayHead.port}` : ''}`,
     );
   }
-  return { step: 'preflight', intent, commands: [plannedRun(preflightCommands(input)), ...more] };
+  // checkHostsAgree reads a host itself only when the facts of its trip did not reach it.
+  const alone = input.agreement
+    ? [
+        plannedRun(agreementCommands(input.agreement.read, input.agreement.versions), {
+          when: `its facts were too big to pass through the workflow's history (over ${maxPassedFactsBytes / 1024} KiB, or past 1 MiB for all hosts)`,
+        }),
+      ]
+    : [];
+  return { step: 'preflight', intent, commands: [plannedRun(preflightCommands(input)), ...alone, ...more] };
 }
