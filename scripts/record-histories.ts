@@ -1,6 +1,7 @@
 // Records the event histories that test/replay replays: a successful deploy, a deploy that fails after Ray
-// started, and a deploy whose worker is SIGKILLed mid-load and finished by a second worker. A script for
-// engineers (`npx tsx scripts/record-histories.ts`), not part of `npm test`: it takes about two minutes.
+// started, a deploy whose worker is SIGKILLed mid-load and finished by a second worker, and a supervisor that
+// loses its cluster, relaunches it and is stopped. A script for engineers (`npx tsx scripts/record-histories.ts`),
+// not part of `npm test`: it takes about two minutes.
 //
 // Everything is real except the hosts: a simulated 2-host cluster, the embedded Temporal dev server, and
 // `liftoff worker` processes. The files are written the way a user exports a history:
@@ -22,11 +23,13 @@ import { paths, readJson, writeJson, type HostConfig } from '../sim/host-state.j
 import { simDeploySpec } from '../sim/spec.js';
 import { projectRoot, temporalCliPath } from '../src/temporal/cli-path.js';
 import { startDevServer, type DevServer } from '../src/temporal/dev-server.js';
-import { deployWorkflowId } from '../src/shared/constants.js';
+import { deployWorkflowId, superviseWorkflowId } from '../src/shared/constants.js';
 import { startDeploy } from '../src/temporal/start-deploy.js';
 import { startWorkerProcess, type WorkerProcess } from './lib/worker-process.js';
 import { decodedText, historyExportArgs } from './lib/history-export.js';
 import { deploy, progressQuery } from '../src/workflows/index.js';
+import { stopSupervisionSignal, supervisionQuery } from '../src/workflows/supervise-api.js';
+import type { SuperviseState } from '../src/workflows/supervise-state.js';
 
 const simStateDir = '/tmp/liftoff-record-histories';
 // Apart from the sim's state dir: bringing the cluster up wipes that one.
@@ -34,6 +37,7 @@ const serverStateDir = '/tmp/liftoff-record-histories.temporal';
 const netIndex = 12;
 const clusterName = 'replay';
 const workflowId = deployWorkflowId(clusterName);
+const supervisorId = superviseWorkflowId(clusterName);
 const historiesDir = join(projectRoot, 'test', 'histories');
 
 const fastPace: Partial<HostConfig['vllm']> = { shards: 8, shardSeconds: 0.2, graphCaptureSeconds: 0.3 };
@@ -49,6 +53,15 @@ const plantedSecret = {
   value: 'record-histories-fake-hf-token-0f3a9c',
 };
 const killAtShard = 3;
+// The supervisor's settings: rounds every second, lost after two failed rounds in a row.
+const superviseSettings = {
+  enabled: true,
+  interval: '1s',
+  failureThreshold: 2,
+  backoff: '1s',
+  maxRelaunches: 3,
+  window: '1h',
+};
 // The workers' policy: the cluster's key and known_hosts, and the planted secret's variable besides the defaults.
 const workerPolicyFile = join(simStateDir, 'worker-policy-recording.yaml');
 
@@ -149,10 +162,10 @@ async function within<T>(result: Promise<T>): Promise<T> {
 }
 
 /** The user's export: `temporal workflow show --output json`, byte for byte. */
-async function exportHistory(server: DevServer, runId: string): Promise<string> {
+async function exportHistory(server: DevServer, runId: string, id = workflowId): Promise<string> {
   const { stdout } = await promisify(execFile)(
     temporalCliPath(),
-    historyExportArgs({ address: server.address, namespace: server.namespace, workflowId, runId }),
+    historyExportArgs({ address: server.address, namespace: server.namespace, workflowId: id, runId }),
     { maxBuffer: 64 * 1024 * 1024 },
   );
   return stdout;
@@ -187,6 +200,8 @@ function expectClosedAs(events: HistoryEvent[], closing: Closing, what: string):
 
 interface Recording {
   file: string;
+  workflowType: 'deploy' | 'supervise';
+  workflowId: string;
   description: string;
   runId: string;
   outcome: 'succeeded' | 'failed';
@@ -201,10 +216,12 @@ function recording(
   runId: string,
   outcome: Recording['outcome'],
   json: string,
+  workflow: Pick<Recording, 'workflowType' | 'workflowId'> = { workflowType: 'deploy', workflowId },
 ): Recording {
   const events = eventsOf(json);
   return {
     file,
+    ...workflow,
     description,
     runId,
     outcome,
@@ -215,7 +232,7 @@ function recording(
 }
 
 async function recordSucceeded(client: Client, server: DevServer, sim: SimCluster): Promise<Recording> {
-  say('deploy 1/3: a successful deploy');
+  say('1/4: a successful deploy');
   const handle = await startSimDeploy(client, sim);
   const result = await within(handle.result());
   say(`  served at ${result.endpoint}, load ${result.loadSeconds.toFixed(1)} s`);
@@ -231,7 +248,7 @@ async function recordSucceeded(client: Client, server: DevServer, sim: SimCluste
 }
 
 async function recordFailed(client: Client, server: DevServer, sim: SimCluster): Promise<Recording> {
-  say(`deploy 2/3: the server crashes at shard ${crashAtShard} (sim fault crashAtShard on the head)`);
+  say(`2/4: the server crashes at shard ${crashAtShard} (sim fault crashAtShard on the head)`);
   const head = sim.hosts[0];
   if (!head) throw new Error('the cluster has no head');
   setFaults(simStateDir, head.name, { crashAtShard });
@@ -282,7 +299,7 @@ async function recordResumed(
   sim: SimCluster,
   first: WorkerProcess,
 ): Promise<Recording> {
-  say(`deploy 3/3: worker ${first.identity} is SIGKILLed at shard ${killAtShard}, a second worker finishes`);
+  say(`3/4: worker ${first.identity} is SIGKILLed at shard ${killAtShard}, a second worker finishes`);
   setPace(sim, resumePace);
   const handle = await startSimDeploy(client, sim);
   const deadline = Date.now() + 180_000;
@@ -324,6 +341,65 @@ async function recordResumed(
   );
 }
 
+/** Polls the supervisor's state until `pred` holds. */
+async function superviseUntil(
+  client: Client,
+  what: string,
+  pred: (s: SuperviseState) => boolean,
+): Promise<SuperviseState> {
+  const deadline = Date.now() + 180_000;
+  for (;;) {
+    const s = await client.workflow
+      .getHandle(supervisorId)
+      .query(supervisionQuery)
+      .catch(() => undefined);
+    if (s && pred(s)) return s;
+    if (Date.now() > deadline) throw new Error(`the supervisor did not reach "${what}" within 180 s`);
+    await sleep(200);
+  }
+}
+
+async function recordSupervised(client: Client, server: DevServer, sim: SimCluster): Promise<Recording> {
+  say('4/4: a supervised deploy, vLLM SIGKILLed, lost, relaunched, serving again, stopped');
+  const handle = await startSimDeploy(client, sim, (spec) => ({ ...spec, supervise: superviseSettings }));
+  const deployed = await within(handle.result());
+  if (!deployed.supervision?.startsWith(`supervised by ${supervisorId}`)) {
+    throw new Error(`the deploy did not start its supervisor: ${deployed.supervision ?? '(nothing said)'}`);
+  }
+  await superviseUntil(client, 'two passed rounds', (s) => s.status === 'serving' && s.rounds >= 2);
+  const head = sim.hosts[0];
+  if (!head) throw new Error('the cluster has no head');
+  const launched = readFileSync(paths.launches(head.hostDir), 'utf8').trim().split('\n').at(-1);
+  const { pid } = JSON.parse(launched ?? '{}') as { pid?: number };
+  if (!pid) throw new Error(`no launch in ${paths.launches(head.hostDir)}`);
+  process.kill(pid, 'SIGKILL');
+  say(`  vLLM (pid ${pid}) SIGKILLed`);
+  const back = await superviseUntil(
+    client,
+    'serving again after a relaunch',
+    (s) => s.status === 'serving' && s.relaunches.at(-1)?.outcome === 'serving',
+  );
+  const relaunchedAt = back.relaunches.at(-1)?.endedAtMs ?? Date.now();
+  await superviseUntil(client, 'a round after the relaunch', (s) => (s.lastProbe?.atMs ?? 0) > relaunchedAt);
+  const supervisor = client.workflow.getHandle(supervisorId);
+  const { runId } = await supervisor.describe();
+  await supervisor.signal(stopSupervisionSignal, { reason: 'record-histories: recorded' });
+  const ended = (await within(client.workflow.getHandle(supervisorId, runId).result())) as {
+    state: SuperviseState;
+  };
+  say(`  relaunch #${back.relaunches.length} served; supervisor ${ended.state.status}`);
+  const json = await exportHistory(server, runId, supervisorId);
+  expectClosedAs(eventsOf(json), 'workflowExecutionCompletedEventAttributes', 'stopped supervisor');
+  return recording(
+    'supervise-relaunched.json',
+    `a supervisor (interval ${superviseSettings.interval}, failureThreshold ${superviseSettings.failureThreshold}) whose vLLM is SIGKILLed: lost, failure bundle, relaunch deploy as its child, serving again, then stopped by signal`,
+    runId,
+    'succeeded',
+    json,
+    { workflowType: 'supervise', workflowId: supervisorId },
+  );
+}
+
 function gitOutput(args: string[]): string {
   try {
     return execFileSync('git', args, { cwd: projectRoot, encoding: 'utf8' }).trim();
@@ -350,8 +426,6 @@ function writeAll(recordings: Recording[], sim: SimCluster, server: DevServer): 
     temporalCli: cliVersion,
     temporalSdk: sdkVersion,
     namespace: server.namespace,
-    workflowType: 'deploy',
-    workflowId,
     cluster: {
       name: clusterName,
       simulated: { mode: sim.mode, hosts: sim.hosts.map((h) => h.name), jumpHostFor: { spark2: 'spark1' } },
@@ -360,7 +434,8 @@ function writeAll(recordings: Recording[], sim: SimCluster, server: DevServer): 
     histories: recordings.map((r) => ({
       file: r.file,
       description: r.description,
-      workflowId,
+      workflowType: r.workflowType,
+      workflowId: r.workflowId,
       runId: r.runId,
       outcome: r.outcome,
       events: r.events,
@@ -416,6 +491,7 @@ async function main(): Promise<void> {
     await recordFailed(client, server, sim),
     await recordResumed(client, server, sim, worker),
   ];
+  recordings.push(await recordSupervised(client, server, sim));
   writeAll(recordings, sim, server);
   for (const r of recordings) {
     say(

@@ -11,7 +11,6 @@ export { launchServe } from './serve.js';
 export { checkServeHealth, checkRayWorker } from './health.js';
 export { smokeTest } from './smoke.js';
 export { collectDiagnostics } from './diagnostics.js';
-export { probeServing } from './serving-probe.js';
 export { probeServingCluster } from './cluster-probe.js';
 export { collectFailureBundle } from './failure-bundle.js';
 export { postWebhook } from './webhook.js';

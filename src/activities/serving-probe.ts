@@ -1,8 +1,8 @@
-// One round of the supervisor's probes on the head of a serving cluster, over one SSH session: the Ray
-// container runs, `/health` answers 200, a real one-token completion comes back within a short timeout (a
-// server can be healthy and still unable to generate), and `ray status` shows the nodes and GPUs the launch
-// verified. The workflow decides what a failed round means; this activity only observes. A host that cannot
-// be reached fails the activity itself, so the workflow counts it against its unreachable window.
+// The supervisor's probes of the head of a serving cluster, over one SSH session (part of the round in
+// cluster-probe.ts): the Ray container runs, `/health` answers 200, a real one-token completion comes back
+// within a short timeout (a server can be healthy and still unable to generate), and `ray status` shows the
+// nodes and GPUs the launch verified. The workflow decides what a failed round means; this only observes. A
+// head that cannot be reached throws, so the workflow counts it against its unreachable window.
 import { judgeContainer } from '../parsers/container-state.js';
 import { redactedTail } from '../shared/secrets.js';
 import type { SshSession } from '../ssh/executor.js';
@@ -13,15 +13,9 @@ import { baseUrl } from './health.js';
 import { readRayStatus } from './ray-cluster.js';
 import { resolveValue, secretValues } from './secrets.js';
 import { chatCompletion } from './smoke.js';
-import { onHost } from './ssh-context.js';
 import type { ProbeCheck, ProbeName, ProbeServingInput, ProbeServingResult } from './types.js';
 
 const healthTimeoutS = 5;
-
-export async function probeServing(input: ProbeServingInput): Promise<ProbeServingResult> {
-  const configured = await configuredSecrets(input);
-  return onHost(input.head, (session) => probeHead(session, input, configured));
-}
 
 /**
  * The secret values of the spec's ray.env and serve.env (references resolved on this worker), which nothing the

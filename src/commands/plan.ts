@@ -1,8 +1,10 @@
 // `liftoff plan -c FILE`: what a deploy of this spec would do, without doing it. The spec and this machine's
 // worker policy are checked here first (as `liftoff validate` does); then the `plan` workflow runs the deploy's
 // own validate and preflight steps on a worker and lists, per host and in order, every command the deploy
-// would run there, built by the deploy's own command builders. Exit 0: the deploy would start; 1: preflight
-// would refuse; 2: bad input.
+// would run there, built by the deploy's own command builders. The text leads with what each step will do and
+// what preflight found, then every change exactly (plan-render.ts); --verbose adds every read and each round
+// trip's script, --json is the whole result. Exit 0: the deploy would start; 1: preflight would refuse; 2: bad
+// input.
 import { Command } from 'commander';
 import { WorkflowFailedError } from '@temporalio/client';
 import { describeFailure } from '../cli/deploy-status.js';
@@ -21,11 +23,12 @@ import { renderPlan } from './plan-render.js';
 
 export const planCommand = new Command('plan')
   .description(
-    'run the read-only preflight, then list per host every command a deploy would run and what it would stop, remove and start',
+    'run the read-only preflight, then say step by step what a deploy would stop, remove and start on each host, with the exact commands',
   )
   .requiredOption('-c, --config <file>', 'cluster spec (YAML)')
-  .option('--json', 'print the plan as JSON')
-  .action((opts: { config: string; json?: boolean }) =>
+  .option('--verbose', 'also list every read and the script of each round trip')
+  .option('--json', 'print the plan as JSON (every command and round-trip script)')
+  .action((opts: { config: string; json?: boolean; verbose?: boolean }) =>
     runCommand(opts, async () => {
       const spec = loadSpecFile(deploySpecSchema, opts.config);
       const policy = loadWorkerPolicy(process.env);
@@ -47,7 +50,7 @@ export const planCommand = new Command('plan')
             throw new Error(`${f.type}: ${f.message}`);
           }),
       );
-      emit(opts, result, renderPlan);
+      emit(opts, result, (r) => renderPlan(r, { verbose: opts.verbose === true }));
       return result.wouldStart ? ExitCode.ok : ExitCode.deployFailed;
     }),
   );

@@ -191,6 +191,9 @@ export function planHost(
     // lives as long as its container.
     steps.push({
       step: 'waitHealthy',
+      intent: [
+        `every ${spec.serve.pollInterval}: the server's process and container alive, ${url}/health 200, the model in /v1/models, no fatal line in the log`,
+      ],
       commands: [
         // One command per poll: the process, the container, /health (and /v1/models), the log's tail and news.
         read(
@@ -204,6 +207,9 @@ export function planHost(
     });
     steps.push({
       step: 'smokeTest',
+      intent: [
+        `one chat completion from ${spec.serve.model} at ${url}/v1/chat/completions: ${JSON.stringify(spec.smoke.prompt)}, at most ${spec.smoke.maxTokens} tokens`,
+      ],
       commands: [read(smokeCommand(`${url}/v1/chat/completions`, smokeTimeoutS, smokeTimingMarker))],
     });
     start.push(
@@ -222,6 +228,9 @@ export function planHost(
     const untilLoaded = 'while the head loads the model';
     steps.push({
       step: 'waitHealthy',
+      intent: [
+        `every ${spec.serve.workerPollEvery} polls of the head: the Ray container ${container} and its main process still alive`,
+      ],
       commands: [
         read(rayWorkerWatchCommand(container).command, `${untilLoaded}, every serve.workerPollEvery-th poll`),
       ],

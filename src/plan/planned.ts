@@ -29,6 +29,8 @@ export interface PlanHost {
 /** One command inside a batch (one round trip that runs several, src/host-commands/sections.ts). */
 export interface PlannedPart {
   text: string;
+  /** The step command's name (host-commands/step-command.ts), when it has one: the plan's short word for it. */
+  name?: string;
   change: boolean;
   /** It runs only in a case the host decides within the trip; said which. */
   when?: string;
@@ -39,6 +41,8 @@ export interface PlannedPart {
 export interface PlannedCommand {
   /** The exact command the deploy runs (for a batch, the script that carries its parts). */
   text: string;
+  /** A lone step command's name, as PlannedPart's. */
+  name?: string;
   /** A batch: the commands its one round trip runs, in order. */
   parts?: PlannedPart[];
   /** Changes the host (stops, removes, starts); every other command only reads. */
@@ -115,6 +119,7 @@ export function plannedRun(
   const only = commands.length === 1 ? commands[0] : undefined;
   const parts = commands.map((c): PlannedPart => ({
     text: c.command.text,
+    name: c.name,
     change: c.change === true,
     ...(c.unlessOk !== undefined
       ? { when: c.when ?? `${c.unlessOk} failed` }
@@ -130,6 +135,7 @@ export function plannedRun(
   if (only && only.waitUntil === undefined)
     return {
       text: only.command.text,
+      name: only.name,
       change: only.change === true,
       ...extra,
       ...(only.when ? { when: only.when } : {}),

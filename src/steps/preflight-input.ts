@@ -31,17 +31,17 @@ export function preflightInputOf(
   spec: DeploySpec,
   host: { ref: HostRef; clusterIp: string },
   isHead: boolean,
-  opts: { iface?: string | undefined; agreement?: HostReadInput | undefined },
+  agreement: HostReadInput,
 ): PreflightInput {
+  // No interface named: the agreement checks cover NCCL/GLOO_SOCKET_IFNAME on every host.
   return {
     host: host.ref,
     clusterIp: host.clusterIp,
-    ...(opts.iface !== undefined ? { iface: opts.iface } : {}),
     image: spec.ray.image,
     modelPath: modelPathFor(spec) ?? '',
     volumes: spec.ray.volumes,
     ...(isHead ? { logDir: dirnameOf(spec.serve.logPath), logPath: spec.serve.logPath } : {}),
     minFreeDiskGiB: spec.preflight.minFreeDiskGiB,
-    ...(opts.agreement ? { agreement: { read: opts.agreement, versions: isHead } } : {}),
+    agreement: { read: agreement, versions: isHead },
   };
 }

@@ -81,7 +81,7 @@ export function plannedPreflightInput(spec: DeploySpec, host: PlanHost, head: Pl
     hosts: [head, host].map((h) => ({ name: h.name, clusterIp: h.clusterIp, role: h.role })),
   };
   const read = hostReadOf(expect, { name: host.name, clusterIp: host.clusterIp, role: host.role });
-  return preflightInputOf(spec, host, host.role === 'head', { agreement: read });
+  return preflightInputOf(spec, host, host.role === 'head', read);
 }
 
 /** The plan's preflight on one host: what it makes sure of, its one trip, then `more` (reads that follow it). */

@@ -1,7 +1,7 @@
 // The multiproc backend's part of the deploy (serve.backend: multiproc): vLLM's own multi-node mode, one rank
 // per host, no Ray. Preflight, cleanup, GPU check, smoke test and record are the Ray sequence's; what differs
 // is here: the master port's check, the ranks' launch instead of the Ray steps, and the ranks' polls.
-import { ApplicationFailure, patched } from '@temporalio/workflow';
+import { ApplicationFailure, deprecatePatch } from '@temporalio/workflow';
 import type { CheckRankResult } from '../activities/multiproc.js';
 import type { NamedHost } from '../activities/types.js';
 import { multiprocSkipsRay, rayOnlySteps } from '../config/backend.js';
@@ -68,9 +68,9 @@ export async function launchRanks(
     const headless = await Promise.all(workers.map((w, i) => start(w, i + 1)));
     const rank0 = await start(head, 0).catch(async (err: unknown) => {
       // Rank 0 exiting at once may only echo a headless rank that died meanwhile (its collectives fail with
-      // "connection reset by peer"): a rank whose container is gone is named instead. Runs recorded before the
-      // patch failed at once.
-      if (workers.length > 0 && patched(patches.lostHostBeforeHeadFailure)) {
+      // "connection reset by peer"): a rank whose container is gone is named instead.
+      if (workers.length > 0) {
+        deprecatePatch(patches.lostHostBeforeHeadFailure);
         const load: LoadProgress = {
           phase: 'starting',
           elapsedS: 0,

@@ -5,8 +5,8 @@ import {
   ApplicationFailure,
   CancellationScope,
   defineQuery,
+  deprecatePatch,
   isCancellation,
-  patched,
   setHandler,
   upsertMemo,
   upsertSearchAttributes,
@@ -69,14 +69,13 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
 
   // 0. validate: the same check as the CLI's, for a spec pasted into the Temporal UI too. Then the worker's
   // policy: which known_hosts, keys and secret sources a spec may name is the worker's to say, so an activity
-  // checks it there before anything connects. Runs recorded before that check replay without it.
+  // checks it there before anything connects.
   let spec: DeploySpec;
   try {
     spec = await tracker.run('validate', async () => {
       const parsed = validate(input);
-      if (patched(patches.workerPolicy)) {
-        await stepActivities(parsed)('validate').checkWorkerPolicy({ spec: parsed });
-      }
+      deprecatePatch(patches.workerPolicy);
+      await stepActivities(parsed)('validate').checkWorkerPolicy({ spec: parsed });
       return parsed;
     });
   } catch (err) {
@@ -100,19 +99,18 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
   if (!head) throw ApplicationFailure.nonRetryable('no head host', FailureType.invalidSpec);
   const workers = hosts.filter((h) => h !== head);
 
-  // Only a multiproc spec asks: Ray deploys, recorded or new, run as before.
-  const multiproc = spec.serve.backend === 'multiproc' && patched(patches.multiprocBackend);
-  let supervised = false;
+  const multiproc = spec.serve.backend === 'multiproc';
+  if (multiproc) deprecatePatch(patches.multiprocBackend);
   // 1–4: read, stop, remove, check. Nothing of this launch runs yet, so a failure leaves nothing to tear down.
   try {
     await tracker.run('preflight', async () => {
-      const warnings = await preflight(spec, hosts, head, acts);
+      const { warnings } = await preflight(spec, hosts, head, acts);
       if (warnings.length > 0) tracker.detail('preflight', `warning: ${warnings.join('; ')}`);
       if (multiproc) await checkMasterPortFree(spec, head, acts);
     });
     // Every host passed, so this deploy goes ahead: the old supervisor must not relaunch what it removes.
-    supervised = patched(patches.supervision);
-    if (supervised) await takeOverSupervision(spec.cluster, trigger);
+    deprecatePatch(patches.supervision);
+    await takeOverSupervision(spec.cluster, trigger);
     await tracker.run('stopServices', () => stopServices(spec, hosts, acts, tracker));
     await tracker.run('removeContainers', () => removeOldContainers(spec, hosts, acts, tracker));
     await tracker.run('verifyGpusClear', async () => {
@@ -188,20 +186,14 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
           tokensPerSecond: smoke.tokensPerSecond,
         },
       };
-      if (supervised && multiproc && !patched(patches.multiprocSupervision)) {
-        // Recorded before patches.multiprocSupervision: its probes read `ray status`, which multiproc has not.
-        result.supervision =
-          'not supervised: the supervisor probes Ray (`ray status`), not the ranks of serve.backend multiproc';
-        tracker.detail('record', result.supervision);
-      } else if (supervised) {
-        result.supervision = await startSupervision(
-          spec.cluster,
-          spec,
-          { launchId, servingSinceMs: Date.now(), endpoint },
-          { spec: spec.supervise.enabled, option: options.supervise !== false },
-        );
-        tracker.detail('record', result.supervision);
-      }
+      if (multiproc) deprecatePatch(patches.multiprocSupervision);
+      result.supervision = await startSupervision(
+        spec.cluster,
+        spec,
+        { launchId, servingSinceMs: Date.now(), endpoint },
+        { spec: spec.supervise.enabled, option: options.supervise !== false },
+      );
+      tracker.detail('record', result.supervision);
       await sendNotification(
         spec,
         'deploySucceeded',
@@ -277,11 +269,10 @@ async function stopServices(
   if (spec.cleanup.services.length === 0) return tracker.skip('stopServices', 'no services listed');
   const { stopServices } = acts('stopServices');
   const { services: units, disableServices: disable } = spec.cleanup;
-  const containerListsFor = patched(patches.containerListsWithStop) ? { cluster: spec.cluster } : undefined;
+  deprecatePatch(patches.containerListsWithStop);
+  const containerListsFor = { cluster: spec.cluster };
   const results = await Promise.all(
-    hosts.map((h) =>
-      stopServices({ host: h.ref, units, disable, ...(containerListsFor ? { containerListsFor } : {}) }),
-    ),
+    hosts.map((h) => stopServices({ host: h.ref, units, disable, containerListsFor })),
   );
   tracker.detail(
     'stopServices',
@@ -327,6 +318,7 @@ async function launchOnRay(
     await Promise.all(workers.map((w) => startRayWorker(rayContainerInput(spec, launchId, w, headAddress))));
   });
   await tracker.run('verifyRayCluster', async () => {
+    deprecatePatch(patches.launchReadsWithVerify);
     const state = await acts('verifyRayCluster').verifyRayCluster({
       head,
       workers,
@@ -334,9 +326,7 @@ async function launchOnRay(
       expectedNodes: hostCount,
       expectedGpus: hostCount * spec.gpu.perHost,
       // Its last look at the head serves as the launch's pre-read (the marker, Ray's state).
-      ...(patched(patches.launchReadsWithVerify)
-        ? { launchMarkerPath: markerPathFor(spec.serve.logPath) }
-        : {}),
+      launchMarkerPath: markerPathFor(spec.serve.logPath),
     });
     tracker.detail('verifyRayCluster', `${state.nodes} nodes, ${state.gpusTotal} GPUs`);
   });

@@ -9,4 +9,4 @@ export type { SuperviseInput } from './supervise-api.js';
 export { notify } from './notify.js';
 export type { NotifyInput, NotifyResult } from './notify.js';
 export { plan } from './plan.js';
-export type { PlanResult, PlanSecret } from './plan.js';
+export type { PlanFindings, PlanResult, PlanSecret } from './plan.js';

@@ -2,7 +2,7 @@
 // backoff, and records what failed. Deploys and the supervisor start it and do not wait for it (abandoned
 // child), so a webhook that is down never blocks them; its failures are in this workflow's history and result,
 // and in its memo, where `liftoff status` reads them (one visibility list, no history to fetch).
-import { patched, proxyActivities, startChild, upsertMemo, uuid4 } from '@temporalio/workflow';
+import { deprecatePatch, proxyActivities, startChild, upsertMemo, uuid4 } from '@temporalio/workflow';
 import type { DeploySpec } from '../config/schema.js';
 import type { NotifyEvent } from '../config/notify.js';
 import { deployWorkflowId } from '../shared/constants.js';
@@ -45,9 +45,8 @@ export async function notify(input: NotifyInput): Promise<NotifyResult> {
     r.status === 'rejected' ? [`webhook ${i + 1}: ${messageOf(r.reason)}`] : [],
   );
   const delivered = results.length - failed.length;
-  if (patched(patches.notifyRecord)) {
-    upsertMemo({ notify: { cluster: input.cluster, event: input.event, delivered, failed } });
-  }
+  deprecatePatch(patches.notifyRecord);
+  upsertMemo({ notify: { cluster: input.cluster, event: input.event, delivered, failed } });
   return { delivered, failed };
 }
 

@@ -1,8 +1,14 @@
-// Every patch id of the workflow code, in one place: each marks a change that recorded histories (test/histories)
-// must still replay without, and the encryption test allows exactly these names to stay plain in a history
-// (the SDK writes a patch marker's name itself, never through the payload codec).
+// Every patch id of the workflow code, in one place. The encryption test allows exactly these names to stay plain
+// in a history (the SDK writes a patch marker's name itself, never through the payload codec).
+//
+// All of them are deprecated (2026-12, issue 28): the code calls `deprecatePatch(id)` where it called
+// `patched(id)`, and the branch for runs recorded before the patch is gone. A call, and its id here, can be
+// removed entirely once (1) no deploy or supervisor run that began before the deprecation is still running: a
+// marker `patched()` wrote fails replay when no call meets it ("Non-deprecated patch marker encountered"), (2)
+// test/histories has been re-recorded, so its markers are the deprecated ones, which replay skips, and (3) no
+// worker older than the deprecation polls the task queue. test/histories/README.md has the schedule.
 export const patches = {
-  /** Deploys recorded before supervision existed neither take it over nor start it. */
+  /** A deploy takes supervision over from the running supervisor and starts its own once it serves. */
   supervision: 'supervision',
   /** The validate step's check of the spec against the worker's policy, in an activity before any SSH. */
   workerPolicy: 'validate-worker-policy',

@@ -2,7 +2,8 @@
 // its policy, through the one preflight function), then a read-only look at each host that lists every command
 // the deploy would run there. Nothing is stopped, removed or started. A workflow, not a local run, so the
 // plan sees the hosts from where the deploy would: the worker's keys, known_hosts and network.
-import { ApplicationFailure, patched, proxyActivities } from '@temporalio/workflow';
+import { ApplicationFailure, deprecatePatch, proxyActivities } from '@temporalio/workflow';
+import type { PreflightCheck } from '../activities/types.js';
 import type { EnvSpec } from '../config/schema.js';
 import type { HostPlan } from '../plan/host-plan.js';
 import { FailureType } from '../shared/failures.js';
@@ -19,6 +20,12 @@ export interface PlanSecret {
   source: string;
 }
 
+/** What preflight's checks found on one host (the report without anything else it carries). */
+export interface PlanFindings {
+  host: string;
+  checks: PreflightCheck[];
+}
+
 export interface PlanResult {
   cluster: string;
   /** Whether the deploy would go past preflight and start. */
@@ -29,6 +36,8 @@ export interface PlanResult {
   warnings: string[];
   hosts: HostPlan[];
   secrets: PlanSecret[];
+  /** Each host's preflight checks when it passed (absent from a plan made by an older worker). */
+  preflight?: PlanFindings[];
 }
 
 const { planHostCommands } = proxyActivities<Activities>({
@@ -47,11 +56,16 @@ export async function plan(input: unknown): Promise<PlanResult> {
   const workers = hosts.filter((h) => h !== head);
   const secrets = [...secretsOf('ray.env', spec.ray.env), ...secretsOf('serve.env', spec.serve.env)];
   let warnings: string[];
+  let found: PlanFindings[];
   try {
-    warnings = await preflight(spec, hosts, head, acts);
+    const passed = await preflight(spec, hosts, head, acts);
+    warnings = passed.warnings;
+    found = passed.reports.map((r) => ({ host: r.host, checks: r.checks }));
     // The deploy's preflight refuses a multiproc launch whose master port is taken on the head; so does the plan.
-    if (spec.serve.backend === 'multiproc' && patched(patches.multiprocPlan))
+    if (spec.serve.backend === 'multiproc') {
+      deprecatePatch(patches.multiprocPlan);
       await checkMasterPortFree(spec, head, acts);
+    }
   } catch (err) {
     const refused = [FailureType.preflightFailed, FailureType.masterPortInUse] as string[];
     if (err instanceof ApplicationFailure && refused.includes(err.type ?? '')) {
@@ -65,7 +79,15 @@ export async function plan(input: unknown): Promise<PlanResult> {
     throw err;
   }
   const plans = await Promise.all(hosts.map((h) => planHostCommands({ spec, host: h, head, workers })));
-  return { cluster: spec.cluster, wouldStart: true, problems: [], warnings, hosts: plans, secrets };
+  return {
+    cluster: spec.cluster,
+    wouldStart: true,
+    problems: [],
+    warnings,
+    hosts: plans,
+    secrets,
+    preflight: found,
+  };
 }
 
 function secretsOf(prefix: string, env: EnvSpec): PlanSecret[] {

@@ -1,6 +1,6 @@
 // Step 1, preflight: every host is checked, read only, and nothing is stopped unless every check on every host
 // passed. One failure lists every problem of every host, so one run tells the whole story.
-import { ApplicationFailure, patched } from '@temporalio/workflow';
+import { ApplicationFailure, deprecatePatch } from '@temporalio/workflow';
 import type { NamedHost, PreflightReport } from '../activities/types.js';
 import type { AgreementInput, AgreementResult } from '../activities/agreement.js';
 import type { HostFacts } from '../parsers/agreement-facts.js';
@@ -14,64 +14,65 @@ import { patches } from './patches.js';
 import { hostReadOf, type AgreementHost } from '../preflight/agreement.js';
 import { preflightInputOf } from '../steps/preflight-input.js';
 
-/** Returns the warnings of a preflight that passed (clock skew), for the step's detail. */
+export interface PreflightPassed {
+  /** Clock skew between hosts, for the step's detail. */
+  warnings: string[];
+  /** Each host's checks, in the hosts' order: what `liftoff plan` says preflight found. */
+  reports: PreflightReport[];
+}
+
+/** Passes when every check on every host passed; else throws preflightFailed with every problem. */
 export async function preflight(
   spec: DeploySpec,
   hosts: NamedHost[],
   head: NamedHost,
   acts: StepActivities,
-): Promise<string[]> {
+): Promise<PreflightPassed> {
   const modelPath = modelPathFor(spec) ?? '';
   const { preflightHost } = acts('preflight');
   const { checkHostsAgree } = acts('preflight', 'checkHostsAgree');
   // The agreement checks compare the hosts with each other, and cover NCCL/GLOO_SOCKET_IFNAME for every host.
-  const agreementOn = patched(patches.agreementChecks);
+  deprecatePatch(patches.agreementChecks);
   const expected = agreementInput(spec, hosts, head, modelPath);
   // Each host's agreement read rides in its preflightHost's round trip; the comparison follows, with those facts.
-  const oneTrip = agreementOn && patched(patches.preflightOneTrip);
-  let agreement = agreementOn && !oneTrip ? checkHostsAgree(expected) : undefined;
+  deprecatePatch(patches.preflightOneTrip);
   const reports = await Promise.allSettled(
     hosts.map((h) =>
-      preflightHost(
-        preflightInputOf(spec, h, h === head, {
-          iface: agreementOn ? undefined : plainEnv(spec.ray.env, 'NCCL_SOCKET_IFNAME'),
-          agreement: oneTrip ? hostReadOf(expected, roleOf(h, head)) : undefined,
-        }),
-      ),
+      preflightHost(preflightInputOf(spec, h, h === head, hostReadOf(expected, roleOf(h, head)))),
     ),
   );
   // The facts each host's trip read go to the comparison as its input; a host without them is read there.
-  if (oneTrip) agreement = checkHostsAgree({ ...expected, facts: passedFacts(reports) });
+  const agreement = checkHostsAgree({ ...expected, facts: passedFacts(reports) });
   const problems: string[] = [];
   const byHost: Record<string, PreflightReport | { error: string }> = {};
+  const verdicts: PreflightReport[] = [];
   reports.forEach((r, i) => {
     const name = hosts[i]?.name ?? `host ${i}`;
     if (r.status === 'rejected') {
       problems.push(`${name}: ssh: ${messageOf(r.reason)}`);
       byHost[name] = { error: messageOf(r.reason) };
     } else {
-      // The facts went to the comparison; the failure's details keep the verdicts only.
+      // The facts went to the comparison; the failure's details and the plan keep the verdicts only.
       const { facts: _facts, ...report } = r.value;
       byHost[name] = report;
+      verdicts.push(report);
       for (const c of r.value.checks) if (!c.ok) problems.push(`${name}: ${c.name}: ${c.detail}`);
     }
   });
   let warnings: string[] = [];
-  if (agreement) {
-    const result = await agreement.then(
-      (r): AgreementResult | { error: string } => r,
-      (err: unknown) => ({ error: messageOf(err) }),
-    );
-    if ('error' in result) problems.push(`agreement: not checked: ${result.error}`);
-    else {
-      for (const p of result.problems) problems.push(`${p.hosts.join(', ')}: ${p.check}: ${p.detail}`);
-      // A host its own preflight reached but the agreement read did not must not pass unseen.
-      for (const u of result.unread) {
-        const reached = byHost[u.host];
-        if (reached && !('error' in reached)) problems.push(`${u.host}: agreement: not read: ${u.error}`);
-      }
-      warnings = result.warnings;
+  const result = await agreement.then(
+    (r): AgreementResult | { error: string } => r,
+    (err: unknown) => ({ error: messageOf(err) }),
+  );
+  if ('error' in result) problems.push(`agreement: not checked: ${result.error}`);
+  else {
+    for (const p of result.problems) problems.push(`${p.hosts.join(', ')}: ${p.check}: ${p.detail}`);
+    // A host its own preflight reached but the agreement read did not must not pass unseen.
+    for (const u of result.unread) {
+      const reached = byHost[u.host];
+      if (reached && !('error' in reached)) problems.push(`${u.host}: agreement: not read: ${u.error}`);
     }
+    warnings = result.warnings;
   }
   if (problems.length > 0) {
     throw ApplicationFailure.create({
@@ -81,7 +82,7 @@ export async function preflight(
       details: [byHost],
     });
   }
-  return warnings;
+  return { warnings, reports: verdicts };
 }
 
 /**

@@ -3,36 +3,25 @@
 // parallel, judged into a ProbeRound. A host that does not
 // answer is given serve.hostUnreachableTimeout, as during the load, before its silence fails the round.
 import {
+  deprecatePatch,
   isCancellation,
-  patched,
-  proxyActivities,
   proxyLocalActivities,
-  type ActivityOptions,
   type LocalActivityOptions,
 } from '@temporalio/workflow';
-import type { CheckRayWorkerResult, NamedHost, ProbeCheck, ProbeServingInput } from '../activities/types.js';
+import type { NamedHost, ProbeCheck, ProbeServingInput } from '../activities/types.js';
 import type { DeploySpec } from '../config/schema.js';
 import { formatDuration, parseDuration } from '../config/duration.js';
 import { probeTimeoutMs } from '../config/supervise.js';
-import { judgeContainer } from '../parsers/container-state.js';
-import { heartbeatTimeout, type Activities } from './activity-options.js';
+import type { Activities } from './activity-options.js';
 import { messageOf } from './failures.js';
 import { patches } from './patches.js';
 import type { ProbeRound, SuperviseState } from './supervise-state.js';
 
-/** One try per round: a failed probe is data for the workflow's count, not something to retry. */
-function probeOptions(spec: DeploySpec): ActivityOptions {
-  return {
-    startToCloseTimeout: `${Math.round(probeTimeoutMs(spec.supervise) / 1000) + 60}s`,
-    heartbeatTimeout,
-    retry: { maximumAttempts: 1 },
-  };
-}
-
 /**
  * The round as a local activity: it runs in the worker that runs this workflow, with no activity task through
  * the server, and its result is recorded with the workflow task that schedules the next timer, so a healthy
- * round costs one workflow task. One try, as above.
+ * round costs one workflow task. One try per round: a failed probe is data for the workflow's count, not
+ * something to retry.
  */
 function localProbeOptions(spec: DeploySpec): LocalActivityOptions {
   return {
@@ -68,15 +57,14 @@ export async function probeRound(
     // Only a multiproc deploy (patches.multiprocSupervision) starts a supervisor of a multiproc spec.
     ...(spec.serve.backend === 'multiproc' ? { backend: 'multiproc' as const } : {}),
   };
-  const polls = patched(patches.localProbeRound)
-    ? await oneActivityPolls(
-        proxyLocalActivities<Activities>(localProbeOptions(spec)),
-        spec,
-        head,
-        workers,
-        headInput,
-      )
-    : await perHostPolls(proxyActivities<Activities>(probeOptions(spec)), spec, head, workers, headInput);
+  deprecatePatch(patches.localProbeRound);
+  const polls = await oneActivityPolls(
+    proxyLocalActivities<Activities>(localProbeOptions(spec)),
+    spec,
+    head,
+    workers,
+    headInput,
+  );
   const now = Date.now();
   const checks: ProbeCheck[] = [];
   const failures: string[] = [];
@@ -112,7 +100,7 @@ export async function probeRound(
 
 type Poll = { ok: true; value: ProbeCheck[] } | { ok: false; error: string };
 type HostPoll = { host: NamedHost; poll: Poll };
-type ProbeActivities = ReturnType<typeof proxyActivities<Activities>>;
+type ProbeActivities = ReturnType<typeof proxyLocalActivities<Activities>>;
 
 /** The whole round in one local activity (one SSH pool): each host's outcome as the activity reported it. */
 async function oneActivityPolls(
@@ -143,46 +131,4 @@ async function oneActivityPolls(
     if (!seen) return { host, poll: { ok: false, error: 'no answer' } };
     return { host, poll: seen.ok ? { ok: true, value: seen.checks } : { ok: false, error: seen.error } };
   });
-}
-
-/** Before patches.localProbeRound: one activity for the head's probes and one per worker. */
-async function perHostPolls(
-  acts: ProbeActivities,
-  spec: DeploySpec,
-  head: NamedHost,
-  workers: NamedHost[],
-  headInput: ProbeServingInput,
-): Promise<HostPoll[]> {
-  const settle = <T>(p: Promise<T>) =>
-    p.then(
-      (value) => ({ ok: true as const, value }),
-      (err: unknown) => {
-        if (isCancellation(err)) throw err;
-        return { ok: false as const, error: messageOf(err) };
-      },
-    );
-  const [headPoll, ...workerPolls] = await Promise.all([
-    settle(acts.probeServing(headInput)),
-    ...workers.map((w) =>
-      settle(acts.checkRayWorker({ host: w.ref, container: spec.ray.container })).then((r): Poll =>
-        r.ok ? { ok: true, value: [workerCheck(w.name, r.value, spec.ray.container)] } : r,
-      ),
-    ),
-  ]);
-  return [
-    { host: head, poll: headPoll.ok ? { ok: true, value: headPoll.value.checks } : headPoll },
-    ...workers.map((w, i) => ({
-      host: w,
-      poll: workerPolls[i] ?? { ok: false as const, error: 'no answer' },
-    })),
-  ];
-}
-
-/** A worker's container check from its watch (the per-host polls of runs recorded before the local round). */
-function workerCheck(host: string, r: CheckRayWorkerResult, container: string): ProbeCheck {
-  const verdict = judgeContainer(
-    { running: r.containerRunning, status: r.containerStatus },
-    `the Ray container ${container}`,
-  );
-  return { name: 'container', host, ok: verdict.ok, ...(verdict.ok ? {} : { error: verdict.message }) };
 }

@@ -10,8 +10,8 @@ import {
   CancellationScope,
   condition,
   continueAsNew,
+  deprecatePatch,
   isCancellation,
-  patched,
   setCurrentDetails,
   setHandler,
   upsertMemo,
@@ -44,8 +44,7 @@ import {
   type SuperviseState,
 } from './supervise-state.js';
 
-/** Rounds per run before continuing as new: about 6 events a round (15 before the local probe round) keeps a
- * run near 1,200 events (3,000). */
+/** Rounds per run before continuing as new: about 6 events a round keeps a run near 1,200 events. */
 export const roundsPerRun = 200;
 
 export interface SuperviseResult {
@@ -78,9 +77,13 @@ export async function supervise(input: SuperviseInput): Promise<SuperviseResult>
   /**
    * A stop that came while an activity ran (a round held past a workflow task's heartbeat, the bundle) is seen
    * only once it returns: checked before acting on what it returned, so a stopped supervisor neither announces a
-   * loss nor relaunches, degrades or tears down. Patched: histories from before end the old way.
+   * loss nor relaunches, degrades or tears down.
    */
-  const stoppedMeanwhile = () => stopped() && patched(patches.superviseStopBeforeActing);
+  const stoppedMeanwhile = (): boolean => {
+    if (!stopped()) return false;
+    deprecatePatch(patches.superviseStopBeforeActing);
+    return true;
+  };
   publish();
 
   /** Ends the supervision with the reason in the state, the memo (read without a worker) and the details. */
@@ -172,8 +175,9 @@ export async function supervise(input: SuperviseInput): Promise<SuperviseResult>
         if (await condition(stopped, intervalMs)) return 'stopped';
         // The loss's evidence is in this bundle; what the hosts show now is the other deploy's doing. So the
         // next attempt carries it rather than collecting one every interval for as long as the refusals last
-        // (one bundle a refusal episode). Patched: histories from before collect again.
-        if (patched(patches.refusedRelaunchKeepsBundle)) refusedEpisodeBundle = bundle;
+        // (one bundle a refusal episode).
+        deprecatePatch(patches.refusedRelaunchKeepsBundle);
+        refusedEpisodeBundle = bundle;
         continue;
       }
       cause = `relaunch #${entry.n} failed: ${outcome.error}`;

@@ -2,7 +2,7 @@
 // serve.pollInterval, and of every worker's Ray container (or rank) every serve.workerPollEvery polls, until the
 // server answers or something says it never will. The deadline is fixed here, once, from serve.loadTimeout, so
 // retries of a poll cannot stretch it.
-import { isCancellation, patched, sleep } from '@temporalio/workflow';
+import { deprecatePatch, isCancellation, sleep } from '@temporalio/workflow';
 import type { CheckRayWorkerResult, CheckServeResult, NamedHost } from '../activities/types.js';
 import type { DeploySpec } from '../config/schema.js';
 import { formatDuration, parseDuration } from '../config/duration.js';
@@ -100,8 +100,8 @@ export async function waitHealthy<T>(
     stallMs: ms(spec.serve.stallTimeout, 5 * 60_000),
   };
   const headPolls = acts('waitHealthy', 'checkServeHealth');
-  // Runs recorded before the patch polled every worker at every poll.
-  const every = patched(patches.workerPollEvery) ? spec.serve.workerPollEvery : 1;
+  deprecatePatch(patches.workerPollEvery);
+  const every = spec.serve.workerPollEvery;
   /** The workers polled this round: every `every`-th round, and any that did not answer at its last poll. */
   const dueAt = (round: number): NamedHost[] =>
     workers.filter((w) => round % every === 0 || unreachable(watch, w));
@@ -160,9 +160,11 @@ export async function waitHealthy<T>(
     } catch (err) {
       // The head's failure may be the echo of a host lost since its last poll (rank 0's "connection reset by
       // peer" when a headless rank died): the hosts not polled this round are polled now, and one whose
-      // container is gone is named as the cause. Runs recorded before the patch failed at once.
-      if (rest.length > 0 && patched(patches.lostHostBeforeHeadFailure))
+      // container is gone is named as the cause.
+      if (rest.length > 0) {
+        deprecatePatch(patches.lostHostBeforeHeadFailure);
         await nameLostFollower(followers, rest, { where: where(load), tail: watch.tail, load });
+      }
       throw err;
     }
     if (ready) {

@@ -1,6 +1,6 @@
-// Replays the recorded deploy histories (test/histories, made by scripts/record-histories.ts) against the
-// current workflow code with the SDK's replayer: a change to src/workflows that would break the deploys
-// running when it ships fails here. How to re-record after an intended change: test/histories/README.md.
+// Replays the recorded deploy and supervisor histories (test/histories, made by scripts/record-histories.ts)
+// against the current workflow code with the SDK's replayer: a change to src/workflows that would break the
+// deploys and supervisors running when it ships fails here. How to re-record after an intended change: test/histories/README.md.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -17,6 +17,7 @@ import {
 import { historyFromJSON, type History } from '@temporalio/common/lib/proto-utils.js';
 import { DeterminismViolationError } from '@temporalio/workflow';
 import { workflowBundle, workflowsPath } from '../../src/worker.js';
+import { patches, patchIds } from '../../src/workflows/patches.js';
 import { projectRoot } from '../../src/temporal/cli-path.js';
 import { decodedText } from '../../scripts/lib/history-export.js';
 
@@ -24,6 +25,7 @@ const historiesDir = join(projectRoot, 'test', 'histories');
 
 interface ManifestEntry {
   file: string;
+  workflowType: 'deploy' | 'supervise';
   workflowId: string;
   runId: string;
   outcome: 'succeeded' | 'failed';
@@ -34,7 +36,6 @@ interface ManifestEntry {
 }
 
 interface Manifest {
-  workflowType: string;
   histories: ManifestEntry[];
 }
 
@@ -48,6 +49,15 @@ function entryFor(file: string): ManifestEntry {
   const entry = manifest.histories.find((h) => h.file === file);
   assert.ok(entry, `the manifest lists ${file}`);
   return entry;
+}
+
+/** The ids of the patch markers in a history, in the order they were recorded. */
+function patchMarkers(history: History): string[] {
+  return (history.events ?? []).flatMap((e) => {
+    const payload = e.markerRecordedEventAttributes?.details?.['patch-data']?.payloads?.[0]?.data;
+    if (!payload) return [];
+    return [(JSON.parse(Buffer.from(payload).toString('utf8')) as { id: string }).id];
+  });
 }
 
 // The deploy reads its workflow id (a run under another id only starts the real deploy as a child), and a
@@ -76,7 +86,7 @@ export async function deploy(input, options) {
 }
 `;
 
-describe('replay of recorded deploy histories', () => {
+describe('replay of recorded deploy and supervisor histories', () => {
   let current: WorkflowBundlePath;
   let changed: WorkflowBundleWithSourceMap;
   let changedDir: string | undefined;
@@ -108,17 +118,20 @@ describe('replay of recorded deploy histories', () => {
     if (changedDir) rmSync(changedDir, { recursive: true, force: true });
   });
 
-  it('has the three recordings, each what its name says', () => {
-    assert.equal(manifest.workflowType, 'deploy');
+  it('has the four recordings, each what its name says', () => {
     assert.deepEqual(manifest.histories.map((h) => h.file).sort(), [
       'deploy-failed.json',
       'deploy-resumed.json',
       'deploy-succeeded.json',
+      'supervise-relaunched.json',
     ]);
     for (const entry of manifest.histories) {
       const events = readHistory(entry).events ?? [];
       assert.equal(events.length, entry.events, `${entry.file}: event count matches the manifest`);
-      assert.equal(events[0]?.workflowExecutionStartedEventAttributes?.workflowType?.name, 'deploy');
+      assert.equal(
+        events[0]?.workflowExecutionStartedEventAttributes?.workflowType?.name,
+        entry.workflowType,
+      );
       const last = events[events.length - 1];
       if (entry.outcome === 'succeeded') {
         assert.ok(last?.workflowExecutionCompletedEventAttributes, `${entry.file} ends completed`);
@@ -151,6 +164,44 @@ describe('replay of recorded deploy histories', () => {
     const distinct = [...new Set(identities)];
     assert.equal(distinct.length, 2, `two worker identities: ${distinct.join(', ')}`);
     assert.equal(identities[identities.length - 1], distinct[1], 'the second worker finished the deploy');
+    // The supervisor lost its cluster and relaunched it: a failure bundle, then the deploy as its child.
+    const supervised = readHistory(entryFor('supervise-relaunched.json')).events ?? [];
+    const activities = supervised.flatMap((e) => {
+      const name = e.activityTaskScheduledEventAttributes?.activityType?.name;
+      return name ? [name] : [];
+    });
+    assert.ok(activities.includes('collectFailureBundle'), 'the supervisor collected a failure bundle');
+    const children = supervised.flatMap((e) => {
+      const name = e.startChildWorkflowExecutionInitiatedEventAttributes?.workflowType?.name;
+      return name ? [name] : [];
+    });
+    assert.ok(children.includes('deploy'), `the supervisor relaunched the cluster: ${children.join(', ')}`);
+  });
+
+  // Replay proves something only for the branches a recording took: the recordings must carry the markers of
+  // the patches every deploy (and every supervisor) meets, so their new branches are what replay checks. A
+  // marker stays in history after its patch is deprecated (deprecatePatch writes it too); test/histories/README.md
+  // says when a call, and with it its marker, goes for good.
+  it('the recordings took the patched branches: they carry the markers of every patch their runs meet', () => {
+    const met = {
+      deploy: [
+        patches.workerPolicy,
+        patches.agreementChecks,
+        patches.preflightOneTrip,
+        patches.supervision,
+        patches.containerListsWithStop,
+        patches.launchReadsWithVerify,
+        patches.workerPollEvery,
+      ],
+      supervise: [patches.localProbeRound],
+    };
+    for (const entry of manifest.histories) {
+      const markers = patchMarkers(readHistory(entry));
+      for (const id of markers) assert.ok(patchIds.includes(id), `${entry.file}: ${id} is a listed patch`);
+      for (const id of met[entry.workflowType]) {
+        assert.ok(markers.includes(id), `${entry.file} carries the marker ${id}: ${markers.join(', ')}`);
+      }
+    }
   });
 
   for (const entry of manifest.histories) {

@@ -18,8 +18,11 @@ describe('bench measurements', () => {
     for (const t of ['preflightHost', 'stopServices', 'startRayHead', 'launchServe', 'checkServeHealth']) {
       assert.ok(types.has(t), `${t} is among the activities`);
     }
-    const hosts = new Set(runs.map((r) => r.host));
+    const hosts = new Set(runs.flatMap((r) => (r.host ? [r.host] : [])));
     assert.deepEqual([...hosts].sort(), ['spark1', 'spark2']);
+    // Only the activities about no one host have none: the worker's policy and the hosts' agreement.
+    const hostless = new Set(runs.filter((r) => r.host === undefined).map((r) => r.type));
+    assert.deepEqual([...hostless].sort(), ['checkHostsAgree', 'checkWorkerPolicy']);
     // The head runs the server: every serve activity is spark1's.
     assert.ok(runs.filter((r) => r.type === 'launchServe').every((r) => r.host === 'spark1'));
     assert.ok(runs.every((r) => r.attempts >= 1));

@@ -4,6 +4,9 @@ import assert from 'node:assert/strict';
 import { deploySpecSchema } from '../../src/config/schema.js';
 import { planHost, type HostObservation, type PlanHost } from '../../src/plan/host-plan.js';
 import { renderPlan } from '../../src/commands/plan-render.js';
+import { planWidth, wrapCommand } from '../../src/commands/plan-wrap.js';
+import { plannedRun } from '../../src/plan/planned.js';
+import { sh } from '../../src/ssh/quote.js';
 import type { PlanResult } from '../../src/workflows/index.js';
 import { rankPollCommand } from '../../src/host-commands/polls.js';
 
@@ -159,55 +162,150 @@ describe('plan of a multiproc spec (serve.backend: multiproc)', () => {
     assert.deepEqual(texts(w, 'waitHealthy'), [
       rankPollCommand('liftoff_ray', '/home/ops/serve.log', 0).command.text,
     ]);
-    const text = renderPlan({
+    const result: PlanResult = {
       cluster: 'lab',
       wouldStart: true,
       problems: [],
       warnings: [],
       hosts: plans,
       secrets: [],
-    });
-    assert.match(text, /^ {2}Start the Ray head \[startRayHead\]: skipped \(serve\.backend multiproc: /m);
-    assert.match(text, /^ {6}\(only when something listens on serve\.masterPort\)$/m);
+    };
+    const text = renderPlan(result);
+    assert.match(text, /^Start the Ray head \[startRayHead\]: skipped \(serve\.backend multiproc: /m);
+    // Each rank's intent, then its container's run; the headless rank's first.
     assert.match(
       text,
-      /^would start: {3}a: vLLM rank 0 container liftoff_ray .*; b: vLLM rank 1 \(headless\) container liftoff_ray/m,
+      /^ {2}a: rank 0, once the headless ranks \(b\) have started\n {4}start vLLM rank 0 container liftoff_ray /m,
+    );
+    assert.match(
+      text,
+      /^ {2}b: rank 1 \(headless\), started before rank 0 on a\n {4}start vLLM rank 1 \(headless\) container/m,
+    );
+    // A conditional read is listed, with its case, under --verbose.
+    assert.doesNotMatch(text, /rank0' --format/);
+    assert.match(
+      renderPlan(result, { verbose: true }),
+      /^ {4}\$ docker ps --filter 'label=liftoff\.cluster=lab' --filter label=liftoff\.role=rank0 --format '\{\{\.Names\}\}' {2}# only when something listens on serve\.masterPort$/m,
     );
   });
 });
 
 describe('plan text', () => {
-  it('lists each host in order and ends with what would stop, be removed and start', () => {
-    const result: PlanResult = {
-      cluster: 'lab',
-      wouldStart: true,
-      problems: [],
-      warnings: ['clock skew: b is 7.0 s ahead of a (preflight.maxClockSkew 5s)'],
-      hosts: [planHost(spec, head, head, [worker], seen), planHost(spec, worker, head, [worker], seen)],
-      secrets: [{ field: 'ray.env.HF_TOKEN', source: 'worker env HF_TOKEN' }],
-    };
+  const result: PlanResult = {
+    cluster: 'lab',
+    wouldStart: true,
+    problems: [],
+    warnings: ['clock skew: b is 7.0 s ahead of a (preflight.maxClockSkew 5s)'],
+    hosts: [planHost(spec, head, head, [worker], seen), planHost(spec, worker, head, [worker], seen)],
+    secrets: [{ field: 'ray.env.HF_TOKEN', source: 'worker env HF_TOKEN' }],
+    preflight: [
+      {
+        host: 'a',
+        checks: [
+          { name: 'docker', ok: true, detail: 'Docker 27.3.1 answers' },
+          { name: 'disk', ok: true, detail: '812.4 GiB free on /' },
+        ],
+      },
+      {
+        host: 'b',
+        checks: [
+          { name: 'docker', ok: true, detail: 'Docker 27.3.1 answers' },
+          { name: 'disk', ok: true, detail: '790.1 GiB free on /' },
+        ],
+      },
+    ],
+  };
+
+  it('goes step by step: what each host will do, then its changes exactly, what hosts share said once', () => {
     const text = renderPlan(result);
-    assert.ok(text.indexOf('\na (head)\n') < text.indexOf('\nb (worker)\n'));
     assert.match(text, /^warning: clock skew: b is 7\.0 s ahead of a/m);
     assert.match(
       text,
       /secrets \(sent on stdin, never on a command line\): ray\.env\.HF_TOKEN = \(worker env HF_TOKEN\)/,
     );
+    // Preflight's findings: a detail both hosts share once, the others per host.
+    assert.match(text, /^ {2}✓ docker \(a, b\): Docker 27\.3\.1 answers$/m);
+    assert.match(text, /^ {2}✓ disk: a: 812\.4 GiB free on \/; b: 790\.1 GiB free on \/$/m);
+    // Both hosts stop the same unit through sudo -n: said once, the reads counted, the changes exact.
     assert.match(
       text,
-      /^ {4}! one round trip:\n {6}! sudo -n systemctl stop -- vllm\.service\n {6}! sudo -n systemctl disable -- vllm\.service\n {6}\$ systemctl show /m,
+      /^Stop old services \[stopServices\]\n {2}a, b: stop and disable vllm\.service\n {4}\$ 5 reads\n {4}! sudo -n systemctl stop -- vllm\.service\n {4}! sudo -n systemctl disable -- vllm\.service$/m,
     );
+    // The env prelude is said once in the legend: a run shows `⇐` and the rest of its exact text.
+    assert.match(text, /^`⇐`: the command runs after `while IFS= read -r kv; do/m);
     assert.match(
       text,
-      /^ {6}! while IFS= .* docker run -d --name liftoff_ray .*\n {10}\(only when `docker inspect --type container -- liftoff_ray` above failed\)$/m,
+      /^ {4}# only when `docker inspect --type container -- liftoff_ray` above failed\n {4}!⇐ docker run -d --name liftoff_ray /m,
     );
-    assert.match(text, /^ {6}\(repeated until the GPUs are clear/m);
-    const tail = text.split('\n').slice(-4);
+    assert.doesNotMatch(text, /^ {4}!.*while IFS= read/m);
+    assert.doesNotMatch(text, /=liftoff-section/, 'no round trip script by default');
+  });
+
+  it('wraps a long command at its flags with ` \\`, so the lines joined are the exact command', () => {
+    const text = renderPlan(result);
+    const lines = text.split('\n');
     assert.deepEqual(
-      tail.map((l) => l.split(':')[0]),
-      ['would stop', 'would disable', 'would remove', 'would start'],
+      lines.filter((l) => l.length > planWidth),
+      [],
     );
-    assert.match(tail[2] ?? '', /a: old_vllm, liftoff_ray; b: old_vllm, liftoff_ray/);
+    const at = lines.findIndex((l) => l.startsWith('    !⇐ docker run -d --name liftoff_ray'));
+    assert.ok(at > 0);
+    let joined = '';
+    for (let i = at; ; i++) {
+      const line = (lines[i] ?? '').replace(/^ +(!⇐ )?/, '');
+      if (!line.endsWith(' \\')) {
+        joined += line;
+        break;
+      }
+      joined += line.slice(0, -1);
+    }
+    const run = result.hosts[0]?.steps
+      .flatMap((s) => s.commands)
+      .flatMap((c) => c.parts ?? [c])
+      .find((c) => c.text.includes('docker run -d'))?.text;
+    assert.equal(`while IFS= read -r kv; do [ -n "$kv" ] && export "$kv"; done; ${joined}`, run);
+  });
+
+  it('--verbose lists every read, each round trip script and the env prelude', () => {
+    const text = renderPlan(result, { verbose: true });
+    assert.match(text, /^ {4}» one round trip: LC_ALL=C; export LC_ALL; exec 4>&1; /m);
+    assert.match(
+      text,
+      /^ {4}\$ systemctl show --property=Id,LoadState,ActiveState,UnitFileState -- vllm\.service gone\.service$/m,
+    );
+    assert.match(text, /^ {4}! while IFS= read -r kv; do .* docker run -d --name liftoff_ray /m);
+    assert.match(text, /^ {4}# repeated until the GPUs are clear/m);
+  });
+
+  it("leads with a step's own intent and names its declared reads (plannedRun's step commands)", () => {
+    const step = {
+      step: 'stopServices',
+      intent: ['stop and disable a.service'],
+      commands: [
+        plannedRun([
+          { name: 'states', command: sh`systemctl show -- a.service` },
+          { name: 'uid', command: sh`id -u` },
+        ]),
+        plannedRun([
+          { name: 'stop', command: sh`systemctl stop -- a.service`, change: true },
+          { name: 'after', command: sh`systemctl show -- a.service` },
+        ]),
+      ],
+    };
+    const host = {
+      host: 'a',
+      role: 'head' as const,
+      steps: [step],
+      stop: [],
+      disable: [],
+      remove: [],
+      start: [],
+    };
+    const text = renderPlan({ ...result, warnings: [], secrets: [], preflight: [], hosts: [host] });
+    assert.match(
+      text,
+      /\nStop old services \[stopServices\]\n {2}a: stop and disable a\.service\n {4}\$ 3 reads: states, uid, after\n {4}! systemctl stop -- a\.service$/,
+    );
   });
 
   it('shows a line break inside a command as \\n, so a command cannot fake lines of the plan', () => {
@@ -216,17 +314,20 @@ describe('plan text', () => {
       ...spec,
       ray: { ...spec.ray, env: { ...spec.ray.env, NOTE: fake } },
     });
-    const text = renderPlan({
+    const plan: PlanResult = {
       cluster: 'lab',
       wouldStart: true,
       problems: [],
       warnings: [],
       hosts: [planHost(tricky, head, head, [], seen)],
       secrets: [],
-    });
-    assert.doesNotMatch(text, /^ {4}! rm -rf/m);
-    assert.doesNotMatch(text, /^b \(worker\)$/m);
-    assert.match(text, /^ {6}! .*docker run .*'NOTE=x\\n {4}! rm -rf \/srv\/models\\nb \(worker\)'/m);
+    };
+    const text = renderPlan(plan);
+    for (const shown of [text, renderPlan(plan, { verbose: true })]) {
+      assert.doesNotMatch(shown, /^ *! rm -rf/m);
+      assert.doesNotMatch(shown, /^b \(worker\)$/m);
+      assert.match(shown, /'NOTE=x\\n {4}! rm -rf \/srv\/models\\nb \(worker\)'/);
+    }
   });
 
   it('a refusal lists the problems and nothing else', () => {
@@ -242,5 +343,32 @@ describe('plan text', () => {
       text,
       'plan for lab: preflight would refuse the deploy; nothing would be stopped, removed or started:\n  b: image: image x is not on the host',
     );
+  });
+});
+
+describe('wrapping a long command', () => {
+  const joined = (lines: string[]) =>
+    lines.map((l, i) => (i < lines.length - 1 ? l.slice(0, -2) : l).trimStart()).join(' ');
+
+  it('breaks only outside quotes, before a flag or after a `;`, and never cuts a word', () => {
+    const quoted = `'${'a b '.repeat(20)}'`;
+    const text = `run --one ${quoted} --two "x y z"; next -e K=V ${'w'.repeat(70)} --three`;
+    const lines = wrapCommand(text, 60);
+    assert.equal(joined(lines), text);
+    for (const l of lines.slice(0, -1)) assert.ok(l.endsWith(' \\'), l);
+    // The quoted argument stays on one line, longer than the width: a break inside it would change its value.
+    assert.ok(lines.some((l) => l.trimStart().startsWith(quoted)));
+    assert.ok(!lines.some((l) => /"x$|^ *y/.test(l)), 'no break inside double quotes');
+  });
+
+  it('prefers a break after a `;` to a later plain space', () => {
+    const text = `${'x'.repeat(34)}; yy z ${'q'.repeat(20)}`;
+    const lines = wrapCommand(text, 50);
+    assert.equal(lines[0], `${'x'.repeat(34)}; \\`);
+    assert.equal(joined(lines), text);
+  });
+
+  it('leaves a command that fits alone', () => {
+    assert.deepEqual(wrapCommand('docker ps -a', 60), ['docker ps -a']);
   });
 });
