@@ -18,6 +18,7 @@ import {
 import {
   interfaceOf,
   listenerCommand,
+  rank0ContainersCommand,
   rankEnv,
   rankRunCommand,
   rankTailLines,
@@ -31,13 +32,6 @@ import { heartbeat } from './heartbeat.js';
 import { resolveEnv } from './secrets.js';
 import { pidAlive } from './serve.js';
 import { onHost } from './ssh-context.js';
-import { runCommands } from './run-commands.js';
-import {
-  judgeMasterPort,
-  masterPortCommands,
-  type MasterPortInput,
-  type MasterPortResult,
-} from '../steps/master-port.js';
 import type { HostRef } from '../config/targets.js';
 import type { VllmFatal } from '../parsers/vllm-log.js';
 
@@ -49,7 +43,20 @@ export interface StartRankResult {
   reused: boolean;
 }
 
-export type { MasterPortInput, MasterPortResult } from '../steps/master-port.js';
+export interface MasterPortInput {
+  host: HostRef;
+  cluster: string;
+  port: number;
+}
+
+export interface MasterPortResult {
+  host: string;
+  free: boolean;
+  /** What listens there (`ss`'s line), when something does. */
+  listener?: string;
+  /** An earlier multiproc launch's rank 0 of this cluster runs on the host: step 3 removes it. */
+  earlierRank0?: string;
+}
 
 export interface CheckRankInput {
   host: HostRef;
@@ -82,14 +89,20 @@ async function listener(session: SshSession, port: number): Promise<string | und
   return line === undefined ? undefined : line.slice(0, 200);
 }
 
+async function rank0Of(session: SshSession, cluster: string): Promise<string | undefined> {
+  const res = await session.exec(rank0ContainersCommand(cluster), { timeoutMs: 30_000, check: false });
+  return res.stdout.split('\n').find((l) => l.trim() !== '');
+}
+
 /** Preflight on the head: is serve.masterPort free (or held by this cluster's earlier rank 0, removed in step 3)? */
 export async function checkMasterPort(input: MasterPortInput): Promise<MasterPortResult> {
-  return onHost(input.host, async (session) =>
-    judgeMasterPort(
-      await runCommands(session, masterPortCommands(input), { timeoutMs: 30_000 }),
-      input.host.target.name,
-    ),
-  );
+  const host = input.host.target.name;
+  return onHost(input.host, async (session) => {
+    const held = await listener(session, input.port);
+    if (held === undefined) return { host, free: true };
+    const earlierRank0 = await rank0Of(session, input.cluster);
+    return { host, free: false, listener: held, ...(earlierRank0 ? { earlierRank0 } : {}) };
+  });
 }
 
 /** The master port is checked again right before rank 0 starts: the head may have changed since preflight. */

@@ -33,13 +33,12 @@ import { headPollCommand, rayWorkerWatchCommand } from '../host-commands/polls.j
 import { headAddressOf, launchServeInput, rayContainerInput } from '../host-commands/step-inputs.js';
 import { imageVersionsCommand } from '../host-commands/agreement.js';
 import { plannedPreflightInput, preflightPlan } from '../steps/preflight.js';
-import { masterPortCommands } from '../steps/master-port.js';
+import { listenerCommand, rank0ContainersCommand } from '../host-commands/multiproc.js';
 import {
   batch,
   change,
   planPlaceholders,
   planTransport,
-  plannedRun,
   read,
   readWhen,
   type PlanHost,
@@ -89,7 +88,10 @@ function preflightCommands(spec: DeploySpec, host: PlanHost, head: PlanHost): Pl
         ]),
     // multiproc: serve.masterPort must be free on the head, or held by this cluster's earlier rank 0.
     ...(host.role === 'head' && spec.serve.backend === 'multiproc'
-      ? [plannedRun(masterPortCommands({ port: spec.serve.masterPort ?? 0, cluster: spec.cluster }))]
+      ? [
+          read(listenerCommand(spec.serve.masterPort ?? 0)),
+          readWhen(rank0ContainersCommand(spec.cluster), 'something listens on serve.masterPort'),
+        ]
       : []),
   ]);
 }

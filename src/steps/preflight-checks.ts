@@ -1,5 +1,5 @@
-// Step 1's per-host checks, each declared once: its reads (named commands built by src/host-commands/preflight.ts),
-// a pure judge of what they returned with its message and fix, and what it makes sure of (the plan's words). The
+// Step 1's per-host checks, each declared once: its reads (named commands built by src/host-commands/preflight.ts)
+// and a pure judge of what they returned, with its message and fix; the plan names the checks a host gets. The
 // host's one preflight trip runs every check's reads (src/steps/preflight.ts); a failed check is a finding in the
 // report, never a thrown error. Adding a check: its command builder, one entry in `hostChecks`, and the input it
 // needs, if new, in src/steps/preflight-input.ts.
@@ -35,8 +35,6 @@ export interface Verdict {
 /** One declared check. Its reads' names are unique across all checks, unless two checks share the very read. */
 interface HostCheck<N extends string> {
   name: N;
-  /** What it makes sure of on this host, in words; undefined where it does not run. */
-  intent(input: PreflightInput): string | undefined;
   reads(input: PreflightInput): StepCommand[];
   /**
    * The verdict on its reads' answers (`answer(name)`), or undefined where it is not judged (it does not apply
@@ -60,7 +58,6 @@ function firstLines(text: string, max = 300): string {
 
 const ssh = declare({
   name: 'ssh',
-  intent: () => 'the SSH login works and the host key is the known one',
   reads: () => [],
   judge: (_answer, { host: { target } }) =>
     pass(
@@ -70,7 +67,6 @@ const ssh = declare({
 
 const docker = declare({
   name: 'docker',
-  intent: () => 'Docker answers',
   reads: () => [{ name: 'docker-version', command: dockerVersionCommand() }],
   judge: (answer, input) => {
     const res = answer('docker-version');
@@ -99,7 +95,6 @@ const docker = declare({
 
 const image = declare({
   name: 'image',
-  intent: (input) => `the image ${input.image} is on the host`,
   reads: (input) => [{ name: 'image-id', command: imageIdCommand(input.image) }],
   judge: (answer, input, earlier) => {
     if (!earlier('docker')?.ok) return fail(`not checked: docker does not answer (see the docker check)`);
@@ -118,7 +113,6 @@ const image = declare({
  */
 const gpus = declare({
   name: 'gpus',
-  intent: () => 'Docker gives containers GPUs (a throwaway docker run --gpus all, no network)',
   reads: (input) => [{ name: 'gpu-access', command: gpuAccessCommand(input.image) }],
   judge: (answer, input, earlier) => {
     if (!earlier('image')?.ok) return undefined;
@@ -139,7 +133,6 @@ const gpus = declare({
 
 const model = declare({
   name: 'model',
-  intent: (input) => `the weights are below ${input.modelPath}`,
   reads: (input) => [
     { name: 'model-dir', command: folderExistsCommand(input.modelPath) },
     { name: 'weight-files', command: weightFilesCommand(input.modelPath) },
@@ -163,10 +156,6 @@ const model = declare({
 
 const volumes = declare({
   name: 'volumes',
-  intent: (input) => {
-    const paths = volumeHostPaths(input.volumes);
-    return paths.length > 0 ? `the volumes' host paths exist: ${paths.join(', ')}` : undefined;
-  },
   reads: (input) => {
     const paths = volumeHostPaths(input.volumes);
     return paths.length > 0 ? [{ name: 'missing-paths', command: missingPathsCommand(paths) }] : [];
@@ -192,10 +181,6 @@ function describeAddresses(addresses: Ipv4Address[]): string {
 
 const iface = declare({
   name: 'interface',
-  intent: (input) =>
-    input.iface === undefined
-      ? `clusterIp ${input.clusterIp} is on an interface of the host`
-      : `${input.iface} (NCCL_SOCKET_IFNAME) carries clusterIp ${input.clusterIp}`,
   reads: (input) => [
     { name: 'addresses', command: ipv4AddressesCommand() },
     ...(input.iface !== undefined
@@ -230,7 +215,6 @@ const iface = declare({
 
 const disk = declare({
   name: 'disk',
-  intent: (input) => `at least ${input.minFreeDiskGiB} GiB are free where the weights are`,
   // The nearest existing folder: a model path not yet created will live on its parent's filesystem.
   reads: (input) => [{ name: 'free-space', command: freeSpaceCommand(input.modelPath) }],
   judge: (answer, { modelPath, minFreeDiskGiB }) => {
@@ -262,10 +246,6 @@ const disk = declare({
  */
 const logDir = declare({
   name: 'logDir',
-  intent: (input) =>
-    input.logDir === undefined
-      ? undefined
-      : `the log folder ${input.logDir} exists, and neither it nor the log leads elsewhere`,
   reads: (input) =>
     input.logDir === undefined
       ? []
@@ -297,10 +277,6 @@ const logDir = declare({
  */
 const logWritable = declare({
   name: 'logWritable',
-  intent: (input) =>
-    input.logDir === undefined
-      ? undefined
-      : `${input.host.target.user} can write the serve log and its marker`,
   reads: ({ logDir: dir, logPath }) =>
     dir === undefined ? [] : [{ name: 'log-writable', command: logWritableCommand(dir, logPath) }],
   judge: (answer, { logDir: dir, logPath, host }, earlier) => {

@@ -8,7 +8,7 @@ import type { Answers, StepCommand } from '../host-commands/step-command.js';
 import type { ExecResult } from '../ssh/executor.js';
 import { hostReadOf } from '../preflight/agreement.js';
 import { plannedRun, type PlanHost, type PlannedCommand, type PlannedStep } from '../plan/planned.js';
-import { agreementCommands, factsOf, factsToPass, maxPassedFactsBytes } from './agreement-read.js';
+import { agreementCommands, factsOf, factsToPass } from './agreement-read.js';
 import {
   hostChecks,
   type PreflightCheck,
@@ -84,22 +84,19 @@ export function plannedPreflightInput(spec: DeploySpec, host: PlanHost, head: Pl
   return preflightInputOf(spec, host, host.role === 'head', read);
 }
 
-/** The plan's preflight on one host: what it makes sure of, its one trip, then `more` (reads that follow it). */
+/**
+ * The plan's preflight on one host: which checks it makes (their findings lead the plan), its one trip, then
+ * `more` (reads that follow it). checkHostsAgree's own read of a host whose facts were too big to pass (over
+ * 32 KiB) is not listed: it is the same reads as the trip's agreement part.
+ */
 export function preflightPlan(input: PreflightInput, more: PlannedCommand[] = []): PlannedStep {
-  const intent = hostChecks.flatMap((c) => c.intent(input) ?? []);
-  if (input.agreement) {
-    const { read, versions } = input.agreement;
-    intent.push(
-      `agrees with the other hosts: image ID${versions ? ', Python/Ray/vLLM inside the image' : ''}, weights${read.hashWeights ? ' (sha256)' : ''}, addresses and MTU, logind's RemoveIPC, clock${read.rayHead ? `; reaches the head's Ray port ${read.rayHead.ip}:${read.rayHead.port}` : ''}`,
-    );
-  }
-  // checkHostsAgree reads a host itself only when the facts of its trip did not reach it.
-  const alone = input.agreement
-    ? [
-        plannedRun(agreementCommands(input.agreement.read, input.agreement.versions), {
-          when: `its facts were too big to pass through the workflow's history (over ${maxPassedFactsBytes / 1024} KiB, or past 1 MiB for all hosts)`,
-        }),
-      ]
-    : [];
-  return { step: 'preflight', intent, commands: [plannedRun(preflightCommands(input)), ...alone, ...more] };
+  const checks = hostChecks.filter((c) => c.name === 'ssh' || c.reads(input).length > 0).map((c) => c.name);
+  const agreement = input.agreement
+    ? `; agreement with the other hosts: image ID${input.agreement.versions ? ', versions inside the image' : ''}, weights, addresses and MTU, IPC, clock${input.agreement.read.rayHead ? ", the head's Ray port" : ''}`
+    : '';
+  return {
+    step: 'preflight',
+    intent: [`checks ${checks.join(', ')}${agreement}`],
+    commands: [plannedRun(preflightCommands(input)), ...more],
+  };
 }
