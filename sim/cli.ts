@@ -78,6 +78,17 @@ function printStatus(hosts: HostStatus[]): void {
   }
 }
 
+/** The `disagree` options that are a Disagreement's fields as they stand. */
+type PassedThrough =
+  | 'imageIdSalt'
+  | 'missingShard'
+  | 'brokenShardLink'
+  | 'emptyShard'
+  | 'truncatedShard'
+  | 'clusterIface'
+  | 'clusterAddress'
+  | 'mtu';
+
 const program = new Command('sim')
   .description('Simulated GPU cluster for liftoff: hosts with real sshd, simulated docker/ray/vllm')
   .option('--state-dir <dir>', 'state folder (env LIFTOFF_SIM_DIR)', defaultStateDir());
@@ -247,18 +258,10 @@ program
   .action(
     async (
       host: string | undefined,
-      o: {
-        imageIdSalt?: string;
+      o: Pick<Disagreement, PassedThrough> & {
         pythonVersion?: string;
         rayVersion?: string;
         vllmVersion?: string;
-        missingShard?: number;
-        brokenShardLink?: number;
-        emptyShard?: number;
-        truncatedShard?: number;
-        clusterIface?: string;
-        clusterAddress?: string;
-        mtu?: number;
         blockRayPort?: boolean;
         nonRootUser?: string;
         clockOffset?: number;
@@ -266,7 +269,17 @@ program
       },
     ) => {
       const stateDir = program.opts<{ stateDir: string }>().stateDir;
-      if (o.clear) {
+      const {
+        pythonVersion,
+        rayVersion,
+        vllmVersion,
+        blockRayPort,
+        nonRootUser,
+        clockOffset,
+        clear,
+        ...same
+      } = o;
+      if (clear) {
         await clearDisagreements(stateDir);
         console.log('every host agrees again');
         return;
@@ -275,25 +288,16 @@ program
       if (!host || !cluster) throw new Error(`name a host of the cluster in ${stateDir}, or --clear`);
       const headIp = cluster.hosts[0]?.clusterIp ?? '';
       const versions = {
-        ...(o.pythonVersion ? { python: o.pythonVersion } : {}),
-        ...(o.rayVersion ? { ray: o.rayVersion } : {}),
-        ...(o.vllmVersion ? { vllm: o.vllmVersion } : {}),
+        ...(pythonVersion ? { python: pythonVersion } : {}),
+        ...(rayVersion ? { ray: rayVersion } : {}),
+        ...(vllmVersion ? { vllm: vllmVersion } : {}),
       };
       const d: Disagreement = {
-        imageIdSalt: o.imageIdSalt,
+        ...same,
         imageVersions: Object.keys(versions).length ? versions : undefined,
-        missingShard: o.missingShard,
-        brokenShardLink: o.brokenShardLink,
-        emptyShard: o.emptyShard,
-        truncatedShard: o.truncatedShard,
-        clusterIface: o.clusterIface,
-        clusterAddress: o.clusterAddress,
-        mtu: o.mtu,
-        blockTcpTo: o.blockRayPort ? { ip: headIp, port: 6379 } : undefined,
-        logind: o.nonRootUser
-          ? { removeIpc: true, uid: 1000, name: o.nonRootUser, linger: false }
-          : undefined,
-        clockOffsetSeconds: o.clockOffset,
+        blockTcpTo: blockRayPort ? { ip: headIp, port: 6379 } : undefined,
+        logind: nonRootUser ? { removeIpc: true, uid: 1000, name: nonRootUser, linger: false } : undefined,
+        clockOffsetSeconds: clockOffset,
       };
       await setDisagreement(stateDir, host, d);
       console.log(`${host}: disagrees on ${JSON.stringify(d)}`);

@@ -10,12 +10,10 @@ export interface Ipv4Address {
 
 /** `ip -o -4 addr show` lines: `2: enp1s0f1np1    inet 10.213.2.1/24 brd 10.213.2.255 scope global enp1s0f1np1\ …`. */
 export function parseIpv4Addresses(text: string): Ipv4Address[] {
-  const out: Ipv4Address[] = [];
-  for (const line of hostLines(text)) {
+  return hostLines(text).flatMap((line) => {
     const m = /^\d+:\s+([^\s@]+)(?:@\S+)?\s+inet\s+(\d{1,3}(?:\.\d{1,3}){3})\/(\d{1,2})\b/.exec(line);
-    if (m?.[1] && m[2] && m[3]) out.push({ iface: m[1], address: m[2], prefix: Number(m[3]) });
-  }
-  return out;
+    return m?.[1] && m[2] && m[3] ? [{ iface: m[1], address: m[2], prefix: Number(m[3]) }] : [];
+  });
 }
 
 export interface RdmaLink {
@@ -27,14 +25,12 @@ export interface RdmaLink {
 
 /** `ibdev2netdev` (Mellanox OFED) lines: `mlx5_0 port 1 ==> enp1s0f0np0 (Up)`. */
 export function parseIbdev2netdev(text: string): RdmaLink[] {
-  const out: RdmaLink[] = [];
-  for (const line of hostLines(text)) {
+  return hostLines(text).flatMap((line) => {
     const m = /^(\S+) port (\d+) ==> (\S+) \((\w+)\)/.exec(line.trim());
-    if (m?.[1] && m[2] && m[3] && m[4]) {
-      out.push({ device: m[1], port: Number(m[2]), iface: m[3], up: m[4].toLowerCase() === 'up' });
-    }
-  }
-  return out;
+    return m?.[1] && m[2] && m[3] && m[4]
+      ? [{ device: m[1], port: Number(m[2]), iface: m[3], up: m[4].toLowerCase() === 'up' }]
+      : [];
+  });
 }
 
 /** Both addresses in the same IPv4 network of `prefix` bits. */

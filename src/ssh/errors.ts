@@ -170,98 +170,111 @@ export interface CommandOutcome {
   durationMs: number;
 }
 
-export class RemoteCommandError extends SshError {
+/** What an error shows of a command and its output: redacted first, then cut (see redactedTail). */
+interface ShownCommand {
+  command: string;
+  stdoutTail: string;
+  stderrTail: string;
+}
+
+function shownCommand(
+  run: { command: string; stdout: string; stderr: string },
+  secrets: readonly string[],
+): ShownCommand {
+  return {
+    command: redactedTail(run.command, secrets, 1024),
+    stdoutTail: redactedTail(run.stdout, secrets),
+    stderrTail: redactedTail(run.stderr, secrets),
+  };
+}
+
+/** A stream's tail as a message shows it after the first line (`--- stderr (tail) ---`), or '' when it is empty. */
+function tailSection(stream: 'stdout' | 'stderr', text: string, secrets: readonly string[]): string {
+  const tail = redactedTail(text.trimEnd(), secrets);
+  return tail ? `\n--- ${stream} (tail) ---\n${tail}` : '';
+}
+
+/** A command that ran and did not succeed: what it was and what it printed, and what errors show of it. */
+export abstract class CommandError extends SshError {
+  readonly command: string;
+  readonly stdout: string;
+  readonly stderr: string;
+  protected readonly shown: ShownCommand;
+
+  protected constructor(
+    endpoint: SshErrorEndpoint,
+    run: { command: string; stdout: string; stderr: string },
+    shown: ShownCommand,
+    message: string,
+  ) {
+    super(endpoint, message);
+    this.command = run.command;
+    this.stdout = run.stdout;
+    this.stderr = run.stderr;
+    this.shown = shown;
+  }
+}
+
+export class RemoteCommandError extends CommandError {
   override readonly name = 'RemoteCommandError';
   /** A failed command is a fact about the host; the caller knows whether running it again can help. */
   readonly retryable = false;
-  readonly command: string;
   readonly exitCode: number;
   readonly signal: string | undefined;
-  readonly stdout: string;
-  readonly stderr: string;
   readonly durationMs: number;
-  /** What the message and the failure details show: redacted first, then cut (see redactedTail). */
-  private readonly shown: { command: string; stdoutTail: string; stderrTail: string };
 
   /** `secrets`: values the command handled (on stdin, in its environment) that its output must not show. */
   constructor(endpoint: SshErrorEndpoint, outcome: CommandOutcome, secrets: readonly string[] = []) {
     const how = outcome.signal ? `was killed by ${outcome.signal}` : `exited with code ${outcome.exitCode}`;
-    const shown = {
-      command: redactedTail(outcome.command, secrets, 1024),
-      stdoutTail: redactedTail(outcome.stdout, secrets),
-      stderrTail: redactedTail(outcome.stderr, secrets),
-    };
-    const stderrTail = redactedTail(outcome.stderr.trimEnd(), secrets);
-    const stdoutTail = redactedTail(outcome.stdout.trimEnd(), secrets);
+    const shown = shownCommand(outcome, secrets);
     super(
       endpoint,
+      outcome,
+      shown,
       `Command on ${describe(endpoint)} ${how}: ${shown.command}` +
-        (stderrTail ? `\n--- stderr (tail) ---\n${stderrTail}` : '') +
-        (stdoutTail ? `\n--- stdout (tail) ---\n${stdoutTail}` : ''),
+        tailSection('stderr', outcome.stderr, secrets) +
+        tailSection('stdout', outcome.stdout, secrets),
     );
-    this.command = outcome.command;
     this.exitCode = outcome.exitCode;
     this.signal = outcome.signal;
-    this.stdout = outcome.stdout;
-    this.stderr = outcome.stderr;
     this.durationMs = outcome.durationMs;
-    this.shown = shown;
   }
 
   data(): Record<string, JsonValue> {
     return {
-      command: this.shown.command,
+      ...this.shown,
       exitCode: this.exitCode,
       signal: this.signal ?? null,
-      stdoutTail: this.shown.stdoutTail,
-      stderrTail: this.shown.stderrTail,
       durationMs: this.durationMs,
     };
   }
 }
 
-export class RemoteTimeoutError extends SshError {
+export class RemoteTimeoutError extends CommandError {
   override readonly name = 'RemoteTimeoutError';
   readonly retryable = true;
-  readonly command: string;
   readonly timeoutMs: number;
-  readonly stdout: string;
-  readonly stderr: string;
-  /** What the message and the failure details show: redacted first, then cut (see redactedTail). */
-  private readonly shown: { command: string; stdoutTail: string; stderrTail: string };
 
   constructor(
     endpoint: SshErrorEndpoint,
     details: { command: string; timeoutMs: number; stdout: string; stderr: string },
     secrets: readonly string[] = [],
   ) {
-    const shown = {
-      command: redactedTail(details.command, secrets, 1024),
-      stdoutTail: redactedTail(details.stdout, secrets),
-      stderrTail: redactedTail(details.stderr, secrets),
-    };
-    const stderrTail = redactedTail(details.stderr.trimEnd(), secrets);
+    const shown = shownCommand(details, secrets);
     super(
       endpoint,
+      details,
+      shown,
       `Command on ${describe(endpoint)} did not finish within ${details.timeoutMs} ms and was stopped ` +
         `(its channel was signalled and closed; children it started in the background may still run): ` +
         `${shown.command}` +
-        (stderrTail ? `\n--- stderr (tail) ---\n${stderrTail}` : ''),
+        tailSection('stderr', details.stderr, secrets),
     );
-    this.command = details.command;
     this.timeoutMs = details.timeoutMs;
-    this.stdout = details.stdout;
-    this.stderr = details.stderr;
-    this.shown = shown;
   }
 
   data(): Record<string, JsonValue> {
-    return {
-      command: this.shown.command,
-      timeoutMs: this.timeoutMs,
-      stdoutTail: this.shown.stdoutTail,
-      stderrTail: this.shown.stderrTail,
-    };
+    return { ...this.shown, timeoutMs: this.timeoutMs };
   }
 }
 

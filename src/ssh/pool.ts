@@ -2,7 +2,7 @@
 import { connectHop, resolveSettings, type ConnectSettings, type SshConnectOptions } from './connect.js';
 import type { SshSession } from './exec-contract.js';
 import type { Ssh2Session } from './session.js';
-import { depth, targetKey, type SshAuth, type SshTarget } from './target.js';
+import { closeDeepestFirst, targetKey, type SshAuth, type SshTarget } from './target.js';
 
 /**
  * Per-activity pool: one connection per host, reused by every command of the activity (jump hosts included,
@@ -60,17 +60,9 @@ export class SshPool {
     this.closed = true;
     const entries = [...this.sessions.values()];
     this.sessions.clear();
-    // Hosts behind a jump first, so their tunnels close before the jump connection does.
-    const depths = [...new Set(entries.map((e) => depth(e.target)))].sort((a, b) => b - a);
-    for (const d of depths) {
-      await Promise.all(
-        entries
-          .filter((e) => depth(e.target) === d)
-          .map(async (e) => {
-            const session = await e.session.catch(() => undefined);
-            await session?.close();
-          }),
-      );
-    }
+    await closeDeepestFirst(entries, async (e) => {
+      const session = await e.session.catch(() => undefined);
+      await session?.close();
+    });
   }
 }

@@ -11,7 +11,7 @@ import { connectHop, resolveSettings, type ConnectSettings, type SshConnectOptio
 import type { RemoteCommand } from './quote.js';
 import { commandNeverStarted, type ExecOptions, type ExecResult, type SshSession } from './exec-contract.js';
 import type { Ssh2Session } from './session.js';
-import { depth, targetKey, type SshAuth, type SshTarget } from './target.js';
+import { closeDeepestFirst, targetKey, type SshAuth, type SshTarget } from './target.js';
 
 export interface SharedSshPoolOptions extends SshConnectOptions {
   /** How long a connection that no activity uses stays open (the worker's setting: config/ssh-idle.ts). 0: closed at once. */
@@ -115,21 +115,14 @@ export class SharedSshPool {
     const entries = [...this.hosts.values()];
     this.hosts.clear();
     for (const entry of entries) clearTimeout(entry.idleTimer);
-    const depths = [...new Set(entries.map((e) => depth(e.target)))].sort((a, b) => b - a);
-    for (const d of depths) {
-      await Promise.all(
-        entries
-          .filter((e) => depth(e.target) === d)
-          .map(async (entry) => {
-            const conn = entry.current;
-            if (!conn) return;
-            conn.dropped = true;
-            entry.current = undefined;
-            const session = await conn.session.catch(() => undefined);
-            await session?.close();
-          }),
-      );
-    }
+    await closeDeepestFirst(entries, async (entry) => {
+      const conn = entry.current;
+      if (!conn) return;
+      conn.dropped = true;
+      entry.current = undefined;
+      const session = await conn.session.catch(() => undefined);
+      await session?.close();
+    });
   }
 
   /** @internal The entry for this target and credentials, created on first use. */

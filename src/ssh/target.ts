@@ -60,6 +60,18 @@ export function targetKey(target: SshTarget): string {
   return target.jump ? `${self} via ${targetKey(target.jump)}` : self;
 }
 
-export function depth(target: SshTarget): number {
+function depth(target: SshTarget): number {
   return target.jump ? 1 + depth(target.jump) : 0;
+}
+
+/**
+ * Closes the connections of `entries`, hosts behind a jump first, so their tunnels close before the jump
+ * connection does; those at one depth close together.
+ */
+export async function closeDeepestFirst<E extends { target: SshTarget }>(
+  entries: E[],
+  close: (entry: E) => Promise<void>,
+): Promise<void> {
+  const depths = [...new Set(entries.map((e) => depth(e.target)))].sort((a, b) => b - a);
+  for (const d of depths) await Promise.all(entries.filter((e) => depth(e.target) === d).map(close));
 }

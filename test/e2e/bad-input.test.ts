@@ -97,26 +97,24 @@ function allPaths(node: Json, prefix: Path = []): Path[] {
   return entries.flatMap(([k, v]) => [[...prefix, k], ...allPaths(v, [...prefix, k])]);
 }
 
+/** `hosts[1].clusterIp` as the path setAt walks: ['hosts', 1, 'clusterIp']. */
+function pathOf(field: string): Path {
+  return (field.match(/[^.[\]]+/g) ?? []).map((k) => (/^\d+$/.test(k) ? Number(k) : k));
+}
+
+/** A case that sets one field to a bad value; the refusal must name that field. */
+function setting(label: string, field: string, value: Json): Mutation & { path: string } {
+  return { label, path: field, apply: (s) => setAt(s, pathOf(field), value) };
+}
+
 const canary = '/tmp/liftoff-canary-badinput';
 
 /** The table: one or more cases for every rule of the issue, plus wrong types, empty strings, unknown keys and injection attempts. */
 const table: (Mutation & { path: string })[] = [
   // IPv4 and the one-head rule, as the issue words them
-  {
-    label: 'a short cluster IP',
-    path: 'hosts[1].clusterIp',
-    apply: (s) => (obj(s, 'hosts', 1).clusterIp = '192.168.200'),
-  },
-  {
-    label: 'an octet above 255',
-    path: 'hosts[0].clusterIp',
-    apply: (s) => (obj(s, 'hosts', 0).clusterIp = '10.213.1.256'),
-  },
-  {
-    label: 'a host name as cluster IP',
-    path: 'hosts[1].clusterIp',
-    apply: (s) => (obj(s, 'hosts', 1).clusterIp = 'spark2'),
-  },
+  setting('a short cluster IP', 'hosts[1].clusterIp', '192.168.200'),
+  setting('an octet above 255', 'hosts[0].clusterIp', '10.213.1.256'),
+  setting('a host name as cluster IP', 'hosts[1].clusterIp', 'spark2'),
   {
     label: 'a missing cluster IP',
     path: 'hosts[1].clusterIp',
@@ -124,7 +122,7 @@ const table: (Mutation & { path: string })[] = [
   },
   { label: 'two heads', path: 'hosts', apply: (s) => (obj(s, 'hosts', 1).role = 'head') },
   { label: 'no head', path: 'hosts', apply: (s) => (obj(s, 'hosts', 0).role = 'worker') },
-  { label: 'an unknown role', path: 'hosts[1].role', apply: (s) => (obj(s, 'hosts', 1).role = 'master') },
+  setting('an unknown role', 'hosts[1].role', 'master'),
   // uniqueness
   {
     label: 'a duplicate host name',
@@ -147,79 +145,31 @@ const table: (Mutation & { path: string })[] = [
     apply: (s) => (obj(s, 'hosts', 1).clusterIp = obj(s, 'hosts', 0).clusterIp ?? null),
   },
   // jump hosts
-  {
-    label: 'an unknown jump host',
-    path: 'hosts[1].jumpHost',
-    apply: (s) => (obj(s, 'hosts', 1).jumpHost = 'spark9'),
-  },
-  {
-    label: 'a host jumping through itself',
-    path: 'hosts[1].jumpHost',
-    apply: (s) => (obj(s, 'hosts', 1).jumpHost = 'spark2'),
-  },
-  { label: 'a jump loop', path: 'hosts[0].jumpHost', apply: (s) => (obj(s, 'hosts', 0).jumpHost = 'spark2') },
+  setting('an unknown jump host', 'hosts[1].jumpHost', 'spark9'),
+  setting('a host jumping through itself', 'hosts[1].jumpHost', 'spark2'),
+  setting('a jump loop', 'hosts[0].jumpHost', 'spark2'),
   // GPUs
-  {
-    label: 'tensor parallel beyond the GPUs',
-    path: 'serve.tensorParallelSize',
-    apply: (s) => (obj(s, 'serve').tensorParallelSize = 3),
-  },
-  {
-    label: 'tensor parallel 0',
-    path: 'serve.tensorParallelSize',
-    apply: (s) => (obj(s, 'serve').tensorParallelSize = 0),
-  },
-  {
-    label: 'a fractional tensor parallel size',
-    path: 'serve.tensorParallelSize',
-    apply: (s) => (obj(s, 'serve').tensorParallelSize = 1.5),
-  },
-  { label: 'no GPUs per host', path: 'gpu.perHost', apply: (s) => (obj(s, 'gpu').perHost = 0) },
-  { label: '17 GPUs per host', path: 'gpu.perHost', apply: (s) => (obj(s, 'gpu').perHost = 17) },
+  setting('tensor parallel beyond the GPUs', 'serve.tensorParallelSize', 3),
+  setting('tensor parallel 0', 'serve.tensorParallelSize', 0),
+  setting('a fractional tensor parallel size', 'serve.tensorParallelSize', 1.5),
+  setting('no GPUs per host', 'gpu.perHost', 0),
+  setting('17 GPUs per host', 'gpu.perHost', 17),
   // durations
-  {
-    label: 'a duration in words',
-    path: 'serve.loadTimeout',
-    apply: (s) => (obj(s, 'serve').loadTimeout = '25 minutes'),
-  },
-  {
-    label: 'a zero duration',
-    path: 'serve.pollInterval',
-    apply: (s) => (obj(s, 'serve').pollInterval = '0s'),
-  },
-  {
-    label: 'a negative duration',
-    path: 'gpu.clearTimeout',
-    apply: (s) => (obj(s, 'gpu').clearTimeout = '-5m'),
-  },
-  { label: 'an empty duration', path: 'ray.verifyTimeout', apply: (s) => (obj(s, 'ray').verifyTimeout = '') },
-  {
-    label: 'a duration as a number',
-    path: 'serve.stallTimeout',
-    apply: (s) => (obj(s, 'serve').stallTimeout = 30),
-  },
+  setting('a duration in words', 'serve.loadTimeout', '25 minutes'),
+  setting('a zero duration', 'serve.pollInterval', '0s'),
+  setting('a negative duration', 'gpu.clearTimeout', '-5m'),
+  setting('an empty duration', 'ray.verifyTimeout', ''),
+  setting('a duration as a number', 'serve.stallTimeout', 30),
   // ports
-  { label: 'a serve port above 65535', path: 'serve.port', apply: (s) => (obj(s, 'serve').port = 70000) },
-  { label: 'port 0', path: 'serve.port', apply: (s) => (obj(s, 'serve').port = 0) },
-  { label: 'a port as text', path: 'ray.port', apply: (s) => (obj(s, 'ray').port = '6379') },
-  { label: 'a negative ssh port', path: 'ssh.port', apply: (s) => (obj(s, 'ssh').port = -22) },
-  { label: 'a host port of 65536', path: 'hosts[0].port', apply: (s) => (obj(s, 'hosts', 0).port = 65536) },
+  setting('a serve port above 65535', 'serve.port', 70000),
+  setting('port 0', 'serve.port', 0),
+  setting('a port as text', 'ray.port', '6379'),
+  setting('a negative ssh port', 'ssh.port', -22),
+  setting('a host port of 65536', 'hosts[0].port', 65536),
   // container and unit names
-  {
-    label: 'a container name with a space',
-    path: 'ray.container',
-    apply: (s) => (obj(s, 'ray').container = 'vllm qwen'),
-  },
-  {
-    label: 'a container name starting with _',
-    path: 'ray.container',
-    apply: (s) => (obj(s, 'ray').container = '_vllm'),
-  },
-  {
-    label: 'a one-character container name',
-    path: 'ray.container',
-    apply: (s) => (obj(s, 'ray').container = 'v'),
-  },
+  setting('a container name with a space', 'ray.container', 'vllm qwen'),
+  setting('a container name starting with _', 'ray.container', '_vllm'),
+  setting('a one-character container name', 'ray.container', 'v'),
   {
     label: 'an injected cleanup container',
     path: 'cleanup.containers[1]',
@@ -242,58 +192,18 @@ const table: (Mutation & { path: string })[] = [
     path: 'cluster',
     apply: (s) => (s.cluster = `a b; touch ${canary}`),
   },
-  {
-    label: 'a host name with $( )',
-    path: 'hosts[0].name',
-    apply: (s) => (obj(s, 'hosts', 0).name = '$(reboot)'),
-  },
-  {
-    label: 'a host name in backticks',
-    path: 'hosts[1].name',
-    apply: (s) => (obj(s, 'hosts', 1).name = '`id`'),
-  },
-  { label: 'a user with a command', path: 'ssh.user', apply: (s) => (obj(s, 'ssh').user = 'root; id') },
-  {
-    label: 'an address with a command',
-    path: 'hosts[0].address',
-    apply: (s) => (obj(s, 'hosts', 0).address = '10.0.0.1;touch'),
-  },
-  {
-    label: 'an address starting with -o',
-    path: 'hosts[0].address',
-    apply: (s) => (obj(s, 'hosts', 0).address = '-oProxyCommand=touch'),
-  },
-  {
-    label: 'a model id with ../',
-    path: 'serve.model',
-    apply: (s) => (obj(s, 'serve').model = '../../etc/passwd'),
-  },
-  {
-    label: 'a model id with a command',
-    path: 'serve.model',
-    apply: (s) => (obj(s, 'serve').model = 'Qwen/x $(id)'),
-  },
-  {
-    label: 'an image with a command',
-    path: 'ray.image',
-    apply: (s) => (obj(s, 'ray').image = 'img;rm -rf /'),
-  },
-  {
-    label: 'an image that is an option',
-    path: 'ray.image',
-    apply: (s) => (obj(s, 'ray').image = '--privileged'),
-  },
-  { label: 'a shm size in words', path: 'ray.shmSize', apply: (s) => (obj(s, 'ray').shmSize = '10 GB') },
-  {
-    label: 'a served model name that is an option',
-    path: 'serve.servedModelName',
-    apply: (s) => (obj(s, 'serve').servedModelName = '--trust-remote-code'),
-  },
-  {
-    label: 'an empty served model name',
-    path: 'serve.servedModelName',
-    apply: (s) => (obj(s, 'serve').servedModelName = ''),
-  },
+  setting('a host name with $( )', 'hosts[0].name', '$(reboot)'),
+  setting('a host name in backticks', 'hosts[1].name', '`id`'),
+  setting('a user with a command', 'ssh.user', 'root; id'),
+  setting('an address with a command', 'hosts[0].address', '10.0.0.1;touch'),
+  setting('an address starting with -o', 'hosts[0].address', '-oProxyCommand=touch'),
+  setting('a model id with ../', 'serve.model', '../../etc/passwd'),
+  setting('a model id with a command', 'serve.model', 'Qwen/x $(id)'),
+  setting('an image with a command', 'ray.image', 'img;rm -rf /'),
+  setting('an image that is an option', 'ray.image', '--privileged'),
+  setting('a shm size in words', 'ray.shmSize', '10 GB'),
+  setting('a served model name that is an option', 'serve.servedModelName', '--trust-remote-code'),
+  setting('an empty served model name', 'serve.servedModelName', ''),
   {
     label: 'a NUL byte in a serve arg',
     path: 'serve.args[1]',
@@ -316,60 +226,36 @@ const table: (Mutation & { path: string })[] = [
     apply: (s) => (list(s, 'ray', 'volumes')[0] = '/a:/b:rwx'),
   },
   { label: 'no way to the weights', path: 'serve.modelPath', apply: (s) => (obj(s, 'ray').volumes = []) },
-  {
-    label: 'a relative log path',
-    path: 'serve.logPath',
-    apply: (s) => (obj(s, 'serve').logPath = 'vllm.log'),
-  },
-  { label: 'an empty log path', path: 'serve.logPath', apply: (s) => (obj(s, 'serve').logPath = '') },
-  {
-    label: 'a relative key path',
-    path: 'ssh.privateKeyPath',
-    apply: (s) => (obj(s, 'ssh').privateKeyPath = 'id_ed25519'),
-  },
-  {
-    label: 'a relative known_hosts',
-    path: 'ssh.knownHostsPath',
-    apply: (s) => (obj(s, 'ssh').knownHostsPath = 'known_hosts'),
-  },
+  setting('a relative log path', 'serve.logPath', 'vllm.log'),
+  setting('an empty log path', 'serve.logPath', ''),
+  setting('a relative key path', 'ssh.privateKeyPath', 'id_ed25519'),
+  setting('a relative known_hosts', 'ssh.knownHostsPath', 'known_hosts'),
   // secrets
-  {
-    label: 'a token written in the spec',
-    path: 'ray.env.HF_TOKEN',
-    apply: (s) => (obj(s, 'ray', 'env').HF_TOKEN = 'hf_written_here'),
-  },
-  {
-    label: 'an unknown secret reference',
-    path: 'serve.env.HF_TOKEN',
-    apply: (s) => (obj(s, 'serve', 'env').HF_TOKEN = { fromVault: 'x' }),
-  },
+  setting('a token written in the spec', 'ray.env.HF_TOKEN', 'hf_written_here'),
+  setting('an unknown secret reference', 'serve.env.HF_TOKEN', { fromVault: 'x' }),
   {
     label: 'an --api-key arg',
     path: 'serve.args[4]',
     apply: (s) => list(s, 'serve', 'args').push('--api-key', 'sk-1'),
   },
   // values shaped like credentials, under names that say nothing (issue 14 item 4): refused like secrets
-  {
-    label: 'a Hugging Face token under an ordinary env name',
-    path: 'serve.env.MODEL_SRC',
-    apply: (s) => (obj(s, 'serve', 'env').MODEL_SRC = 'hf_aBcDeFgHiJkLmNoPqRsTuVwXyZ012345'),
-  },
+  setting(
+    'a Hugging Face token under an ordinary env name',
+    'serve.env.MODEL_SRC',
+    'hf_aBcDeFgHiJkLmNoPqRsTuVwXyZ012345',
+  ),
   {
     label: 'an sk- key as a plain serve arg',
     path: 'serve.args[4]',
     apply: (s) => list(s, 'serve', 'args').push('sk-proj-0123456789abcdefXYZ'),
   },
-  {
-    label: 'a password in a URL under ray.env',
-    path: 'ray.env.PIP_INDEX_URL',
-    apply: (s) => (obj(s, 'ray', 'env').PIP_INDEX_URL = 'https://bob:hunter2@pypi.example.com/simple'),
-  },
+  setting(
+    'a password in a URL under ray.env',
+    'ray.env.PIP_INDEX_URL',
+    'https://bob:hunter2@pypi.example.com/simple',
+  ),
   // wrong types, missing and unknown keys
-  {
-    label: 'args as one string',
-    path: 'serve.args',
-    apply: (s) => (obj(s, 'serve').args = '--max-model-len 32768'),
-  },
+  setting('args as one string', 'serve.args', '--max-model-len 32768'),
   { label: 'a number in args', path: 'serve.args[0]', apply: (s) => (list(s, 'serve', 'args')[0] = 1) },
   { label: 'a host as a string', path: 'hosts[0]', apply: (s) => (list(s, 'hosts')[0] = 'spark1') },
   { label: 'no hosts', path: 'hosts', apply: (s) => (s.hosts = []) },
@@ -377,17 +263,13 @@ const table: (Mutation & { path: string })[] = [
   { label: 'ray as null', path: 'ray', apply: (s) => (s.ray = null) },
   { label: 'model missing', path: 'serve.model', apply: (s) => delete obj(s, 'serve').model },
   { label: 'an unknown onFailure', path: 'onFailure', apply: (s) => (s.onFailure = 'explode') },
-  { label: 'zero smoke tokens', path: 'smoke.maxTokens', apply: (s) => (obj(s, 'smoke').maxTokens = 0) },
+  setting('zero smoke tokens', 'smoke.maxTokens', 0),
   {
     label: 'negative free disk',
     path: 'preflight.minFreeDiskGiB',
     apply: (s) => (s.preflight = { minFreeDiskGiB: -1 }),
   },
-  {
-    label: 'a boolean as text',
-    path: 'cleanup.disableServices',
-    apply: (s) => (obj(s, 'cleanup').disableServices = 'yes'),
-  },
+  setting('a boolean as text', 'cleanup.disableServices', 'yes'),
   { label: 'an unknown top-level key', path: '(spec)', apply: (s) => (s.extra = 1) },
   { label: 'a misspelt serve key', path: 'serve', apply: (s) => (obj(s, 'serve').tensorParalelSize = 2) },
   {

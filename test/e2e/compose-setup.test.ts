@@ -4,18 +4,15 @@
 // service. A user's TEMPORAL_NAMESPACE picks a namespace the server does not have yet.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { readFileSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { promisify } from 'node:util';
 import { parse } from 'yaml';
 import { Connection } from '@temporalio/client';
 import proto from '@temporalio/proto';
 import { startDevServer, type DevServer } from '../../src/temporal/dev-server.js';
 import { projectRoot, temporalCliPath } from '../../src/temporal/cli-path.js';
 import { allSearchAttributeKeys } from '../../src/shared/constants.js';
-
-const execFileAsync = promisify(execFile);
+import { runProcess } from '../helpers/cli.js';
 
 const stateDir = '/tmp/liftoff-test-compose-setup';
 const serverPorts = { port: 27633, uiPort: 28633 };
@@ -74,18 +71,8 @@ describe('docker-compose temporal-setup: deploy/temporal/setup.sh against a real
       TEMPORAL_ADDRESS: server.address,
       ...replaced,
     };
-    const started = Date.now();
-    try {
-      const { stdout, stderr } = await execFileAsync('sh', ['deploy/temporal/setup.sh'], {
-        cwd: projectRoot,
-        env,
-        timeout: 120_000,
-      });
-      return { code: 0, output: stdout + stderr, ms: Date.now() - started };
-    } catch (err) {
-      const e = err as { code?: number; stdout?: string; stderr?: string };
-      return { code: e.code ?? -1, output: (e.stdout ?? '') + (e.stderr ?? ''), ms: Date.now() - started };
-    }
+    const r = await runProcess('sh', ['deploy/temporal/setup.sh'], { cwd: projectRoot, env });
+    return { code: r.code, output: r.stdout + r.stderr, ms: r.ms };
   }
 
   async function retentionSeconds(): Promise<number> {

@@ -4,15 +4,12 @@
 // against real sshd in deploy.test.ts. The script follows the server's (skipped) clock, read from each poll's
 // scheduled time, and the assertions are on workflow time from the history: real time that the activities
 // take (more under load) moves the skipped clock too, so a count of polls would be a timed assert.
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { WorkflowFailedError } from '@temporalio/client';
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { Worker } from '@temporalio/worker';
-import { createTimeSkippingEnv } from '../helpers/temporal.js';
-import { workflowBundle } from '../../src/worker.js';
+import { useTimeSkippingServer } from '../helpers/temporal.js';
 import { deploy } from '../../src/workflows/index.js';
 import type * as activities from '../../src/activities/index.js';
 import { checkWorkerPolicy } from '../../src/activities/worker-policy.js';
@@ -91,24 +88,13 @@ function scriptedCluster(readyAfterMs: number | undefined) {
 }
 
 describe('deploy load deadline (time-skipping server)', () => {
-  let env: TestWorkflowEnvironment;
-  before(async () => {
-    env = await createTimeSkippingEnv();
-  });
-  after(async () => {
-    await env?.teardown();
-  });
+  const server = useTimeSkippingServer();
 
   async function runWith(readyAfterMs: number | undefined, workflowId: string) {
     const cluster = scriptedCluster(readyAfterMs);
-    const worker = await Worker.create({
-      connection: env.nativeConnection,
-      taskQueue: workflowId,
-      workflowBundle: await workflowBundle(),
-      activities: cluster.impl,
-    });
+    const worker = await server.worker(workflowId, cluster.impl);
     const outcome = await worker.runUntil(
-      env.client.workflow
+      server.env.client.workflow
         .execute(deploy, {
           taskQueue: workflowId,
           workflowId: deployWorkflowId(spec.cluster),
@@ -120,7 +106,7 @@ describe('deploy load deadline (time-skipping server)', () => {
         ),
     );
     // Workflow time from start to close, as the server recorded it.
-    const history = await env.client.workflow.getHandle(deployWorkflowId(spec.cluster)).fetchHistory();
+    const history = await server.env.client.workflow.getHandle(deployWorkflowId(spec.cluster)).fetchHistory();
     const eventMs = (i: number) => {
       const t = history.events?.at(i)?.eventTime;
       return Number(t?.seconds ?? 0) * 1000 + Math.floor((t?.nanos ?? 0) / 1e6);

@@ -11,7 +11,7 @@ import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { stringify } from 'yaml';
 import { projectRoot } from '../../src/temporal/cli-path.js';
-import { ensureBuilt } from '../helpers/cli.js';
+import { ensureBuilt, runProcess, type CliRun } from '../helpers/cli.js';
 import { tempDir } from '../helpers/temp-dir.js';
 
 const run = promisify(execFile);
@@ -31,31 +31,13 @@ const installed = join(installDir, 'node_modules', pkg.name);
 // Only node on PATH: the installed CLI cannot reach a tsx or tsc of this machine.
 const env = { PATH: dirname(process.execPath), HOME: process.env.HOME ?? '/root', NO_COLOR: '1' };
 
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-  ms: number;
-}
-
-async function liftoff(args: string[], extraEnv: Record<string, string> = {}): Promise<Run> {
-  const started = performance.now();
-  try {
-    const { stdout, stderr } = await run(join(installDir, 'node_modules', '.bin', 'liftoff'), args, {
-      cwd: installDir,
-      env: { ...env, ...extraEnv },
-      timeout: 60_000,
-    });
-    return { code: 0, stdout, stderr, ms: performance.now() - started };
-  } catch (err) {
-    const e = err as { code?: number; stdout?: string; stderr?: string };
-    return {
-      code: e.code ?? -1,
-      stdout: e.stdout ?? '',
-      stderr: e.stderr ?? '',
-      ms: performance.now() - started,
-    };
-  }
+/** The installed `liftoff`, run from its install folder with only node on PATH. */
+function liftoff(args: string[], extraEnv: Record<string, string> = {}): Promise<CliRun> {
+  return runProcess(join(installDir, 'node_modules', '.bin', 'liftoff'), args, {
+    cwd: installDir,
+    env: { ...env, ...extraEnv },
+    timeoutMs: 60_000,
+  });
 }
 
 const median = (xs: number[]): number => {

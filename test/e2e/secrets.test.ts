@@ -5,12 +5,10 @@
 // the CLI with the key still reads status and postmortems (online and offline); without the key it says so.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import type { Worker } from '@temporalio/worker';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { createLiftoffWorker } from '../../src/worker.js';
@@ -28,9 +26,8 @@ import { createDevServerEnv } from '../helpers/temporal.js';
 import { sshRun } from '../helpers/ssh.js';
 import { simWorkerPolicy } from '../helpers/worker-policy.js';
 import { historyExportArgs } from '../../scripts/lib/history-export.js';
-import { liftoffArgv } from '../helpers/cli.js';
+import { runLiftoff, runProcess } from '../helpers/cli.js';
 
-const execFileAsync = promisify(execFile);
 const stateDir = '/tmp/liftoff-test-secrets';
 const clusterName = 'secrets';
 const workflowId = deployWorkflowId(clusterName);
@@ -38,12 +35,6 @@ const plainQueue = 'liftoff-secrets-plain';
 const tokenEnv = 'SIM_TEST_SECRETS_HF_TOKEN';
 const token = `hf_${randomBytes(16).toString('hex')}`;
 const payloadKey = randomBytes(32).toString('base64');
-
-interface CliRun {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
 
 interface Scan {
   /** Every string in the export, and each base64 string decoded. */
@@ -179,26 +170,9 @@ describe('secrets: nothing secret in an exported history; payload encryption', (
     };
   }
 
-  async function run(file: string, args: string[], extraEnv: NodeJS.ProcessEnv = cliEnv): Promise<CliRun> {
-    try {
-      const { stdout, stderr } = await execFileAsync(file, args, {
-        env: extraEnv,
-        timeout: 120_000,
-        maxBuffer: 64 * 1024 * 1024,
-      });
-      return { code: 0, stdout, stderr };
-    } catch (err) {
-      const e = err as { code?: number; stdout?: string; stderr?: string };
-      return {
-        code: typeof e.code === 'number' ? e.code : -1,
-        stdout: e.stdout ?? '',
-        stderr: e.stderr ?? '',
-      };
-    }
-  }
-
-  const liftoff = (args: string[], extraEnv?: NodeJS.ProcessEnv) =>
-    run(process.execPath, liftoffArgv(args), extraEnv);
+  const run = (file: string, args: string[], env: NodeJS.ProcessEnv = cliEnv) =>
+    runProcess(file, args, { env });
+  const liftoff = (args: string[], env: NodeJS.ProcessEnv = cliEnv) => runLiftoff(args, env);
 
   async function exportHistory(runId: string): Promise<string> {
     const r = await run(

@@ -2,7 +2,6 @@
 // 127.0.0.2 (the target behind it). Each sshd has a throwaway host key and config in a temp dir.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, createConnection, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -18,126 +17,34 @@ import {
 } from '../../src/ssh/errors.js';
 import { raw, sh } from '../../src/ssh/quote.js';
 import { withSshSession } from '../helpers/ssh.js';
-
-interface Sshd {
-  name: string;
-  address: string;
-  port: number;
-  hostKeyPub: string;
-  fingerprint: string;
-  log(): string;
-  accepted(): number;
-  stop(): Promise<void>;
-}
+import { holdsWithin } from '../helpers/wait.js';
+import { rejectionOf } from '../helpers/rejection.js';
+import {
+  fingerprintOf,
+  freePort,
+  keygen,
+  knownHostsLine,
+  startLoopbackSshd,
+  type LoopbackSshd,
+} from '../helpers/loopback-sshd.js';
 
 const root = mkdtempSync(join(tmpdir(), 'liftoff-ssh-e2e-'));
-const children: ChildProcess[] = [];
+const started: LoopbackSshd[] = [];
 const strayPids: number[] = [];
 const servers: Server[] = [];
 const errorsSeen: unknown[] = [];
 
-function keygen(path: string, extra: string[] = []): void {
-  execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', path, ...extra]);
-}
-
-function fingerprintOf(pubPath: string): string {
-  return (
-    execFileSync('ssh-keygen', ['-l', '-E', 'sha256', '-f', pubPath], { encoding: 'utf8' }).split(' ')[1] ??
-    ''
-  );
-}
-
-async function freePort(address: string): Promise<number> {
-  for (;;) {
-    const port = 20000 + Math.floor(Math.random() * 40000);
-    const free = await new Promise<boolean>((resolve) => {
-      const probe = createServer();
-      probe.once('error', () => resolve(false));
-      probe.listen(port, address, () => probe.close(() => resolve(true)));
-    });
-    if (free) return port;
-  }
-}
-
-async function startSshd(name: string, address: string, extraConfig: string[] = []): Promise<Sshd> {
-  const dir = join(root, name);
-  execFileSync('mkdir', ['-p', dir]);
-  keygen(join(dir, 'host_ed25519'));
-  for (let attempt = 0; ; attempt++) {
-    const port = await freePort(address);
-    const config = join(dir, 'sshd_config');
-    writeFileSync(
-      config,
-      [
-        `ListenAddress ${address}:${port}`,
-        `HostKey ${join(dir, 'host_ed25519')}`,
-        `AuthorizedKeysFile ${join(root, 'authorized_keys')}`,
-        'PidFile none',
-        'PermitRootLogin prohibit-password',
-        'UsePAM no',
-        'StrictModes no',
-        'PasswordAuthentication no',
-        'KbdInteractiveAuthentication no',
-        'PubkeyAuthentication yes',
-        'AllowTcpForwarding yes',
-        'LogLevel VERBOSE',
-        ...extraConfig,
-        '',
-      ].join('\n'),
-    );
-    // Own process group, so stop() also ends the per-connection children.
-    const child = spawn('/usr/sbin/sshd', ['-D', '-e', '-f', config], {
-      detached: true,
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
-    children.push(child);
-    let log = '';
-    child.stderr?.setEncoding('utf8').on('data', (chunk: string) => (log += chunk));
-    const listening = await new Promise<boolean>((resolve) => {
-      const check = setInterval(() => {
-        if (log.includes('Server listening on')) done(true);
-        else if (child.exitCode !== null || /Address already in use|fatal/i.test(log)) done(false);
-      }, 20);
-      const timer = setTimeout(() => done(false), 5_000);
-      function done(ok: boolean) {
-        clearInterval(check);
-        clearTimeout(timer);
-        resolve(ok);
-      }
-    });
-    const stop = async () => {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      const exited = new Promise((resolve) => child.once('exit', resolve));
-      try {
-        process.kill(-(child.pid ?? 0), 'SIGTERM');
-      } catch {
-        // already gone
-      }
-      await exited;
-    };
-    if (!listening) {
-      await stop();
-      if (attempt < 5 && /Address already in use/.test(log)) continue;
-      throw new Error(`sshd ${name} did not start:\n${log}`);
-    }
-    const pub = join(dir, 'host_ed25519.pub');
-    return {
-      name,
-      address,
-      port,
-      hostKeyPub: readFileSync(pub, 'utf8').trim(),
-      fingerprint: fingerprintOf(pub),
-      log: () => log,
-      accepted: () => log.split('Accepted publickey').length - 1,
-      stop,
-    };
-  }
-}
-
-/** A known_hosts line for an sshd, written as ssh-keyscan would (type and key from the .pub file). */
-function knownLine(sshd: Sshd, pub = sshd.hostKeyPub): string {
-  const [type, key] = pub.split(' ');
-  return `[${sshd.address}]:${sshd.port} ${type} ${key}`;
+async function startSshd(name: string, address: string, extraConfig: string[] = []): Promise<LoopbackSshd> {
+  const sshd = await startLoopbackSshd({
+    root,
+    name,
+    address,
+    authorizedKeys: join(root, 'authorized_keys'),
+    newHostKey: true,
+    extraConfig,
+  });
+  started.push(sshd);
+  return sshd;
 }
 
 function writeKnownHosts(file: string, lines: string[]): string {
@@ -146,7 +53,7 @@ function writeKnownHosts(file: string, lines: string[]): string {
   return path;
 }
 
-const targetOf = (sshd: Sshd, jump?: SshTarget): SshTarget => ({
+const targetOf = (sshd: LoopbackSshd, jump?: SshTarget): SshTarget => ({
   name: sshd.name,
   host: sshd.address,
   port: sshd.port,
@@ -159,18 +66,13 @@ async function rejectsWith<T>(
   promise: Promise<unknown>,
   type: abstract new (...args: never[]) => T,
 ): Promise<T> {
-  try {
-    await promise;
-  } catch (err) {
-    errorsSeen.push(err);
-    assert.ok(err instanceof type, `expected ${type.name}, got ${String(err)}`);
-    return err;
-  }
-  assert.fail(`expected ${type.name}, but it resolved`);
+  const err = await rejectionOf(promise, type);
+  errorsSeen.push(err);
+  return err;
 }
 
-let jumpSshd: Sshd;
-let innerSshd: Sshd;
+let jumpSshd: LoopbackSshd;
+let innerSshd: LoopbackSshd;
 let auth: SshAuth;
 let privateKeyText = '';
 
@@ -184,7 +86,7 @@ before(async () => {
   ]);
   auth = {
     privateKeyPath: join(root, 'id_ed25519'),
-    knownHostsPath: writeKnownHosts('known_hosts', [knownLine(jumpSshd), knownLine(innerSshd)]),
+    knownHostsPath: writeKnownHosts('known_hosts', [knownHostsLine(jumpSshd), knownHostsLine(innerSshd)]),
   };
 });
 
@@ -197,16 +99,7 @@ after(async () => {
       // already gone
     }
   }
-  await Promise.all([jumpSshd?.stop(), innerSshd?.stop()]);
-  for (const child of children) {
-    if (child.exitCode === null && child.signalCode === null) {
-      try {
-        process.kill(-(child.pid ?? 0), 'SIGKILL');
-      } catch {
-        // already gone
-      }
-    }
-  }
+  await Promise.all(started.map((sshd) => sshd.stop()));
   rmSync(root, { recursive: true, force: true });
 });
 
@@ -321,7 +214,7 @@ describe('exec', () => {
       const refusedForRoot = () =>
         jumpSshd.log().includes('session signalling requires privilege separation');
       assert.ok(
-        await waitFor(() => !alive(pid) || (process.getuid?.() === 0 && refusedForRoot()), 3_000),
+        await holdsWithin(() => !alive(pid) || (process.getuid?.() === 0 && refusedForRoot()), 3_000),
         `remote process ${pid} still runs and sshd never saw a signal request`,
       );
       // The session stays usable after a timed-out command.
@@ -366,7 +259,7 @@ describe('host keys', () => {
     const wrong = {
       ...auth,
       knownHostsPath: writeKnownHosts('known_hosts_wrong', [
-        knownLine(jumpSshd, readFileSync(`${otherKey}.pub`, 'utf8').trim()),
+        knownHostsLine(jumpSshd, readFileSync(`${otherKey}.pub`, 'utf8').trim()),
       ]),
     };
     const marker = join(root, 'must-not-exist');
@@ -415,7 +308,10 @@ describe('jump hosts', () => {
   it('goes through the jump host, not around it (a jump that may not forward there fails the connect)', async () => {
     const fenced = await startSshd('fenced-jump', '127.0.0.1', ['PermitOpen 127.0.0.9:9']);
     try {
-      const knownHosts = writeKnownHosts('known_hosts_fenced', [knownLine(fenced), knownLine(innerSshd)]);
+      const knownHosts = writeKnownHosts('known_hosts_fenced', [
+        knownHostsLine(fenced),
+        knownHostsLine(innerSshd),
+      ]);
       const err = await rejectsWith(
         openSshSession(targetOf(innerSshd, targetOf(fenced)), { ...auth, knownHostsPath: knownHosts }),
         SshConnectError,
@@ -430,8 +326,8 @@ describe('jump hosts', () => {
 
   it('verifies the inner host key too (a wrong one is refused)', async () => {
     const knownHosts = writeKnownHosts('known_hosts_inner_wrong', [
-      knownLine(jumpSshd),
-      knownLine(innerSshd, jumpSshd.hostKeyPub),
+      knownHostsLine(jumpSshd),
+      knownHostsLine(innerSshd, jumpSshd.hostKeyPub),
     ]);
     const err = await rejectsWith(
       openSshSession(targetOf(innerSshd, targetOf(jumpSshd)), { ...auth, knownHostsPath: knownHosts }),
@@ -443,7 +339,7 @@ describe('jump hosts', () => {
   });
 
   it('verifies the jump host key (unknown jump host is refused)', async () => {
-    const knownHosts = writeKnownHosts('known_hosts_no_jump', [knownLine(innerSshd)]);
+    const knownHosts = writeKnownHosts('known_hosts_no_jump', [knownHostsLine(innerSshd)]);
     const err = await rejectsWith(
       openSshSession(targetOf(innerSshd, targetOf(jumpSshd)), { ...auth, knownHostsPath: knownHosts }),
       HostKeyUnknownError,
@@ -529,7 +425,7 @@ describe('connection failures', () => {
     servers.push(relay);
     const port = await freePort('127.0.0.1');
     await new Promise<void>((resolve) => relay.listen(port, '127.0.0.1', resolve));
-    const knownHosts = writeKnownHosts('known_hosts_relay', [knownLine({ ...jumpSshd, port })]);
+    const knownHosts = writeKnownHosts('known_hosts_relay', [knownHostsLine({ ...jumpSshd, port })]);
     const session = await openSshSession(
       { name: 'relayed', host: '127.0.0.1', port, user: 'root' },
       { ...auth, knownHostsPath: knownHosts },
@@ -538,7 +434,7 @@ describe('connection failures', () => {
     try {
       const pidFile = join(root, 'keepalive.pid');
       const running = session.exec(sh`echo $$ > ${pidFile}; exec sleep 30`);
-      await waitFor(() => existsSync(pidFile) && readFileSync(pidFile, 'utf8').trim() !== '', 3_000);
+      await holdsWithin(() => existsSync(pidFile) && readFileSync(pidFile, 'utf8').trim() !== '', 3_000);
       strayPids.push(Number(readFileSync(pidFile, 'utf8')));
       frozen = true;
       const started = Date.now();
@@ -647,13 +543,4 @@ function alive(pid: number): boolean {
   } catch {
     return false;
   }
-}
-
-async function waitFor(condition: () => boolean, timeoutMs: number): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (condition()) return true;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  return condition();
 }

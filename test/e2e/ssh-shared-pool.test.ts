@@ -11,6 +11,7 @@ import { SharedSshPool, type SshAuth, type SshTarget } from '../../src/ssh/execu
 import { HostKeyMismatchError, SshConnectError } from '../../src/ssh/errors.js';
 import { raw, sh } from '../../src/ssh/quote.js';
 import { keygen, knownHostsLine, startLoopbackSshd, type LoopbackSshd } from '../helpers/loopback-sshd.js';
+import { holdsWithin } from '../helpers/wait.js';
 
 const root = mkdtempSync(join(tmpdir(), 'liftoff-shared-pool-'));
 const authorizedKeys = join(root, 'authorized_keys');
@@ -39,17 +40,8 @@ async function sshd(
 
 function knownHosts(file: string, hosts: LoopbackSshd[]): string {
   const path = join(root, file);
-  writeFileSync(path, hosts.map(knownHostsLine).join('\n') + '\n');
+  writeFileSync(path, hosts.map((h) => knownHostsLine(h)).join('\n') + '\n');
   return path;
-}
-
-async function waitFor(condition: () => boolean, timeoutMs: number): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (condition()) return true;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-  return condition();
 }
 
 before(async () => {
@@ -184,14 +176,14 @@ describe('SharedSshPool', () => {
       await (await lease.session(targetOf(jump), auth)).exec(sh`true`);
       lease.release();
       assert.equal(pool.openConnections, 1);
-      assert.ok(await waitFor(() => pool.openConnections === 0, 3_000), 'the idle connection closed');
+      assert.ok(await holdsWithin(() => pool.openConnections === 0, 3_000), 'the idle connection closed');
 
       const kept = pool.lease({ keepMs: 1_500 });
       await (await kept.session(targetOf(jump), auth)).exec(sh`true`);
       kept.release();
       await new Promise((resolve) => setTimeout(resolve, 700));
       assert.equal(pool.openConnections, 1, 'kept past the idle time');
-      assert.ok(await waitFor(() => pool.openConnections === 0, 3_000), 'closed after keepMs');
+      assert.ok(await holdsWithin(() => pool.openConnections === 0, 3_000), 'closed after keepMs');
       assert.equal(pool.connectionsOpened, 2);
     } finally {
       await pool.close();

@@ -3,13 +3,10 @@
 // it carries add up across runs. And a stop that comes while the failure bundle is collected: the supervisor
 // ends there, with no relaunch and no webhook after. The probes are scripted here (this tests the workflow's
 // clock and history, not SSH; test/e2e/supervise.test.ts runs the real probes against real sshd).
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { Worker } from '@temporalio/worker';
 import type { History } from '@temporalio/common/lib/proto-utils.js';
-import { createTimeSkippingEnv } from '../helpers/temporal.js';
-import { workflowBundle } from '../../src/worker.js';
+import { useTimeSkippingServer } from '../helpers/temporal.js';
 import { supervise, stopSupervisionSignal, supervisionQuery } from '../../src/workflows/index.js';
 import { roundsPerRun } from '../../src/workflows/supervise.js';
 import type * as activities from '../../src/activities/index.js';
@@ -36,13 +33,7 @@ const spec = {
 };
 
 describe('supervise for 24 h (time-skipping server)', () => {
-  let env: TestWorkflowEnvironment;
-  before(async () => {
-    env = await createTimeSkippingEnv();
-  });
-  after(async () => {
-    await env?.teardown();
-  });
+  const server = useTimeSkippingServer();
 
   it('continues as new: every run bounded, probes counted across runs', async () => {
     let probeCalls = 0;
@@ -70,22 +61,17 @@ describe('supervise for 24 h (time-skipping server)', () => {
       },
     };
     const taskQueue = 'supervise-timeskip';
-    const worker = await Worker.create({
-      connection: env.nativeConnection,
-      taskQueue,
-      workflowBundle: await workflowBundle(),
-      activities: impl,
-    });
+    const worker = await server.worker(taskQueue, impl);
     const workflowId = superviseWorkflowId(spec.cluster);
     const cpuBefore = process.cpuUsage();
     const realStart = Date.now();
     const { state, runs } = await worker.runUntil(async () => {
-      const handle = await env.client.workflow.start(supervise, {
+      const handle = await server.env.client.workflow.start(supervise, {
         taskQueue,
         workflowId,
         args: [{ spec, launch: { launchId: 'l1', servingSinceMs: Date.now() } }],
       });
-      await env.sleep('24h');
+      await server.env.sleep('24h');
       const state = await handle.query(supervisionQuery);
       await handle.signal(stopSupervisionSignal, { reason: 'test over' });
       await handle.result();
@@ -93,7 +79,7 @@ describe('supervise for 24 h (time-skipping server)', () => {
       const runs: { runId: string; events: number }[] = [];
       let runId: string | undefined = handle.firstExecutionRunId;
       while (runId) {
-        const history: History = await env.client.workflow.getHandle(workflowId, runId).fetchHistory();
+        const history: History = await server.env.client.workflow.getHandle(workflowId, runId).fetchHistory();
         const events = history.events ?? [];
         runs.push({ runId, events: events.length });
         runId = events.at(-1)?.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId ?? undefined;
@@ -161,7 +147,7 @@ describe('supervise for 24 h (time-skipping server)', () => {
       },
       // `liftoff supervise stop` while the evidence is being collected.
       collectFailureBundle: async () => {
-        const handle = env.client.workflow.getHandle(workflowId);
+        const handle = server.env.client.workflow.getHandle(workflowId);
         await handle.signal(stopSupervisionSignal, { reason: 'stopped while collecting' });
         // Answered once the task that holds the signal is done: the supervisor has taken it in.
         await handle.query(supervisionQuery);
@@ -170,14 +156,9 @@ describe('supervise for 24 h (time-skipping server)', () => {
       postWebhook: () => Promise.resolve({ status: 204 }),
     };
     const taskQueue = 'supervise-timeskip-stop';
-    const worker = await Worker.create({
-      connection: env.nativeConnection,
-      taskQueue,
-      workflowBundle: await workflowBundle(),
-      activities: impl,
-    });
+    const worker = await server.worker(taskQueue, impl);
     const { ended, state, history } = await worker.runUntil(async () => {
-      const handle = await env.client.workflow.start(supervise, {
+      const handle = await server.env.client.workflow.start(supervise, {
         taskQueue,
         workflowId,
         args: [{ spec: stopSpec, launch: { launchId: 'l1', servingSinceMs: Date.now() } }],
@@ -194,7 +175,7 @@ describe('supervise for 24 h (time-skipping server)', () => {
       const state = await handle.query(supervisionQuery);
       if (!ended) {
         await handle.terminate('test: the stopped supervisor did not end');
-        await env.client.workflow
+        await server.env.client.workflow
           .getHandle(deployWorkflowId(cluster))
           .terminate('test: relaunch of a stopped supervisor')
           .catch(() => undefined);
@@ -261,25 +242,20 @@ describe('supervise for 24 h (time-skipping server)', () => {
       },
     };
     const taskQueue = 'supervise-timeskip-refused';
-    const worker = await Worker.create({
-      connection: env.nativeConnection,
-      taskQueue,
-      workflowBundle: await workflowBundle(),
-      activities: impl,
-    });
+    const worker = await server.worker(taskQueue, impl);
     const state = await worker.runUntil(async () => {
-      const holder = await env.client.workflow.start(supervise, {
+      const holder = await server.env.client.workflow.start(supervise, {
         taskQueue,
         workflowId: deployWorkflowId(cluster),
         args: [{ spec: holderSpec, launch: { launchId: 'h1', servingSinceMs: Date.now() } }],
       });
-      const handle = await env.client.workflow.start(supervise, {
+      const handle = await server.env.client.workflow.start(supervise, {
         taskQueue,
         workflowId,
         args: [{ spec: lostSpec, launch: { launchId: 'l1', servingSinceMs: Date.now() } }],
       });
       // Lost at the first round, then refused once an interval (2 min) for half an hour.
-      await env.sleep('30m');
+      await server.env.sleep('30m');
       await handle.signal(stopSupervisionSignal, { reason: 'test over' });
       const { state } = await handle.result();
       await holder.signal(stopSupervisionSignal, { reason: 'test over' });

@@ -35,22 +35,31 @@ export interface CliRun {
   ms: number;
 }
 
-export async function runLiftoff(
-  args: string[],
-  env: NodeJS.ProcessEnv,
-  timeoutMs = 120_000,
+/**
+ * Runs `file` with `args` to its end and keeps its exit code (-1 when it was killed or never started), its output
+ * and its wall time: a failing run is a result to assert on, not a throw.
+ */
+export async function runProcess(
+  file: string,
+  args: readonly string[],
+  opts: { env: NodeJS.ProcessEnv; cwd?: string; timeoutMs?: number },
 ): Promise<CliRun> {
-  const argv = liftoffArgv(args);
   const started = Date.now();
   try {
-    const { stdout, stderr } = await execFileAsync(process.execPath, argv, {
-      env,
-      timeout: timeoutMs,
-      maxBuffer: 16 * 1024 * 1024,
+    const { stdout, stderr } = await execFileAsync(file, args, {
+      env: opts.env,
+      cwd: opts.cwd,
+      timeout: opts.timeoutMs ?? 120_000,
+      maxBuffer: 64 * 1024 * 1024,
     });
     return { code: 0, stdout, stderr, ms: Date.now() - started };
   } catch (err) {
-    const e = err as { code?: number; stdout?: string; stderr?: string };
-    return { code: e.code ?? -1, stdout: e.stdout ?? '', stderr: e.stderr ?? '', ms: Date.now() - started };
+    const e = err as { code?: unknown; stdout?: string; stderr?: string };
+    const code = typeof e.code === 'number' ? e.code : -1;
+    return { code, stdout: e.stdout ?? '', stderr: e.stderr ?? '', ms: Date.now() - started };
   }
+}
+
+export function runLiftoff(args: string[], env: NodeJS.ProcessEnv, timeoutMs = 120_000): Promise<CliRun> {
+  return runProcess(process.execPath, liftoffArgv(args), { env, timeoutMs });
 }

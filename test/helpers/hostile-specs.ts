@@ -62,33 +62,41 @@ const set =
     obj(s, section)[field] = value;
   };
 
+/** The reference spec with `n` hosts, as manyHosts makes them. */
+const withHosts = (n: number, chained: boolean): HostileFile => ({
+  spec: (s) => (s.hosts = manyHosts(n, chained)),
+});
+
+/** The reference spec with `section.field` set to `value`, refused naming that field. */
+const refusedValue = (label: string, section: string, field: string, value: Json): HostileCase => ({
+  label,
+  file: { spec: set(section, field, value) },
+  expect: { refused: true, field: `${section}.${field}` },
+});
+
 const mib = 1024 * 1024;
 
 export const hostileCases: HostileCase[] = [
   // hosts and jump chains
-  {
-    label: '257 hosts',
-    file: { spec: (s) => (s.hosts = manyHosts(257, false)) },
-    expect: { refused: true, field: 'hosts' },
-  },
+  { label: '257 hosts', file: withHosts(257, false), expect: { refused: true, field: 'hosts' } },
   {
     label: 'a 2 000-host jump chain',
-    file: { spec: (s) => (s.hosts = manyHosts(2000, true)) },
+    file: withHosts(2000, true),
     expect: { refused: true, field: 'hosts' },
   },
   {
     label: 'a 10 000-host jump chain',
-    file: { spec: (s) => (s.hosts = manyHosts(10_000, true)) },
+    file: withHosts(10_000, true),
     expect: { refused: true, field: 'hosts' },
   },
   {
     label: 'a 5-deep jump chain',
-    file: { spec: (s) => (s.hosts = manyHosts(6, true)) },
+    file: withHosts(6, true),
     expect: { refused: true, field: 'hosts[5].jumpHost' },
   },
   {
     label: 'a 4-deep jump chain (the most allowed)',
-    file: { spec: (s) => (s.hosts = manyHosts(5, true)) },
+    file: withHosts(5, true),
     expect: { harmless: 'four jump hosts is the cap: each host is one more SSH connection, no more' },
   },
   {
@@ -104,36 +112,12 @@ export const hostileCases: HostileCase[] = [
     expect: { refused: true, field: 'hosts[0].jumpHost' },
   },
   // durations
-  {
-    label: 'a 310-digit duration',
-    file: { spec: set('serve', 'loadTimeout', `${'9'.repeat(310)}h`) },
-    expect: { refused: true, field: 'serve.loadTimeout' },
-  },
-  {
-    label: 'a 31-character duration (10^29 hours)',
-    file: { spec: set('serve', 'stallTimeout', `1${'0'.repeat(29)}h`) },
-    expect: { refused: true, field: 'serve.stallTimeout' },
-  },
-  {
-    label: 'a 0ms duration',
-    file: { spec: (s) => (obj(s, 'gpu').clearTimeout = '0ms') },
-    expect: { refused: true, field: 'gpu.clearTimeout' },
-  },
-  {
-    label: 'a 0.1ms duration (0 once rounded)',
-    file: { spec: set('ray', 'verifyTimeout', '0.1ms') },
-    expect: { refused: true, field: 'ray.verifyTimeout' },
-  },
-  {
-    label: 'serve.pollInterval 500ms',
-    file: { spec: set('serve', 'pollInterval', '500ms') },
-    expect: { refused: true, field: 'serve.pollInterval' },
-  },
-  {
-    label: 'a timeout of 8 days',
-    file: { spec: set('serve', 'loadTimeout', '192h') },
-    expect: { refused: true, field: 'serve.loadTimeout' },
-  },
+  refusedValue('a 310-digit duration', 'serve', 'loadTimeout', `${'9'.repeat(310)}h`),
+  refusedValue('a 31-character duration (10^29 hours)', 'serve', 'stallTimeout', `1${'0'.repeat(29)}h`),
+  refusedValue('a 0ms duration', 'gpu', 'clearTimeout', '0ms'),
+  refusedValue('a 0.1ms duration (0 once rounded)', 'ray', 'verifyTimeout', '0.1ms'),
+  refusedValue('serve.pollInterval 500ms', 'serve', 'pollInterval', '500ms'),
+  refusedValue('a timeout of 8 days', 'serve', 'loadTimeout', '192h'),
   {
     label: 'a timeout of 7 days (the most allowed)',
     file: { spec: set('serve', 'loadTimeout', '168h') },
@@ -155,21 +139,13 @@ export const hostileCases: HostileCase[] = [
     expect: { refused: true, field: 'preflight.maxClockSkew' },
   },
   // texts and lists
-  {
-    label: 'a 513-character model',
-    file: { spec: set('serve', 'model', `Org/${'m'.repeat(509)}`) },
-    expect: { refused: true, field: 'serve.model' },
-  },
+  refusedValue('a 513-character model', 'serve', 'model', `Org/${'m'.repeat(509)}`),
   {
     label: 'a 512-character model (the most allowed)',
     file: { spec: set('serve', 'model', `Org/${'m'.repeat(508)}`) },
     expect: { harmless: 'within the cap; a model id is one quoted argument' },
   },
-  {
-    label: 'a 900 KB served model name',
-    file: { spec: set('serve', 'servedModelName', 'n'.repeat(900_000)) },
-    expect: { refused: true, field: 'serve.servedModelName' },
-  },
+  refusedValue('a 900 KB served model name', 'serve', 'servedModelName', 'n'.repeat(900_000)),
   {
     label: 'a 100 KB cluster name',
     file: { spec: (s) => (s.cluster = 'c'.repeat(100_000)) },
@@ -180,48 +156,30 @@ export const hostileCases: HostileCase[] = [
     file: { spec: (s) => (obj(s, 'hosts', '0').address = 'a'.repeat(100_000)) },
     expect: { refused: true, field: 'hosts[0].address' },
   },
-  {
-    label: 'a 500 KB image',
-    file: { spec: set('ray', 'image', 'i'.repeat(500_000)) },
-    expect: { refused: true, field: 'ray.image' },
-  },
+  refusedValue('a 500 KB image', 'ray', 'image', 'i'.repeat(500_000)),
   {
     label: 'a 100 KB cluster IP',
     file: { spec: (s) => (obj(s, 'hosts', '1').clusterIp = '1'.repeat(100_000)) },
     expect: { refused: true, field: 'hosts[1].clusterIp' },
   },
-  {
-    label: 'a 10 KB log path',
-    file: { spec: set('serve', 'logPath', `/${'p'.repeat(10_000)}`) },
-    expect: { refused: true, field: 'serve.logPath' },
-  },
+  refusedValue('a 10 KB log path', 'serve', 'logPath', `/${'p'.repeat(10_000)}`),
   {
     label: 'a 100 KB serve arg',
     file: { spec: set('serve', 'args', ['--chat-template', 't'.repeat(100_000)]) },
     expect: { refused: true, field: 'serve.args[1]' },
   },
-  {
-    label: 'serve.args of 96 KB in three args',
-    file: {
-      spec: set(
-        'serve',
-        'args',
-        ['a', 'b', 'c'].map((c) => c.repeat(32_000)),
-      ),
-    },
-    expect: { refused: true, field: 'serve.args' },
-  },
-  {
-    label: '257 serve args',
-    file: {
-      spec: set(
-        'serve',
-        'args',
-        Array.from({ length: 257 }, () => '--enforce-eager'),
-      ),
-    },
-    expect: { refused: true, field: 'serve.args' },
-  },
+  refusedValue(
+    'serve.args of 96 KB in three args',
+    'serve',
+    'args',
+    ['a', 'b', 'c'].map((c) => c.repeat(32_000)),
+  ),
+  refusedValue(
+    '257 serve args',
+    'serve',
+    'args',
+    Array.from({ length: 257 }, () => '--enforce-eager'),
+  ),
   {
     label: 'a 100 KB env value',
     file: { spec: (s) => (obj(s, 'serve', 'env').BIG = 'v'.repeat(100_000)) },
@@ -237,33 +195,19 @@ export const hostileCases: HostileCase[] = [
     },
     expect: { refused: true, field: 'ray.env' },
   },
-  {
-    label: '65 volumes',
-    file: {
-      spec: set(
-        'ray',
-        'volumes',
-        Array.from({ length: 65 }, (_, i) => `/data/${i}:/data/${i}:ro`),
-      ),
-    },
-    expect: { refused: true, field: 'ray.volumes' },
-  },
-  {
-    label: '65 cleanup units',
-    file: {
-      spec: set(
-        'cleanup',
-        'services',
-        Array.from({ length: 65 }, (_, i) => `u${i}.service`),
-      ),
-    },
-    expect: { refused: true, field: 'cleanup.services' },
-  },
-  {
-    label: 'a 100 KB smoke prompt',
-    file: { spec: set('smoke', 'prompt', 'p'.repeat(100_000)) },
-    expect: { refused: true, field: 'smoke.prompt' },
-  },
+  refusedValue(
+    '65 volumes',
+    'ray',
+    'volumes',
+    Array.from({ length: 65 }, (_, i) => `/data/${i}:/data/${i}:ro`),
+  ),
+  refusedValue(
+    '65 cleanup units',
+    'cleanup',
+    'services',
+    Array.from({ length: 65 }, (_, i) => `u${i}.service`),
+  ),
+  refusedValue('a 100 KB smoke prompt', 'smoke', 'prompt', 'p'.repeat(100_000)),
   {
     label: 'an infinite free-disk minimum (YAML .inf)',
     file: { text: (y) => `${y}preflight:\n  minFreeDiskGiB: .inf\n` },
@@ -410,11 +354,12 @@ export const hostileCases: HostileCase[] = [
     file: { spec: (s) => (s.notify = { webhooks: [{ url: 'https://127.0.0.1:7233/' }] }) },
     expect: { refused: true, field: 'notify.webhooks[0].url' },
   },
-  {
-    label: 'ssh.knownHostsPath at ~/.ssh/authorized_keys',
-    file: { spec: set('ssh', 'knownHostsPath', '~/.ssh/authorized_keys') },
-    expect: { refused: true, field: 'ssh.knownHostsPath' },
-  },
+  refusedValue(
+    'ssh.knownHostsPath at ~/.ssh/authorized_keys',
+    'ssh',
+    'knownHostsPath',
+    '~/.ssh/authorized_keys',
+  ),
   {
     label: 'a multiproc spec whose serve.args move the master address',
     file: {

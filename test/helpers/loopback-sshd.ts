@@ -11,16 +11,26 @@ export interface LoopbackSshd {
   address: string;
   port: number;
   hostKeyPub: string;
+  /** The host key's SHA256 fingerprint, as ssh and liftoff's errors show it (`SHA256:…`). */
+  fingerprint: string;
   log(): string;
   /** Logins this sshd accepted (each is one SSH handshake with authentication). */
   accepted(): number;
   stop(): Promise<void>;
 }
 
-export function keygen(path: string): void {
+/** A new ed25519 key pair at `path` and `path.pub`; `extra` goes to ssh-keygen (e.g. a passphrase). */
+export function keygen(path: string, extra: string[] = []): void {
   rmSync(path, { force: true });
   rmSync(`${path}.pub`, { force: true });
-  execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', path]);
+  execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', path, ...extra]);
+}
+
+export function fingerprintOf(pubPath: string): string {
+  return (
+    execFileSync('ssh-keygen', ['-l', '-E', 'sha256', '-f', pubPath], { encoding: 'utf8' }).split(' ')[1] ??
+    ''
+  );
 }
 
 export async function freePort(address: string): Promise<number> {
@@ -118,6 +128,7 @@ export async function startLoopbackSshd(opts: {
       address: opts.address,
       port,
       hostKeyPub: readFileSync(`${hostKey}.pub`, 'utf8').trim(),
+      fingerprint: fingerprintOf(`${hostKey}.pub`),
       log: () => log,
       accepted: () => log.split('Accepted publickey').length - 1,
       stop,
@@ -125,8 +136,11 @@ export async function startLoopbackSshd(opts: {
   }
 }
 
-/** A known_hosts line for an sshd, written as ssh-keyscan would. */
-export function knownHostsLine(sshd: LoopbackSshd): string {
-  const [type, key] = sshd.hostKeyPub.split(' ');
+/** A known_hosts line for an sshd, written as ssh-keyscan would (by default with the key it holds). */
+export function knownHostsLine(
+  sshd: Pick<LoopbackSshd, 'address' | 'port' | 'hostKeyPub'>,
+  pub = sshd.hostKeyPub,
+): string {
+  const [type, key] = pub.split(' ');
   return `[${sshd.address}]:${sshd.port} ${type} ${key}`;
 }

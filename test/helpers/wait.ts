@@ -11,7 +11,7 @@ export interface WaitOptions {
 /** Probes until `probe` gives a value other than undefined, and returns it; throws once `timeoutMs` is past. */
 export async function waitFor<T>(
   what: string,
-  probe: () => Promise<T | undefined>,
+  probe: () => T | undefined | Promise<T | undefined>,
   timeoutMs: number,
   { everyMs = 200, detail }: WaitOptions = {},
 ): Promise<T> {
@@ -34,4 +34,21 @@ export async function waitUntil(
   timeoutMs: number,
 ): Promise<void> {
   await waitFor(what, async () => ((await check().catch(() => false)) ? true : undefined), timeoutMs);
+}
+
+/**
+ * Whether `condition` holds within `timeoutMs`, probed every `everyMs`: for a test that asserts on the answer
+ * itself (with its own message) or reads it as one part of a larger condition.
+ */
+export async function holdsWithin(
+  condition: () => boolean,
+  timeoutMs: number,
+  everyMs = 50,
+): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (condition()) return true;
+    await sleep(everyMs);
+  }
+  return condition();
 }

@@ -9,24 +9,32 @@
 // lines, never asserted.
 import { before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
-import { ApplicationFailure } from '@temporalio/common';
-import { useE2eCluster } from '../helpers/e2e-cluster.js';
 import { runLiftoff } from '../helpers/cli.js';
 import { sshRun } from '../helpers/ssh.js';
+import { waitFor } from '../helpers/wait.js';
+import {
+  blockTcpPort,
+  deployFailure,
+  host,
+  loadAverage,
+  onDisk,
+  realCpuServe,
+  seconds,
+  step,
+  untilPreflightPassed,
+  useRealCluster,
+  type DeployHandle,
+} from '../helpers/real-deploy.js';
 import { startDeploy } from '../../src/temporal/start-deploy.js';
-import { progressQuery, type deploy } from '../../src/workflows/deploy.js';
-import type { DeployProgress, StepName } from '../../src/workflows/steps.js';
+import { progressQuery } from '../../src/workflows/deploy.js';
 import { multiprocSkipsRay, rayOnlySteps } from '../../src/config/backend.js';
 import { FailureType } from '../../src/shared/failures.js';
 import type { SimCluster, SimHost } from '../../sim/cluster.js';
 import { simDeploySpec } from '../../sim/spec.js';
 import { isRunning } from '../../sim/processes.js';
-import { containerProcesses, realDockerMissing } from '../../sim/real-docker.js';
-import { realModels, realToolsMissing } from '../../sim/real-tools.js';
+import { containerProcesses } from '../../sim/real-docker.js';
+import { realModels } from '../../sim/real-tools.js';
 
 const stateDir = '/tmp/liftoff-test-real-multinode';
 const cluster = 'e2e-real-multinode';
@@ -49,18 +57,11 @@ function multiprocSpec(sim: SimCluster, distributedTimeout = '2m') {
       distributedTimeout,
       model: realModels.tiny,
       tensorParallelSize: 2,
-      // vLLM's CPU build: a small context and KV cache, and no torch.compile warm-up (on 2 cores it doubles the
-      // start). The weights come from the host's cache that ray.volumes mounts at vLLM's default
-      // (/root/.cache/huggingface), as at a real site; offline, as here. Past tensor parallel 1 vLLM compiles its
-      // vocabulary-parallel embedding's mask with torch.compile whatever --enforce-eager says, and Inductor needs
-      // g++, Python's headers and openssl at run time, which the small image lacks (`InvalidCxxCompiler: No
-      // working C++ compiler found`, and the first completion fails with HTTP 500): eager torch instead.
-      args: ['--max-model-len', '256', '--enforce-eager'],
-      env: { HF_HUB_OFFLINE: '1', VLLM_CPU_KVCACHE_SPACE: '1', TORCH_COMPILE_DISABLE: '1' },
-      logPath: serveLog,
-      loadTimeout: '10m',
-      // A busy 2-core machine: the engine's start prints nothing for a while.
-      stallTimeout: '5m',
+      // Past tensor parallel 1 vLLM compiles its vocabulary-parallel embedding's mask with torch.compile whatever
+      // --enforce-eager says, and Inductor needs g++, Python's headers and openssl at run time, which the small
+      // image lacks (`InvalidCxxCompiler: No working C++ compiler found`, and the first completion fails with
+      // HTTP 500): eager torch instead.
+      ...realCpuServe(serveLog, { TORCH_COMPILE_DISABLE: '1' }),
     },
     // Few tokens: on 2 shared cores a token of tensor parallel 2 over gloo took over a second.
     smoke: { prompt: 'Reply with one word: ready?', maxTokens: 4 },
@@ -68,21 +69,7 @@ function multiprocSpec(sim: SimCluster, distributedTimeout = '2m') {
   };
 }
 
-const seconds = (ms: number): string => `${(ms / 1000).toFixed(1)} s`;
-const loadAverage = (): string => readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
 const ipPattern = (ip: string): string => ip.replaceAll('.', '\\.');
-
-function host(sim: SimCluster, name: string): SimHost {
-  const h = sim.hosts.find((x) => x.name === name);
-  assert.ok(h, `no host ${name}`);
-  return h;
-}
-
-/** A path under /home on a host, as this machine sees it (each host's /home is its own folder). */
-function onDisk(h: SimHost, path: string): string {
-  assert.ok(path.startsWith('/home/'));
-  return join(h.hostDir, 'home', path.slice('/home/'.length));
-}
 
 /** A rank's log on its host: liftoff copies the rank container's output to serve.logPath there. */
 function rankLog(h: SimHost): string {
@@ -106,28 +93,6 @@ async function realVllmMain(h: SimHost): Promise<number | undefined> {
   return main;
 }
 
-async function waitFor<T>(
-  what: string,
-  timeoutMs: number,
-  probe: () => T | undefined | Promise<T | undefined>,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
-type Handle = WorkflowHandle<typeof deploy>;
-
-function step(progress: DeployProgress, name: StepName) {
-  const s = progress.steps.find((x) => x.name === name);
-  assert.ok(s, `no step ${name}`);
-  return s;
-}
-
 /** The cluster's liftoff containers on a host: name, role and backend labels. */
 async function rankContainers(sim: SimCluster, hostName: string): Promise<string[]> {
   const out = await sshRun(
@@ -142,18 +107,13 @@ async function rankContainers(sim: SimCluster, hostName: string): Promise<string
 }
 
 describe("liftoff's multiproc backend against the real vLLM (CPU build, no Ray), one rank on each of two hosts", () => {
-  before(() => {
-    // scripts/setup.sh installs them; without them this file fails rather than pass by skipping.
-    const missing = realToolsMissing() ?? realDockerMissing();
-    if (missing) throw new Error(missing);
-  });
-  const e2e = useE2eCluster({ stateDir, netIndex: 25, realTools: true, docker: 'real' });
+  const e2e = useRealCluster({ stateDir, netIndex: 25 });
   let sim: SimCluster;
   before(() => {
     sim = e2e.sim;
   });
 
-  const start = (spec: ReturnType<typeof multiprocSpec>): Promise<Handle> =>
+  const start = (spec: ReturnType<typeof multiprocSpec>): Promise<DeployHandle> =>
     startDeploy(e2e.client, spec, 'cli');
 
   it('deploys: rank 1 headless on spark2 first, rank 0 on spark1 serving with tensor parallel 2, Ray steps skipped', async () => {
@@ -251,10 +211,15 @@ describe("liftoff's multiproc backend against the real vLLM (CPU build, no Ray),
       assert.ok(Date.now() < deadline, 'timed out waiting for the deploy to reach waitHealthy');
       await new Promise((r) => setTimeout(r, 100));
     }
-    const pid = await waitFor("rank 1 to join the group, in this launch's log", 300_000, () => {
-      if (!/rank 1 in world size 2 is assigned as .*TP rank 1\b/.test(rankLog(spark2))) return undefined;
-      return realVllmMain(spark2);
-    });
+    const pid = await waitFor(
+      "rank 1 to join the group, in this launch's log",
+      () => {
+        if (!/rank 1 in world size 2 is assigned as .*TP rank 1\b/.test(rankLog(spark2))) return undefined;
+        return realVllmMain(spark2);
+      },
+      300_000,
+      { everyMs: 100 },
+    );
     const rank0 = await realVllmMain(spark1);
     assert.ok(rank0 !== undefined, "rank 0's real vllm runs on spark1");
     const before = await handle.query(progressQuery);
@@ -263,25 +228,20 @@ describe("liftoff's multiproc backend against the real vLLM (CPU build, no Ray),
     process.kill(pid, 'SIGKILL');
     const killedAt = Date.now();
 
-    const error = await handle.result().then(
-      (r) => assert.fail(`the deploy succeeded: ${JSON.stringify(r.smoke)}`),
-      (e: unknown) => e,
-    );
-    assert.ok(error instanceof WorkflowFailedError, String(error));
-    const cause = error.cause;
-    assert.ok(cause instanceof ApplicationFailure, String(cause));
-    const progress = await handle.query(progressQuery);
-    assert.equal(cause.type, FailureType.rankExited, cause.message);
-    assert.match(cause.message, /rank 1 on spark2 exited at phase [^:]+: container vllm_qwen35 is exited/);
-    const detected = (step(progress, 'waitHealthy').endedAtMs ?? NaN) - killedAt;
+    const failed = await deployFailure(handle);
+    assert.equal(failed.type, FailureType.rankExited, failed.message);
+    assert.match(failed.message, /rank 1 on spark2 exited at phase [^:]+: container vllm_qwen35 is exited/);
+    const detected = (step(failed.progress, 'waitHealthy').endedAtMs ?? NaN) - killedAt;
 
     // The failed rank leaves rank 0 waiting for it: the deploy removed every rank, whatever onFailure says.
     assert.deepEqual(await rankContainers(sim, 'spark1'), []);
     assert.deepEqual(await rankContainers(sim, 'spark2'), []);
-    await waitFor("rank 0's real vLLM to be gone", 30_000, () => (isRunning(rank0) ? undefined : true));
+    await waitFor("rank 0's real vLLM to be gone", () => (isRunning(rank0) ? undefined : true), 30_000, {
+      everyMs: 100,
+    });
     console.log(
       `FIGURE: real multiproc, headless rank SIGKILLed mid-load: RankExited ${seconds(detected)} after the kill ` +
-        `(serve.pollInterval 1s); ${cause.message.split('\n')[0]}; load average ${load}`,
+        `(serve.pollInterval 1s); ${failed.message.split('\n')[0]}; load average ${load}`,
     );
   });
 
@@ -292,43 +252,13 @@ describe("liftoff's multiproc backend against the real vLLM (CPU build, no Ray),
     const timeoutSeconds = 5;
     // A rule in spark2's namespace makes TCP to the master port unreachable; SSH still passes. It goes in once
     // preflight has passed (preflight reads the port on the head, not from the ranks): a path that breaks later.
-    const rule = [
-      '-n',
-      spark2.netns,
-      'rule',
-      '%',
-      'ipproto',
-      'tcp',
-      'dport',
-      String(masterPort),
-      'unreachable',
-    ];
-    let ruleAdded = false;
+    let unblock: (() => void) | undefined;
     try {
       const handle = await start(multiprocSpec(sim, `${timeoutSeconds}s`));
-      const deadline = Date.now() + 120_000;
-      for (;;) {
-        const s = await handle.query(progressQuery);
-        if (step(s, 'preflight').status === 'done') {
-          assert.notEqual(step(s, 'launchServe').status, 'done', 'the rule is in before the ranks start');
-          break;
-        }
-        assert.ok(Date.now() < deadline, 'timed out waiting for preflight to pass');
-        await new Promise((r) => setTimeout(r, 100));
-      }
-      execFileSync(
-        'ip',
-        rule.map((a) => (a === '%' ? 'add' : a)),
-      );
-      ruleAdded = true;
-      const error = await handle.result().then(
-        (r) => assert.fail(`the deploy succeeded: ${JSON.stringify(r.smoke)}`),
-        (e: unknown) => e,
-      );
-      assert.ok(error instanceof WorkflowFailedError, String(error));
-      const cause = error.cause;
-      assert.ok(cause instanceof ApplicationFailure, String(cause));
-      const progress = await handle.query(progressQuery);
+      const passed = await untilPreflightPassed(handle);
+      assert.notEqual(step(passed, 'launchServe').status, 'done', 'the rule is in before the ranks start');
+      unblock = blockTcpPort(spark2.netns, masterPort);
+      const failed = await deployFailure(handle);
       // torch's own lines (c10d's TCPStore client): its retries within --distributed-timeout-seconds, then the
       // exception once they are spent. With the network unreachable (not a refused port) the last error is named.
       const log = rankLog(spark2);
@@ -338,25 +268,21 @@ describe("liftoff's multiproc backend against the real vLLM (CPU build, no Ray),
         `DistNetworkError: The client socket has failed to connect to any network address of ${store}`,
       );
       assert.match(log, torchLine);
-      assert.equal(cause.type, FailureType.masterUnreachable, cause.message);
+      assert.equal(failed.type, FailureType.masterUnreachable, failed.message);
       assert.match(
-        cause.message,
+        failed.message,
         /rank 1 on spark2 failed at phase [^:]+: it cannot reach rank 0's store at /,
       );
-      assert.match(cause.message, torchLine);
-      const launched = step(progress, 'launchServe').endedAtMs ?? NaN;
-      const failedAt = step(progress, 'waitHealthy').endedAtMs ?? NaN;
+      assert.match(failed.message, torchLine);
+      const launched = step(failed.progress, 'launchServe').endedAtMs ?? NaN;
+      const failedAt = step(failed.progress, 'waitHealthy').endedAtMs ?? NaN;
       assert.deepEqual(await rankContainers(sim, 'spark1'), [], 'rank 0 is not left waiting');
       console.log(
         `FIGURE: real multiproc, master port unreachable from the headless rank (--distributed-timeout-seconds ${timeoutSeconds}): ` +
-          `MasterUnreachable ${seconds(failedAt - launched)} after the ranks started; ${cause.message.split('\n')[0]}; load average ${load}`,
+          `MasterUnreachable ${seconds(failedAt - launched)} after the ranks started; ${failed.message.split('\n')[0]}; load average ${load}`,
       );
     } finally {
-      if (ruleAdded)
-        execFileSync(
-          'ip',
-          rule.map((a) => (a === '%' ? 'del' : a)),
-        );
+      unblock?.();
     }
   });
 });

@@ -7,22 +7,32 @@
 // both cores. Timings are printed as FIGURE lines, never asserted.
 import { before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { appendFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
-import { ApplicationFailure } from '@temporalio/common';
-import { useE2eCluster } from '../helpers/e2e-cluster.js';
 import { runLiftoff } from '../helpers/cli.js';
 import { sshRun } from '../helpers/ssh.js';
+import { waitFor } from '../helpers/wait.js';
+import {
+  blockTcpPort,
+  deployFailure,
+  host,
+  loadAverage,
+  onDisk,
+  realCpuServe,
+  seconds,
+  step,
+  untilPreflightPassed,
+  useRealCluster,
+  type DeployHandle,
+} from '../helpers/real-deploy.js';
 import { startDeploy } from '../../src/temporal/start-deploy.js';
-import { progressQuery, type deploy } from '../../src/workflows/deploy.js';
-import type { DeployProgress, StepName } from '../../src/workflows/steps.js';
+import { progressQuery } from '../../src/workflows/deploy.js';
+import type { DeployProgress } from '../../src/workflows/steps.js';
 import { parseRayStatus } from '../../src/parsers/ray-status.js';
 import type { SimCluster, SimHost } from '../../sim/cluster.js';
 import { simDeploySpec } from '../../sim/spec.js';
-import { containerProcesses, realDockerMissing } from '../../sim/real-docker.js';
-import { hfRepoDir, realHfHome, realModels, realToolsMissing } from '../../sim/real-tools.js';
+import { containerProcesses } from '../../sim/real-docker.js';
+import { hfRepoDir, realHfHome, realModels } from '../../sim/real-tools.js';
 
 const stateDir = '/tmp/liftoff-test-real';
 const cluster = 'e2e-real';
@@ -37,35 +47,13 @@ function realSpec(sim: SimCluster, model: string = realModels.tiny) {
     serve: {
       ...base.serve,
       model,
-      // vLLM's CPU build: one worker process (it refuses the Ray executor), a small context and KV cache, and
-      // no torch.compile warm-up (on 2 cores it doubles the start). The weights come from the host's cache that
-      // ray.volumes mounts at vLLM's default (/root/.cache/huggingface), as at a real site; offline, as here.
+      // vLLM's CPU build runs one worker process: it refuses the Ray executor.
       tensorParallelSize: 1,
-      args: ['--max-model-len', '256', '--enforce-eager'],
-      env: { HF_HUB_OFFLINE: '1', VLLM_CPU_KVCACHE_SPACE: '1' },
-      logPath: serveLog,
-      loadTimeout: '10m',
-      // A busy 2-core machine: the engine's start prints nothing for a while.
-      stallTimeout: '5m',
+      ...realCpuServe(serveLog),
     },
     smoke: { prompt: 'Reply with one word: ready?', maxTokens: 16 },
     onFailure: 'teardown' as const,
   };
-}
-
-const seconds = (ms: number): string => `${(ms / 1000).toFixed(1)} s`;
-const loadAverage = (): string => readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
-
-function host(sim: SimCluster, name: string): SimHost {
-  const h = sim.hosts.find((x) => x.name === name);
-  assert.ok(h, `no host ${name}`);
-  return h;
-}
-
-/** A path on a host, as this machine sees it (each host's /home is its own folder). */
-function onDisk(h: SimHost, path: string): string {
-  assert.ok(path.startsWith('/home/'));
-  return join(h.hostDir, 'home', path.slice('/home/'.length));
 }
 
 /** The host's copy of a generated model's snapshot folder. */
@@ -89,20 +77,6 @@ async function realVllmPids(h: SimHost): Promise<number[]> {
 /** The real `vllm serve`'s command line: the venv's python running the venv's `vllm` (the image's shim exec'd it). */
 const realVllmCommand = /\/bin\/python[\d.]*\0\S*\/bin\/vllm\0serve\0/;
 
-async function waitFor<T>(
-  what: string,
-  timeoutMs: number,
-  probe: () => T | undefined | Promise<T | undefined>,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
 /** When the host's serve log first holds a line matching `pattern` (checked every 100 ms), or undefined. */
 function watchLog(h: SimHost, pattern: RegExp): { seenAt: () => number | undefined; stop: () => void } {
   const file = onDisk(h, serveLog);
@@ -113,38 +87,11 @@ function watchLog(h: SimHost, pattern: RegExp): { seenAt: () => number | undefin
   return { seenAt: () => seen, stop: () => clearInterval(timer) };
 }
 
-type Handle = WorkflowHandle<typeof deploy>;
-
 /** What the tests read of a real engine's `docker inspect`. */
 interface ContainerInspect {
   State: { Status: string };
   HostConfig: { NetworkMode: string; DeviceRequests?: { Count: number; Capabilities: string[][] }[] };
   Mounts: { Source: string; Destination: string; RW: boolean }[];
-}
-
-/** The deploy's progress once its preflight step is done (polled every 100 ms); fails if the deploy ends first. */
-async function untilPreflightPassed(handle: Handle): Promise<DeployProgress> {
-  const deadline = Date.now() + 120_000;
-  for (;;) {
-    const progress = await handle.query(progressQuery);
-    const preflight = progress.steps.find((s) => s.name === 'preflight');
-    if (preflight?.status === 'done') return progress;
-    assert.notEqual(preflight?.status, 'failed', `preflight failed: ${preflight?.detail ?? ''}`);
-    if (Date.now() > deadline) throw new Error('timed out waiting for preflight to pass');
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
-interface Failed {
-  type: string;
-  message: string;
-  progress: DeployProgress;
-}
-
-function step(progress: DeployProgress, name: StepName) {
-  const s = progress.steps.find((x) => x.name === name);
-  assert.ok(s, `no step ${name}`);
-  return s;
 }
 
 /** From the start of the Ray workers to the end of the cluster's verification: how long the workers took to join. */
@@ -156,30 +103,14 @@ function rayJoinMs(progress: DeployProgress): number {
 }
 
 describe('the deploy against real Ray and real vLLM (CPU build)', () => {
-  before(() => {
-    // scripts/setup.sh installs them; without them this file fails rather than pass by skipping.
-    const missing = realToolsMissing() ?? realDockerMissing();
-    if (missing) throw new Error(missing);
-  });
-  const e2e = useE2eCluster({ stateDir, netIndex: 21, realTools: true, docker: 'real' });
+  const e2e = useRealCluster({ stateDir, netIndex: 21 });
   let sim: SimCluster;
   before(() => {
     sim = e2e.sim;
   });
 
-  async function start(spec: ReturnType<typeof realSpec>): Promise<Handle> {
+  async function start(spec: ReturnType<typeof realSpec>): Promise<DeployHandle> {
     return startDeploy(e2e.client, spec, 'cli');
-  }
-
-  async function fails(handle: Handle): Promise<Failed> {
-    const error = await handle.result().then(
-      (r) => assert.fail(`the deploy succeeded: ${JSON.stringify(r.smoke)}`),
-      (e: unknown) => e,
-    );
-    assert.ok(error instanceof WorkflowFailedError, String(error));
-    const cause = error.cause;
-    assert.ok(cause instanceof ApplicationFailure, String(cause));
-    return { type: cause.type ?? '', message: cause.message, progress: await handle.query(progressQuery) };
   }
 
   it('a: deploys end to end: 2 real Ray nodes with 2 GPUs, real vLLM serving the generated model', async () => {
@@ -273,7 +204,7 @@ describe('the deploy against real Ray and real vLLM (CPU build)', () => {
 
   it('d: the head_dim-16 model answers /health but fails the deploy at the smoke test with its 500', async () => {
     const load = loadAverage();
-    const failed = await fails(await start(realSpec(sim, realModels.headDim16)));
+    const failed = await deployFailure(await start(realSpec(sim, realModels.headDim16)));
     assert.equal(failed.type, 'SmokeTestFailed', failed.message);
     assert.match(
       failed.message,
@@ -303,7 +234,7 @@ describe('the deploy against real Ray and real vLLM (CPU build)', () => {
     for (const s of shards) appendFileSync(s, Buffer.alloc(4096, 0x5a));
     const watch = watchLog(head, /SafetensorError/);
     try {
-      const failed = await fails(await start(realSpec(sim)));
+      const failed = await deployFailure(await start(realSpec(sim)));
       assert.equal(failed.type, 'ServerFatal', failed.message);
       assert.equal(step(failed.progress, 'preflight').status, 'done', 'preflight could not see this fault');
       // The root cause the worker process printed, not the engine core's "failed to start" after it.
@@ -333,15 +264,20 @@ describe('the deploy against real Ray and real vLLM (CPU build)', () => {
     const head = host(sim, 'spark1');
     const handle = await start(realSpec(sim));
     // Mid-load: the engine is being built (its process started), the API port is not open yet.
-    const pid = await waitFor('the real vLLM engine to start loading', 300_000, async () => {
-      const file = onDisk(head, serveLog);
-      if (!existsSync(file) || !/Initializing a V1 LLM engine/.test(readFileSync(file, 'utf8')))
-        return undefined;
-      return (await realVllmPids(head))[0];
-    });
+    const pid = await waitFor(
+      'the real vLLM engine to start loading',
+      async () => {
+        const file = onDisk(head, serveLog);
+        if (!existsSync(file) || !/Initializing a V1 LLM engine/.test(readFileSync(file, 'utf8')))
+          return undefined;
+        return (await realVllmPids(head))[0];
+      },
+      300_000,
+      { everyMs: 100 },
+    );
     process.kill(pid, 'SIGKILL');
     const killedAt = Date.now();
-    const failed = await fails(handle);
+    const failed = await deployFailure(handle);
     assert.equal(failed.type, 'ServerExited', failed.message);
     assert.match(failed.message, /vllm \(pid \d+\) exited at phase /);
     const detected = (step(failed.progress, 'waitHealthy').endedAtMs ?? NaN) - killedAt;
@@ -357,8 +293,7 @@ describe('the deploy against real Ray and real vLLM (CPU build)', () => {
     // A firewall rule in the worker's namespace rejects TCP to the head's GCS port (6379); SSH still passes.
     // It goes in once preflight has passed: preflight probes that port and would refuse the deploy before
     // anything starts (test/e2e/agreement.test.ts covers that); this scenario is a port that closes later.
-    const rule = ['-n', worker.netns, 'rule', '%', 'ipproto', 'tcp', 'dport', '6379', 'unreachable'];
-    let ruleAdded = false;
+    let unblock: (() => void) | undefined;
     try {
       const handle = await start(realSpec(sim));
       const progress = await untilPreflightPassed(handle);
@@ -366,12 +301,8 @@ describe('the deploy against real Ray and real vLLM (CPU build)', () => {
         !['done', 'running'].includes(step(progress, 'startRayWorkers').status),
         'the rule is in before the workers start',
       );
-      execFileSync(
-        'ip',
-        rule.map((a) => (a === '%' ? 'add' : a)),
-      );
-      ruleAdded = true;
-      const failed = await fails(handle);
+      unblock = blockTcpPort(worker.netns, 6379);
+      const failed = await deployFailure(handle);
       assert.equal(failed.type, 'RayClusterIncomplete', failed.message);
       assert.match(failed.message, /Missing: spark2/);
       assert.match(
@@ -386,11 +317,7 @@ describe('the deploy against real Ray and real vLLM (CPU build)', () => {
           `(verifyRayCluster ${seconds(verify.durationMs ?? NaN)}, its message says ${said[1]} s); load average ${load}`,
       );
     } finally {
-      if (ruleAdded)
-        execFileSync(
-          'ip',
-          rule.map((a) => (a === '%' ? 'del' : a)),
-        );
+      unblock?.();
     }
   });
 });

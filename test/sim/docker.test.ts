@@ -3,24 +3,27 @@ import { readFileSync, readdirSync, existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
-import {
-  deadOrZombie,
-  killSimHostProcesses,
-  makeSimHost,
-  pidsWithEnv,
-  runSimTool,
-  useSimRoot,
-} from '../helpers/sim-host.js';
+import { deadOrZombie, makeSimHost, pidsWithEnv, runSimTool, useSimHostRoot } from '../helpers/sim-host.js';
 import { isProcessAlive } from '../helpers/processes.js';
 
-// Every process any tool started inherits the host dir variable: the cleanup sweeps them all, whatever the test left.
-const { root, binDir } = useSimRoot('liftoff-docker-', () => killSimHostProcesses(hostDir));
-const hostDir = join(root, 'host');
+const { root, binDir, hostDir } = useSimHostRoot('liftoff-docker-');
 
 const run = (tool: string, args: string[], env: Record<string, string> = {}) =>
   runSimTool(binDir, hostDir, tool, args, { env, timeoutMs: 20_000 });
 
 const docker = (...args: string[]) => run('docker', args);
+
+/** `docker run -d ARGS`, which must start: the container's id as the run printed it (64 hex digits). */
+async function runDetached(...args: string[]): Promise<string> {
+  const r = await docker('run', '-d', ...args);
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, /^[0-9a-f]{64}\n$/);
+  return r.stdout.trim();
+}
+
+/** A detached busybox container `name` running the shell script `script` (`options` go to docker run): its id. */
+const runScript = (name: string, script: string, ...options: string[]) =>
+  runDetached(...options, '--name', name, 'busybox', 'sh', '-c', script);
 
 function procField(pid: number, index: number): string | undefined {
   try {
@@ -77,22 +80,9 @@ void before(() => {
 
 describe('docker run / rm -f', () => {
   it('runs the container as its own process group, and rm -f ends every process in it', async () => {
-    const r = await docker(
-      'run',
-      '-d',
-      '--name',
-      'grp',
-      '--gpus',
-      'all',
-      'busybox',
-      'sh',
-      '-c',
-      'sleep 300 & sleep 300',
-    );
-    assert.equal(r.code, 0, r.stderr);
-    assert.match(r.stdout, /^[0-9a-f]{64}\n$/);
+    const id = await runScript('grp', 'sleep 300 & sleep 300', '--gpus', 'all');
     const rec = record('grp');
-    assert.equal(rec.id, r.stdout.trim());
+    assert.equal(rec.id, id);
     assert.notEqual(rec.pgid, pgrpOf(process.pid));
     assert.equal(pgrpOf(rec.pid), rec.pgid, 'the main process belongs to the container group');
     const members = await until(() => {
@@ -142,18 +132,7 @@ describe('docker run / rm -f', () => {
   });
 
   it('records the exit of the main process and kills what is left of the container', async () => {
-    const r = await docker(
-      'run',
-      '-d',
-      '--name',
-      'short',
-      'busybox',
-      'sh',
-      '-c',
-      'setsid sleep 303 & sleep 0.3; exit 3',
-    );
-    assert.equal(r.code, 0, r.stderr);
-    const id = r.stdout.trim();
+    const id = await runScript('short', 'setsid sleep 303 & sleep 0.3; exit 3');
     await until(
       () => readFileSync(join(hostDir, 'containers', 'short.json'), 'utf8').includes('"exited"') || undefined,
       'exit',
@@ -177,8 +156,7 @@ describe('docker run / rm -f', () => {
   });
 
   it('removes a --rm container once its command exits', async () => {
-    const r = await docker('run', '-d', '--rm', '--name', 'tmp', 'busybox', 'sh', '-c', 'sleep 0.2');
-    assert.equal(r.code, 0, r.stderr);
+    await runScript('tmp', 'sleep 0.2', '--rm');
     await until(() => !existsSync(join(hostDir, 'containers', 'tmp.json')) || undefined, '--rm removal');
     assert.equal(existsSync(join(hostDir, 'containers', 'tmp.log')), false);
     const inspect = await docker('inspect', 'tmp');
@@ -275,9 +253,7 @@ describe('docker run / rm -f', () => {
     // (preflight's throwaway runs on one host at once did).
     const ids: string[] = [];
     for (let i = 0; i < 40; i++) {
-      const r = await docker('run', '-d', 'busybox', 'sleep', '60');
-      assert.equal(r.code, 0, r.stderr);
-      ids.push(r.stdout.trim());
+      ids.push(await runDetached('busybox', 'sleep', '60'));
     }
     const names = (await docker('ps', '--format', '{{.Names}}')).stdout.split('\n').filter((n) => n !== '');
     assert.equal(new Set(names).size, names.length);
@@ -291,9 +267,7 @@ describe('docker ps / logs / inspect / exec', () => {
       ['lab-a', 'one'],
       ['lab-b', 'two'],
     ] as const) {
-      const r = await docker(
-        'run',
-        '-d',
+      await runDetached(
         '--name',
         name,
         '--label',
@@ -304,7 +278,6 @@ describe('docker ps / logs / inspect / exec', () => {
         'sleep',
         '300',
       );
-      assert.equal(r.code, 0, r.stderr);
     }
     const one = await docker('ps', '--filter', 'label=liftoff.run=one', '--format', '{{.Names}}');
     assert.equal(one.stdout, 'lab-a\n');
@@ -349,17 +322,7 @@ describe('docker ps / logs / inspect / exec', () => {
   });
 
   it('prints the last N lines with logs --tail', async () => {
-    const r = await docker(
-      'run',
-      '-d',
-      '--name',
-      'chatty',
-      'busybox',
-      'sh',
-      '-c',
-      'for i in $(seq 1 20); do echo line $i; done; sleep 300',
-    );
-    assert.equal(r.code, 0, r.stderr);
+    await runScript('chatty', 'for i in $(seq 1 20); do echo line $i; done; sleep 300');
     await until(
       () => readFileSync(join(hostDir, 'containers', 'chatty.log'), 'utf8').includes('line 20') || undefined,
       'output',
@@ -374,9 +337,7 @@ describe('docker ps / logs / inspect / exec', () => {
   });
 
   it('runs exec in the foreground with the container env, and refuses rm of a running container', async () => {
-    const r = await docker(
-      'run',
-      '-d',
+    const id = await runDetached(
       '--name',
       'envy',
       '-e',
@@ -386,8 +347,6 @@ describe('docker ps / logs / inspect / exec', () => {
       'busybox',
       '300',
     );
-    assert.equal(r.code, 0, r.stderr);
-    const id = r.stdout.trim();
     const exec = await docker(
       'exec',
       '-e',

@@ -5,25 +5,14 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { isAlive, readJson, writeFaults } from '../../sim/host-state.js';
-import {
-  RAY_CLIENT_ENV,
-  eventually,
-  killRayProcs,
-  makeRayHost,
-  useSimRoot,
-  simTools,
-} from '../helpers/sim-host.js';
+import { eventually, killRayProcs, noRunningRay, useRaySimTools } from '../helpers/sim-host.js';
 
 const fixture = readFileSync('/work/shared/fixtures/ray-status/two-nodes.txt', 'utf8');
-const NO_RAY =
-  'ConnectionError: Could not find any running Ray instance. Please specify the one to connect to by setting --address flag or RAY_ADDRESS environment variable.';
 
-const { root: tmp, binDir: bin } = useSimRoot('liftoff-ray-test-', () => killChildren());
 const port = 16379 + Math.floor(Math.random() * 1000);
-const { run, background, killChildren } = simTools(bin, { unsetEnv: RAY_CLIENT_ENV });
 
 const vllmPace = { shards: 4, shardSeconds: 0.1, graphCaptureSeconds: 0.2, memoryMiB: 2048 };
-const makeHost = (name: string, ip: string) => makeRayHost(tmp, name, ip, vllmPace);
+const { run, background, makeHost } = useRaySimTools('liftoff-ray-test-', vllmPace);
 
 /** Makes variable parts (ids, numbers, timestamps) comparable, keeping the text around them. */
 function shape(text: string): string[] {
@@ -105,7 +94,7 @@ describe('simulated ray', () => {
     // The head's record now names a dead process: that is no running instance.
     const afterHead = await run(head, 'ray', ['status']);
     assert.equal(afterHead.code, 1);
-    assert.equal(afterHead.stderr.trim(), NO_RAY);
+    assert.equal(afterHead.stderr.trim(), noRunningRay);
   });
 
   it('fails with the GCS message for a wrong port, a wrong IP, and the rayCannotReachHead fault', async () => {
@@ -150,7 +139,7 @@ describe('simulated ray', () => {
   it('prints the ConnectionError when no head runs', async () => {
     const result = await run(spare, 'ray', ['status']);
     assert.equal(result.code, 1);
-    assert.equal(result.stderr.trim(), NO_RAY);
+    assert.equal(result.stderr.trim(), noRunningRay);
     assert.equal(result.stdout, '');
   });
 
@@ -188,7 +177,7 @@ describe('simulated ray', () => {
     const stopped = await run(spare, 'ray', ['stop']);
     assert.equal(stopped.stdout.trim(), 'Stopped all 1 Ray processes.');
     assert.equal(isAlive(record.pid), false);
-    assert.equal((await run(spare, 'ray', ['status'])).stderr.trim(), NO_RAY);
+    assert.equal((await run(spare, 'ray', ['status'])).stderr.trim(), noRunningRay);
     assert.equal((await run(spare, 'ray', ['stop'])).stdout.trim(), 'Did not find any active Ray processes.');
   });
 });

@@ -6,16 +6,14 @@ import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
 import {
   deadOrZombie,
-  killSimHostProcesses,
   makeSimHost,
   pidsWithEnvPrefix,
   runSimTool,
-  useSimRoot,
+  useSimHostRoot,
 } from '../helpers/sim-host.js';
 import { gpuProcessFile } from '../../sim/host-state.js';
 
-const { root, binDir } = useSimRoot('liftoff-systemctl-', () => killSimHostProcesses(hostDir));
-const hostDir = join(root, 'host');
+const { binDir, hostDir } = useSimHostRoot('liftoff-systemctl-');
 
 const run = (tool: string, args: string[]) => runSimTool(binDir, hostDir, tool, args, { timeoutMs: 15_000 });
 const systemctl = (...args: string[]) => run('systemctl', args);

@@ -9,26 +9,20 @@ import { connect, createServer } from 'node:net';
 import { join } from 'node:path';
 import { liveGpuProcesses, readJson, registerGpuProcess, writeFaults } from '../../sim/host-state.js';
 import {
-  RAY_CLIENT_ENV,
   eventually,
   killRayProcs,
-  makeRayHost,
-  useSimRoot,
-  simTools,
   type Background,
   type SimToolResult as RunResult,
+  noRunningRay,
+  useRaySimTools,
 } from '../helpers/sim-host.js';
 
 const SHARDS = 4;
-const NO_RAY =
-  'ConnectionError: Could not find any running Ray instance. Please specify the one to connect to by setting --address flag or RAY_ADDRESS environment variable.';
 
-const { root: tmp, binDir: bin } = useSimRoot('liftoff-vllm-test-', () => killChildren());
 const port = 17500 + Math.floor(Math.random() * 1000);
-const { run, background, children, killChildren } = simTools(bin, { unsetEnv: RAY_CLIENT_ENV });
 
 const vllmPace = { shards: SHARDS, shardSeconds: 0.15, graphCaptureSeconds: 0.3, memoryMiB: 2048 };
-const makeHost = (name: string, ip: string) => makeRayHost(tmp, name, ip, vllmPace);
+const { run, background, children, makeHost } = useRaySimTools('liftoff-vllm-test-', vllmPace);
 
 const SHARD_LINE =
   /^Loading safetensors checkpoint shards: +(\d+)% Completed \| (\d+)\/(\d+) \[\d\d:\d\d<(\?|\d\d:\d\d), (\?it\/s|[\d.]+s\/it|[\d.]+it\/s)\]$/;
@@ -122,7 +116,7 @@ describe('simulated vllm', () => {
   it('fails with Ray ConnectionError when no Ray head runs', async () => {
     const result = await serveToExit(bareHost, ['some/model', '--distributed-executor-backend', 'ray']);
     assert.equal(result.code, 1);
-    assert.ok(result.stdout.includes(NO_RAY), result.stdout);
+    assert.ok(result.stdout.includes(noRunningRay), result.stdout);
     assert.doesNotMatch(result.stdout, /Loading safetensors/);
   });
 

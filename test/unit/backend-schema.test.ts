@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs';
 import { parse } from 'yaml';
 import { deploySpecSchema } from '../../src/config/schema.js';
 import { formatIssues } from '../../src/config/errors.js';
+import { refusalOf } from '../helpers/spec-refusal.js';
 
 interface RawSpec {
   hosts: Record<string, unknown>[];
@@ -27,9 +28,7 @@ function multiproc(mutate: (s: RawSpec) => void = () => undefined): RawSpec {
 }
 
 function errorsOf(spec: RawSpec): string {
-  const r = deploySpecSchema.safeParse(spec);
-  assert.equal(r.success, false, 'the spec should be refused');
-  return r.success ? '' : formatIssues(r.error);
+  return refusalOf(spec);
 }
 
 describe('serve.backend', () => {

@@ -16,36 +16,32 @@ const completion = (message: Record<string, unknown>, completionTokens?: unknown
   });
 
 describe('readChatCompletion', () => {
-  it('reads the answer and its token count', () => {
-    assert.deepEqual(readChatCompletion(completion({ content: 'ready', reasoning: null }, 1), 200), {
-      ok: true,
-      text: 'ready',
-      completionTokens: 1,
+  // What serves: the text read, and the token count that decides.
+  for (const [what, message, tokens, text] of [
+    ['the answer and its token count', { content: 'ready', reasoning: null }, 1, 'ready'],
+    [
+      "a reasoning model's text under message.reasoning (vLLM 0.32, content null)",
+      { content: null, reasoning: 'Okay, the user' },
+      4,
+      'Okay, the user',
+    ],
+    ['the older reasoning_content under a blank answer', { content: '', reasoning_content: 'Hmm' }, 1, 'Hmm'],
+    ['a non-blank answer, preferred to the reasoning', { content: 'yes', reasoning: 'Hmm' }, 3, 'yes'],
+    [
+      'a token that decodes to "": it serves, judged by tokens, not text',
+      { content: '', reasoning: null },
+      1,
+      '',
+    ],
+  ] as const) {
+    it(`reads ${what}`, () => {
+      assert.deepEqual(readChatCompletion(completion(message, tokens), 200), {
+        ok: true,
+        text,
+        completionTokens: tokens,
+      });
     });
-  });
-
-  it("reads a reasoning model's text under message.reasoning (vLLM 0.32, content null)", () => {
-    assert.deepEqual(readChatCompletion(completion({ content: null, reasoning: 'Okay, the user' }, 4), 200), {
-      ok: true,
-      text: 'Okay, the user',
-      completionTokens: 4,
-    });
-  });
-
-  it('reads the older reasoning_content too, and prefers a non-blank answer to either', () => {
-    const older = readChatCompletion(completion({ content: '', reasoning_content: 'Hmm' }, 1), 200);
-    assert.deepEqual(older, { ok: true, text: 'Hmm', completionTokens: 1 });
-    const both = readChatCompletion(completion({ content: 'yes', reasoning: 'Hmm' }, 3), 200);
-    assert.deepEqual(both, { ok: true, text: 'yes', completionTokens: 3 });
-  });
-
-  it('a token that decodes to "" still serves: judged by tokens, not text', () => {
-    assert.deepEqual(readChatCompletion(completion({ content: '', reasoning: null }, 1), 200), {
-      ok: true,
-      text: '',
-      completionTokens: 1,
-    });
-  });
+  }
 
   it('no generated token does not serve, whatever the text says', () => {
     for (const tokens of [0, undefined, '1', 0.5]) {
@@ -66,32 +62,44 @@ describe('readChatCompletion', () => {
     }
   });
 
-  it('an answer that is not JSON is named with its status', () => {
-    const r = readChatCompletion('<html>Bad Gateway</html>\n', 502);
-    assert.deepEqual(r, {
-      ok: false,
-      problem: 'HTTP 502, the answer is not JSON',
-      quote: '<html>Bad Gateway</html>',
-      retryable: true,
+  // What does not serve and says why: the problem named, the answer quoted, and whether trying again can help
+  // (only a passing condition's status is retryable).
+  for (const [what, answer, status, problem, quote, retryable] of [
+    [
+      'an answer that is not JSON, named with its status',
+      '<html>Bad Gateway</html>\n',
+      502,
+      'HTTP 502, the answer is not JSON',
+      '<html>Bad Gateway</html>',
+      true,
+    ],
+    [
+      'a refusal, quoting its message',
+      JSON.stringify({ object: 'error', message: 'EngineCore encountered an issue.', code: 500 }),
+      500,
+      'HTTP 500',
+      'EngineCore encountered an issue.',
+      false,
+    ],
+    [
+      'a busy server, retryable',
+      JSON.stringify({ error: { message: 'Too many requests' } }),
+      429,
+      'HTTP 429',
+      'Too many requests',
+      true,
+    ],
+    [
+      'a refusal with no message, quoted whole',
+      '{"detail":"Not Found"}',
+      404,
+      'HTTP 404',
+      '{"detail":"Not Found"}',
+      false,
+    ],
+  ] as const) {
+    it(`reads ${what}`, () => {
+      assert.deepEqual(readChatCompletion(answer, status), { ok: false, problem, quote, retryable });
     });
-  });
-
-  it("quotes a refusal's message; only a passing condition's status is retryable", () => {
-    const error = JSON.stringify({ object: 'error', message: 'EngineCore encountered an issue.', code: 500 });
-    assert.deepEqual(readChatCompletion(error, 500), {
-      ok: false,
-      problem: 'HTTP 500',
-      quote: 'EngineCore encountered an issue.',
-      retryable: false,
-    });
-    const busy = readChatCompletion(JSON.stringify({ error: { message: 'Too many requests' } }), 429);
-    assert.deepEqual(busy, { ok: false, problem: 'HTTP 429', quote: 'Too many requests', retryable: true });
-    const bare = readChatCompletion('{"detail":"Not Found"}', 404);
-    assert.deepEqual(bare, {
-      ok: false,
-      problem: 'HTTP 404',
-      quote: '{"detail":"Not Found"}',
-      retryable: false,
-    });
-  });
+  }
 });

@@ -353,15 +353,19 @@ describe('deploy/temporal/schema.sh (the temporal-schema job), with a stand-in t
     }
   }
 
-  const action = (call: string[]) => call.slice(call.indexOf('--db') + 2).join(' ');
-  const db = (call: string[]) => call[call.indexOf('--db') + 1];
+  /** What the script asked of the tool, one `database: action` a call. */
+  const steps = (calls: string[][]) =>
+    calls.map((c) => `${c[c.indexOf('--db') + 1]}: ${c.slice(c.indexOf('--db') + 2).join(' ')}`);
+  /** The steps every database (name, schema folder) must see, in order. */
+  const forEachDatabase = (expected: (name: string, dir: string) => string[]) =>
+    Object.entries(schemaDirs).flatMap(([name, dir]) => expected(name, dir));
 
   it('gives new databases the base schema, then every migration', async () => {
     const run = await runSchema('new');
     assert.equal(run.code, 0, run.output);
     assert.deepEqual(
-      run.calls.map((c) => `${db(c)}: ${action(c)}`),
-      Object.entries(schemaDirs).flatMap(([name, dir]) => [
+      steps(run.calls),
+      forEachDatabase((name, dir) => [
         `${name}: create`,
         `${name}: setup-schema -v 0.0`,
         `${name}: update-schema -d ${dir}`,
@@ -386,11 +390,8 @@ describe('deploy/temporal/schema.sh (the temporal-schema job), with a stand-in t
     const run = await runSchema('exists');
     assert.equal(run.code, 0, run.output);
     assert.deepEqual(
-      run.calls.map((c) => `${db(c)}: ${action(c)}`),
-      Object.entries(schemaDirs).flatMap(([name, dir]) => [
-        `${name}: create`,
-        `${name}: update-schema -d ${dir}`,
-      ]),
+      steps(run.calls),
+      forEachDatabase((name, dir) => [`${name}: create`, `${name}: update-schema -d ${dir}`]),
     );
   });
 
@@ -398,9 +399,6 @@ describe('deploy/temporal/schema.sh (the temporal-schema job), with a stand-in t
     const run = await runSchema('refused');
     assert.equal(run.code, 1, run.output);
     assert.match(run.output, /password authentication failed/);
-    assert.deepEqual(
-      run.calls.map((c) => `${db(c)}: ${action(c)}`),
-      ['temporal: create'],
-    );
+    assert.deepEqual(steps(run.calls), ['temporal: create']);
   });
 });

@@ -21,11 +21,14 @@ const engine28 = {
 
 describe('sentence', () => {
   it('adds a period only where the text has none', () => {
-    assert.equal(sentence('exit 1'), 'exit 1.');
-    assert.equal(sentence('said so.'), 'said so.');
-    assert.equal(sentence('is it running?  \n'), 'is it running?');
-    assert.equal(sentence('cut…'), 'cut…');
-    assert.equal(sentence(''), '');
+    for (const [text, said] of [
+      ['exit 1', 'exit 1.'],
+      ['said so.', 'said so.'],
+      ['is it running?  \n', 'is it running?'],
+      ['cut…', 'cut…'],
+      ['', ''],
+    ] as const)
+      assert.equal(sentence(text), said, JSON.stringify(text));
   });
 });
 

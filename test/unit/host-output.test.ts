@@ -13,6 +13,7 @@ import { parseMeminfo } from '../../src/parsers/meminfo.js';
 import { errorLine } from '../../src/activities/ray-cluster.js';
 import { globMatches } from '../../src/ssh/known-hosts.js';
 import { cutNote, OutputTail } from '../../src/ssh/output-tail.js';
+import { twoNodes, twoNodesHead, twoNodesWorker, variant } from '../helpers/ray-status-fixture.js';
 
 const deadlineMs = 20_000;
 const KB256 = 256 * 1024;
@@ -51,27 +52,9 @@ function figure(label: string, ms: number): void {
 const vllmLog = { 'parsers/vllm-log.ts': ['parseVllmLogLine', 'summarizeVllmLog'] };
 const MB10 = '10 * 1024 * 1024';
 
-const rayStatus = (nodes: string, usage: string) =>
-  [
-    '======== Autoscaler status: 2025-01-01 00:00:00 ========',
-    'Node status',
-    '---------------------------------------------------------------',
-    'Active:',
-    nodes,
-    'Pending:',
-    ' (no pending nodes)',
-    'Recent failures:',
-    ' (no failures)',
-    '',
-    'Resources',
-    '---------------------------------------------------------------',
-    'Usage:',
-    usage,
-    ' 0B/221.76GiB memory',
-    '',
-    'Demands:',
-    ' (no resource demands)',
-  ].join('\n');
+/** The recorded two-node `ray status` with these Active lines and this GPU line instead of its own. */
+const rayStatus = (nodes: string, gpuUsage: string) =>
+  variant(variant(twoNodes, ` 1 ${twoNodesHead}\n 1 ${twoNodesWorker}`, nodes), ' 0.0/2.0 GPU', gpuUsage);
 
 describe('the formerly quadratic patterns are linear, run on a 256 KB line without the cut', () => {
   it('the `repeated` pattern: 256 KB of blanks before a broken note, and the note itself', () => {

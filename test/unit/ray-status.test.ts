@@ -7,20 +7,16 @@ import {
   RayNotRunningError,
   RayStatusParseError,
 } from '../../src/parsers/ray-status.js';
+import {
+  rayStatusFixtures,
+  twoNodes,
+  twoNodesHead as head,
+  twoNodesWorker as worker,
+  variant,
+} from '../helpers/ray-status-fixture.js';
 
-const fixtures = new URL('../../../shared/fixtures/ray-status/', import.meta.url);
-const twoNodes = readFileSync(new URL('two-nodes.txt', fixtures), 'utf8');
-const readme = readFileSync(new URL('README.md', fixtures), 'utf8');
-
-const head = 'node_83e4b7723832f251eff177c9faf45a5305de7b1755a7f91ce1f3c911';
-const worker = 'node_4dcd7509dc73bd2e758e4048d40233b19eb019dfb54c66095a01e30f';
+const readme = readFileSync(new URL('README.md', rayStatusFixtures), 'utf8');
 const GiB = 1024 ** 3;
-
-/** Replaces exactly one occurrence, so a variant fails loudly if the fixture changes under it. */
-function variant(text: string, from: string, to: string): string {
-  assert.equal(text.split(from).length, 2, `fixture should contain ${JSON.stringify(from)} once`);
-  return text.replace(from, to);
-}
 
 describe('parseRayStatus', () => {
   it('two-nodes.txt: both nodes active, totals in units and bytes', () => {

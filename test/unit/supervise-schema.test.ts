@@ -4,15 +4,14 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { parse } from 'yaml';
 import { deploySpecSchema } from '../../src/config/schema.js';
-import { formatIssues } from '../../src/config/errors.js';
+import { refusalOf } from '../helpers/spec-refusal.js';
 import { probeTimeoutMs } from '../../src/config/supervise.js';
+import { notifyEvents } from '../../src/config/notify.js';
 
 const example = parse(readFileSync('examples/spark-qwen35.yaml', 'utf8')) as Record<string, unknown>;
 
 function errorsFor(supervise: unknown): string {
-  const r = deploySpecSchema.safeParse({ ...structuredClone(example), supervise });
-  assert.equal(r.success, false, 'the spec should be refused');
-  return r.success ? '' : formatIssues(r.error);
+  return refusalOf({ ...structuredClone(example), supervise });
 }
 
 describe('spec: supervise', () => {
@@ -83,24 +82,13 @@ describe('spec: notify', () => {
         ],
       },
     });
-    assert.deepEqual(spec.notify.webhooks[0]?.events, [
-      'deploySucceeded',
-      'deployFailed',
-      'lost',
-      'relaunched',
-      'degraded',
-      'recovered',
-    ]);
+    assert.deepEqual(spec.notify.webhooks[0]?.events, notifyEvents);
     assert.equal(spec.notify.webhooks[0]?.slack, true);
     assert.deepEqual(spec.notify.webhooks[1]?.url, { fromEnv: 'SLACK_URL' });
   });
 
   it('refuses a URL that is not http(s) and an unknown event, naming the field', () => {
-    const errors = (notify: unknown) => {
-      const r = deploySpecSchema.safeParse({ ...example, notify });
-      assert.equal(r.success, false);
-      return r.success ? '' : formatIssues(r.error);
-    };
+    const errors = (notify: unknown) => refusalOf({ ...example, notify });
     assert.match(
       errors({ webhooks: [{ url: 'ftp://x' }] }),
       /notify\.webhooks\[0\]\.url: .*is not an http\(s\) URL/,

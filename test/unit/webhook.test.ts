@@ -12,6 +12,7 @@ import { postWebhook } from '../../src/activities/webhook.js';
 import { bindWorkerPolicy } from '../../src/activities/worker-policy.js';
 import { workerPolicyFrom, type WorkerPolicy } from '../../src/config/worker-policy.js';
 import type { WebhookInput } from '../../src/activities/types.js';
+import { rejectionOf } from '../helpers/rejection.js';
 
 /** A receiver on loopback that keeps what it hears, including connections that never made a request. */
 interface Receiver {
@@ -58,14 +59,7 @@ const input = (url: WebhookInput['url'], slack = true): WebhookInput => ({
   details: { relaunches: 3 },
 });
 
-async function failureOf(p: Promise<unknown>): Promise<ApplicationFailure> {
-  const err = await p.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  assert.ok(err instanceof ApplicationFailure, `expected a failure, got ${String(err)}`);
-  return err;
-}
+const failureOf = (p: Promise<unknown>) => rejectionOf(p, ApplicationFailure);
 
 describe('postWebhook', () => {
   let hook: Receiver;

@@ -195,7 +195,16 @@ export function gcsConnectTimeoutSeconds(): number {
 }
 
 /** Keeps trying until the deadline, as Ray's GCS client does; undefined when the head never answered. */
-export async function connectWithRetry(addr: GcsAddress, localAddress?: string): Promise<Socket | undefined> {
+/** A client's line to the GCS: it sends ClientMessages and hears ServerMessages. */
+export type GcsChannel = JsonLineChannel<ServerMessage, ClientMessage>;
+
+/** A channel to the GCS at `addr` (from `localAddress`), retried for the GCS timeout; undefined once it is spent. */
+export async function connectToGcs(addr: GcsAddress, localAddress?: string): Promise<GcsChannel | undefined> {
+  const socket = await connectWithRetry(addr, localAddress);
+  return socket ? new JsonLineChannel<ServerMessage, ClientMessage>(socket) : undefined;
+}
+
+async function connectWithRetry(addr: GcsAddress, localAddress?: string): Promise<Socket | undefined> {
   const deadline = Date.now() + gcsConnectTimeoutSeconds() * 1000;
   for (;;) {
     const left = deadline - Date.now();

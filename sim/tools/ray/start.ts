@@ -21,19 +21,17 @@ import { BLOCK_TEXT, headBanner, WORKER_BANNER } from './format.js';
 import { GcsServer } from './head.js';
 import { LocalGpuHolder } from './node.js';
 import {
-  connectWithRetry,
+  connectToGcs,
   formatAddress,
   gcsConnectTimeoutSeconds,
   gcsUnreachableLines,
-  JsonLineChannel,
   parseAddress,
   rayFiles,
-  type ClientMessage,
+  type GcsChannel,
   type CurrentClusterRecord,
   type GcsAddress,
   type HeadRecord,
   type NodeInfo,
-  type ServerMessage,
 } from './protocol.js';
 
 const DEFAULT_GCS_PORT = 6379;
@@ -281,19 +279,14 @@ async function runWorker({ parsed, dir, cfg, nodeIp, printBlockText }: StartCont
   });
 }
 
-async function joinCluster(
-  addr: GcsAddress,
-  nodeIp: string,
-  dir: string,
-): Promise<JsonLineChannel<ServerMessage, ClientMessage> | undefined> {
+async function joinCluster(addr: GcsAddress, nodeIp: string, dir: string): Promise<GcsChannel | undefined> {
   if (readFaults(dir).rayCannotReachHead) {
     // The fault models a head that packets never reach: the client waits out its whole window.
     await new Promise((r) => setTimeout(r, gcsConnectTimeoutSeconds() * 1000));
     return undefined;
   }
   // Connect from the node's own IP, so a node IP that is not on this host fails like a real raylet would.
-  const socket = await connectWithRetry(addr, nodeIp);
-  return socket ? new JsonLineChannel<ServerMessage, ClientMessage>(socket) : undefined;
+  return connectToGcs(addr, nodeIp);
 }
 
 /** `ray start` without --block: run the same command with --block in the background, report its banner. */

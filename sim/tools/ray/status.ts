@@ -3,13 +3,11 @@ import { parseFlags } from './args.js';
 import { err, out } from './cli.js';
 import { formatStatus } from './format.js';
 import {
-  connectWithRetry,
+  connectToGcs,
   gcsConnectTimeoutSeconds,
   gcsUnreachableLines,
-  JsonLineChannel,
   NO_RUNNING_RAY_MESSAGE,
   resolveGcsAddress,
-  type ClientMessage,
   type ServerMessage,
 } from './protocol.js';
 
@@ -25,12 +23,11 @@ export async function status(rest: string[]): Promise<number> {
     err(`ValueError: Malformed address ${source.text}. Expected '<host>:<port>'.`);
     return 1;
   }
-  const socket = await connectWithRetry(source.addr);
-  if (!socket) {
+  const channel = await connectToGcs(source.addr);
+  if (!channel) {
     for (const line of gcsUnreachableLines(source.addr)) err(line);
     return 1;
   }
-  const channel = new JsonLineChannel<ServerMessage, ClientMessage>(socket);
   const reply = await new Promise<ServerMessage | undefined>((resolve) => {
     const timer = setTimeout(() => resolve(undefined), gcsConnectTimeoutSeconds() * 1000);
     channel.onMessage((msg) => {

@@ -55,6 +55,12 @@ export function workersPerNode(m: Multinode): number {
   return m.worldSize / m.nnodes;
 }
 
+/** Prints the line `line` gives for each worker of this node, by its global and local rank, as each process logs. */
+function eachLocalRank(m: Multinode, line: (rank: number, localRank: number) => string): void {
+  const n = workersPerNode(m);
+  for (let i = 0; i < n; i++) print(line(m.rank * n + i, i));
+}
+
 const distributedFrame: [string, number, string, string] = [
   '/usr/local/lib/python3.12/dist-packages/torch/distributed/rendezvous.py',
   189,
@@ -74,30 +80,24 @@ export function announce(m: Multinode): void {
       ),
     );
   }
-  for (let i = 0; i < workersPerNode(m); i++) {
-    const rank = m.rank * workersPerNode(m) + i;
-    print(
-      vllmLine(
-        'INFO',
-        'parallel_state.py:1208',
-        `world_size=${m.worldSize} rank=${rank} local_rank=${i} distributed_init_method=${init} backend=nccl`,
-      ),
-    );
-  }
+  eachLocalRank(m, (rank, localRank) =>
+    vllmLine(
+      'INFO',
+      'parallel_state.py:1208',
+      `world_size=${m.worldSize} rank=${rank} local_rank=${localRank} distributed_init_method=${init} backend=nccl`,
+    ),
+  );
 }
 
 /** The lines every rank prints once the process group formed. */
 export function assigned(m: Multinode): void {
-  for (let i = 0; i < workersPerNode(m); i++) {
-    const rank = m.rank * workersPerNode(m) + i;
-    print(
-      vllmLine(
-        'INFO',
-        'parallel_state.py:1400',
-        `rank ${rank} in world size ${m.worldSize} is assigned as DP rank 0, PP rank ${Math.floor(rank / m.tp)}, TP rank ${rank % m.tp}, EP rank ${rank % m.tp}`,
-      ),
-    );
-  }
+  eachLocalRank(m, (rank) =>
+    vllmLine(
+      'INFO',
+      'parallel_state.py:1400',
+      `rank ${rank} in world size ${m.worldSize} is assigned as DP rank 0, PP rank ${Math.floor(rank / m.tp)}, TP rank ${rank % m.tp}, EP rank ${rank % m.tp}`,
+    ),
+  );
 }
 
 /** The connections of this rank to the others once all joined; closing them ends the group. */

@@ -1,17 +1,16 @@
 // The Ray side of `vllm serve`: join the cluster as the driver and wait for a placement group of one GPU per
 // tensor-parallel rank, failing with vLLM's own messages when Ray is missing or short of GPUs.
 import {
-  connectWithRetry,
+  connectToGcs,
   gcsUnreachableLines,
-  JsonLineChannel,
+  type GcsChannel,
   NO_RUNNING_RAY_MESSAGE,
   resolveGcsAddress,
-  type ClientMessage,
   type ServerMessage,
 } from '../ray/protocol.js';
 import { FatalExit, frames, print, traceback, vllmLine } from './log.js';
 
-export type RayChannel = JsonLineChannel<ServerMessage, ClientMessage>;
+export type RayChannel = GcsChannel;
 export type PlacementGroupReady = Extract<ServerMessage, { type: 'placementGroupReady' }>;
 
 export interface PlacementRequest {
@@ -31,14 +30,13 @@ export async function joinPlacementGroup(
   if (source.kind !== 'explicit' && source.kind !== 'local') {
     throw new FatalExit(traceback([frames.engineCore, frames.initRay], NO_RUNNING_RAY_MESSAGE));
   }
-  const socket = await connectWithRetry(source.addr);
-  if (!socket) {
+  const ray = await connectToGcs(source.addr);
+  if (!ray) {
     throw new FatalExit([
       ...gcsUnreachableLines(source.addr),
       ...traceback([frames.engineCore, frames.initRay], NO_RUNNING_RAY_MESSAGE),
     ]);
   }
-  const ray = new JsonLineChannel<ServerMessage, ClientMessage>(socket);
   onConnected(ray);
   ray.startHeartbeat();
   const windowSeconds = Number(process.env.SIM_VLLM_PG_WAIT_S ?? '5');
