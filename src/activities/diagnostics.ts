@@ -1,12 +1,17 @@
 // What a postmortem needs from every host after a failed deploy, gathered so nobody has to SSH in: the
 // Ray container's log, `ray status`, nvidia-smi, and the serve log (head). Never throws: a host that cannot
 // be reached is reported as such.
-import { redactedTail, secretEnvValues } from '../shared/secrets.js';
+import { redactedTail } from '../shared/secrets.js';
 import { sh, type RemoteCommand } from '../ssh/quote.js';
-import { containerLogTailCommand, inspectContainer } from './docker.js';
-import { inspectContainerCommand } from '../host-commands/launch.js';
-import { prefetchReads } from './prefetch.js';
-import { serveLogTailCommand } from './serve.js';
+import type { ExecResult } from '../ssh/executor.js';
+import type { StepCommand } from '../host-commands/step-command.js';
+import {
+  containerLogTailCommand,
+  inspectContainerCommand,
+  serveLogTailCommand,
+} from '../host-commands/launch.js';
+import { containerSecrets, containerStateOf } from './docker.js';
+import { runCommands } from './run-commands.js';
 import { onHost } from './ssh-context.js';
 import { secretValues } from './secrets.js';
 import type { DiagnosticsInput, HostDiagnostics, NamedHost } from './types.js';
@@ -15,73 +20,64 @@ const partBytes = 8 * 1024;
 const tailLines = 50;
 const rayStatusTimeoutS = 15;
 
-function envRecord(env: readonly string[]): Record<string, string> {
-  return Object.fromEntries(
-    env.map((kv) => {
-      const eq = kv.indexOf('=');
-      return [eq < 0 ? kv : kv.slice(0, eq), eq < 0 ? '' : kv.slice(eq + 1)];
-    }),
-  );
-}
+type Part = 'containerLogTail' | 'rayStatus' | 'nvidiaSmi' | 'serveLogTail';
 
 async function collectHost(input: DiagnosticsInput, host: NamedHost): Promise<HostDiagnostics> {
-  const isHead = host.name === input.headName;
   const errors: string[] = [];
+  // Each part: its field of the result, what an error calls it, and its command (named by the field).
+  const parts: Array<[Part, string, RemoteCommand]> = [
+    ['containerLogTail', 'docker logs', containerLogTailCommand(input.container, tailLines)],
+    // Real Ray's `ray status` on a worker that cannot reach the head's GCS blocks for about 40 s before it gives
+    // up; the report should not wait that long for a section that then says nothing.
+    ['rayStatus', 'ray status', sh`timeout ${rayStatusTimeoutS} docker exec ${input.container} ray status`],
+    ['nvidiaSmi', 'nvidia-smi', sh`nvidia-smi`],
+  ];
+  if (host.name === input.headName)
+    parts.push(['serveLogTail', 'serve log', serveLogTailCommand(input.logPath, tailLines)]);
+  const commands: StepCommand[] = [
+    { name: 'inspect', command: inspectContainerCommand(input.container) },
+    ...parts.map(([part, , command]) => ({ name: part.toLowerCase(), command })),
+  ];
   try {
-    return await onHost(host.ref, async (direct) => {
-      const rayStatusRead = sh`timeout ${rayStatusTimeoutS} docker exec ${input.container} ray status`;
-      // Every part in one round trip; should that one fail, each part is asked on its own as before.
-      const session = await prefetchReads(
-        direct,
-        [
-          inspectContainerCommand(input.container),
-          containerLogTailCommand(input.container, tailLines),
-          rayStatusRead,
-          sh`nvidia-smi`,
-          ...(isHead ? [serveLogTailCommand(input.logPath, tailLines)] : []),
-        ],
-        { timeoutMs: 30_000 + rayStatusTimeoutS * 1000, maxBytesPerRead: 256 * 1024 },
-      ).catch(() => direct);
+    return await onHost(host.ref, async (session) => {
+      // Every part in one round trip; should that one fail, each part is asked on its own.
+      const answers = await runCommands(session, commands, {
+        timeoutMs: 30_000 + rayStatusTimeoutS * 1000,
+        maxBytesPerCommand: 256 * 1024,
+      }).catch(() => new Map<string, ExecResult>());
+      const answer = async (i: number): Promise<ExecResult> => {
+        const c = commands[i];
+        if (!c) throw new RangeError(`no diagnostics command ${i}`);
+        return answers.get(c.name) ?? session.exec(c.command, { timeoutMs: 30_000, check: false });
+      };
       // The container's env is the env liftoff gave it: its secret-looking values are what to hide.
       let secrets: string[] = await secretValues(...(input.secretEnv ?? []));
       try {
         secrets = [
           ...secrets,
-          ...secretEnvValues(envRecord((await inspectContainer(session, input.container)).env)),
+          ...containerSecrets(containerStateOf(await answer(0), input.container, host.name)),
         ];
       } catch (err) {
         errors.push(`docker inspect ${input.container}: ${firstLine(err, secrets)}`);
       }
-      const part = async (what: string, cmd: RemoteCommand): Promise<string | undefined> => {
+      const read = async (
+        [part, what]: [Part, string, RemoteCommand],
+        i: number,
+      ): Promise<Partial<HostDiagnostics>> => {
         try {
-          const res = await session.exec(cmd, { timeoutMs: 30_000, check: false });
+          const res = await answer(i + 1);
           const text = `${res.stdout}${res.stderr ? (res.stdout ? '\n' : '') + res.stderr : ''}`.trimEnd();
           // 124: `timeout` ended the command.
           if (res.exitCode === 124) errors.push(`${what}: no answer within ${rayStatusTimeoutS} s`);
           else if (res.exitCode !== 0) errors.push(`${what}: exit code ${res.exitCode}`);
-          return redactedTail(text, secrets, partBytes);
+          return { [part]: redactedTail(text, secrets, partBytes) };
         } catch (err) {
           errors.push(`${what}: ${firstLine(err, secrets)}`);
-          return undefined;
+          return {};
         }
       };
-      const [containerLogTail, rayStatus, nvidiaSmi, serveLogTail] = await Promise.all([
-        part('docker logs', containerLogTailCommand(input.container, tailLines)),
-        // Real Ray's `ray status` on a worker that cannot reach the head's GCS blocks for about 40 s before it
-        // gives up; the report should not wait that long for a section that then says nothing.
-        part('ray status', rayStatusRead),
-        part('nvidia-smi', sh`nvidia-smi`),
-        isHead ? part('serve log', serveLogTailCommand(input.logPath, tailLines)) : undefined,
-      ]);
-      return {
-        host: host.name,
-        reachable: true,
-        ...(containerLogTail !== undefined ? { containerLogTail } : {}),
-        ...(rayStatus !== undefined ? { rayStatus } : {}),
-        ...(nvidiaSmi !== undefined ? { nvidiaSmi } : {}),
-        ...(serveLogTail !== undefined ? { serveLogTail } : {}),
-        errors,
-      };
+      const found = (await Promise.all(parts.map(read))).reduce((all, one) => ({ ...all, ...one }), {});
+      return { host: host.name, reachable: true, ...found, errors };
     });
   } catch (err) {
     return { host: host.name, reachable: false, errors: [...errors, firstLine(err)] };

@@ -3,12 +3,13 @@
 // deploy's steps start with. From them the host's plan is written with the deploy's own command builders
 // (src/plan/host-plan.ts).
 import type { DeploySpec } from '../config/schema.js';
-import { userIdCommand, clusterFilter } from '../host-commands/cleanup.js';
+import { userIdCommand } from '../host-commands/cleanup.js';
 import { interfaceOf } from '../host-commands/multiproc.js';
 import { ipv4AddressesCommand } from '../host-commands/preflight.js';
 import { planHost, type HostPlan, type PlanHost } from '../plan/host-plan.js';
-import { containerNames } from './containers.js';
-import { readUnitStates } from './services.js';
+import { containerListCommands, containerNamesOf } from '../steps/remove-containers.js';
+import { loadedUnitsOf, unitReads, unitStatesOf } from '../steps/stop-services.js';
+import { answerOf, runCommands } from './run-commands.js';
 import { onHost } from './ssh-context.js';
 
 export interface PlanHostInput {
@@ -21,10 +22,14 @@ export interface PlanHostInput {
 export async function planHostCommands(input: PlanHostInput): Promise<HostPlan> {
   const units = [...new Set(input.spec.cleanup.services)];
   return onHost(input.host.ref, async (session) => {
-    const uid = (await session.exec(userIdCommand(), { timeoutMs: 10_000 })).stdout.trim();
-    const states = units.length > 0 ? await readUnitStates(session, units) : [];
-    const containers = await containerNames(session);
-    const labelled = await containerNames(session, clusterFilter(input.spec.cluster));
+    // The stop's and the removal's first reads, in one round trip.
+    const reads =
+      units.length > 0 ? unitReads(units) : [{ name: 'uid', command: userIdCommand(), check: true as const }];
+    const seen = await runCommands(session, [...reads, ...containerListCommands(input.spec.cluster)], {
+      timeoutMs: 30_000,
+    });
+    const host = input.host.name;
+    const states = units.length > 0 ? unitStatesOf(answerOf(seen, 'states').stdout, units, host) : [];
     // A multiproc rank's env names the interface carrying the host's clusterIp, read as startRank reads it.
     const clusterIface =
       input.spec.serve.backend === 'multiproc'
@@ -34,10 +39,10 @@ export async function planHostCommands(input: PlanHostInput): Promise<HostPlan> 
           )
         : undefined;
     return planHost(input.spec, input.host, input.head, input.workers, {
-      uid,
-      loadedUnits: states.filter((u) => u.loadState !== 'not-found').map((u) => u.unit),
-      containers: [...containers],
-      labelled: [...labelled],
+      uid: answerOf(seen, 'uid').stdout.trim(),
+      loadedUnits: loadedUnitsOf(states),
+      containers: containerNamesOf(answerOf(seen, 'containers').stdout),
+      labelled: containerNamesOf(answerOf(seen, 'labelled').stdout),
       ...(clusterIface ? { clusterIface } : {}),
     });
   });

@@ -10,7 +10,7 @@ import { batchCommand } from '../host-commands/sections.js';
 import { checkStepCommands, type Answers, type StepCommand } from '../host-commands/step-command.js';
 import { parseSections, sectionProblem, splitStderr } from '../parsers/sections.js';
 
-export type { Answers } from '../host-commands/step-command.js';
+export { answerOf, type Answers } from '../host-commands/step-command.js';
 
 export interface RunOptions {
   /** For the whole trip (and for each command run again on its own). */
@@ -83,11 +83,4 @@ export async function runCommands(
     }
   }
   return answers;
-}
-
-/** The answer of the command `name`; a step asking for one it did not run is a mistake in the step. */
-export function answerOf(answers: Answers, name: string): ExecResult {
-  const answer = answers.get(name);
-  if (!answer) throw new Error(`no answer for ${name}: the step did not run that command`);
-  return answer;
 }

@@ -1,9 +1,8 @@
 // What one activity read on a host, handed to the next activity of the same workflow run inside this worker
 // process, so that the next one need not read it again: verifyRayCluster's last look at the head (Ray's state,
-// the launch marker) for launchServe, and the container lists stopServices read after the stop for
-// removeContainers. Only ever a shortcut: what is missing (another worker ran the earlier activity), already
-// taken, or older than its bound is read from the host as before, so no result ever depends on this map. What
-// is kept are a host's answers, parsed or bounded by their readers; no secret is among them.
+// the launch marker) for launchServe. Only ever a shortcut: what is missing (another worker ran the earlier
+// activity), already taken, or older than its bound is read from the host as before, so no result ever depends on
+// this map. What is kept are a host's answers, parsed or bounded by their readers; no secret is among them.
 import { Context } from '@temporalio/activity';
 import type { AnsweredRead } from './prefetch.js';
 
@@ -11,8 +10,6 @@ import type { AnsweredRead } from './prefetch.js';
 export interface Handoffs {
   /** launchServe's pre-read (launchPreReads), answered: `ray status`, the marker, whether the marker's pid runs. */
   launchReads: readonly AnsweredRead[];
-  /** stopServices' read after the stop, for removeContainers: every container, and this cluster's labelled ones. */
-  containerLists: readonly AnsweredRead[];
 }
 
 interface Entry {

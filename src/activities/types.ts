@@ -19,15 +19,25 @@ export interface StopServicesInput {
   disable: boolean;
   /**
    * Read the container lists removeContainers starts from (all, and those labelled for this cluster) in the
-   * trip that stops the units, after the stop, and hand them on to it in this worker (patch container-lists-with-stop).
+   * trip that stops the units, after the stop, and return them (patch container-lists-with-stop).
    */
   containerListsFor?: { cluster: string };
+}
+/** A host's container names (bounded: src/steps/remove-containers.ts), as read after the stop. */
+export interface ContainerLists {
+  all: string[];
+  /** Those labelled liftoff.cluster=<cluster>. */
+  labelled: string[];
+  /** When the stop's worker read them (its clock): the removal reads again when they are stale. */
+  readAtMs: number;
 }
 export interface StopServicesResult {
   host: string;
   stopped: string[];
   disabled: string[];
   notLoaded: string[];
+  /** Read after the stop when asked for, for the workflow to pass to removeContainers. */
+  containerLists?: ContainerLists;
 }
 
 export interface RemoveContainersInput {
@@ -36,6 +46,8 @@ export interface RemoveContainersInput {
   names: string[];
   /** Also remove containers labelled liftoff.cluster=<cluster> by earlier runs. */
   cluster: string;
+  /** stopServices' lists after its stop on this host; absent, the host is read (so is it on a retry). */
+  containerLists?: ContainerLists;
 }
 export interface RemoveContainersResult {
   host: string;

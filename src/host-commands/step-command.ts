@@ -50,3 +50,10 @@ export function checkStepCommands(commands: readonly StepCommand[]): void {
   if (commands.filter((c) => c.stdin).length > 1)
     throw new TypeError('at most one command of a run takes its stdin');
 }
+
+/** The answer of the command `name`; a step asking for one it did not run is a mistake in the step. */
+export function answerOf(answers: Answers, name: string): ExecResult {
+  const answer = answers.get(name);
+  if (!answer) throw new Error(`no answer for ${name}: the step did not run that command`);
+  return answer;
+}

@@ -3,17 +3,9 @@
 // listed units are loaded, which containers exist). Pure: the plan activity reads, this writes the list.
 import type { DeploySpec } from '../config/schema.js';
 import { raw } from '../ssh/quote.js';
-import {
-  containerListsCommands,
-  containerNamesCommand,
-  disableUnitsCommand,
-  gpuStateCommand,
-  privilegePrefix,
-  removeContainersCommand,
-  stopUnitsCommand,
-  unitStatesCommand,
-  userIdCommand,
-} from '../host-commands/cleanup.js';
+import { planStopServices } from '../steps/stop-services.js';
+import { planRemoveContainers, removalTargets } from '../steps/remove-containers.js';
+import { planGpusClear } from '../steps/gpus-clear.js';
 import {
   baseUrl,
   rayConfirmLogLines,
@@ -108,58 +100,11 @@ export function planHost(
   const units = [...new Set(spec.cleanup.services)];
   const stop = units.filter((u) => seen.loadedUnits.includes(u));
   const disable = spec.cleanup.disableServices ? stop : [];
-  if (units.length > 0) {
-    const privileged = privilegePrefix(seen.uid);
-    steps.push({
-      step: 'stopServices',
-      // The states and the user's id in one command (activities/prefetch.ts); then the changes, the states after
-      // them and removeContainers' two lists in one more.
-      commands: [
-        batch([unitStatesCommand(units), userIdCommand()]),
-        ...(stop.length === 0
-          ? []
-          : [
-              batch(
-                [
-                  stopUnitsCommand(privileged, stop),
-                  ...(disable.length > 0 ? [disableUnitsCommand(privileged, disable)] : []),
-                  unitStatesCommand(stop),
-                  ...containerListsCommands(spec.cluster),
-                ],
-                [stopUnitsCommand(privileged, stop), disableUnitsCommand(privileged, disable)],
-              ),
-            ]),
-      ],
-    });
-  }
+  if (units.length > 0) steps.push(planStopServices(units, spec.cleanup.disableServices, spec.cluster, seen));
   const names = [...new Set([...spec.cleanup.containers, spec.ray.container])];
-  const remove = [...new Set([...names.filter((n) => seen.containers.includes(n)), ...seen.labelled])];
-  steps.push({
-    step: 'removeContainers',
-    // The two lists come with stopServices' stop when it stopped something; else they are one command
-    // (activities/prefetch.ts). The removal and the list after it in one more.
-    commands: [
-      stop.length > 0
-        ? {
-            ...batch(containerListsCommands(spec.cluster)),
-            when: "stopServices ran on another worker, or over 10 s before (the lists came with this host's stop)",
-          }
-        : batch(containerListsCommands(spec.cluster)),
-      ...(remove.length === 0
-        ? []
-        : [
-            batch(
-              [removeContainersCommand(remove), containerNamesCommand()],
-              [removeContainersCommand(remove)],
-            ),
-          ]),
-    ],
-  });
-  const untilClear = `until the GPUs are clear (gpu.clearTimeout ${spec.gpu.clearTimeout})`;
-  steps.push({
-    step: 'verifyGpusClear',
-    commands: [read(gpuStateCommand().command, untilClear)],
-  });
+  const lists = { all: seen.containers, labelled: seen.labelled };
+  const remove = removalTargets(names, lists);
+  steps.push(planRemoveContainers(names, spec.cluster, lists, stop.length > 0), planGpusClear(spec.gpu));
 
   const container = spec.ray.container;
   const multiproc = spec.serve.backend === 'multiproc';

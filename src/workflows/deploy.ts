@@ -12,7 +12,7 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { NamedHost } from '../activities/types.js';
+import type { ContainerLists, NamedHost } from '../activities/types.js';
 import { deploySpecSchema, hostNamePattern, type DeploySpec } from '../config/schema.js';
 import { formatIssues } from '../config/errors.js';
 import { resolveSshTarget } from '../config/targets.js';
@@ -111,8 +111,8 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
     // Every host passed, so this deploy goes ahead: the old supervisor must not relaunch what it removes.
     deprecatePatch(patches.supervision);
     await takeOverSupervision(spec.cluster, trigger);
-    await tracker.run('stopServices', () => stopServices(spec, hosts, acts, tracker));
-    await tracker.run('removeContainers', () => removeOldContainers(spec, hosts, acts, tracker));
+    const lists = await tracker.run('stopServices', () => stopServices(spec, hosts, acts, tracker));
+    await tracker.run('removeContainers', () => removeOldContainers(spec, hosts, lists, acts, tracker));
     await tracker.run('verifyGpusClear', async () => {
       const { verifyGpusClear } = acts('verifyGpusClear');
       const { maxUsedMiB, minAvailableMiB } = spec.gpu;
@@ -259,14 +259,21 @@ export function clusterHosts(spec: DeploySpec): ClusterHost[] {
   }));
 }
 
-/** 2. `systemctl stop` (and `disable`) of the listed units, then a check that they are inactive. */
+/**
+ * 2. `systemctl stop` (and `disable`) of the listed units, then a check that they are inactive. Returns each
+ * host's container lists as read after its stop, for the removal.
+ */
 async function stopServices(
   spec: DeploySpec,
   hosts: NamedHost[],
   acts: StepActivities,
   tracker: StepTracker,
-): Promise<void> {
-  if (spec.cleanup.services.length === 0) return tracker.skip('stopServices', 'no services listed');
+): Promise<Map<string, ContainerLists>> {
+  const lists = new Map<string, ContainerLists>();
+  if (spec.cleanup.services.length === 0) {
+    tracker.skip('stopServices', 'no services listed');
+    return lists;
+  }
   const { stopServices } = acts('stopServices');
   const { services: units, disableServices: disable } = spec.cleanup;
   deprecatePatch(patches.containerListsWithStop);
@@ -278,19 +285,30 @@ async function stopServices(
     'stopServices',
     results.map((r) => `${r.host}: stopped ${r.stopped.length}, disabled ${r.disabled.length}`).join('; '),
   );
+  for (const r of results) if (r.containerLists) lists.set(r.host, r.containerLists);
+  return lists;
 }
 
 /** 3. `docker rm -f` of the listed containers, this deploy's Ray container and earlier liftoff launches'. */
 async function removeOldContainers(
   spec: DeploySpec,
   hosts: NamedHost[],
+  lists: ReadonlyMap<string, ContainerLists>,
   acts: StepActivities,
   tracker: StepTracker,
 ): Promise<void> {
   const names = [...new Set([...spec.cleanup.containers, spec.ray.container])];
   const { removeContainers } = acts('removeContainers');
   const results = await Promise.all(
-    hosts.map((h) => removeContainers({ host: h.ref, names, cluster: spec.cluster })),
+    hosts.map((h) => {
+      const containerLists = lists.get(h.name);
+      return removeContainers({
+        host: h.ref,
+        names,
+        cluster: spec.cluster,
+        ...(containerLists ? { containerLists } : {}),
+      });
+    }),
   );
   tracker.detail(
     'removeContainers',

@@ -2,7 +2,7 @@
 // allows exactly the systemctl commands it runs, and the protected units are told apart from look-alikes.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { sudoersRule } from '../../src/activities/services.js';
+import { sudoersRule } from '../../src/steps/stop-services.js';
 import { protectedUnitProblem } from '../../src/config/host-guards.js';
 
 describe('the suggested sudoers rule', () => {

@@ -229,7 +229,7 @@ describe('plan text', () => {
     // Both hosts stop the same unit through sudo -n: said once, the reads counted, the changes exact.
     assert.match(
       text,
-      /^Stop old services \[stopServices\]\n {2}a, b: stop and disable vllm\.service\n {4}\$ 5 reads\n {4}! sudo -n systemctl stop -- vllm\.service\n {4}! sudo -n systemctl disable -- vllm\.service$/m,
+      /^Stop old services \[stopServices\]\n {2}a, b: stop and disable vllm\.service\n {4}\$ 5 reads: states, uid, states-after, containers, labelled\n {4}! sudo -n systemctl stop -- vllm\.service\n {4}! sudo -n systemctl disable -- vllm\.service$/m,
     );
     // The env prelude is said once in the legend: a run shows `⇐` and the rest of its exact text.
     assert.match(text, /^`⇐`: the command runs after `while IFS= read -r kv; do/m);
