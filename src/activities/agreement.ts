@@ -1,8 +1,12 @@
 // Part of step 1, read only: do the hosts agree with each other (image, versions, weights, addresses, IPC,
-// clocks)? One activity for every host, since each answer only means something beside the others'. A host
-// that cannot be reached is left out here: its own preflight reports the SSH failure.
+// clocks)? One activity for every host, since each answer only means something beside the others'. Each host's
+// facts come from its preflightHost's trip, passed in by the workflow; a host whose facts are absent (an older
+// run's input, a report without them) is read here. A host that cannot be reached is left out: its own preflight
+// reports the SSH failure.
 import type { HostFacts } from '../parsers/agreement-facts.js';
-import { readHostFactsOnce, readImageVersions } from './agreement-read.js';
+import { parseVersions } from '../parsers/agreement-facts.js';
+import type { SshSession } from '../ssh/executor.js';
+import { runCommands } from './run-commands.js';
 import { onHost } from './ssh-context.js';
 import type { HostRef } from '../config/targets.js';
 import {
@@ -11,14 +15,13 @@ import {
   type AgreementExpectations,
   type AgreementReport,
 } from '../preflight/agreement.js';
-import { takeHandoff } from './step-handoff.js';
-import { factsKey } from '../host-commands/agreement.js';
+import { agreementCommands, factsOf, readTimeoutMs, versionsRead } from '../steps/agreement-read.js';
 
 export interface AgreementInput extends AgreementExpectations {
   refs: Record<string, HostRef>;
   hashWeights: boolean;
-  /** Take the facts each host's preflightHost read in this worker (step-handoff.ts); read the rest. */
-  cachedFacts?: boolean;
+  /** Hosts' facts their preflightHost read (PreflightReport.facts); the hosts not among them are read here. */
+  facts?: HostFacts[];
 }
 
 export interface AgreementResult extends AgreementReport {
@@ -44,17 +47,23 @@ export async function checkHostsAgree(input: AgreementInput): Promise<AgreementR
     if (!ref || !slot) throw new Error(`no SSH reference for ${h.name}`);
     const read = hostReadOf(input, h);
     try {
-      // What this host's preflightHost read in its own round trip, when it ran in this worker.
-      const kept = input.cachedFacts ? takeHandoff('hostFacts', factsKey(read)) : undefined;
-      if (kept) {
-        slot.resolve(kept);
-        if (await needsVersions(kept))
-          kept.versions = await onHost(ref, (session) => readImageVersions(session, input.image));
-        return kept;
+      // A copy: the versions are filled in below, and the input is the workflow's.
+      const passed = input.facts?.find((f) => f.host === h.name);
+      if (passed) {
+        const facts = { ...passed };
+        slot.resolve(facts);
+        if (await needsVersions(facts))
+          facts.versions = await onHost(ref, (session) => readImageVersions(session, input.image));
+        return facts;
       }
       return await onHost(ref, async (session) => {
         // The head reads the versions inside the image in the same round trip as its facts.
-        const facts = await readHostFactsOnce(session, read, h === head);
+        const startedAtMs = Date.now();
+        const withVersions = h === head;
+        const answers = await runCommands(session, agreementCommands(read, withVersions), {
+          timeoutMs: readTimeoutMs(read) + (withVersions ? 120_000 : 0),
+        });
+        const facts = factsOf(answers, read, startedAtMs);
         slot.resolve(facts);
         if (await needsVersions(facts)) facts.versions = await readImageVersions(session, input.image);
         return facts;
@@ -76,6 +85,16 @@ export async function checkHostsAgree(input: AgreementInput): Promise<AgreementR
     f.versions ??= facts.find((o) => o.versions && o.imageId === f.imageId)?.versions;
   }
   return { ...compareHosts(input, facts), unread };
+}
+
+/**
+ * Python, Ray and vLLM inside the image, from the package metadata (nothing is imported, so it takes a moment).
+ * No network, never a pull: a missing image is the image check's to report.
+ */
+async function readImageVersions(session: SshSession, image: string): Promise<HostFacts['versions']> {
+  const read = versionsRead(image);
+  const answers = await runCommands(session, [read], { timeoutMs: 120_000 });
+  return parseVersions(answers.get(read.name)?.stdout ?? '');
 }
 
 interface Deferred<T> {

@@ -3,7 +3,6 @@
 import type { EnvSpec, EnvValue } from '../config/schema.js';
 import type { HostRef } from '../config/targets.js';
 import type { VllmLogSummary } from '../parsers/vllm-log.js';
-import type { HostReadInput } from '../host-commands/agreement.js';
 import type { HeadLook } from '../steps/launch-serve.js';
 
 export interface NamedHost {
@@ -12,37 +11,8 @@ export interface NamedHost {
   clusterIp: string;
 }
 
-export interface PreflightInput {
-  host: HostRef;
-  clusterIp: string;
-  /** NCCL_SOCKET_IFNAME, when the spec sets it: that interface must carry clusterIp. */
-  iface?: string;
-  image: string;
-  /** Host folder that must hold the model weights. */
-  modelPath: string;
-  /** HOST:CONTAINER[:mode] volumes; every HOST path must exist. */
-  volumes: string[];
-  /** Folder of the serve log (head only): must exist, and not lie in a system folder once links are followed. */
-  logDir?: string;
-  /** The serve log itself (head only): must not be a symbolic link, since the launch truncates it. */
-  logPath?: string;
-  minFreeDiskGiB: number;
-  /**
-   * The agreement read of this host, made in the same round trip (and on the head the versions inside the image);
-   * its facts wait in this worker for checkHostsAgree (activities/step-handoff.ts).
-   */
-  agreement?: { read: HostReadInput; versions: boolean };
-}
-export interface PreflightCheck {
-  name: 'ssh' | 'docker' | 'image' | 'gpus' | 'model' | 'volumes' | 'interface' | 'disk' | 'logDir';
-  ok: boolean;
-  detail: string;
-}
-export interface PreflightReport {
-  host: string;
-  ok: boolean;
-  checks: PreflightCheck[];
-}
+// Declared with the checks they carry (src/steps/preflight-checks.ts).
+export type { PreflightCheck, PreflightInput, PreflightReport } from '../steps/preflight-checks.js';
 
 export interface StopServicesInput {
   host: HostRef;

@@ -28,7 +28,6 @@ const placeholderMeaning: Record<string, string> = {
   [planPlaceholders.runId]: 'the run id',
   [planPlaceholders.startedAt]: 'the launch time in ms',
   [planPlaceholders.pid]: "the server's pid",
-  [planPlaceholders.nonce]: "a read's section marker",
 };
 
 /**

@@ -1,5 +1,5 @@
-// The remote commands of preflight (step 1, read only), built in one place so the deploy's activities and
-// `liftoff plan` run and show the same text.
+// The remote commands of preflight (step 1, read only), built in one place; each check's declaration
+// (src/steps/preflight-checks.ts) names them, and the deploy and `liftoff plan` run and show that one list.
 import { raw, sh, type RemoteCommand } from '../ssh/quote.js';
 
 // `ip` lives in /usr/sbin or /sbin, which a non-root login's PATH may lack.
@@ -47,30 +47,12 @@ export function logDirCommand(logDir: string, logPath: string | undefined): Remo
   return sh`test -d ${logDir} || exit 2; ${symlinkCheck}readlink -f -- ${logDir}`;
 }
 
-export interface PreflightReadsInput {
-  image: string;
-  modelPath: string;
-  volumes: readonly string[];
-  /** The interface that must carry clusterIp (without the agreement checks, which cover it). */
-  iface?: string | undefined;
-  /** The head's serve log folder and file. */
-  logDir?: string | undefined;
-  logPath?: string | undefined;
-}
-
-/** Every read preflightHost's checks make, in the order its one round trip runs them. */
-export function preflightReads(input: PreflightReadsInput): RemoteCommand[] {
-  const hostPaths = volumeHostPaths(input.volumes);
-  return [
-    dockerVersionCommand(),
-    imageIdCommand(input.image),
-    gpuAccessCommand(input.image),
-    folderExistsCommand(input.modelPath),
-    weightFilesCommand(input.modelPath),
-    ...(hostPaths.length > 0 ? [missingPathsCommand(hostPaths)] : []),
-    ipv4AddressesCommand(),
-    ...(input.iface !== undefined ? [ipv4AddressesCommand(input.iface)] : []),
-    freeSpaceCommand(input.modelPath),
-    ...(input.logDir !== undefined ? [logDirCommand(input.logDir, input.logPath)] : []),
-  ];
+/**
+ * Exit 4: the SSH user cannot create files in the log folder (the launch writes the log and its marker there);
+ * exit 5: the log is there and the user cannot write it.
+ */
+export function logWritableCommand(logDir: string, logPath: string | undefined): RemoteCommand {
+  const fileCheck =
+    logPath === undefined ? raw('') : sh`; if [ -e ${logPath} ] && [ ! -w ${logPath} ]; then exit 5; fi`;
+  return sh`test -w ${logDir} || exit 4${fileCheck}`;
 }

@@ -1,6 +1,7 @@
-// What one host says about itself for the agreement checks, parsed from the sections of the one batched read
-// (agreement-read.ts). Host output is hostile: every section was bounded on the host, each line is matched with
-// anchored, linear patterns, and a line that does not parse is skipped, never guessed at.
+// What one host says about itself for the agreement checks, parsed from the output of each of its reads
+// (src/steps/agreement-read.ts), by the read's section name. Host output is hostile: every read was bounded on the
+// host, each line is matched with anchored, linear patterns, and a line that does not parse is skipped, never
+// guessed at.
 import { parseIpv4Addresses, type Ipv4Address } from './ip-addr.js';
 
 /** At most this many weight files are listed per host (src/host-commands/agreement.ts lists them). */
@@ -55,30 +56,17 @@ export interface HostFacts {
   /** Workers only: a TCP connect to the head's clusterIp on the Ray port. */
   rayPort?: RayPortProbe;
   logind: LogindState;
-  /** Read on one host per distinct image ID (agreement-read.ts). */
+  /** Read on one host per distinct image ID (activities/agreement.ts). */
   versions?: ImageVersions;
 }
 
-/** Splits the output into sections by the marker lines `@@<nonce> <name>`; the nonce keeps a host from forging one. */
-export function splitSections(text: string, nonce: string): Map<string, string[]> {
-  const sections = new Map<string, string[]>();
-  const marker = `@@${nonce} `;
-  let current: string[] | undefined;
-  for (const line of text.split('\n')) {
-    if (line.startsWith(marker)) {
-      current = [];
-      sections.set(line.slice(marker.length).trim(), current);
-    } else if (current && line !== '') current.push(line);
-  }
-  return sections;
-}
+/** What each read printed, as lines (empty ones dropped), by its section name; a read that did not run has none. */
+export type FactSections = ReadonlyMap<FactSection, string[]>;
 
-export function parseHostFacts(
-  host: string,
-  sections: Map<string, string[]>,
-  startedAtMs: number,
-): HostFacts {
-  const lines = (name: string): string[] => sections.get(name) ?? [];
+export type FactSection = 'clock' | 'image' | 'addr' | 'link' | 'weights' | 'index' | 'ipc' | 'hash' | 'ray';
+
+export function parseHostFacts(host: string, sections: FactSections, startedAtMs: number): HostFacts {
+  const lines = (name: FactSection): string[] => sections.get(name) ?? [];
   const clock = lines('clock')[0]?.trim() ?? '';
   const imageLine = lines('image')[0]?.trim() ?? '';
   const weightLines = sections.get('weights');

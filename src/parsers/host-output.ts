@@ -41,3 +41,16 @@ export function boundedNumber(value: number, what: string, max: number, printed?
   }
   return value;
 }
+
+// The CLI's pointer to its own --help (20.10: `See 'docker run --help'.`; 28.x: `Run 'docker run --help' for more
+// information`): no help to whoever reads a deploy's failure.
+const helpPointer = /^(See 'docker [a-z ]+--help'\.?|Run 'docker [a-z ]+--help' for more information)$/;
+
+/** What docker printed, for a failure message: without its pointer to --help. */
+export function dockerSaid(text: string): string {
+  return text
+    .split('\n')
+    .filter((line) => !helpPointer.test(line.trim()))
+    .join('\n')
+    .trim();
+}

@@ -2,9 +2,7 @@
 // (src/host-commands) from the spec and what a read-only look at the host found (its login's uid, which
 // listed units are loaded, which containers exist). Pure: the plan activity reads, this writes the list.
 import type { DeploySpec } from '../config/schema.js';
-import { dirnameOf, modelPathFor } from '../config/derive.js';
 import { raw } from '../ssh/quote.js';
-import { preflightReads } from '../host-commands/preflight.js';
 import { planStopServices } from '../steps/stop-services.js';
 import { planRemoveContainers, removalTargets } from '../steps/remove-containers.js';
 import { planGpusClear } from '../steps/gpus-clear.js';
@@ -14,18 +12,10 @@ import { verifyRayPlan } from '../steps/verify-ray.js';
 import { launchServePlan } from '../steps/launch-serve.js';
 import { smokePlan } from '../steps/smoke.js';
 import { headPollCommand, rayWorkerWatchCommand } from '../host-commands/polls.js';
-import { hostReadBatch, imageVersionsCommand } from '../host-commands/agreement.js';
-import { hostReadOf } from '../preflight/agreement.js';
+import { imageVersionsCommand } from '../host-commands/agreement.js';
+import { plannedPreflightInput, preflightPlan } from '../steps/preflight.js';
 import { listenerCommand, rank0ContainersCommand } from '../host-commands/multiproc.js';
-import {
-  batch,
-  planPlaceholders,
-  read,
-  readWhen,
-  type PlanHost,
-  type PlannedCommand,
-  type PlannedStep,
-} from './planned.js';
+import { planPlaceholders, read, readWhen, type PlanHost, type PlannedStep } from './planned.js';
 import { rankOf, rankPollStep, skippedRaySteps } from './multiproc-plan.js';
 import { startRankPlan } from '../steps/start-rank.js';
 
@@ -58,34 +48,8 @@ export function launchIdOf(spec: DeploySpec): string {
   return `liftoff-${spec.cluster}:${planPlaceholders.runId}`;
 }
 
-function preflightCommands(spec: DeploySpec, host: PlanHost, head: PlanHost): PlannedCommand[] {
-  const modelPath = modelPathFor(spec) ?? '';
-  // The agreement checks cover NCCL/GLOO_SOCKET_IFNAME, so preflightHost reads no interface; its round trip carries
-  // this host's agreement read too (and on the head the versions inside the image).
-  const agreementRead = hostReadOf(
-    {
-      image: spec.ray.image,
-      modelPath,
-      hashWeights: spec.preflight.hashWeights,
-      rayPort: spec.ray.port,
-      hosts: [head, host].map((h) => ({ name: h.name, clusterIp: h.clusterIp, role: h.role })),
-    },
-    { name: host.name, clusterIp: host.clusterIp, role: host.role },
-  );
-  const reads = preflightReads({
-    image: spec.ray.image,
-    modelPath,
-    volumes: spec.ray.volumes,
-    ...(host.role === 'head' ? { logDir: dirnameOf(spec.serve.logPath), logPath: spec.serve.logPath } : {}),
-  });
-  return [
-    batch([...reads, ...hostReadBatch(agreementRead, planPlaceholders.nonce, host.role === 'head')]),
-    // The comparison takes the facts from that trip; it reads a host itself only when another worker ran its
-    // preflight (or the facts were lost with a worker).
-    {
-      ...batch(hostReadBatch(agreementRead, planPlaceholders.nonce, host.role === 'head')),
-      when: "checkHostsAgree runs on another worker than this host's preflightHost",
-    },
+function preflightCommands(spec: DeploySpec, host: PlanHost, head: PlanHost): PlannedStep {
+  return preflightPlan(plannedPreflightInput(spec, host, head), [
     // Hosts of one image share its versions: another host reads them only for an image ID the head lacks.
     ...(host.role === 'head'
       ? []
@@ -102,7 +66,7 @@ function preflightCommands(spec: DeploySpec, host: PlanHost, head: PlanHost): Pl
           readWhen(rank0ContainersCommand(spec.cluster), 'something listens on serve.masterPort'),
         ]
       : []),
-  ];
+  ]);
 }
 
 export function planHost(
@@ -113,7 +77,7 @@ export function planHost(
   seen: HostObservation,
 ): HostPlan {
   const launchId = launchIdOf(spec);
-  const steps: PlannedStep[] = [{ step: 'preflight', commands: preflightCommands(spec, host, head) }];
+  const steps: PlannedStep[] = [preflightCommands(spec, host, head)];
   const units = [...new Set(spec.cleanup.services)];
   const stop = units.filter((u) => seen.loadedUnits.includes(u));
   const disable = spec.cleanup.disableServices ? stop : [];

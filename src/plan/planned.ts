@@ -6,7 +6,7 @@ import { envTransport, type EnvTransport } from '../host-commands/env-transport.
 import type { EnvSpec } from '../config/schema.js';
 import { isSecretEnvName } from '../shared/secrets.js';
 import type { RemoteCommand } from '../ssh/quote.js';
-import { batchCommand, prefetchCommand, type BatchEntry } from '../host-commands/sections.js';
+import { batchCommand } from '../host-commands/sections.js';
 import type { StepCommand } from '../host-commands/step-command.js';
 
 /** Stand-ins for what exists only once the deploy runs; the plan shows them by these names. */
@@ -14,8 +14,6 @@ export const planPlaceholders = {
   runId: 'RUN_ID',
   startedAt: 'START_MS',
   pid: 'PID',
-  /** The per-read marker of the agreement read's sections. */
-  nonce: 'NONCE',
 } as const;
 
 /** A host of the spec, as the plan addresses it. */
@@ -75,38 +73,6 @@ export const readWhen = (cmd: RemoteCommand, when: string): PlannedCommand => ({
   when,
 });
 export const change = (cmd: RemoteCommand): PlannedCommand => ({ text: cmd.text, change: true });
-
-/**
- * Several commands in one round trip, as activities/prefetch.ts runs them (the same prefetchCommand text), with
- * each part shown on its own; `changing` are the parts that change the host.
- */
-export function batch(
-  entries: readonly BatchEntry[],
-  changing: readonly RemoteCommand[] = [],
-  extra: { repeats?: string; when?: string } = {},
-): PlannedCommand {
-  const built = prefetchCommand(entries);
-  const parts = built.items.map((item): PlannedPart => {
-    const gate = built.items[item.unlessOk ?? -1];
-    return {
-      text: item.command.text,
-      change: changing.some((c) => c.text === item.command.text),
-      ...(gate ? { when: `\`${gate.command.text}\` above failed` } : {}),
-      ...(item.waitUntil !== undefined
-        ? {
-            note: `after the host waited until \`${item.waitUntil.until.text}\` holds, up to ${item.waitUntil.seconds} s`,
-          }
-        : {}),
-    };
-  });
-  return {
-    text: built.command.text,
-    change: parts.some((p) => p.change),
-    parts,
-    ...(extra.repeats ? { repeats: extra.repeats } : {}),
-    ...(extra.when ? { when: extra.when } : {}),
-  };
-}
 
 /**
  * A step's commands as the runner (activities/run-commands.ts) runs them: one round trip when there are several,

@@ -40,7 +40,7 @@ export interface AgreementExpectations {
 
 /**
  * What the agreement read asks of one host. One builder for preflightHost, which reads it in its round trip, and
- * checkHostsAgree, which looks its facts up by it (activities/step-handoff.ts).
+ * checkHostsAgree, which reads a host whose facts did not come from there.
  */
 export function hostReadOf(
   expect: Pick<AgreementExpectations, 'image' | 'modelPath' | 'hosts' | 'rayPort'> & { hashWeights: boolean },

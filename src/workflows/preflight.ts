@@ -3,14 +3,16 @@
 import { ApplicationFailure, deprecatePatch } from '@temporalio/workflow';
 import type { NamedHost, PreflightReport } from '../activities/types.js';
 import type { AgreementInput, AgreementResult } from '../activities/agreement.js';
+import type { HostFacts } from '../parsers/agreement-facts.js';
 import { parseDuration } from '../config/duration.js';
 import type { DeploySpec } from '../config/schema.js';
-import { dirnameOf, modelPathFor } from '../config/derive.js';
+import { modelPathFor } from '../config/derive.js';
 import { FailureType } from '../shared/failures.js';
 import type { StepActivities } from './activity-options.js';
 import { messageOf } from './failures.js';
 import { patches } from './patches.js';
 import { hostReadOf, type AgreementHost } from '../preflight/agreement.js';
+import { preflightInputOf } from '../steps/preflight-input.js';
 
 export interface PreflightPassed {
   /** Clock skew between hosts, for the step's detail. */
@@ -36,29 +38,24 @@ export async function preflight(
   deprecatePatch(patches.preflightOneTrip);
   const reports = await Promise.allSettled(
     hosts.map((h) =>
-      preflightHost({
-        host: h.ref,
-        clusterIp: h.clusterIp,
-        image: spec.ray.image,
-        modelPath,
-        volumes: spec.ray.volumes,
-        logDir: h === head ? dirnameOf(spec.serve.logPath) : undefined,
-        logPath: h === head ? spec.serve.logPath : undefined,
-        minFreeDiskGiB: spec.preflight.minFreeDiskGiB,
-        agreement: { read: hostReadOf(expected, roleOf(h, head)), versions: h === head },
-      }),
+      preflightHost(preflightInputOf(spec, h, h === head, hostReadOf(expected, roleOf(h, head)))),
     ),
   );
-  const agreement = checkHostsAgree({ ...expected, cachedFacts: true });
+  // The facts each host's trip read go to the comparison as its input; a host without them is read there.
+  const agreement = checkHostsAgree({ ...expected, facts: passedFacts(reports) });
   const problems: string[] = [];
   const byHost: Record<string, PreflightReport | { error: string }> = {};
+  const verdicts: PreflightReport[] = [];
   reports.forEach((r, i) => {
     const name = hosts[i]?.name ?? `host ${i}`;
     if (r.status === 'rejected') {
       problems.push(`${name}: ssh: ${messageOf(r.reason)}`);
       byHost[name] = { error: messageOf(r.reason) };
     } else {
-      byHost[name] = r.value;
+      // The facts went to the comparison; the failure's details and the plan keep the verdicts only.
+      const { facts: _facts, ...report } = r.value;
+      byHost[name] = report;
+      verdicts.push(report);
       for (const c of r.value.checks) if (!c.ok) problems.push(`${name}: ${c.name}: ${c.detail}`);
     }
   });
@@ -85,8 +82,25 @@ export async function preflight(
       details: [byHost],
     });
   }
-  const passed = reports.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
-  return { warnings, reports: passed };
+  return { warnings, reports: verdicts };
+}
+
+/**
+ * The facts of the hosts whose trip read them, up to what one activity input may carry: a host past the budget
+ * (thousands of weight files on many hosts) is read by checkHostsAgree itself.
+ */
+function passedFacts(reports: PromiseSettledResult<PreflightReport>[]): HostFacts[] {
+  const budget = 1024 * 1024;
+  let used = 0;
+  const passed: HostFacts[] = [];
+  for (const r of reports) {
+    if (r.status !== 'fulfilled' || !r.value.facts) continue;
+    const size = JSON.stringify(r.value.facts).length;
+    if (used + size > budget) continue;
+    used += size;
+    passed.push(r.value.facts);
+  }
+  return passed;
 }
 
 export function agreementInput(

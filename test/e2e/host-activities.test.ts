@@ -99,7 +99,7 @@ describe('host preparation activities on the simulated cluster', () => {
       assert.equal(report.ok, true, JSON.stringify(report, null, 2));
       assert.deepEqual(
         report.checks.map((c) => c.name),
-        ['ssh', 'docker', 'image', 'gpus', 'model', 'volumes', 'interface', 'disk', 'logDir'],
+        ['ssh', 'docker', 'image', 'gpus', 'model', 'volumes', 'interface', 'disk', 'logDir', 'logWritable'],
       );
       assert.match(checkOf(report, 'model').detail, /\d+ \.safetensors file\(s\) and 1 config\.json/);
       assert.match(checkOf(report, 'interface').detail, /enp1s0f1np1 carries clusterIp 10\.213\./);

@@ -9,10 +9,10 @@ import {
   parseRayProbe,
   parseVersions,
   parseWeights,
-  splitSections,
+  type FactSection,
   type HostFacts,
 } from '../../src/parsers/agreement-facts.js';
-import { hostReadCommand } from '../../src/host-commands/agreement.js';
+import { agreementCommands } from '../../src/steps/agreement-read.js';
 import {
   compareHosts,
   ifaceMatches,
@@ -75,28 +75,24 @@ function problemsOf(worker: Partial<HostFacts>, exp: Partial<AgreementExpectatio
 }
 
 describe('agreement: parsers', () => {
-  it('splits sections by the nonce marker only; a forged marker with another nonce is content', () => {
-    const text = ['@@abc image', idA, '@@zzz image', '@@abc clock', '1796354320354868938', ''].join('\n');
-    const s = splitSections(text, 'abc');
-    assert.deepEqual(s.get('image'), [idA, '@@zzz image']);
-    assert.deepEqual(s.get('clock'), ['1796354320354868938']);
-  });
-
   it('reads the clock offset, image ID, addresses and MTUs', () => {
-    const sections = splitSections(
+    const sections = new Map<FactSection, string[]>([
+      ['clock', ['1796354320354868938']],
+      ['image', [idA]],
       [
-        '@@n clock',
-        '1796354320354868938',
-        '@@n image',
-        idA,
-        '@@n addr',
-        '3: enp1s0f1np1    inet 10.0.2.12/24 brd 10.0.2.255 scope global enp1s0f1np1\\       valid_lft forever',
-        '@@n link',
-        '3: enp1s0f1np1@if7: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 9000 qdisc noqueue state UP mode DEFAULT',
-        '1: lo: <LOOPBACK,UP,LOWER_UP> mtu 65536 qdisc noqueue state UNKNOWN mode DEFAULT',
-      ].join('\n'),
-      'n',
-    );
+        'addr',
+        [
+          '3: enp1s0f1np1    inet 10.0.2.12/24 brd 10.0.2.255 scope global enp1s0f1np1\\       valid_lft forever',
+        ],
+      ],
+      [
+        'link',
+        [
+          '3: enp1s0f1np1@if7: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 9000 qdisc noqueue state UP mode DEFAULT',
+          '1: lo: <LOOPBACK,UP,LOWER_UP> mtu 65536 qdisc noqueue state UNKNOWN mode DEFAULT',
+        ],
+      ],
+    ]);
     const f = parseHostFacts('spark2', sections, 1796354320000);
     assert.equal(f.clockOffsetMs, 354);
     assert.equal(f.imageId, idA);
@@ -107,7 +103,7 @@ describe('agreement: parsers', () => {
   });
 
   it('refuses an image line that is not an ID (an error message)', () => {
-    const f = parseHostFacts('h', splitSections('@@n image\nError: No such image: x\n', 'n'), 0);
+    const f = parseHostFacts('h', new Map([['image', ['Error: No such image: x']]]), 0);
     assert.equal(f.imageId, undefined);
   });
 
@@ -191,24 +187,33 @@ describe('agreement: parsers', () => {
     });
   });
 
-  it('quotes the spec values of the one remote command and probes the head only from a worker', () => {
-    const cmd = hostReadCommand(
-      {
-        host: 'w',
-        image: "img'; rm -rf /",
-        modelPath: '/m p',
-        hashWeights: false,
-        rayHead: { ip: '10.0.2.11', port: 6379 },
-      },
-      'n1',
-    ).text;
-    assert.match(cmd, /-- 'img'\\''; rm -rf \/'/);
-    assert.match(cmd, /cd -- '\/m p'/);
-    assert.match(cmd, /\/dev\/tcp\/\$0\/\$1"' 10\.0\.2\.11 6379/);
-    assert.doesNotMatch(cmd, /sha256sum/, 'no hashing unless preflight.hashWeights');
-    const head = hostReadCommand({ host: 'h', image: 'i', modelPath: '/m', hashWeights: true }, 'n1').text;
-    assert.doesNotMatch(head, /dev\/tcp/);
-    assert.match(head, /sha256sum/);
+  it('quotes the spec values of each read and probes the head only from a worker', () => {
+    const texts = (commands: { name: string; command: { text: string } }[]): Map<string, string> =>
+      new Map(commands.map((c) => [c.name, c.command.text]));
+    const worker = texts(
+      agreementCommands(
+        {
+          host: 'w',
+          image: "img'; rm -rf /",
+          modelPath: '/m p',
+          hashWeights: false,
+          rayHead: { ip: '10.0.2.11', port: 6379 },
+        },
+        false,
+      ),
+    );
+    assert.equal(worker.keys().next().value, 'clock', 'the clock is read first');
+    assert.match(worker.get('image-id') ?? '', /-- 'img'\\''; rm -rf \/'/);
+    assert.match(worker.get('weight-list') ?? '', /cd -- '\/m p'/);
+    assert.match(worker.get('ray-port') ?? '', /\/dev\/tcp\/\$0\/\$1"' 10\.0\.2\.11 6379/);
+    assert.equal(worker.has('weight-hashes'), false, 'no hashing unless preflight.hashWeights');
+    assert.equal(worker.has('image-versions'), false);
+    const head = texts(
+      agreementCommands({ host: 'h', image: 'i', modelPath: '/m', hashWeights: true }, true),
+    );
+    assert.equal(head.has('ray-port'), false);
+    assert.match(head.get('weight-hashes') ?? '', /sha256sum/);
+    assert.match(head.get('image-versions') ?? '', /docker run --rm --network none --pull never/);
   });
 });
 

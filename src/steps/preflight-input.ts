@@ -1,0 +1,47 @@
+// What preflightHost is asked on one host, built from the spec in one place: by the deploy's workflow (with its
+// patches' choices) and by `liftoff plan`, so the plan lists the very reads the deploy's trip runs.
+import type { DeploySpec } from '../config/schema.js';
+import { dirnameOf, modelPathFor } from '../config/derive.js';
+import type { HostRef } from '../config/targets.js';
+import type { HostReadInput } from '../host-commands/agreement.js';
+
+export interface PreflightInput {
+  host: HostRef;
+  clusterIp: string;
+  /** NCCL_SOCKET_IFNAME, when the spec sets it: that interface must carry clusterIp. */
+  iface?: string;
+  image: string;
+  /** Host folder that must hold the model weights. */
+  modelPath: string;
+  /** HOST:CONTAINER[:mode] volumes; every HOST path must exist. */
+  volumes: string[];
+  /** Folder of the serve log (head only): must exist, and not lie in a system folder once links are followed. */
+  logDir?: string;
+  /** The serve log itself (head only): must not be a symbolic link, since the launch truncates it. */
+  logPath?: string;
+  minFreeDiskGiB: number;
+  /**
+   * The agreement read of this host, made in the same round trip (and on the head the versions inside the image);
+   * its facts come back in the report, for the workflow to pass to checkHostsAgree.
+   */
+  agreement?: { read: HostReadInput; versions: boolean };
+}
+
+export function preflightInputOf(
+  spec: DeploySpec,
+  host: { ref: HostRef; clusterIp: string },
+  isHead: boolean,
+  agreement: HostReadInput,
+): PreflightInput {
+  // No interface named: the agreement checks cover NCCL/GLOO_SOCKET_IFNAME on every host.
+  return {
+    host: host.ref,
+    clusterIp: host.clusterIp,
+    image: spec.ray.image,
+    modelPath: modelPathFor(spec) ?? '',
+    volumes: spec.ray.volumes,
+    ...(isHead ? { logDir: dirnameOf(spec.serve.logPath), logPath: spec.serve.logPath } : {}),
+    minFreeDiskGiB: spec.preflight.minFreeDiskGiB,
+    agreement: { read: agreement, versions: isHead },
+  };
+}
