@@ -4,6 +4,10 @@ import type { EnvSpec, EnvValue } from '../config/schema.js';
 import type { HostRef } from '../config/targets.js';
 import type { VllmLogSummary } from '../parsers/vllm-log.js';
 import type { HeadLook } from '../steps/launch-serve.js';
+import type { ContainerLists } from '../steps/remove-containers.js';
+import type { SmokeTestResult } from '../steps/smoke.js';
+
+export type { ContainerLists, SmokeTestResult };
 
 export interface NamedHost {
   name: string;
@@ -23,14 +27,6 @@ export interface StopServicesInput {
    * trip that stops the units, after the stop, and return them (patch container-lists-with-stop).
    */
   containerListsFor?: { cluster: string };
-}
-/** A host's container names (bounded: src/steps/remove-containers.ts), as read after the stop. */
-export interface ContainerLists {
-  all: string[];
-  /** Those labelled liftoff.cluster=<cluster>. */
-  labelled: string[];
-  /** When the stop's worker read them (its clock): the removal reads again when they are stale. */
-  readAtMs: number;
 }
 export interface StopServicesResult {
   host: string;
@@ -150,12 +146,6 @@ export interface SmokeTestInput {
   maxTokens: number;
   /** serve.env.VLLM_API_KEY: the server then wants it on /v1 routes. */
   apiKey?: EnvValue;
-}
-export interface SmokeTestResult {
-  text: string;
-  completionTokens: number;
-  seconds: number;
-  tokensPerSecond: number;
 }
 
 export interface DiagnosticsInput {

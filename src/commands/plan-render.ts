@@ -8,7 +8,7 @@
 import { deploySteps } from '../workflows/steps.js';
 import { envTransport } from '../host-commands/env-transport.js';
 import { planPlaceholders, type HostPlan, type PlannedStep } from '../plan/host-plan.js';
-import type { PlannedCommand, PlannedPart } from '../plan/planned.js';
+import type { PlannedCommand, PlannedPart } from '../steps/plan-entry.js';
 import type { PlanFindings, PlanResult } from '../workflows/index.js';
 import { planWidth, wrapCommand, wrapWords } from './plan-wrap.js';
 

@@ -5,7 +5,7 @@ import { pipelineParallelSize } from '../config/parallel.js';
 import type { EnvTransport } from './env-transport.js';
 import type { EnvSpec } from '../config/schema.js';
 import type { HostRef } from '../config/targets.js';
-import type { HeadLook } from '../steps/launch-serve.js';
+import type { RayCount } from '../parsers/ray-status.js';
 
 /** A Ray container to start on one host (head or worker), from the spec. */
 export interface RayContainerInput {
@@ -21,6 +21,31 @@ export interface RayContainerInput {
   gpus: number;
   /** Workers only: the head's clusterIp:port. */
   headAddress?: string;
+}
+
+/** What the marker file `<logPath>.liftoff.json` on the head holds. */
+export interface ServeMarker {
+  launchId: string;
+  pid: number;
+  startedAt: number;
+}
+
+/**
+ * The head's last look before a launch, parsed and bounded: what verifyRayCluster returns and the workflow passes
+ * to launchServe. Ray's counts only (the look is passed on only when Ray's verdict passed), the marker's content,
+ * and whether its pid runs.
+ */
+export interface HeadLook {
+  /** The worker's clock when the head answered, in ms. */
+  atMs: number;
+  host: string;
+  container: string;
+  markerPath: string;
+  ray: RayCount;
+  /** Absent: no marker, or one that liftoff did not write. */
+  marker?: ServeMarker;
+  /** Absent: the read beside the marker did not check the marker's pid; ask on its own. */
+  markerPidAlive?: boolean;
 }
 
 /** `vllm serve` to launch in the head's Ray container. */

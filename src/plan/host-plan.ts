@@ -15,11 +15,16 @@ import { headPollCommand, rayWorkerWatchCommand } from '../host-commands/polls.j
 import { imageVersionsCommand } from '../host-commands/agreement.js';
 import { plannedPreflightInput, preflightPlan } from '../steps/preflight.js';
 import { listenerCommand, rank0ContainersCommand } from '../host-commands/multiproc.js';
-import { planPlaceholders, read, readWhen, type PlanHost, type PlannedStep } from './planned.js';
+import { planPlaceholders, read, readWhen, type PlanHost, type PlannedStep } from '../steps/plan-entry.js';
 import { rankOf, rankPollStep, skippedRaySteps } from './multiproc-plan.js';
 import { startRankPlan } from '../steps/start-rank.js';
 
-export { planPlaceholders, type PlanHost, type PlannedCommand, type PlannedStep } from './planned.js';
+export {
+  planPlaceholders,
+  type PlanHost,
+  type PlannedCommand,
+  type PlannedStep,
+} from '../steps/plan-entry.js';
 
 export interface HostPlan {
   host: string;

@@ -4,7 +4,7 @@
 import { multiprocSkipsRay } from '../config/backend.js';
 import type { DeploySpec } from '../config/schema.js';
 import { rankPollCommand } from '../host-commands/polls.js';
-import { read, type PlanHost, type PlannedStep } from './planned.js';
+import { read, type PlanHost, type PlannedStep } from '../steps/plan-entry.js';
 
 /** Rank 0 is the head; the other hosts take ranks 1.. in the spec's order (as the deploy's ranksOf). */
 export function rankOf(host: PlanHost, workers: readonly PlanHost[]): number {

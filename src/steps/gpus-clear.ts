@@ -14,7 +14,7 @@ import {
   type GpuClearLimits,
   type GpuLook,
 } from '../parsers/nvidia-smi.js';
-import { plannedRun, type PlannedStep } from '../plan/planned.js';
+import { plannedRun, type PlannedStep } from './plan-entry.js';
 import { FailureType } from '../shared/failures.js';
 import { tail } from '../shared/text.js';
 

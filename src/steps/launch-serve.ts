@@ -29,32 +29,10 @@ import {
   plannedRun,
   type PlanHost,
   type PlannedStep,
-} from '../plan/planned.js';
+} from './plan-entry.js';
 
-/** What the marker file `<logPath>.liftoff.json` on the head holds. */
-export interface ServeMarker {
-  launchId: string;
-  pid: number;
-  startedAt: number;
-}
-
-/**
- * The head's last look before a launch, parsed and bounded: what verifyRayCluster returns and the workflow passes
- * to launchServe. Ray's counts only (the look is passed on only when Ray's verdict passed), the marker's content,
- * and whether its pid runs.
- */
-export interface HeadLook {
-  /** The worker's clock when the head answered, in ms. */
-  atMs: number;
-  host: string;
-  container: string;
-  markerPath: string;
-  ray: RayCount;
-  /** Absent: no marker, or one that liftoff did not write. */
-  marker?: ServeMarker;
-  /** Absent: the read beside the marker did not check the marker's pid; ask on its own. */
-  markerPidAlive?: boolean;
-}
+import type { HeadLook, ServeMarker } from '../host-commands/launch.js';
+export type { HeadLook, ServeMarker };
 
 /**
  * How old the look may be for the launch to go on it: the workflow schedules the launch right after the check; a

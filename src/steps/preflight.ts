@@ -7,7 +7,7 @@ import { modelPathFor } from '../config/derive.js';
 import type { Answers, StepCommand } from '../host-commands/step-command.js';
 import type { ExecResult } from '../ssh/executor.js';
 import { hostReadOf } from '../preflight/agreement.js';
-import { plannedRun, type PlanHost, type PlannedCommand, type PlannedStep } from '../plan/planned.js';
+import { plannedRun, type PlanHost, type PlannedCommand, type PlannedStep } from './plan-entry.js';
 import { agreementCommands, factsOf, factsToPass } from './agreement-read.js';
 import {
   hostChecks,

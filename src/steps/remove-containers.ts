@@ -3,12 +3,20 @@
 // from docker's own list. The two lists it starts from come from stopServices' trip after the stop when it
 // stopped something (passed on by the workflow), else from a read of its own.
 import { ApplicationFailure } from '@temporalio/common';
-import type { ContainerLists } from '../activities/types.js';
 import { clusterFilter, containerNamesCommand, removeContainersCommand } from '../host-commands/cleanup.js';
 import { answerOf, type Answers, type StepCommand } from '../host-commands/step-command.js';
-import { plannedRun, type PlannedStep } from '../plan/planned.js';
+import { plannedRun, type PlannedStep } from './plan-entry.js';
 import { FailureType } from '../shared/failures.js';
 import { tail } from '../shared/text.js';
+
+/** A host's container names (bounded: src/steps/remove-containers.ts), as read after the stop. */
+export interface ContainerLists {
+  all: string[];
+  /** Those labelled liftoff.cluster=<cluster>. */
+  labelled: string[];
+  /** When the stop's worker read them (its clock): the removal reads again when they are stale. */
+  readAtMs: number;
+}
 
 /** More names than this are not passed through the workflow's history: removeContainers reads them itself. */
 const maxListedNames = 512;

@@ -11,8 +11,14 @@ import type { ExecResult } from '../ssh/executor.js';
 import type { DeploySpec } from '../config/schema.js';
 import { baseUrl, smokeCommand, smokeRequestTimeoutS, smokeTimingMarker } from '../host-commands/launch.js';
 import type { StepCommand } from '../host-commands/step-command.js';
-import { plannedRun, type PlanHost, type PlannedStep } from '../plan/planned.js';
-import type { SmokeTestResult } from '../activities/types.js';
+import { plannedRun, type PlanHost, type PlannedStep } from './plan-entry.js';
+
+export interface SmokeTestResult {
+  text: string;
+  completionTokens: number;
+  seconds: number;
+  tokensPerSecond: number;
+}
 
 /** Where the chat completion goes: the head's endpoint on the cluster network. */
 export const chatUrl = (clusterIp: string, port: number): string =>

@@ -13,7 +13,7 @@ import { listenerCommand, rankEnv, rankRunCommand, type StartRankInput } from '.
 import { ipv4AddressesCommand } from '../host-commands/preflight.js';
 import { rankInput } from '../host-commands/step-inputs.js';
 import type { StepCommand } from '../host-commands/step-command.js';
-import { planEnv, planPlaceholders, plannedRun, type PlanHost, type PlannedStep } from '../plan/planned.js';
+import { planEnv, planPlaceholders, plannedRun, type PlanHost, type PlannedStep } from './plan-entry.js';
 import { preReadCommands } from './launch-serve.js';
 
 /** How long a started rank must stay up before it counts as started, and how often that is looked at. */

@@ -13,7 +13,7 @@ import {
 import { headAddressOf, rayContainerInput } from '../host-commands/step-inputs.js';
 import type { StepCommand } from '../host-commands/step-command.js';
 import type { RemoteCommand } from '../ssh/quote.js';
-import { planTransport, plannedRun, type PlanHost, type PlannedStep } from '../plan/planned.js';
+import { planTransport, plannedRun, type PlanHost, type PlannedStep } from './plan-entry.js';
 
 /**
  * The start's one round trip: the container's state, the run unless a container of that name exists (an earlier

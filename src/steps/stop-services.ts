@@ -11,7 +11,7 @@ import {
   userIdCommand,
 } from '../host-commands/cleanup.js';
 import { answerOf, type Answers, type StepCommand } from '../host-commands/step-command.js';
-import { plannedRun, type PlannedStep } from '../plan/planned.js';
+import { plannedRun, type PlannedStep } from './plan-entry.js';
 import { FailureType } from '../shared/failures.js';
 import { tail } from '../shared/text.js';
 import type { ExecResult } from '../ssh/executor.js';

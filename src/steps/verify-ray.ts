@@ -12,7 +12,7 @@ import {
   workerJoinLogLines,
 } from '../host-commands/launch.js';
 import type { Answers, StepCommand } from '../host-commands/step-command.js';
-import { plannedRun, type PlanHost, type PlannedStep } from '../plan/planned.js';
+import { plannedRun, type PlanHost, type PlannedStep } from './plan-entry.js';
 import { markerLookOf, preReadCommands, type HeadLook } from './launch-serve.js';
 
 export interface HeadPollInput {

@@ -5,7 +5,7 @@ import { deploySpecSchema } from '../../src/config/schema.js';
 import { planHost, type HostObservation, type PlanHost } from '../../src/plan/host-plan.js';
 import { renderPlan } from '../../src/commands/plan-render.js';
 import { planWidth, wrapCommand } from '../../src/commands/plan-wrap.js';
-import { plannedRun } from '../../src/plan/planned.js';
+import { plannedRun } from '../../src/steps/plan-entry.js';
 import { sh } from '../../src/ssh/quote.js';
 import type { PlanResult } from '../../src/workflows/index.js';
 import { rankPollCommand } from '../../src/host-commands/polls.js';

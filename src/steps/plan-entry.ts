@@ -1,4 +1,4 @@
-// The pieces every part of `liftoff plan`'s host list is made of: a planned command (a read or a change), a
+// A step's plan entry and the pieces `liftoff plan`'s host list is made of: a planned command (a read or a change), a
 // step of them, the placeholders for what exists only once the deploy runs, and the env transport the deploy
 // would build, without reading a secret. Pure.
 import type { HostRef } from '../config/targets.js';
