@@ -8,7 +8,7 @@ import { spawn } from 'node:child_process';
 import { lstatSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import { useE2eCluster } from '../helpers/e2e-cluster.js';
+import { suiteStateDir, useSuiteCluster } from '../helpers/suites.js';
 import { runLiftoff } from '../helpers/cli.js';
 import { sshRun } from '../helpers/ssh.js';
 import { waitUntil } from '../helpers/wait.js';
@@ -22,7 +22,7 @@ import { planPlaceholders } from '../../src/plan/host-plan.js';
 import { containersLogPath, type ContainerCreation } from '../../sim/tools/docker/state.js';
 import { hostLogLines } from '../helpers/host-logs.js';
 
-const stateDir = '/tmp/liftoff-test-plan-init';
+const stateDir = suiteStateDir('plan-init');
 const cluster = 'plan-e2e';
 
 /** Commands that change a host, by the test's own reading of the shell text (not the plan's flag). */
@@ -42,9 +42,7 @@ const normalize = (cmd: string, runId: string): string =>
     .replace(/__f=\d+;/, '__f=0;');
 
 describe('liftoff plan and init on the simulated cluster', () => {
-  const e2e = useE2eCluster({
-    stateDir,
-    netIndex: 41,
+  const e2e = useSuiteCluster('plan-init', {
     recordCommands: true,
     vllm: { shards: 3, shardSeconds: 0.2, graphCaptureSeconds: 0.2 },
   });
