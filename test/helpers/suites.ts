@@ -5,7 +5,9 @@ import { useE2eCluster, type E2eClusterHandle, type E2eClusterOptions } from './
 
 export const e2eSuites = {
   deploy: { netIndex: 5 },
+  failures: { netIndex: 7 },
   'supervise-defaults': { netIndex: 33 },
+  agreement: { netIndex: 40 },
   'plan-init': { netIndex: 41 },
   multiproc: { netIndex: 43 },
   'ssh-handshakes': { netIndex: 50 },
