@@ -3,9 +3,10 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { FailureType } from '../shared/failures.js';
-import { redactText, secretEnvValues } from '../shared/secrets.js';
+import { secretEnvValues } from '../shared/secrets.js';
 import { sentence, tail } from '../shared/text.js';
 import type { SshSession } from '../ssh/executor.js';
+import { redactedLogTail } from './log-tail.js';
 import { containerLogTailCommand, inspectContainerCommand } from '../host-commands/launch.js';
 
 export {
@@ -122,9 +123,5 @@ export async function containerLogTail(
   secrets: readonly string[],
   lines = logTailLines,
 ): Promise<string> {
-  const res = await session.exec(containerLogTailCommand(name, lines), {
-    timeoutMs: 20_000,
-    check: false,
-  });
-  return redactText(res.stdout.trimEnd(), secrets);
+  return redactedLogTail(session, containerLogTailCommand(name, lines), secrets, 20_000);
 }

@@ -23,6 +23,7 @@ import { FailureType } from '../shared/failures.js';
 import { redactText, redactedTail } from '../shared/secrets.js';
 import { sentence, tail } from '../shared/text.js';
 import { containerSecrets, containerStateOf, type ContainerState } from './docker.js';
+import { execSectioned } from './sectioned-exec.js';
 import { onHost } from './ssh-context.js';
 import { resolveValue, secretValues } from './secrets.js';
 import type {
@@ -173,15 +174,11 @@ export async function checkServeHealth(input: CheckServeInput): Promise<CheckSer
       logOffset: input.logOffset,
       url,
     });
-    const res = await session.exec(poll.command, {
+    const out = await execSectioned(session, poll, {
       timeoutMs: 45_000,
-      check: false,
-      stdoutBytes: true,
-      maxOutputBytes: poll.maxOutputBytes,
       stdin: authorizationHeader(apiKey),
       secrets: apiKey ? [apiKey] : [],
     });
-    const out = parseSections(res.stdoutBytes ?? Buffer.alloc(0), poll.bounds);
     const problems: string[] = [];
     const pidSection = out.sections.get('pid');
     const pidProblem =
@@ -231,13 +228,7 @@ export async function checkRayWorker(input: CheckRayWorkerInput): Promise<CheckR
   return onHost(input.host, async (session) => {
     const host = input.host.target.name;
     const watch = rayWorkerWatchCommand(input.container);
-    const res = await session.exec(watch.command, {
-      timeoutMs: 30_000,
-      check: false,
-      stdoutBytes: true,
-      maxOutputBytes: watch.maxOutputBytes,
-    });
-    const out = parseSections(res.stdoutBytes ?? Buffer.alloc(0), watch.bounds);
+    const out = await execSectioned(session, watch, { timeoutMs: 30_000 });
     const state = workerStateOf(out.sections.get('state'), out.sections.get('alive'), input.container, host);
     return { host, ...state };
   });

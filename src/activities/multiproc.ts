@@ -31,10 +31,10 @@ import { markerLookOf } from '../steps/launch-serve.js';
 import { answerOf, runCommands } from './run-commands.js';
 import { containerOf, logChunkOf, tailLinesOf } from './health.js';
 import { rankPollCommand } from '../host-commands/polls.js';
-import { parseSections } from '../parsers/sections.js';
 import { heartbeat } from './heartbeat.js';
 import { resolveEnv } from './secrets.js';
 import { pidAlive } from './serve.js';
+import { execSectioned } from './sectioned-exec.js';
 import { onHost } from './ssh-context.js';
 import type { HostRef } from '../config/targets.js';
 import type { VllmFatal } from '../parsers/vllm-log.js';
@@ -206,13 +206,7 @@ export async function checkRank(input: CheckRankInput): Promise<CheckRankResult>
   return onHost(input.host, async (session) => {
     const host = input.host.target.name;
     const poll = rankPollCommand(input.container, input.logPath, input.logOffset);
-    const res = await session.exec(poll.command, {
-      timeoutMs: 45_000,
-      check: false,
-      stdoutBytes: true,
-      maxOutputBytes: poll.maxOutputBytes,
-    });
-    const out = parseSections(res.stdoutBytes ?? Buffer.alloc(0), poll.bounds);
+    const out = await execSectioned(session, poll, { timeoutMs: 45_000 });
     const container = containerOf(out.sections.get('container'), input.container, host);
     const secrets = container.state ? containerSecrets(container.state) : [];
     const chunk = logChunkOf(out.rest, input.logOffset);

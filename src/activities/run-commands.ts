@@ -8,7 +8,8 @@ import { RemoteCommandError } from '../ssh/errors.js';
 import { endpointOf } from '../ssh/target.js';
 import { batchCommand } from '../host-commands/sections.js';
 import { checkStepCommands, type Answers, type StepCommand } from '../host-commands/step-command.js';
-import { parseSections, sectionProblem, splitStderr } from '../parsers/sections.js';
+import { sectionProblem, splitStderr } from '../parsers/sections.js';
+import { execSectioned } from './sectioned-exec.js';
 
 export { answerOf, type Answers } from '../host-commands/step-command.js';
 
@@ -34,15 +35,11 @@ export async function runCommands(
   if (commands.length > 1 || !lone) {
     const batch = batchCommand(commands, opts.maxBytesPerCommand);
     const started = Date.now();
-    const res = await session.exec(batch.command, {
+    const out = await execSectioned(session, batch, {
       timeoutMs: opts.timeoutMs,
-      check: false,
-      stdoutBytes: true,
-      maxOutputBytes: batch.maxOutputBytes,
       ...(opts.stdin !== undefined ? { stdin: opts.stdin } : {}),
       ...(opts.secrets ? { secrets: opts.secrets } : {}),
     });
-    const out = parseSections(res.stdoutBytes ?? Buffer.alloc(0), batch.bounds);
     const durationMs = Date.now() - started;
     for (const c of commands) {
       const s = out.sections.get(c.name);

@@ -19,6 +19,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { FailureType } from '../shared/failures.js';
 import { redactText, secretArgValues } from '../shared/secrets.js';
 import { heartbeat } from './heartbeat.js';
+import { redactedLogTail } from './log-tail.js';
 import { resolveEnv } from './secrets.js';
 import { onHost } from './ssh-context.js';
 import { answerOf, runCommands } from './run-commands.js';
@@ -40,20 +41,6 @@ export async function pidAlive(session: SshSession, pid: number): Promise<boolea
   if (!Number.isInteger(pid) || pid <= 0) return false;
   const res = await session.exec(pidAliveCommand(pid), { timeoutMs: 10_000, check: false });
   return res.exitCode === 0;
-}
-
-/** The last lines of the serve log, redacted; '' when the file is missing. */
-export async function serveLogTail(
-  session: SshSession,
-  logPath: string,
-  secrets: readonly string[],
-  lines = tailLines,
-): Promise<string> {
-  const res = await session.exec(serveLogTailCommand(logPath, lines), {
-    timeoutMs: 15_000,
-    check: false,
-  });
-  return redactText(res.stdout.trimEnd(), secrets);
 }
 
 /** Whether this is the activity's first attempt (a direct call, outside an activity, is one). */
@@ -88,7 +75,11 @@ export async function launchServe(input: LaunchServeInput): Promise<LaunchServeR
     if (marker?.launchId === input.launchId) {
       if (alive)
         return { pid: marker.pid, logPath: input.logPath, launchedAtMs: marker.startedAt, reused: true };
-      throw serverExitedFailure(input, marker.pid, await serveLogTail(session, input.logPath, secrets));
+      throw serverExitedFailure(
+        input,
+        marker.pid,
+        await redactedLogTail(session, serveLogTailCommand(input.logPath, tailLines), secrets, 15_000),
+      );
     }
     if (marker && alive) throw earlierServerFailure(input, marker);
     judgeRayBeforeLaunch(look.ray, input);

@@ -8,30 +8,26 @@ import assert from 'node:assert/strict';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import { WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { DefaultLogger } from '@temporalio/worker';
-import { useE2eCluster } from '../helpers/e2e-cluster.js';
+import { suiteStateDir, useSuiteCluster } from '../helpers/suites.js';
 import { runLiftoff } from '../helpers/cli.js';
+import { deployFailureOf } from '../helpers/deploy-failure.js';
+import { assertReferenceDeploymentRuns } from '../helpers/reference-deployment.js';
 import { changingCommands, hostCommands } from '../helpers/host-logs.js';
-import { TASK_QUEUE, deployWorkflowId } from '../../src/shared/constants.js';
-import { deploy } from '../../src/workflows/index.js';
 import { clusterHosts, validate } from '../../src/workflows/deploy.js';
 import { agreementInput } from '../../src/workflows/preflight.js';
 import { modelPathFor } from '../../src/config/derive.js';
 import { checkHostsAgree, type AgreementResult } from '../../src/activities/agreement.js';
-import { clusterStatus } from '../../sim/cluster.js';
 import { clearDisagreements, setDisagreement, type Disagreement } from '../../sim/disagree.js';
 import { simDeploySpec } from '../../sim/spec.js';
 
-const stateDir = '/tmp/liftoff-test-agreement';
+const stateDir = suiteStateDir('agreement');
 type Spec = ReturnType<typeof simDeploySpec>;
 
 describe('preflight: the hosts must agree', () => {
-  const e2e = useE2eCluster({
-    stateDir,
-    netIndex: 40,
+  const e2e = useSuiteCluster('agreement', {
     clusterOnly: [],
     vllm: { shards: 12, shardSeconds: 0.1 },
   });
@@ -47,40 +43,15 @@ describe('preflight: the hosts must agree', () => {
   });
 
   async function deployExpectingRefusal(spec: Spec): Promise<ApplicationFailure> {
-    const error = await e2e.client.workflow
-      .execute(deploy, {
-        taskQueue: TASK_QUEUE,
-        workflowId: deployWorkflowId('agreement'),
-        args: [spec, { trigger: 'cli' }],
-      })
-      .then(
-        () => undefined,
-        (e: unknown) => e,
-      );
-    assert.ok(error instanceof WorkflowFailedError, `the deploy failed: ${String(error)}`);
-    assert.ok(error.cause instanceof ApplicationFailure);
-    assert.equal(error.cause.type, 'PreflightFailed', error.cause.message);
-    assert.match(error.cause.message, /nothing was stopped or removed/);
-    return error.cause;
+    const failure = await deployFailureOf(e2e.client, 'agreement', spec);
+    assert.equal(failure.type, 'PreflightFailed', failure.message);
+    assert.match(failure.message, /nothing was stopped or removed/);
+    return failure;
   }
 
   /** The old deployment still runs, and no command a session ran since `marks` could change a host. */
   async function assertNothingChanged(marks: number[]): Promise<void> {
-    for (const host of await clusterStatus(stateDir)) {
-      assert.deepEqual(
-        host.units.filter((u) => !u.active).map((u) => u.name),
-        [],
-        `${host.name}: every old unit still active`,
-      );
-      assert.deepEqual(
-        host.containers
-          .filter((c) => c.running)
-          .map((c) => c.name)
-          .sort(),
-        ['reranker', 'vllm_embeddings', 'vllm_node'],
-        `${host.name}: the old containers still run`,
-      );
-    }
+    await assertReferenceDeploymentRuns(stateDir);
     hostDirs().forEach((dir, i) => {
       const ran = hostCommands(dir).slice(marks[i]);
       assert.ok(ran.length > 0, `${e2e.sim.hosts[i]?.name}: preflight ran its reads there`);

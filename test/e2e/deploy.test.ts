@@ -5,7 +5,7 @@ import { before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { useE2eCluster } from '../helpers/e2e-cluster.js';
+import { suiteStateDir, useSuiteCluster } from '../helpers/suites.js';
 import { assertHeadServes } from '../helpers/serving.js';
 import { TASK_QUEUE } from '../../src/shared/constants.js';
 import { deploy, progressQuery } from '../../src/workflows/index.js';
@@ -24,12 +24,10 @@ import { liftoffArgv } from '../helpers/cli.js';
 
 const execFileAsync = promisify(execFile);
 
-const stateDir = '/tmp/liftoff-test-deploy';
+const stateDir = suiteStateDir('deploy');
 
 describe('deploy on a simulated 2-host cluster', () => {
-  const e2e = useE2eCluster({
-    stateDir,
-    netIndex: 5,
+  const e2e = useSuiteCluster('deploy', {
     vllm: { shards: 39, shardSeconds: 0.08, graphCaptureSeconds: 0.5 },
   });
   let result: DeployResult;

@@ -3,7 +3,7 @@
 // simulated ray and vllm, and nvidia-smi on the hosts, simulate the GPUs. Every check asks the hosts' own Docker.
 import { before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { useE2eCluster } from '../helpers/e2e-cluster.js';
+import { useSuiteCluster } from '../helpers/suites.js';
 import { assertHeadServes } from '../helpers/serving.js';
 import { TASK_QUEUE } from '../../src/shared/constants.js';
 import { deploy } from '../../src/workflows/index.js';
@@ -13,13 +13,10 @@ import { simDeploySpec } from '../../sim/spec.js';
 import { referenceContainers } from '../../sim/seed.js';
 import { sshRun } from '../helpers/ssh.js';
 
-const stateDir = '/tmp/liftoff-test-docker-deploy';
 const cluster = 'e2e-docker-deploy';
 
 describe('deploy on 2 simulated hosts with a real Docker Engine each', () => {
-  const e2e = useE2eCluster({
-    stateDir,
-    netIndex: 61,
+  const e2e = useSuiteCluster('docker-deploy', {
     docker: 'real',
     vllm: { shards: 8, shardSeconds: 0.1, graphCaptureSeconds: 0.3 },
   });

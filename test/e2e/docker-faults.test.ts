@@ -14,7 +14,7 @@ import { stringify } from 'yaml';
 import { WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { runLiftoff } from '../helpers/cli.js';
-import { useE2eCluster } from '../helpers/e2e-cluster.js';
+import { suiteStateDir, useSuiteCluster } from '../helpers/suites.js';
 import { headLaunches } from '../helpers/host-logs.js';
 import { sshRun } from '../helpers/ssh.js';
 import { tempDir } from '../helpers/temp-dir.js';
@@ -34,7 +34,7 @@ import type { HostStatus } from '../../sim/cluster.js';
 import { simDeploySpec } from '../../sim/spec.js';
 
 const execFileAsync = promisify(execFile);
-const stateDir = '/tmp/liftoff-test-docker-faults';
+const stateDir = suiteStateDir('docker-faults');
 const cluster = 'e2e-docker-faults';
 const workflowId = deployWorkflowId(cluster);
 const image = 'hellohal2064/vllm-qwen3.5-gb10';
@@ -42,9 +42,7 @@ const container = 'vllm_qwen35';
 const supervise = { interval: '2s', failureThreshold: 2, backoff: '1s', maxRelaunches: 3, window: '1h' };
 
 describe('container faults, cancel and teardown on real Docker Engines', () => {
-  const e2e = useE2eCluster({
-    stateDir,
-    netIndex: 73,
+  const e2e = useSuiteCluster('docker-faults', {
     docker: 'real',
     // About 8 s of load: long enough to act in the middle of it.
     vllm: { shards: 24, shardSeconds: 0.3, graphCaptureSeconds: 0.3 },

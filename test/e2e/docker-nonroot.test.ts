@@ -5,7 +5,7 @@
 // `kill -0` answered "Operation not permitted" and the load failed at its first worker poll).
 import { before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { useE2eCluster } from '../helpers/e2e-cluster.js';
+import { useSuiteCluster } from '../helpers/suites.js';
 import { assertHeadServes } from '../helpers/serving.js';
 import { TASK_QUEUE } from '../../src/shared/constants.js';
 import { deploy } from '../../src/workflows/index.js';
@@ -13,14 +13,11 @@ import type { DeployResult } from '../../src/workflows/steps.js';
 import { simDeploySpec } from '../../sim/spec.js';
 import { sshRun } from '../helpers/ssh.js';
 
-const stateDir = '/tmp/liftoff-test-docker-nonroot';
 const cluster = 'e2e-docker-nonroot';
 const sshUser = 'liftoff';
 
 describe('deploy as a non-root SSH user in the docker group, on real Docker Engines', () => {
-  const e2e = useE2eCluster({
-    stateDir,
-    netIndex: 71,
+  const e2e = useSuiteCluster('docker-nonroot', {
     docker: 'real',
     sshUser,
     vllm: { shards: 8, shardSeconds: 0.1, graphCaptureSeconds: 0.3 },

@@ -5,22 +5,20 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
-import { useE2eCluster } from '../helpers/e2e-cluster.js';
-import { TASK_QUEUE, deployWorkflowId } from '../../src/shared/constants.js';
-import { deploy } from '../../src/workflows/index.js';
+import { suiteStateDir, useSuiteCluster } from '../helpers/suites.js';
+import { deployFailureOf } from '../helpers/deploy-failure.js';
+import { assertReferenceDeploymentRuns } from '../helpers/reference-deployment.js';
+import { deployWorkflowId } from '../../src/shared/constants.js';
 import { clusterStatus, setFaults, setHostDown, setHostUp } from '../../sim/cluster.js';
 import { simDeploySpec } from '../../sim/spec.js';
 
-const stateDir = '/tmp/liftoff-test-failures';
+const stateDir = suiteStateDir('failures');
 const rayTokenVar = 'SIM_TEST_FAILURES_RAY_TOKEN';
 type Spec = ReturnType<typeof simDeploySpec>;
 
 describe('deploy failures on a simulated cluster', () => {
-  const e2e = useE2eCluster({
-    stateDir,
-    netIndex: 7,
+  const e2e = useSuiteCluster('failures', {
     // Both hosts have a management link of their own: no jump host in these scenarios.
     clusterOnly: [],
     vllm: { shards: 6, shardSeconds: 0.2, graphCaptureSeconds: 0.2 },
@@ -31,38 +29,12 @@ describe('deploy failures on a simulated cluster', () => {
   const rayToken = `failures-ray-secret-${randomBytes(9).toString('hex')}`;
   process.env[rayTokenVar] = rayToken;
 
-  async function deployExpectingFailure(spec: unknown): Promise<ApplicationFailure> {
-    const error = await e2e.client.workflow
-      .execute(deploy, {
-        taskQueue: TASK_QUEUE,
-        workflowId: deployWorkflowId('failures'),
-        args: [spec, { trigger: 'cli' }],
-      })
-      .then(
-        () => undefined,
-        (e: unknown) => e,
-      );
-    assert.ok(error instanceof WorkflowFailedError, `the deploy failed: ${String(error)}`);
-    assert.ok(error.cause instanceof ApplicationFailure);
-    return error.cause;
-  }
+  const deployExpectingFailure = (spec: unknown): Promise<ApplicationFailure> =>
+    deployFailureOf(e2e.client, 'failures', spec);
 
   /** The reference state: the old deployment still runs (units active, old containers up and holding GPUs). */
   async function assertOldDeploymentUntouched(): Promise<void> {
-    for (const host of await clusterStatus(stateDir)) {
-      assert.deepEqual(
-        host.units.filter((u) => !u.active).map((u) => u.name),
-        [],
-        `${host.name}: every old unit still active`,
-      );
-      assert.deepEqual(
-        host.containers
-          .filter((c) => c.running)
-          .map((c) => c.name)
-          .sort(),
-        ['reranker', 'vllm_embeddings', 'vllm_node'],
-        `${host.name}: the old containers still run`,
-      );
+    for (const host of await assertReferenceDeploymentRuns(stateDir)) {
       assert.ok(host.gpuProcesses.length >= 3, `${host.name}: GPU memory still held by the old deployment`);
     }
   }

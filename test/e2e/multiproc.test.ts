@@ -14,6 +14,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { runLiftoff, type CliRun } from '../helpers/cli.js';
 import { hostLogLines } from '../helpers/host-logs.js';
 import { useE2eCluster } from '../helpers/e2e-cluster.js';
+import { suiteStateDir, useSuiteCluster } from '../helpers/suites.js';
 import { sshRun } from '../helpers/ssh.js';
 import { waitUntil } from '../helpers/wait.js';
 import { TASK_QUEUE, deployWorkflowId } from '../../src/shared/constants.js';
@@ -25,7 +26,7 @@ import { simDeploySpec } from '../../sim/spec.js';
 import { tempDir } from '../helpers/temp-dir.js';
 
 const run = promisify(execFile);
-const stateDir = '/tmp/liftoff-test-multiproc';
+const stateDir = suiteStateDir('multiproc');
 const clusterName = 'multiproc';
 const workflowId = deployWorkflowId(clusterName);
 const masterPort = 29501;
@@ -57,9 +58,7 @@ interface Container {
 }
 
 describe('serve.backend multiproc: vLLM multi-node mode on the simulated cluster', () => {
-  const e2e = useE2eCluster({
-    stateDir,
-    netIndex: 43,
+  const e2e = useSuiteCluster('multiproc', {
     vllm: { shards: 8, shardSeconds: 0.25, graphCaptureSeconds: 0.4 },
   });
   let spark1: SimHost;

@@ -8,7 +8,7 @@ import { spawn } from 'node:child_process';
 import { lstatSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import { useE2eCluster } from '../helpers/e2e-cluster.js';
+import { suiteStateDir, useSuiteCluster } from '../helpers/suites.js';
 import { runLiftoff } from '../helpers/cli.js';
 import { sshRun } from '../helpers/ssh.js';
 import { waitUntil } from '../helpers/wait.js';
@@ -19,10 +19,11 @@ import { simDeploySpec } from '../../sim/spec.js';
 import { TASK_QUEUE } from '../../src/shared/constants.js';
 import { deploy, type PlanResult } from '../../src/workflows/index.js';
 import { planPlaceholders } from '../../src/plan/host-plan.js';
+import type { PlannedCommand } from '../../src/plan/planned.js';
 import { containersLogPath, type ContainerCreation } from '../../sim/tools/docker/state.js';
 import { hostLogLines } from '../helpers/host-logs.js';
 
-const stateDir = '/tmp/liftoff-test-plan-init';
+const stateDir = suiteStateDir('plan-init');
 const cluster = 'plan-e2e';
 
 /** Commands that change a host, by the test's own reading of the shell text (not the plan's flag). */
@@ -41,10 +42,29 @@ const normalize = (cmd: string, runId: string): string =>
     // The load poll's log offset (host-commands/polls.ts logChunkPart); the plan shows 0.
     .replace(/__f=\d+;/, '__f=0;');
 
+/**
+ * The plan of one host against what the deploy ran there: the plan flags exactly the commands that change the
+ * host, the deploy ran those changes in the plan's order and no other, and ran nothing the plan does not list.
+ */
+function assertRanAsPlanned(host: string, planned: readonly PlannedCommand[], ran: readonly string[]): void {
+  const changes = planned.filter((c) => c.change).map((c) => c.text);
+  assert.deepEqual(
+    changes,
+    planned.map((c) => c.text).filter(changesHost),
+    `${host}: the plan flags exactly the commands that change the host`,
+  );
+  assert.deepEqual(
+    ran.filter(changesHost),
+    changes,
+    `${host}: the deploy ran the plan's changes, in its order, and no other`,
+  );
+  const listed = new Set(planned.map((c) => c.text));
+  const unlisted = [...new Set(ran)].filter((c) => !listed.has(c));
+  assert.deepEqual(unlisted, [], `${host}: every command the deploy ran is in the plan`);
+}
+
 describe('liftoff plan and init on the simulated cluster', () => {
-  const e2e = useE2eCluster({
-    stateDir,
-    netIndex: 41,
+  const e2e = useSuiteCluster('plan-init', {
     recordCommands: true,
     vllm: { shards: 3, shardSeconds: 0.2, graphCaptureSeconds: 0.2 },
   });
@@ -127,19 +147,7 @@ describe('liftoff plan and init on the simulated cluster', () => {
     for (const hp of plan.hosts) {
       const planned = hp.steps.flatMap((s) => s.commands);
       const ran = since(marks, hp.host).map((c) => normalize(c, runId));
-      assert.deepEqual(
-        planned.filter((c) => c.change).map((c) => c.text),
-        planned.map((c) => c.text).filter(changesHost),
-        `${hp.host}: the plan flags exactly the commands that change the host`,
-      );
-      assert.deepEqual(
-        ran.filter(changesHost),
-        planned.filter((c) => c.change).map((c) => c.text),
-        `${hp.host}: the deploy ran the plan's changes, in its order, and no other`,
-      );
-      const listed = new Set(planned.map((c) => c.text));
-      const unlisted = [...new Set(ran)].filter((c) => !listed.has(c));
-      assert.deepEqual(unlisted, [], `${hp.host}: every command the deploy ran is in the plan`);
+      assertRanAsPlanned(hp.host, planned, ran);
       // What one step read and the next needs travels through the workflow, so the reads the plan lists for a retry or a missing look never ran: removeContainers took the lists stopServices read after
       // its stop from the workflow, and the launch went on verifyRayCluster's last look, which the workflow passed.
       // (The agreement facts travel through the workflow too, and have no such read.)
@@ -229,22 +237,7 @@ describe('liftoff plan and init on the simulated cluster', () => {
     for (const hp of plan.hosts) {
       const ran = since(marks, hp.host).map((c) => normalize(c, runId));
       const planned = hp.steps.flatMap((st) => st.commands);
-      assert.deepEqual(
-        planned.filter((c) => c.change).map((c) => c.text),
-        planned.map((c) => c.text).filter(changesHost),
-        `${hp.host}: the plan flags exactly the commands that change the host`,
-      );
-      assert.deepEqual(
-        ran.filter(changesHost),
-        planned.filter((c) => c.change).map((c) => c.text),
-        `${hp.host}: the deploy ran the plan's changes, in its order, and no other`,
-      );
-      const listed = new Set(planned.map((c) => c.text));
-      assert.deepEqual(
-        [...new Set(ran)].filter((c) => !listed.has(c)),
-        [],
-        `${hp.host}: all listed`,
-      );
+      assertRanAsPlanned(hp.host, planned, ran);
       console.log(
         `FIGURE: multiproc ${hp.host}: plan lists ${planned.length} commands; the deploy ran ${ran.length} (polls repeat)`,
       );

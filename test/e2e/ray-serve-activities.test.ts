@@ -445,47 +445,49 @@ describe('ray, serve, health, smoke and diagnostics activities (simulated cluste
     }
   });
 
-  for (const [what, faults] of [
-    ['is reasoning', { reasoningParser: true }],
-    ['decodes to ""', { emptyCompletionText: true }],
-  ] as const) {
-    it(`the supervisor's probe finds a healthy server serving when its one token ${what}`, async () => {
-      setFaults(stateDir, head.name, faults);
-      try {
-        const r = await run(probeServingCluster, probeInput());
-        const headProbe = r.hosts.find((h) => h.host === head.name);
-        assert.ok(headProbe?.ok, JSON.stringify(r));
-        const completion = headProbe.checks.find((c) => c.name === 'completion');
-        assert.equal(completion?.ok, true, JSON.stringify(headProbe.checks));
-        assert.equal(completion.detail, '1 token(s)');
-      } finally {
-        setFaults(stateDir, head.name, {});
-      }
-    });
-  }
-
-  it("the supervisor's probe quotes a server's error body with serve.env's secrets redacted", async () => {
-    // The engine fails every completion with a 500 whose message dumps one of its settings: serve.env's secret.
-    setFaults(stateDir, head.name, { completions: 'error', completionErrorPrintsEnv: serveSecretEnv });
+  /** The supervisor's probe with `faults` on the head: its result, the head's probe (reached) and its completion. */
+  async function probeWithHeadFaults(faults: Parameters<typeof setFaults>[2]) {
+    setFaults(stateDir, head.name, faults);
     try {
       const r = await run(probeServingCluster, probeInput());
       const headProbe = r.hosts.find((h) => h.host === head.name);
       assert.ok(headProbe?.ok, JSON.stringify(r));
       const completion = headProbe.checks.find((c) => c.name === 'completion');
-      assert.equal(completion?.ok, false, JSON.stringify(headProbe.checks));
-      assert.match(completion.error ?? '', /HTTP 500: .*Engine settings: HF_TOKEN=\[redacted\]/);
-      assert.ok(
-        !JSON.stringify(r).includes(serveSecret),
-        `the probe's result quotes the secret: ${JSON.stringify(r)}`,
-      );
-      assert.deepEqual(
-        headProbe.checks.filter((c) => !c.ok).map((c) => c.name),
-        ['completion'],
-        'the container, /health and ray status still pass',
-      );
+      assert.ok(completion, JSON.stringify(headProbe.checks));
+      return { r, headProbe, completion };
     } finally {
       setFaults(stateDir, head.name, {});
     }
+  }
+
+  for (const [what, faults] of [
+    ['is reasoning', { reasoningParser: true }],
+    ['decodes to ""', { emptyCompletionText: true }],
+  ] as const) {
+    it(`the supervisor's probe finds a healthy server serving when its one token ${what}`, async () => {
+      const { headProbe, completion } = await probeWithHeadFaults(faults);
+      assert.equal(completion.ok, true, JSON.stringify(headProbe.checks));
+      assert.equal(completion.detail, '1 token(s)');
+    });
+  }
+
+  it("the supervisor's probe quotes a server's error body with serve.env's secrets redacted", async () => {
+    // The engine fails every completion with a 500 whose message dumps one of its settings: serve.env's secret.
+    const { r, headProbe, completion } = await probeWithHeadFaults({
+      completions: 'error',
+      completionErrorPrintsEnv: serveSecretEnv,
+    });
+    assert.equal(completion.ok, false, JSON.stringify(headProbe.checks));
+    assert.match(completion.error ?? '', /HTTP 500: .*Engine settings: HF_TOKEN=\[redacted\]/);
+    assert.ok(
+      !JSON.stringify(r).includes(serveSecret),
+      `the probe's result quotes the secret: ${JSON.stringify(r)}`,
+    );
+    assert.deepEqual(
+      headProbe.checks.filter((c) => !c.ok).map((c) => c.name),
+      ['completion'],
+      'the container, /health and ray status still pass',
+    );
   });
 
   it('a crash while loading shows as a dead process with a fatal line; a retry does not relaunch', async () => {

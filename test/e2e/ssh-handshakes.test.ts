@@ -3,18 +3,16 @@
 // hosts' own sshd logs count at most 2 logins per host (the target: ≤ 1.5, ≤ 2 behind a jump host).
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { useE2eCluster } from '../helpers/e2e-cluster.js';
+import { suiteStateDir, useSuiteCluster } from '../helpers/suites.js';
 import { TASK_QUEUE } from '../../src/shared/constants.js';
 import { deploy } from '../../src/workflows/index.js';
 import { simDeploySpec } from '../../sim/spec.js';
 import { countSshHandshakes } from '../../sim/cluster.js';
 
-const stateDir = '/tmp/liftoff-test-ssh-handshakes';
+const stateDir = suiteStateDir('ssh-handshakes');
 
 describe('SSH handshakes per host per deploy', () => {
-  const e2e = useE2eCluster({
-    stateDir,
-    netIndex: 50,
+  const e2e = useSuiteCluster('ssh-handshakes', {
     vllm: { shards: 4, shardSeconds: 0.05, graphCaptureSeconds: 0.2 },
   });
 

@@ -9,20 +9,17 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { tsToMs } from '@temporalio/common/lib/time.js';
-import { useE2eCluster } from '../helpers/e2e-cluster.js';
+import { useSuiteCluster } from '../helpers/suites.js';
 import { superviseWorkflowId } from '../../src/shared/constants.js';
 import { startDeploy } from '../../src/temporal/start-deploy.js';
 import { supervisionQuery, type SuperviseState } from '../../src/workflows/supervise-api.js';
 import { formatDuration } from '../../src/config/duration.js';
 import { simDeploySpec } from '../../sim/spec.js';
 
-const stateDir = '/tmp/liftoff-test-supervise-defaults';
 const cluster = 'supervise-defaults';
 
 describe('supervise with its defaults on the time-skipping server (real probes over SSH)', () => {
-  const e2e = useE2eCluster({
-    stateDir,
-    netIndex: 33,
+  const e2e = useSuiteCluster('supervise-defaults', {
     timeSkipping: true,
     vllm: { shards: 6, shardSeconds: 0.1, graphCaptureSeconds: 0.3 },
   });

@@ -5,7 +5,8 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { parseIndexes, type HostFacts, type WeightEntry } from '../../src/parsers/agreement-facts.js';
-import { compareHosts, type AgreementExpectations } from '../../src/preflight/agreement.js';
+import { compareHosts } from '../../src/preflight/agreement.js';
+import { sparkExpectations } from '../helpers/agreement-expectations.js';
 
 const files = 50_000;
 const snap = './snapshots/6f1c';
@@ -58,19 +59,7 @@ function hostFacts(host: string, ip: string, entries: WeightEntry[]): HostFacts 
   };
 }
 
-const expectations: AgreementExpectations = {
-  image: 'vllm/vllm-openai:latest',
-  modelPath: '/m',
-  hosts: [
-    { name: 'spark1', clusterIp: '10.0.2.11', role: 'head' },
-    { name: 'spark2', clusterIp: '10.0.2.12', role: 'worker' },
-    { name: 'spark3', clusterIp: '10.0.2.13', role: 'worker' },
-  ],
-  ifaceVars: [],
-  vllmHostIps: [],
-  rayPort: 6379,
-  maxClockSkewMs: 5000,
-};
+const expectations = sparkExpectations(3);
 
 describe('agreement: the weights checks at 50 000 files per host', () => {
   it('compares the hosts in linear work, with the verdict of the quadratic version', () => {

@@ -19,6 +19,7 @@ import {
   shortImageId,
   type AgreementExpectations,
 } from '../../src/preflight/agreement.js';
+import { sparkExpectations } from '../helpers/agreement-expectations.js';
 
 const idA = `sha256:${'3f2a9c1b2d4e'.padEnd(64, '0')}`;
 const idB = `sha256:${'9b8c7d6e5f4a'.padEnd(64, '1')}`;
@@ -54,21 +55,12 @@ function facts(host: string, over: Partial<HostFacts> = {}): HostFacts {
   };
 }
 
-const expectations: AgreementExpectations = {
-  image: 'vllm/vllm-openai:latest',
-  modelPath: '/m',
-  hosts: [
-    { name: 'spark1', clusterIp: '10.0.2.11', role: 'head' },
-    { name: 'spark2', clusterIp: '10.0.2.12', role: 'worker' },
-  ],
+const expectations: AgreementExpectations = sparkExpectations(2, {
   ifaceVars: [
     { name: 'NCCL_SOCKET_IFNAME', value: 'enp1s0f1np1' },
     { name: 'GLOO_SOCKET_IFNAME', value: 'enp1s0f1np1' },
   ],
-  vllmHostIps: [],
-  rayPort: 6379,
-  maxClockSkewMs: 5000,
-};
+});
 
 function problemsOf(worker: Partial<HostFacts>, exp: Partial<AgreementExpectations> = {}) {
   return compareHosts({ ...expectations, ...exp }, [facts('spark1'), facts('spark2', worker)]).problems;

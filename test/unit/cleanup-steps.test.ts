@@ -3,7 +3,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { ApplicationFailure } from '@temporalio/common';
-import type { ExecResult } from '../../src/ssh/executor.js';
 import { raw } from '../../src/ssh/quote.js';
 import {
   containerListsOf,
@@ -16,22 +15,8 @@ import {
 import { judgeStop, planStopServices, stopCommands, unitStatesOf } from '../../src/steps/stop-services.js';
 import { gpuReads, gpuStateOf, judgeGpusClearStep, planGpusClear } from '../../src/steps/gpus-clear.js';
 import { FailureType } from '../../src/shared/failures.js';
+import { answers, failed, ok } from '../helpers/exec-answers.js';
 
-const ok = (stdout: string, extra: Partial<ExecResult> = {}): ExecResult => ({
-  exitCode: 0,
-  stdout,
-  stderr: '',
-  durationMs: 1,
-  ...extra,
-});
-const failed = (exitCode: number, stderr: string): ExecResult => ({
-  exitCode,
-  stdout: '',
-  stderr,
-  durationMs: 1,
-});
-const answers = (entries: Record<string, ExecResult>): Map<string, ExecResult> =>
-  new Map(Object.entries(entries));
 const unitBlock = (active: string, file: string): string =>
   `Id=x\nLoadState=loaded\nActiveState=${active}\nUnitFileState=${file}\n`;
 

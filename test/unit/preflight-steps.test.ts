@@ -6,6 +6,7 @@ import type { ExecResult } from '../../src/ssh/executor.js';
 import type { PreflightInput } from '../../src/activities/types.js';
 import { judgePreflight, preflightCommands } from '../../src/steps/preflight.js';
 import { factsOf, maxPassedFactsBytes } from '../../src/steps/agreement-read.js';
+import { ok } from '../helpers/exec-answers.js';
 
 const imageId = `sha256:${'ab'.repeat(32)}`;
 const read = { host: 'spark2', image: 'img:1', modelPath: '/m', hashWeights: false };
@@ -21,14 +22,6 @@ const input: PreflightInput = {
   minFreeDiskGiB: 1,
   agreement: { read: { ...read, rayHead: { ip: '10.0.2.11', port: 6379 } }, versions: false },
 };
-
-const ok = (stdout: string, extra: Partial<ExecResult> = {}): ExecResult => ({
-  exitCode: 0,
-  stdout,
-  stderr: '',
-  durationMs: 1,
-  ...extra,
-});
 
 /** What a good host answers to each of the trip's commands. */
 function goodAnswers(): Map<string, ExecResult> {
