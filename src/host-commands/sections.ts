@@ -86,15 +86,6 @@ export interface SectionedCommand {
   maxOutputBytes: number;
 }
 
-/** Several reads, one section each, as one command (no rest part). */
-export function sectionedReads(reads: readonly SectionRead[]): SectionedCommand {
-  return {
-    command: sectionScript(reads.map((r) => section(r))),
-    bounds: Object.fromEntries(reads.map((r) => [r.name, r.maxBytes])),
-    maxOutputBytes: sectionScriptBound(reads),
-  };
-}
-
 /** The shell loop of StepCommand.waitUntil: the check runs with no stdin and no output, as a plain condition. */
 function hostWait(wait: NonNullable<StepCommand['waitUntil']>): RemoteCommand {
   const checks = Math.max(0, Math.ceil(wait.seconds / wait.everySeconds));
