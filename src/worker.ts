@@ -2,6 +2,7 @@
 import { Worker, type NativeConnection } from '@temporalio/worker';
 import type { DataConverter } from '@temporalio/common';
 import * as activities from './activities/index.js';
+import { hostStepActivities } from './activities/host-step.js';
 import { liftoffDataConverter } from './temporal/codec.js';
 import { TASK_QUEUE } from './shared/constants.js';
 import { workflowBundle } from './temporal/workflow-bundle.js';
@@ -44,7 +45,7 @@ function activitiesUnder(
   pool: SharedSshPool,
 ): Record<string, (...args: never[]) => Promise<unknown>> {
   return Object.fromEntries(
-    Object.entries(activities).map(([name, fn]) => [
+    Object.entries({ ...activities, ...hostStepActivities }).map(([name, fn]) => [
       name,
       bindSshPool(pool, bindWorkerPolicy(policy, fn as (...args: unknown[]) => Promise<unknown>)),
     ]),

@@ -18,6 +18,8 @@ import { listenerCommand, rank0ContainersCommand } from '../host-commands/multip
 import { planPlaceholders, read, readWhen, type PlanHost, type PlannedStep } from '../steps/plan-entry.js';
 import { rankOf, rankPollStep, skippedRaySteps } from './multiproc-plan.js';
 import { startRankPlan } from '../steps/start-rank.js';
+import { hostSteps } from '../steps/host-steps.js';
+import { hostStepPlan } from '../steps/host-step.js';
 
 export {
   planPlaceholders,
@@ -158,6 +160,12 @@ export function planHost(
         read(rayWorkerWatchCommand(container).command, `${untilLoaded}, every serve.workerPollEvery-th poll`),
       ],
     });
+  }
+  for (const hostStep of hostSteps) {
+    const entry = hostStepPlan(hostStep, { spec, host });
+    if (!entry) continue;
+    const at = steps.map((s) => s.step).lastIndexOf(hostStep.after);
+    steps.splice(at === -1 ? steps.length : at + 1, 0, entry);
   }
   return { host: host.name, role: host.role, steps, stop, disable, remove, start };
 }

@@ -10,6 +10,8 @@ export const FailureType = {
   gpuNotClear: 'GpuNotClear',
   rayContainerFailed: 'RayContainerFailed',
   rayClusterIncomplete: 'RayClusterIncomplete',
+  /** serve.port is taken on the head once the old services and containers are gone. */
+  servePortInUse: 'ServePortInUse',
   serveLaunchFailed: 'ServeLaunchFailed',
   serverExited: 'ServerExited',
   serverFatal: 'ServerFatal',

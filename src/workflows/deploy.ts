@@ -13,6 +13,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { ContainerLists, NamedHost } from '../activities/types.js';
+import type { HeadLook } from '../host-commands/launch.js';
 import { deploySpecSchema, hostNamePattern, type DeploySpec } from '../config/schema.js';
 import { formatIssues } from '../config/errors.js';
 import { resolveSshTarget } from '../config/targets.js';
@@ -30,6 +31,7 @@ import { rayWorkers, waitHealthy } from './wait-healthy.js';
 import { checkMasterPortFree, isRankFailure, launchRanks, rankFollowers } from './deploy-multiproc.js';
 import { deploySteps, type DeployProgress, type DeployResult, type StepState } from './steps.js';
 import { patches } from './patches.js';
+import { runHostStep } from './host-step.js';
 import { headAddressOf, launchServeInput, rayContainerInput } from '../host-commands/step-inputs.js';
 import { markerPathFor } from '../host-commands/launch.js';
 
@@ -132,9 +134,20 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
 
   // 5–11. From here on, containers run on the hosts: a failure carries diagnostics from every host.
   try {
+    const headLook = multiproc
+      ? undefined
+      : await startRayCluster(spec, head, workers, hosts.length, launchId, acts, tracker);
+    await runHostStep('checkServePort', spec, hosts, tracker);
     const pid = multiproc
       ? await launchRanks(spec, head, workers, launchId, acts, tracker)
-      : await launchOnRay(spec, head, workers, hosts.length, launchId, acts, tracker);
+      : (
+          await tracker.run('launchServe', () =>
+            acts('launchServe').launchServe({
+              ...launchServeInput(spec, launchId, head),
+              ...(headLook ? { headLook } : {}),
+            }),
+          )
+        ).pid;
     const loadStartedAtMs = Date.now();
     await tracker.run('waitHealthy', () =>
       multiproc
@@ -316,8 +329,8 @@ async function removeOldContainers(
   );
 }
 
-/** Steps 5–8 of the Ray backend: the head, the workers, the cluster's check, then `vllm serve` in the head. */
-async function launchOnRay(
+/** Steps 5–7 of the Ray backend: the head, the workers, the cluster's check, whose last look at the head it returns. */
+async function startRayCluster(
   spec: DeploySpec,
   head: ClusterHost,
   workers: ClusterHost[],
@@ -325,7 +338,7 @@ async function launchOnRay(
   launchId: string,
   acts: StepActivities,
   tracker: StepTracker,
-): Promise<number> {
+): Promise<HeadLook | undefined> {
   await tracker.run('startRayHead', () =>
     acts('startRayHead').startRayHead(rayContainerInput(spec, launchId, head)),
   );
@@ -335,7 +348,7 @@ async function launchOnRay(
     const { startRayWorker } = acts('startRayWorkers');
     await Promise.all(workers.map((w) => startRayWorker(rayContainerInput(spec, launchId, w, headAddress))));
   });
-  const headLook = await tracker.run('verifyRayCluster', async () => {
+  return tracker.run('verifyRayCluster', async () => {
     deprecatePatch(patches.launchReadsWithVerify);
     const state = await acts('verifyRayCluster').verifyRayCluster({
       head,
@@ -349,13 +362,6 @@ async function launchOnRay(
     tracker.detail('verifyRayCluster', `${state.nodes} nodes, ${state.gpusTotal} GPUs`);
     return state.headLook;
   });
-  const launch = await tracker.run('launchServe', () =>
-    acts('launchServe').launchServe({
-      ...launchServeInput(spec, launchId, head),
-      ...(headLook ? { headLook } : {}),
-    }),
-  );
-  return launch.pid;
 }
 
 function isRecord(v: unknown): v is Record<string, unknown> {

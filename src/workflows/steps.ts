@@ -55,6 +55,11 @@ export const deploySteps = [
     title: 'Verify the Ray cluster',
     activities: [{ type: 'verifyRayCluster', retry: 'rayCheck' }],
   },
+  {
+    name: 'checkServePort',
+    title: 'Check serve.port is free on the head',
+    activities: [host('checkServePort')],
+  },
   // multiproc (serve.backend): every rank's container starts here, and the Ray steps above are skipped.
   {
     name: 'launchServe',

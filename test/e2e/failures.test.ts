@@ -3,6 +3,7 @@
 // (a missing image or volume source, no GPU runtime, a stopped daemon) are in docker-preflight.test.ts, on real
 // Docker Engines.
 import { describe, it } from 'node:test';
+import { spawn } from 'node:child_process';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { ApplicationFailure } from '@temporalio/common';
@@ -12,6 +13,9 @@ import { assertReferenceDeploymentRuns } from '../helpers/reference-deployment.j
 import { deployWorkflowId } from '../../src/shared/constants.js';
 import { clusterStatus, setFaults, setHostDown, setHostUp } from '../../sim/cluster.js';
 import { simDeploySpec } from '../../sim/spec.js';
+import { sshRun } from '../helpers/ssh.js';
+import { waitUntil } from '../helpers/wait.js';
+import type { DeployProgress } from '../../src/workflows/steps.js';
 
 const stateDir = suiteStateDir('failures');
 const rayTokenVar = 'SIM_TEST_FAILURES_RAY_TOKEN';
@@ -137,6 +141,38 @@ describe('deploy failures on a simulated cluster', () => {
       );
     } finally {
       setFaults(stateDir, 'spark2', {});
+    }
+  });
+
+  it('serve.port held on the head once Ray runs fails checkServePort, naming the port and its listener; vllm serve never starts', async () => {
+    const spark1 = e2e.sim.hosts.find((h) => h.name === 'spark1');
+    assert.ok(spark1?.netns);
+    const spec = base();
+    // A port no old unit or container of the reference state holds, so only this process does.
+    spec.serve.port = 8123;
+    const listen = `require('node:net').createServer().listen(${spec.serve.port}, '0.0.0.0')`;
+    const holder = spawn('ip', ['netns', 'exec', spark1.netns, process.execPath, '-e', listen], {
+      stdio: 'ignore',
+    });
+    try {
+      await waitUntil(
+        'the port to be held on the head',
+        async () => (await sshRun(e2e.sim, 'spark1', `ss -Hltn 'sport = :${spec.serve.port}'`)).trim() !== '',
+        10_000,
+      );
+      const failure = await deployExpectingFailure(spec);
+      assert.equal(failure.type, 'ServePortInUse', failure.message);
+      assert.match(
+        failure.message,
+        /^checkServePort failed: serve\.port 8123 is in use on the head spark1 \(LISTEN[^)]*:8123 [^)]*\) with the old services and containers gone; .* pick another serve\.port\./,
+      );
+      const { progress } = failure.details?.[0] as { progress: DeployProgress };
+      const status = new Map(progress.steps.map((st) => [st.name, st.status]));
+      assert.equal(status.get('verifyRayCluster'), 'done');
+      assert.equal(status.get('checkServePort'), 'failed');
+      assert.equal(status.get('launchServe'), 'pending', 'vllm serve was never started');
+    } finally {
+      holder.kill('SIGKILL');
     }
   });
 });
