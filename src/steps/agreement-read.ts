@@ -50,7 +50,7 @@ function factReads(input: HostReadInput): [FactSection, StepCommand][] {
 }
 
 export const versionsRead = (image: string): StepCommand => ({
-  name: 'image-versions',
+  name: 'versions',
   command: imageVersionsCommand(image),
 });
 

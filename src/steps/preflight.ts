@@ -92,7 +92,7 @@ export function plannedPreflightInput(spec: DeploySpec, host: PlanHost, head: Pl
 export function preflightPlan(input: PreflightInput, more: PlannedCommand[] = []): PlannedStep {
   const checks = hostChecks.filter((c) => c.name === 'ssh' || c.reads(input).length > 0).map((c) => c.name);
   const agreement = input.agreement
-    ? `; agreement with the other hosts: image ID${input.agreement.versions ? ', versions inside the image' : ''}, weights, addresses and MTU, IPC, clock${input.agreement.read.rayHead ? ", the head's Ray port" : ''}`
+    ? `; agreement across hosts: image ID${input.agreement.versions ? ', versions in the image' : ''}, weights, addresses and MTU, IPC, clock${input.agreement.read.rayHead ? ", the head's Ray port" : ''}`
     : '';
   return {
     step: 'preflight',

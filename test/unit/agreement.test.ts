@@ -199,13 +199,13 @@ describe('agreement: parsers', () => {
     assert.match(worker.get('weight-list') ?? '', /cd -- '\/m p'/);
     assert.match(worker.get('ray-port') ?? '', /\/dev\/tcp\/\$0\/\$1"' 10\.0\.2\.11 6379/);
     assert.equal(worker.has('weight-hashes'), false, 'no hashing unless preflight.hashWeights');
-    assert.equal(worker.has('image-versions'), false);
+    assert.equal(worker.has('versions'), false);
     const head = texts(
       agreementCommands({ host: 'h', image: 'i', modelPath: '/m', hashWeights: true }, true),
     );
     assert.equal(head.has('ray-port'), false);
     assert.match(head.get('weight-hashes') ?? '', /sha256sum/);
-    assert.match(head.get('image-versions') ?? '', /docker run --rm --network none --pull never/);
+    assert.match(head.get('versions') ?? '', /docker run --rm --network none --pull never/);
   });
 });
 
