@@ -22,7 +22,7 @@ export interface HistoryEventView {
 }
 
 /** A payload in proto JSON form: metadata values and data base64-encoded. */
-export interface JsonPayload {
+interface JsonPayload {
   metadata?: Record<string, string>;
   data?: string;
 }
@@ -34,7 +34,7 @@ export class HistoryFormatError extends Error {
 // toObject with these options gives the same shape as proto JSON, except timestamps ({seconds, nanos}).
 const protoJsonLike = { longs: String, enums: String, bytes: String } as const;
 
-export interface ReadHistoryOptions {
+interface ReadHistoryOptions {
   /** Decrypts payloads that the codec (src/temporal/codec.ts) encrypted. Default: LIFTOFF_PAYLOAD_KEY. */
   payloadKey?: PayloadKey;
 }
@@ -143,7 +143,7 @@ function toPlain(message: Record<string, unknown>): Record<string, unknown> {
 }
 
 /** Milliseconds since the epoch from an RFC 3339 string or a {seconds, nanos} Timestamp. */
-export function timestampMs(value: unknown): number | undefined {
+function timestampMs(value: unknown): number | undefined {
   if (typeof value === 'string') {
     const ms = Date.parse(value);
     return Number.isNaN(ms) ? undefined : ms;
@@ -155,7 +155,7 @@ export function timestampMs(value: unknown): number | undefined {
 }
 
 /** A payload's value: JSON payloads decoded; null payloads undefined; anything else described, not decoded. */
-export function payloadValue(payload: unknown): unknown {
+function payloadValue(payload: unknown): unknown {
   if (!isRecord(payload)) return undefined;
   const metadata = isRecord(payload.metadata) ? payload.metadata : {};
   const encoding = typeof metadata.encoding === 'string' ? fromBase64(metadata.encoding) : '';
@@ -177,16 +177,9 @@ export function payloadValues(payloads: unknown): unknown[] {
   return payloads.payloads.map(payloadValue);
 }
 
-/** Search attributes ({ indexedFields: { NAME: payload } }) decoded to plain values. */
-export function searchAttributeValues(searchAttributes: unknown): Record<string, unknown> {
-  const fields = isRecord(searchAttributes) ? searchAttributes.indexedFields : undefined;
-  if (!isRecord(fields)) return {};
-  return Object.fromEntries(Object.entries(fields).map(([name, p]) => [name, payloadValue(p)]));
-}
-
-/** Memo fields ({ fields: { NAME: payload } }) decoded. */
-export function memoValues(memo: unknown): Record<string, unknown> {
-  const fields = isRecord(memo) ? memo.fields : undefined;
+/** Search attributes ({ indexedFields: { NAME: payload } }) or a memo ({ fields: { NAME: payload } }) decoded. */
+export function fieldValues(holder: unknown, key: 'indexedFields' | 'fields'): Record<string, unknown> {
+  const fields = isRecord(holder) ? holder[key] : undefined;
   if (!isRecord(fields)) return {};
   return Object.fromEntries(Object.entries(fields).map(([name, p]) => [name, payloadValue(p)]));
 }

@@ -3,13 +3,7 @@
 // up, a child it started, and the event that closed it. The projections (timeline, load, result…) read this.
 import { deploySteps, stepOfActivity } from '../workflows/steps.js';
 import { failureText, enumText } from './failure.js';
-import {
-  isRecord,
-  memoValues,
-  payloadValues,
-  searchAttributeValues,
-  type HistoryEventView,
-} from './events.js';
+import { fieldValues, isRecord, payloadValues, type HistoryEventView } from './events.js';
 import type { ActivityRun, Postmortem, WorkerReport } from './model.js';
 import { closeEventKinds } from './outcome.js';
 import { idText, nameOf } from './values.js';
@@ -75,8 +69,8 @@ export function foldHistory(events: readonly HistoryEventView[]): RunRecord {
       start,
       input,
       options,
-      searchAttrs: searchAttributeValues(start.attrs.searchAttributes),
-      memo: memoValues(start.attrs.memo),
+      searchAttrs: fieldValues(start.attrs.searchAttributes, 'indexedFields'),
+      memo: fieldValues(start.attrs.memo, 'fields'),
       activities: [],
       workers: [],
       workflowTaskProblems: [],
@@ -188,14 +182,14 @@ const workflowTaskTimedOut: EventHandler = (fold, event) => {
 };
 
 const searchAttributesUpserted: EventHandler = (fold, event) => {
-  const upserted = searchAttributeValues(event.attrs.searchAttributes);
+  const upserted = fieldValues(event.attrs.searchAttributes, 'indexedFields');
   if ('LiftoffCluster' in upserted) fold.record.validatedAtMs ??= event.timeMs;
   if ('LiftoffOutcome' in upserted) fold.record.outcomeRecordedAtMs = event.timeMs;
   Object.assign(fold.record.searchAttrs, upserted);
 };
 
 const memoUpserted: EventHandler = (fold, event) => {
-  Object.assign(fold.record.memo, memoValues(event.attrs.upsertedMemo));
+  Object.assign(fold.record.memo, fieldValues(event.attrs.upsertedMemo, 'fields'));
 };
 
 // Only a child deploy is "the child": a deploy itself starts children too (its supervisor, its notifications),
