@@ -7,7 +7,8 @@ import { searchAttributes } from '../shared/constants.js';
 import { emit, table } from '../cli/render.js';
 import { runCommand } from '../cli/run-command.js';
 import { historyEntries, type HistoryEntry, type ListedRun } from '../report/history-list.js';
-import { formatDuration, formatTime } from '../report/format.js';
+import { formatDuration } from '../config/duration.js';
+import { formatTime } from '../report/format.js';
 
 export interface HistoryReport {
   cluster: string;

@@ -1,11 +1,11 @@
 // The postmortem as one self-contained HTML file: inline CSS and SVG, no script, nothing fetched. The
 // Content-Security-Policy forbids any load, so a stray reference could not reach the network either.
 import type { HostDiagnostics } from '../activities/types.js';
+import { formatDuration } from '../config/duration.js';
 import type { LoadSample, Postmortem } from './model.js';
 import {
   attemptLabel,
   diagnosticsParts,
-  formatDuration,
   headline,
   loadLine,
   offset,
