@@ -14,6 +14,7 @@ import {
   stepCells,
   thinSamples,
 } from './format.js';
+import { firstLine } from './values.js';
 
 export function renderMarkdown(pm: Postmortem): string {
   const t0 = pm.startedAtMs;
@@ -37,7 +38,8 @@ export function renderMarkdown(pm: Postmortem): string {
       '',
     );
     out.push(fence(f.message, 'text'), '');
-    if (f.causes.length > 0) out.push('Caused by:', ...f.causes.map((c) => `- ${hostText(oneLine(c))}`), '');
+    if (f.causes.length > 0)
+      out.push('Caused by:', ...f.causes.map((c) => `- ${hostText(firstLine(c))}`), '');
     if (f.teardown) out.push('Teardown:', ...f.teardown.map((l) => `- ${hostText(l)}`), '');
   }
   if (pm.cancelled) {
@@ -66,7 +68,7 @@ export function renderMarkdown(pm: Postmortem): string {
     out.push('| at | step | activity | host | attempt | error |', '|---|---|---|---|---|---|');
     for (const e of pm.attemptErrors) {
       out.push(
-        `| ${offset(e.atMs, t0)} | ${e.step} | ${e.activityType} | ${e.host ?? ''} | ${attemptLabel(e)} | ${hostText(oneLine(e.error), tableCell)} |`,
+        `| ${offset(e.atMs, t0)} | ${e.step} | ${e.activityType} | ${e.host ?? ''} | ${attemptLabel(e)} | ${hostText(firstLine(e.error), tableCell)} |`,
       );
     }
     out.push('');
@@ -100,12 +102,12 @@ export function renderMarkdown(pm: Postmortem): string {
       );
     }
     for (const p of pm.workflowTaskProblems)
-      out.push(`- ${offset(p.atMs, t0)} workflow task ${p.kind}: ${hostText(oneLine(p.detail))}`);
+      out.push(`- ${offset(p.atMs, t0)} workflow task ${p.kind}: ${hostText(firstLine(p.detail))}`);
     out.push('');
   }
 
   if (pm.result?.smokeText !== undefined) {
-    out.push('## Smoke test', '', `> ${hostText(oneLine(pm.result.smokeText))}`, '');
+    out.push('## Smoke test', '', `> ${hostText(firstLine(pm.result.smokeText))}`, '');
   }
 
   if (pm.spec) {
@@ -126,7 +128,7 @@ export function renderMarkdown(pm: Postmortem): string {
 
 function diagnosticsSection(d: HostDiagnostics): string[] {
   const out = [`### ${d.host}${d.reachable ? '' : ' (unreachable)'}`, ''];
-  if (d.errors.length > 0) out.push(...d.errors.map((e) => `- error: ${hostText(oneLine(e))}`), '');
+  if (d.errors.length > 0) out.push(...d.errors.map((e) => `- error: ${hostText(firstLine(e))}`), '');
   for (const [title, text] of diagnosticsParts(d)) out.push(`${title}:`, '', fence(text, 'text'), '');
   return out;
 }
@@ -148,10 +150,6 @@ function fence(text: string, lang: string): string {
   const longest = Math.max(2, ...[...text.matchAll(/`+/g)].map((m) => m[0].length));
   const ticks = '`'.repeat(longest + 1);
   return `${ticks}${lang}\n${text}\n${ticks}`;
-}
-
-function oneLine(text: string): string {
-  return text.split('\n')[0] ?? '';
 }
 
 function cell(text: string): string {

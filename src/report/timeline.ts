@@ -44,7 +44,7 @@ function deploySequence(record: RunRecord, end: RunEnd): StepTimeline[] {
   const running = end.outcome === 'running';
   const endedAt = record.close?.timeMs;
   const endOutcome: StepOutcome = end.outcome === 'cancelled' ? 'cancelled' : 'failed';
-  const error = firstLine(end.failureMessage);
+  const error = end.failureMessage?.split('\n')[0];
   // A multiproc deploy never runs the Ray steps: they show skipped with the reason, however far the run got.
   const rayless = backendOfInput(record.input) === 'multiproc';
   const isRayStep = (name: string): boolean => (rayOnlySteps as readonly string[]).includes(name);
@@ -241,8 +241,4 @@ function withTimes(
   if (out.detail === undefined) delete out.detail;
   if (out.error === undefined) delete out.error;
   return out;
-}
-
-function firstLine(text: string | undefined): string | undefined {
-  return text?.split('\n')[0];
 }
