@@ -14,7 +14,7 @@ import { redactDeep } from '../shared/secrets.js';
 import { resultReport } from './result.js';
 import { endedStepOf, stepTimeline } from './timeline.js';
 import { triggerReport } from './trigger.js';
-import { nameOf, stringArray } from './values.js';
+import { nameOf, stringArray, stringOr } from './values.js';
 
 export interface BuildOptions {
   /** The cluster's earlier successful runs (online only); offline the report says it is unavailable. */
@@ -43,20 +43,10 @@ export function buildPostmortem(history: unknown, opts: BuildOptions = {}): Post
 
   const model: Postmortem = {
     format: 'liftoff-postmortem/1',
-    workflowId:
-      typeof start.attrs.workflowId === 'string' ? start.attrs.workflowId : (opts.workflowId ?? '(unknown)'),
-    runId:
-      opts.runId ??
-      (typeof start.attrs.originalExecutionRunId === 'string'
-        ? start.attrs.originalExecutionRunId
-        : undefined),
+    workflowId: stringOr(start.attrs.workflowId) ?? opts.workflowId ?? '(unknown)',
+    runId: opts.runId ?? stringOr(start.attrs.originalExecutionRunId),
     workflowType: nameOf(start.attrs.workflowType) ?? '(unknown)',
-    cluster:
-      typeof searchAttrs.LiftoffCluster === 'string'
-        ? searchAttrs.LiftoffCluster
-        : isRecord(input) && typeof input.cluster === 'string'
-          ? input.cluster
-          : undefined,
+    cluster: stringOr(searchAttrs.LiftoffCluster) ?? (isRecord(input) ? stringOr(input.cluster) : undefined),
     outcome,
     startedAtMs: start.timeMs,
     endedAtMs: close?.timeMs,
@@ -82,7 +72,7 @@ function cancelledReport(outcome: Outcome, memo: Record<string, unknown>): Postm
   if (outcome !== 'cancelled') return undefined;
   const cancelledMemo = isRecord(memo.cancelled) ? memo.cancelled : undefined;
   return {
-    step: typeof cancelledMemo?.step === 'string' ? cancelledMemo.step : undefined,
+    step: stringOr(cancelledMemo?.step),
     teardown: stringArray(cancelledMemo?.teardown),
   };
 }
