@@ -5,6 +5,7 @@ import { aftermathSteps, deploySteps } from '../workflows/steps.js';
 import { backendOfInput, multiprocSkipsRay, rayOnlySteps } from '../config/backend.js';
 import type { ActivityTrack, ChildRun, RunRecord } from './fold.js';
 import type { ActivityRun, Outcome, StepOutcome, StepTimeline } from './model.js';
+import { dropUndefined } from './values.js';
 
 const aftermathTitles = new Map<string, string>(aftermathSteps.map((s) => [s.name, s.title]));
 
@@ -188,6 +189,11 @@ function activityStep(
   );
 }
 
+const childOutcomes = new Map<string, StepOutcome>([
+  ['completed', 'done'],
+  ['canceled', 'cancelled'],
+]);
+
 function delegatedSteps(record: RunRecord, child: ChildRun, outcome: Outcome): StepTimeline[] {
   const validate = deploySteps[0];
   return [
@@ -208,14 +214,7 @@ function delegatedSteps(record: RunRecord, child: ChildRun, outcome: Outcome): S
       {
         name: 'childDeploy',
         title: `Run the deploy as ${child.workflowId}`,
-        outcome:
-          outcome === 'running'
-            ? 'running'
-            : child.outcome === 'completed'
-              ? 'done'
-              : child.outcome === 'canceled'
-                ? 'cancelled'
-                : 'failed',
+        outcome: outcome === 'running' ? 'running' : (childOutcomes.get(child.outcome ?? '') ?? 'failed'),
         attempts: 1,
         retries: 0,
         activities: [],
@@ -234,11 +233,6 @@ function withTimes(
   start: number | undefined,
   end: number | undefined,
 ): StepTimeline {
-  const out: StepTimeline = { ...step };
-  if (start !== undefined) out.startedAtMs = start;
-  if (end !== undefined) out.endedAtMs = end;
-  if (start !== undefined && end !== undefined) out.durationMs = Math.max(0, end - start);
-  if (out.detail === undefined) delete out.detail;
-  if (out.error === undefined) delete out.error;
-  return out;
+  const durationMs = start !== undefined && end !== undefined ? Math.max(0, end - start) : undefined;
+  return dropUndefined({ ...step, startedAtMs: start, endedAtMs: end, durationMs });
 }
