@@ -133,28 +133,20 @@ const activityStarted: EventHandler = (fold, event) => {
   seeWorker(fold, a.identity, event.timeMs);
 };
 
-const activityCompleted: EventHandler = (fold, event) => {
+const activityEnded: EventHandler = (fold, event) => {
   const track = trackOf(fold, event);
   if (!track) return;
   track.run.endedAtMs = event.timeMs;
-  track.run.outcome = 'completed';
-  track.result = payloadValues(event.attrs.result)[0];
-  track.run.host ??= hostOf(track.result);
-};
-
-const activityFailedOrTimedOut: EventHandler = (fold, event) => {
-  const track = trackOf(fold, event);
-  if (!track) return;
-  track.run.endedAtMs = event.timeMs;
-  track.run.outcome = event.kind === 'activityTaskFailed' ? 'failed' : 'timed out';
-  track.run.error = failureText(event.attrs.failure);
-};
-
-const activityCanceled: EventHandler = (fold, event) => {
-  const track = trackOf(fold, event);
-  if (!track) return;
-  track.run.endedAtMs = event.timeMs;
-  track.run.outcome = 'cancelled';
+  if (event.kind === 'activityTaskCompleted') {
+    track.run.outcome = 'completed';
+    track.result = payloadValues(event.attrs.result)[0];
+    track.run.host ??= hostOf(track.result);
+  } else if (event.kind === 'activityTaskCanceled') {
+    track.run.outcome = 'cancelled';
+  } else {
+    track.run.outcome = event.kind === 'activityTaskFailed' ? 'failed' : 'timed out';
+    track.run.error = failureText(event.attrs.failure);
+  }
 };
 
 const workflowTaskStarted: EventHandler = (fold, event) =>
@@ -199,32 +191,20 @@ const childInitiated: EventHandler = (fold, event) => {
   fold.record.child = { workflowId: idText(event.attrs.workflowId), initiatedAtMs: event.timeMs };
 };
 
-/** The recorded child, when `event` is about it. */
-function childOf(fold: Fold, event: HistoryEventView): ChildRun | undefined {
-  const execution = event.attrs.workflowExecution;
+/** An event about the recorded child after its initiation: its run id once it started, or how it ended. */
+const childEvent: EventHandler = (fold, event) => {
+  const execution = isRecord(event.attrs.workflowExecution) ? event.attrs.workflowExecution : undefined;
   const child = fold.record.child;
-  const id = isRecord(execution) ? execution.workflowId : event.attrs.workflowId;
-  return child && child.workflowId === idText(id) ? child : undefined;
-}
-
-const childStarted: EventHandler = (fold, event) => {
-  const execution = event.attrs.workflowExecution;
-  const child = childOf(fold, event);
-  if (child && isRecord(execution) && typeof execution.runId === 'string') child.runId = execution.runId;
-};
-
-const childStartFailed: EventHandler = (fold, event) => {
-  const child = childOf(fold, event);
-  if (child) Object.assign(child, { endedAtMs: event.timeMs, outcome: 'refused' });
-};
-
-const childEnded: EventHandler = (fold, event) => {
-  const child = childOf(fold, event);
-  if (child)
-    Object.assign(child, {
-      endedAtMs: event.timeMs,
-      outcome: event.kind.slice('childWorkflowExecution'.length).toLowerCase(),
-    });
+  if (child?.workflowId !== idText(execution ? execution.workflowId : event.attrs.workflowId)) return;
+  if (event.kind === 'childWorkflowExecutionStarted') {
+    if (typeof execution?.runId === 'string') child.runId = execution.runId;
+    return;
+  }
+  child.endedAtMs = event.timeMs;
+  child.outcome =
+    event.kind === 'startChildWorkflowExecutionFailed'
+      ? 'refused'
+      : event.kind.slice('childWorkflowExecution'.length).toLowerCase();
 };
 
 const closed: EventHandler = (fold, event) => {
@@ -234,23 +214,23 @@ const closed: EventHandler = (fold, event) => {
 const handlers = new Map<string, EventHandler>([
   ['activityTaskScheduled', activityScheduled],
   ['activityTaskStarted', activityStarted],
-  ['activityTaskCompleted', activityCompleted],
-  ['activityTaskFailed', activityFailedOrTimedOut],
-  ['activityTaskTimedOut', activityFailedOrTimedOut],
-  ['activityTaskCanceled', activityCanceled],
+  ['activityTaskCompleted', activityEnded],
+  ['activityTaskFailed', activityEnded],
+  ['activityTaskTimedOut', activityEnded],
+  ['activityTaskCanceled', activityEnded],
   ['workflowTaskStarted', workflowTaskStarted],
   ['workflowTaskFailed', workflowTaskFailed],
   ['workflowTaskTimedOut', workflowTaskTimedOut],
   ['upsertWorkflowSearchAttributes', searchAttributesUpserted],
   ['workflowPropertiesModified', memoUpserted],
   ['startChildWorkflowExecutionInitiated', childInitiated],
-  ['childWorkflowExecutionStarted', childStarted],
-  ['startChildWorkflowExecutionFailed', childStartFailed],
-  ['childWorkflowExecutionCompleted', childEnded],
-  ['childWorkflowExecutionFailed', childEnded],
-  ['childWorkflowExecutionCanceled', childEnded],
-  ['childWorkflowExecutionTerminated', childEnded],
-  ['childWorkflowExecutionTimedOut', childEnded],
+  ['childWorkflowExecutionStarted', childEvent],
+  ['startChildWorkflowExecutionFailed', childEvent],
+  ['childWorkflowExecutionCompleted', childEvent],
+  ['childWorkflowExecutionFailed', childEvent],
+  ['childWorkflowExecutionCanceled', childEvent],
+  ['childWorkflowExecutionTerminated', childEvent],
+  ['childWorkflowExecutionTimedOut', childEvent],
   // Which of them closed the run is its outcome (outcome.ts).
   ...closeEventKinds.map((kind): [string, EventHandler] => [kind, closed]),
 ]);
