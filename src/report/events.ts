@@ -2,7 +2,6 @@
 // --output json` (and the UI's download) writes, or the protobuf messages `handle.fetchHistory()` returns.
 // Everything after this file sees only HistoryEventView.
 import proto from '@temporalio/proto';
-import type { Payload } from '@temporalio/common';
 import {
   decryptPayload,
   ENCRYPTED_ENCODING,
@@ -19,12 +18,6 @@ export interface HistoryEventView {
   /** The attributes' key without the suffix, e.g. `activityTaskScheduled`. */
   kind: string;
   attrs: Record<string, unknown>;
-}
-
-/** A payload in proto JSON form: metadata values and data base64-encoded. */
-interface JsonPayload {
-  metadata?: Record<string, string>;
-  data?: string;
 }
 
 export class HistoryFormatError extends Error {
@@ -82,38 +75,22 @@ function decryptPayloadsIn(value: unknown, key: () => PayloadKey | undefined, ev
   return isRecord(out.encodedAttributes) ? withEncodedAttributes(out, out.encodedAttributes) : out;
 }
 
+// Payload's fromObject and toObject read and write the export's base64 bytes.
 function decryptJsonPayload(
   payload: Record<string, unknown>,
   key: PayloadKey | undefined,
   eventNumber: number,
-): JsonPayload {
-  const metadata = isRecord(payload.metadata) ? payload.metadata : {};
-  const binary = {
-    metadata: Object.fromEntries(
-      Object.entries(metadata)
-        .filter((entry): entry is [string, string] => typeof entry[1] === 'string')
-        .map(([k, v]) => [k, new Uint8Array(Buffer.from(v, 'base64'))]),
-    ),
-    data: new Uint8Array(Buffer.from(typeof payload.data === 'string' ? payload.data : '', 'base64')),
-  };
-  let plain: Payload;
+): Record<string, unknown> {
+  const { Payload } = proto.temporal.api.common.v1;
   try {
-    plain = decryptPayload(binary, key);
+    return Payload.toObject(Payload.create(decryptPayload(Payload.fromObject(payload), key)), protoJsonLike);
   } catch (err) {
-    if (err instanceof PayloadDecryptError) {
-      throw new PayloadDecryptError(
-        `history event #${eventNumber}: ${err.message}` +
-          (key ? '' : ` (this history was written with payload encryption on; ${PAYLOAD_KEY_ENV} reads it)`),
-      );
-    }
-    throw err;
+    if (!(err instanceof PayloadDecryptError)) throw err;
+    throw new PayloadDecryptError(
+      `history event #${eventNumber}: ${err.message}` +
+        (key ? '' : ` (this history was written with payload encryption on; ${PAYLOAD_KEY_ENV} reads it)`),
+    );
   }
-  return {
-    metadata: Object.fromEntries(
-      Object.entries(plain.metadata ?? {}).map(([k, v]) => [k, Buffer.from(v).toString('base64')]),
-    ),
-    data: Buffer.from(plain.data ?? new Uint8Array()).toString('base64'),
-  };
 }
 
 // A failure converter that encodes common attributes leaves "Encoded failure" as the message and puts the
