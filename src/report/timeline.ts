@@ -55,8 +55,25 @@ function deploySequence(record: RunRecord, end: RunEnd): StepTimeline[] {
     const base = { name: def.name, title: def.title, activities: runs, aftermath: false };
     const failedHere = end.endedStep === def.name;
     const here = { failedHere, endOutcome, error: failedHere ? error : undefined };
-    if (def.name === 'validate') return validateStep(base, record, here, running, endedAt);
-    if (def.name === 'record') return recordStep(base, record, here, end.outcome, byStep);
+    // Validation is the workflow's own (with the worker-policy check as its activity): done when it recorded the cluster.
+    if (def.name === 'validate') {
+      const otherwise = record.validatedAtMs !== undefined ? 'done' : running ? 'running' : 'not reached';
+      const endMs = record.validatedAtMs ?? (failedHere ? endedAt : undefined);
+      return ownStep(base, here, otherwise, record.start.timeMs, endMs);
+    }
+    // Recording is the workflow's own too: from the smoke test's end to the close.
+    if (def.name === 'record') {
+      const done = end.outcome === 'succeeded' && record.close?.kind === 'workflowExecutionCompleted';
+      const startMs = byStep.get('smokeTest')?.at(-1)?.endedAtMs ?? record.outcomeRecordedAtMs;
+      const shown = done || failedHere;
+      return ownStep(
+        base,
+        here,
+        done ? 'done' : 'not reached',
+        shown ? startMs : undefined,
+        shown ? endedAt : undefined,
+      );
+    }
     if (runs.length === 0 && rayless && isRayStep(def.name) && index < lastReached) {
       return { ...base, outcome: 'skipped', attempts: 0, retries: 0, detail: multiprocSkipsRay };
     }
@@ -102,50 +119,17 @@ interface EndedHere {
   error?: string;
 }
 
-// Validation is the workflow's own (with the worker-policy check as its activity): done when it recorded the cluster.
-function validateStep(
+/** A step of the workflow's own: one attempt once done or when the run ended in it, else `otherwise`. */
+function ownStep(
   base: StepBase,
-  record: RunRecord,
   here: EndedHere,
-  running: boolean,
-  endedAt: number | undefined,
+  otherwise: StepOutcome,
+  start: number | undefined,
+  end: number | undefined,
 ): StepTimeline {
-  const validated = record.validatedAtMs !== undefined;
-  return withTimes(
-    {
-      ...base,
-      outcome: here.failedHere ? here.endOutcome : validated ? 'done' : running ? 'running' : 'not reached',
-      attempts: here.failedHere || validated ? 1 : 0,
-      retries: 0,
-      error: here.error,
-    },
-    record.start.timeMs,
-    record.validatedAtMs ?? (here.failedHere ? endedAt : undefined),
-  );
-}
-
-// Recording is the workflow's own too: from the smoke test's end to the close.
-function recordStep(
-  base: StepBase,
-  record: RunRecord,
-  here: EndedHere,
-  outcome: Outcome,
-  byStep: Map<string, ActivityRun[]>,
-): StepTimeline {
-  const smokeEnd = byStep.get('smokeTest')?.at(-1)?.endedAtMs;
-  const done = outcome === 'succeeded' && record.close?.kind === 'workflowExecutionCompleted';
-  const shown = done || here.failedHere;
-  return withTimes(
-    {
-      ...base,
-      outcome: here.failedHere ? here.endOutcome : done ? 'done' : 'not reached',
-      attempts: shown ? 1 : 0,
-      retries: 0,
-      error: here.error,
-    },
-    shown ? (smokeEnd ?? record.outcomeRecordedAtMs) : undefined,
-    shown ? record.close?.timeMs : undefined,
-  );
+  const attempts = here.failedHere || otherwise === 'done' ? 1 : 0;
+  const outcome = here.failedHere ? here.endOutcome : otherwise;
+  return withTimes({ ...base, outcome, attempts, retries: 0, error: here.error }, start, end);
 }
 
 // The aftermath of a failure (diagnostics, teardown), or activities of no step.
