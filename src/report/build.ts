@@ -2,7 +2,7 @@
 // scheduled and how each ended, the health polls' results (the load curve), search attributes and memo upserts
 // (trigger, outcome, load time), and the close event (result or failure with its diagnostics). fold.ts reads
 // the events once; the other modules each make one part of the report from what it read.
-import { attemptErrors, hasUnquotedAttempts } from './attempts.js';
+import { attemptErrors } from './attempts.js';
 import { isRecord, readHistoryEvents } from './events.js';
 import { failureReport } from './failure.js';
 import { foldHistory, type RunRecord } from './fold.js';
@@ -94,7 +94,8 @@ function baselineComparison(
 
 function notes(record: RunRecord, trigger: TriggerReport, invalidSpec: boolean): ReportNote[] {
   const out: ReportNote[] = [];
-  if (hasUnquotedAttempts(record.activities)) {
+  // More attempts than the history keeps errors of.
+  if (record.activities.some((t) => t.run.attempt > 2)) {
     out.push({
       text: 'Temporal keeps only the last two attempts’ errors of a retried activity (the last one, and the one before it with the last start); earlier attempts are counted, not quoted.',
     });
