@@ -25,8 +25,6 @@ export interface ChildRun {
   outcome?: string;
 }
 
-export type WorkflowTaskProblem = Postmortem['workflowTaskProblems'][number];
-
 export interface RunRecord {
   start: HistoryEventView;
   /** The workflow's arguments: the spec and the start options. */
@@ -39,7 +37,7 @@ export interface RunRecord {
   /** In the order they were scheduled. */
   activities: ActivityTrack[];
   workers: WorkerReport[];
-  workflowTaskProblems: WorkflowTaskProblem[];
+  workflowTaskProblems: Postmortem['workflowTaskProblems'];
   /** When the workflow recorded the cluster (it does so once the spec is valid). */
   validatedAtMs?: number;
   /** When the workflow last recorded its outcome. */
