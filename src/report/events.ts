@@ -38,6 +38,7 @@ interface ReadHistoryOptions {
  * come back decrypted; without the key they raise PayloadDecryptError naming LIFTOFF_PAYLOAD_KEY.
  */
 export function readHistoryEvents(history: unknown, opts: ReadHistoryOptions = {}): HistoryEventView[] {
+  const { HistoryEvent } = proto.temporal.api.history.v1;
   let key: PayloadKey | undefined | null = opts.payloadKey ?? null;
   const keyWhenNeeded = () => (key === null ? (key = payloadKeyFromEnv()) : key);
   if (!isRecord(history) || !Array.isArray(history.events)) {
@@ -47,7 +48,9 @@ export function readHistoryEvents(history: unknown, opts: ReadHistoryOptions = {
   }
   return history.events.map((raw: unknown, index) => {
     if (!isRecord(raw)) throw new HistoryFormatError(`history event #${index + 1} is not an object`);
-    const event = typeof raw.eventTime === 'string' ? raw : toPlain(raw);
+    // toObject reads the message's fields only; a plain object with the same fields reads the same.
+    const message = raw as unknown as proto.temporal.api.history.v1.HistoryEvent;
+    const event = typeof raw.eventTime === 'string' ? raw : HistoryEvent.toObject(message, protoJsonLike);
     const key = Object.keys(event).find((k) => k.endsWith('EventAttributes') && isRecord(event[k]));
     if (!key) throw new HistoryFormatError(`history event #${index + 1} has no …EventAttributes`);
     const timeMs = timestampMs(event.eventTime);
@@ -112,13 +115,6 @@ function metadataText(value: unknown): string | undefined {
   return typeof value === 'string' ? fromBase64(value) : undefined;
 }
 
-function toPlain(message: Record<string, unknown>): Record<string, unknown> {
-  const HistoryEvent = proto.temporal.api.history.v1.HistoryEvent;
-  // toObject reads the message's fields only; a plain object with the same fields reads the same.
-  const event = message as unknown as proto.temporal.api.history.v1.HistoryEvent;
-  return HistoryEvent.toObject(event, protoJsonLike);
-}
-
 /** Milliseconds since the epoch from an RFC 3339 string or a {seconds, nanos} Timestamp. */
 function timestampMs(value: unknown): number | undefined {
   if (typeof value === 'string') {
@@ -135,7 +131,7 @@ function timestampMs(value: unknown): number | undefined {
 function payloadValue(payload: unknown): unknown {
   if (!isRecord(payload)) return undefined;
   const metadata = isRecord(payload.metadata) ? payload.metadata : {};
-  const encoding = typeof metadata.encoding === 'string' ? fromBase64(metadata.encoding) : '';
+  const encoding = metadataText(metadata.encoding) ?? '';
   const data = typeof payload.data === 'string' ? fromBase64(payload.data) : '';
   if (encoding === 'json/plain') {
     try {
