@@ -24,13 +24,6 @@ export function stepDuration(s: StepTimeline): string {
   return s.durationMs === undefined ? '' : formatDuration(s.durationMs);
 }
 
-function attemptsText(s: StepTimeline): string {
-  if (s.attempts === 0) return '';
-  return s.retries > 0
-    ? `${s.attempts} (${s.retries} ${s.retries === 1 ? 'retry' : 'retries'})`
-    : `${s.attempts}`;
-}
-
 function progressText(sample: LoadSample | undefined): string {
   if (!sample) return 'no health poll answered';
   const shard =
@@ -112,7 +105,10 @@ export function stepCells(s: StepTimeline, index: number, t0: number) {
     start: offset(s.startedAtMs, t0),
     end: offset(s.endedAtMs, t0),
     duration: stepDuration(s),
-    attempts: attemptsText(s),
+    attempts:
+      s.attempts === 0
+        ? ''
+        : `${s.attempts}${s.retries > 0 ? ` (${s.retries} ${s.retries === 1 ? 'retry' : 'retries'})` : ''}`,
   };
 }
 
