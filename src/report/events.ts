@@ -27,17 +27,16 @@ export class HistoryFormatError extends Error {
 // toObject with these options gives the same shape as proto JSON, except timestamps ({seconds, nanos}).
 const protoJsonLike = { longs: String, enums: String, bytes: String } as const;
 
-interface ReadHistoryOptions {
-  /** Decrypts payloads that the codec (src/temporal/codec.ts) encrypted. Default: LIFTOFF_PAYLOAD_KEY. */
-  payloadKey?: PayloadKey;
-}
-
 /**
  * Reads a history: an object with `events` (proto JSON, or protobuf messages from the client). The JSON
  * export's enum spelling does not matter: events are told apart by their attributes' key. Encrypted payloads
- * come back decrypted; without the key they raise PayloadDecryptError naming LIFTOFF_PAYLOAD_KEY.
+ * come back decrypted (`payloadKey`, default LIFTOFF_PAYLOAD_KEY, is the key the codec in src/temporal/codec.ts
+ * encrypted them with); without the key they raise PayloadDecryptError naming LIFTOFF_PAYLOAD_KEY.
  */
-export function readHistoryEvents(history: unknown, opts: ReadHistoryOptions = {}): HistoryEventView[] {
+export function readHistoryEvents(
+  history: unknown,
+  opts: { payloadKey?: PayloadKey } = {},
+): HistoryEventView[] {
   const { HistoryEvent } = proto.temporal.api.history.v1;
   let key: PayloadKey | undefined | null = opts.payloadKey ?? null;
   const keyWhenNeeded = () => (key === null ? (key = payloadKeyFromEnv()) : key);
@@ -69,7 +68,7 @@ export function readHistoryEvents(history: unknown, opts: ReadHistoryOptions = {
 function decryptPayloadsIn(value: unknown, key: () => PayloadKey | undefined, eventNumber: number): unknown {
   if (Array.isArray(value)) return value.map((v) => decryptPayloadsIn(v, key, eventNumber));
   if (!isRecord(value)) return value;
-  if (isRecord(value.metadata) && metadataText(value.metadata.encoding) === ENCRYPTED_ENCODING) {
+  if (isRecord(value.metadata) && base64Text(value.metadata.encoding) === ENCRYPTED_ENCODING) {
     return decryptJsonPayload(value, key(), eventNumber);
   }
   const out = Object.fromEntries(
@@ -111,8 +110,8 @@ function withEncodedAttributes(
   };
 }
 
-function metadataText(value: unknown): string | undefined {
-  return typeof value === 'string' ? fromBase64(value) : undefined;
+function base64Text(value: unknown): string | undefined {
+  return typeof value === 'string' ? Buffer.from(value, 'base64').toString('utf8') : undefined;
 }
 
 /** Milliseconds since the epoch from an RFC 3339 string or a {seconds, nanos} Timestamp. */
@@ -131,8 +130,8 @@ function timestampMs(value: unknown): number | undefined {
 function payloadValue(payload: unknown): unknown {
   if (!isRecord(payload)) return undefined;
   const metadata = isRecord(payload.metadata) ? payload.metadata : {};
-  const encoding = metadataText(metadata.encoding) ?? '';
-  const data = typeof payload.data === 'string' ? fromBase64(payload.data) : '';
+  const encoding = base64Text(metadata.encoding) ?? '';
+  const data = base64Text(payload.data) ?? '';
   if (encoding === 'json/plain') {
     try {
       return JSON.parse(data) as unknown;
@@ -155,10 +154,6 @@ export function fieldValues(holder: unknown, key: 'indexedFields' | 'fields'): R
   const fields = isRecord(holder) ? holder[key] : undefined;
   if (!isRecord(fields)) return {};
   return Object.fromEntries(Object.entries(fields).map(([name, p]) => [name, payloadValue(p)]));
-}
-
-function fromBase64(text: string): string {
-  return Buffer.from(text, 'base64').toString('utf8');
 }
 
 export function isRecord(v: unknown): v is Record<string, unknown> {
