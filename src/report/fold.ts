@@ -160,14 +160,11 @@ const workflowTaskFailed: EventHandler = (fold, event) => {
 };
 
 const workflowTaskTimedOut: EventHandler = (fold, event) => {
+  const timeout = enumText(event.attrs.timeoutType);
   fold.record.workflowTaskProblems.push({
     atMs: event.timeMs,
     kind: 'timed out',
-    detail:
-      `workflow task ${enumText(event.attrs.timeoutType) ?? ''} timeout: no worker finished it in time (a worker died, or the sticky worker was gone)`.replace(
-        '  ',
-        ' ',
-      ),
+    detail: `workflow task ${timeout ? `${timeout} ` : ''}timeout: no worker finished it in time (a worker died, or the sticky worker was gone)`,
   });
 };
 
