@@ -40,12 +40,9 @@ async function postmortemFromFile(
   target: string | undefined,
   runId: string | undefined,
 ): Promise<Postmortem> {
-  let text: string;
-  try {
-    text = await readFile(file, 'utf8');
-  } catch (err) {
+  const text = await readFile(file, 'utf8').catch((err: unknown) => {
     throw new UsageError(`cannot read ${file}: ${err instanceof Error ? err.message : String(err)}`);
-  }
+  });
   let pm: Postmortem;
   try {
     pm = buildPostmortem(JSON.parse(text));
