@@ -56,7 +56,7 @@ export function renderMarkdown(pm: Postmortem): string {
   pm.steps.forEach((s, i) => {
     const c = stepCells(s, i, t0);
     out.push(
-      `| ${c.number} | ${cell(s.title)} (\`${s.name}\`) | ${s.outcome}${s.outcome === 'skipped' && s.detail ? ` (${hostText(s.detail, tableCell)})` : ''} | ${c.start} | ${c.end} | ${c.duration} | ${c.attempts} | ${bar(s, t0, span)} |`,
+      `| ${c.number} | ${s.title.replaceAll('|', '\\|')} (\`${s.name}\`) | ${s.outcome}${s.outcome === 'skipped' && s.detail ? ` (${hostText(s.detail, tableCell)})` : ''} | ${c.start} | ${c.end} | ${c.duration} | ${c.attempts} | ${bar(s, t0, span)} |`,
     );
   });
   out.push('');
@@ -150,10 +150,6 @@ function fence(text: string, lang: string): string {
   const longest = Math.max(2, ...[...text.matchAll(/`+/g)].map((m) => m[0].length));
   const ticks = '`'.repeat(longest + 1);
   return `${ticks}${lang}\n${text}\n${ticks}`;
-}
-
-function cell(text: string): string {
-  return text.replaceAll('|', '\\|');
 }
 
 const tableCell = { tableCell: true };
