@@ -3,7 +3,7 @@
 // and started the deploy as a child has two steps: validate, and the child.
 import { aftermathSteps, deploySteps } from '../workflows/steps.js';
 import { backendOfInput, multiprocSkipsRay, rayOnlySteps } from '../config/backend.js';
-import type { ActivityTrack, ChildRun, RunRecord } from './fold.js';
+import type { ChildRun, RunRecord } from './fold.js';
 import type { ActivityRun, Outcome, StepOutcome, StepTimeline } from './model.js';
 import { dropUndefined } from './values.js';
 
@@ -40,7 +40,8 @@ export function endedStepOf(
 }
 
 function deploySequence(record: RunRecord, end: RunEnd): StepTimeline[] {
-  const byStep = runsByStep(record.activities);
+  const byStep = new Map<string, ActivityRun[]>();
+  for (const t of record.activities) byStep.set(t.step, [...(byStep.get(t.step) ?? []), t.run]);
   const lastReached = Math.max(-1, ...[...byStep.keys()].map((s) => stepIndex.get(s) ?? -1));
   const running = end.outcome === 'running';
   const endedAt = record.close?.timeMs;
@@ -102,12 +103,6 @@ function deploySequence(record: RunRecord, end: RunEnd): StepTimeline[] {
     steps.push(unexpectedStep(name, runs, running));
   }
   return steps;
-}
-
-function runsByStep(activities: readonly ActivityTrack[]): Map<string, ActivityRun[]> {
-  const byStep = new Map<string, ActivityRun[]>();
-  for (const t of activities) byStep.set(t.step, [...(byStep.get(t.step) ?? []), t.run]);
-  return byStep;
 }
 
 type StepBase = Pick<StepTimeline, 'name' | 'title' | 'activities' | 'aftermath'>;
