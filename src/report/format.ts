@@ -68,17 +68,6 @@ export function headline(pm: Postmortem): string {
   return `Postmortem: deploy of ${pm.cluster ?? pm.workflowId} — ${pm.outcome}`;
 }
 
-/** At most `max` samples, evenly spread, always keeping the first and the last. */
-export function thinSamples(samples: LoadSample[], max: number): LoadSample[] {
-  if (samples.length <= max) return samples;
-  const out: LoadSample[] = [];
-  for (let i = 0; i < max; i++) {
-    const s = samples[Math.round((i * (samples.length - 1)) / (max - 1))];
-    if (s && out.at(-1) !== s) out.push(s);
-  }
-  return out;
-}
-
 /**
  * The facts a report opens with, as text; each renderer lays them out its own way. `result` is the endpoint and
  * model a deploy that got that far serves, with the smoke test's speed.

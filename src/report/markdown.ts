@@ -3,17 +3,8 @@
 // everything else in code spans (shared/host-markup.ts), so a server cannot put a link or an image in the report.
 import type { HostDiagnostics } from '../activities/types.js';
 import { markdownHostText as hostText } from '../shared/host-markup.js';
-import type { Postmortem, StepTimeline } from './model.js';
-import {
-  attemptLabel,
-  diagnosticsParts,
-  headline,
-  loadLine,
-  offset,
-  runFacts,
-  stepCells,
-  thinSamples,
-} from './format.js';
+import type { LoadSample, Postmortem, StepTimeline } from './model.js';
+import { attemptLabel, diagnosticsParts, headline, loadLine, offset, runFacts, stepCells } from './format.js';
 import { firstLine } from './values.js';
 
 export function renderMarkdown(pm: Postmortem): string {
@@ -130,6 +121,17 @@ function diagnosticsSection(d: HostDiagnostics): string[] {
   const out = [`### ${d.host}${d.reachable ? '' : ' (unreachable)'}`, ''];
   if (d.errors.length > 0) out.push(...d.errors.map((e) => `- error: ${hostText(firstLine(e))}`), '');
   for (const [title, text] of diagnosticsParts(d)) out.push(`${title}:`, '', fence(text, 'text'), '');
+  return out;
+}
+
+/** At most `max` samples, evenly spread, always keeping the first and the last. */
+function thinSamples(samples: LoadSample[], max: number): LoadSample[] {
+  if (samples.length <= max) return samples;
+  const out: LoadSample[] = [];
+  for (let i = 0; i < max; i++) {
+    const s = samples[Math.round((i * (samples.length - 1)) / (max - 1))];
+    if (s && out.at(-1) !== s) out.push(s);
+  }
   return out;
 }
 
