@@ -1,13 +1,14 @@
 // `liftoff history CLUSTER`: the cluster's past deploys, found by the LiftoffCluster search attribute: start
 // time, trigger, outcome, total and load time, smoke-test tokens/s. Newest first.
 import { Command, InvalidArgumentError } from 'commander';
-import type { Client, WorkflowExecutionInfo } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import { withClient } from '../temporal/connection.js';
 import { searchAttributes } from '../shared/constants.js';
 import { emit, table } from '../cli/render.js';
 import { runCommand } from '../cli/run-command.js';
 import { historyEntries, type HistoryEntry, type ListedRun } from '../report/history-list.js';
-import { formatDuration, formatTime } from '../report/format.js';
+import { formatDuration } from '../config/duration.js';
+import { formatTime } from '../report/format.js';
 
 export interface HistoryReport {
   cluster: string;
@@ -17,35 +18,27 @@ export interface HistoryReport {
 // Enough to find the newest runs among those listed; visibility does not sort by start time everywhere.
 const listCap = 1000;
 
-/** A visibility query on one cluster; the name is quoted as a string literal. */
-export function clusterQuery(cluster: string, extra = ''): string {
-  return `${searchAttributes.cluster.name} = '${cluster.replaceAll("'", "\\'")}'${extra ? ` AND ${extra}` : ''}`;
-}
-
-export function listedRun(info: WorkflowExecutionInfo): ListedRun {
-  const sa = info.typedSearchAttributes;
-  return {
-    workflowId: info.workflowId,
-    runId: info.runId,
-    status: info.status.name,
-    startTime: info.startTime,
-    closeTime: info.closeTime,
-    trigger: sa.get(searchAttributes.trigger),
-    outcome: sa.get(searchAttributes.outcome),
-    loadSeconds: sa.get(searchAttributes.loadSeconds),
-    memo: info.memo,
-  };
-}
-
-/** Every run of the cluster's workflows that visibility lists (up to a cap), reduced to ListedRun. */
+/** Every run of the cluster's workflows that visibility lists (up to a cap); the name is quoted as a literal. */
 export async function listClusterRuns(
   client: Client,
   cluster: string,
   extraQuery = '',
 ): Promise<ListedRun[]> {
+  const query = `${searchAttributes.cluster.name} = '${cluster.replaceAll("'", "\\'")}'${extraQuery ? ` AND ${extraQuery}` : ''}`;
   const runs: ListedRun[] = [];
-  for await (const info of client.workflow.list({ query: clusterQuery(cluster, extraQuery) })) {
-    runs.push(listedRun(info));
+  for await (const info of client.workflow.list({ query })) {
+    const sa = info.typedSearchAttributes;
+    runs.push({
+      workflowId: info.workflowId,
+      runId: info.runId,
+      status: info.status.name,
+      startTime: info.startTime,
+      closeTime: info.closeTime,
+      trigger: sa.get(searchAttributes.trigger),
+      outcome: sa.get(searchAttributes.outcome),
+      loadSeconds: sa.get(searchAttributes.loadSeconds),
+      memo: info.memo,
+    });
     if (runs.length >= listCap) break;
   }
   return runs;
@@ -58,11 +51,7 @@ export function renderHistory(r: HistoryReport): string {
   const causes = relaunches.map(
     (e) => `relaunch #${e.relaunch?.n ?? '?'} (${e.runId}) because: ${e.relaunch?.cause ?? 'unknown'}`,
   );
-  return [rows(r, seconds), ...(causes.length ? ['', ...causes] : [])].join('\n');
-}
-
-function rows(r: HistoryReport, seconds: (s: number | undefined) => string): string {
-  return table([
+  const rows = table([
     ['STARTED', 'TRIGGER', 'OUTCOME', 'TOTAL', 'LOAD', 'TOKENS/S', 'WORKFLOW', 'RUN'],
     ...r.entries.map((e) => [
       formatTime(Date.parse(e.startedAt)),
@@ -75,6 +64,7 @@ function rows(r: HistoryReport, seconds: (s: number | undefined) => string): str
       e.runId,
     ]),
   ]);
+  return [rows, ...(causes.length ? ['', ...causes] : [])].join('\n');
 }
 
 function positiveInt(text: string): number {

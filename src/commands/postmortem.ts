@@ -20,7 +20,7 @@ import {
 import { median } from '../report/history-list.js';
 import { listClusterRuns } from './history.js';
 
-export interface PostmortemOptions {
+interface PostmortemOptions {
   run?: string;
   format: ReportFormat;
   output?: string;
@@ -35,17 +35,14 @@ function reportFormat(text: string): ReportFormat {
 }
 
 /** Offline: a history file as `temporal workflow show --output json` (or the UI's download) writes it. */
-export async function postmortemFromFile(
+async function postmortemFromFile(
   file: string,
   target: string | undefined,
   runId: string | undefined,
 ): Promise<Postmortem> {
-  let text: string;
-  try {
-    text = await readFile(file, 'utf8');
-  } catch (err) {
+  const text = await readFile(file, 'utf8').catch((err: unknown) => {
     throw new UsageError(`cannot read ${file}: ${err instanceof Error ? err.message : String(err)}`);
-  }
+  });
   let pm: Postmortem;
   try {
     pm = buildPostmortem(JSON.parse(text));
@@ -69,7 +66,7 @@ export async function postmortemFromFile(
  * Online: TARGET is a workflow id or a cluster (whose deploys run as `liftoff-<cluster>`); the latest run
  * unless --run names one. A UI or schedule run that only started the deploy as a child is followed to it.
  */
-export async function postmortemOnline(client: Client, target: string, runId?: string): Promise<Postmortem> {
+async function postmortemOnline(client: Client, target: string, runId?: string): Promise<Postmortem> {
   const candidates = [...new Set([target, deployWorkflowId(target)])];
   for (const workflowId of candidates) {
     const handle = client.workflow.getHandle(workflowId, runId);
@@ -78,15 +75,15 @@ export async function postmortemOnline(client: Client, target: string, runId?: s
       throw err;
     });
     if (!described) continue;
-    let history = await client.workflow.getHandle(workflowId, described.runId).fetchHistory();
-    let pm = buildPostmortem(history, { workflowId, runId: described.runId });
-    const child = pm.trigger.child;
+    let run: { workflowId: string; runId?: string } = { workflowId, runId: described.runId };
+    let history = await client.workflow.getHandle(workflowId, run.runId).fetchHistory();
+    const { child } = buildPostmortem(history, run).trigger;
     if (child?.runId) {
+      run = child;
       history = await client.workflow.getHandle(child.workflowId, child.runId).fetchHistory();
-      pm = buildPostmortem(history, { workflowId: child.workflowId, runId: child.runId });
     }
-    const baseline = await loadBaseline(client, pm);
-    return buildPostmortem(history, { workflowId: pm.workflowId, runId: pm.runId, baseline });
+    const baseline = await loadBaseline(client, buildPostmortem(history, run));
+    return buildPostmortem(history, { ...run, baseline });
   }
   throw new UsageError(
     `no workflow ${target}${runId ? ` run ${runId}` : ''} and no deploy of a cluster ${target} (workflow ${deployWorkflowId(target)}) found`,
@@ -94,7 +91,7 @@ export async function postmortemOnline(client: Client, target: string, runId?: s
 }
 
 /** The median load time of the cluster's successful runs that started before this one. */
-export async function loadBaseline(client: Client, pm: Postmortem): Promise<BaselineReport> {
+async function loadBaseline(client: Client, pm: Postmortem): Promise<BaselineReport> {
   if (!pm.cluster) return { available: false, reason: 'the run names no cluster' };
   const before = new Date(pm.startedAtMs).toISOString();
   const runs = await listClusterRuns(

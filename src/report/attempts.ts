@@ -22,8 +22,3 @@ export function attemptErrors(activities: readonly ActivityTrack[]): AttemptErro
   }
   return out;
 }
-
-/** More attempts than the history keeps errors of. */
-export function hasUnquotedAttempts(activities: readonly ActivityTrack[]): boolean {
-  return activities.some((t) => t.run.attempt > 2);
-}

@@ -2,7 +2,7 @@
 // scheduled and how each ended, the health polls' results (the load curve), search attributes and memo upserts
 // (trigger, outcome, load time), and the close event (result or failure with its diagnostics). fold.ts reads
 // the events once; the other modules each make one part of the report from what it read.
-import { attemptErrors, hasUnquotedAttempts } from './attempts.js';
+import { attemptErrors } from './attempts.js';
 import { isRecord, readHistoryEvents } from './events.js';
 import { failureReport } from './failure.js';
 import { foldHistory, type RunRecord } from './fold.js';
@@ -14,7 +14,7 @@ import { redactDeep } from '../shared/secrets.js';
 import { resultReport } from './result.js';
 import { endedStepOf, stepTimeline } from './timeline.js';
 import { triggerReport } from './trigger.js';
-import { nameOf, stringArray } from './values.js';
+import { nameOf, stringArray, stringOr } from './values.js';
 
 export interface BuildOptions {
   /** The cluster's earlier successful runs (online only); offline the report says it is unavailable. */
@@ -43,20 +43,10 @@ export function buildPostmortem(history: unknown, opts: BuildOptions = {}): Post
 
   const model: Postmortem = {
     format: 'liftoff-postmortem/1',
-    workflowId:
-      typeof start.attrs.workflowId === 'string' ? start.attrs.workflowId : (opts.workflowId ?? '(unknown)'),
-    runId:
-      opts.runId ??
-      (typeof start.attrs.originalExecutionRunId === 'string'
-        ? start.attrs.originalExecutionRunId
-        : undefined),
+    workflowId: stringOr(start.attrs.workflowId) ?? opts.workflowId ?? '(unknown)',
+    runId: opts.runId ?? stringOr(start.attrs.originalExecutionRunId),
     workflowType: nameOf(start.attrs.workflowType) ?? '(unknown)',
-    cluster:
-      typeof searchAttrs.LiftoffCluster === 'string'
-        ? searchAttrs.LiftoffCluster
-        : isRecord(input) && typeof input.cluster === 'string'
-          ? input.cluster
-          : undefined,
+    cluster: stringOr(searchAttrs.LiftoffCluster) ?? (isRecord(input) ? stringOr(input.cluster) : undefined),
     outcome,
     startedAtMs: start.timeMs,
     endedAtMs: close?.timeMs,
@@ -82,7 +72,7 @@ function cancelledReport(outcome: Outcome, memo: Record<string, unknown>): Postm
   if (outcome !== 'cancelled') return undefined;
   const cancelledMemo = isRecord(memo.cancelled) ? memo.cancelled : undefined;
   return {
-    step: typeof cancelledMemo?.step === 'string' ? cancelledMemo.step : undefined,
+    step: stringOr(cancelledMemo?.step),
     teardown: stringArray(cancelledMemo?.teardown),
   };
 }
@@ -104,7 +94,8 @@ function baselineComparison(
 
 function notes(record: RunRecord, trigger: TriggerReport, invalidSpec: boolean): ReportNote[] {
   const out: ReportNote[] = [];
-  if (hasUnquotedAttempts(record.activities)) {
+  // More attempts than the history keeps errors of.
+  if (record.activities.some((t) => t.run.attempt > 2)) {
     out.push({
       text: 'Temporal keeps only the last two attempts’ errors of a retried activity (the last one, and the one before it with the last start); earlier attempts are counted, not quoted.',
     });

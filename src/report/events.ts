@@ -2,7 +2,6 @@
 // --output json` (and the UI's download) writes, or the protobuf messages `handle.fetchHistory()` returns.
 // Everything after this file sees only HistoryEventView.
 import proto from '@temporalio/proto';
-import type { Payload } from '@temporalio/common';
 import {
   decryptPayload,
   ENCRYPTED_ENCODING,
@@ -21,12 +20,6 @@ export interface HistoryEventView {
   attrs: Record<string, unknown>;
 }
 
-/** A payload in proto JSON form: metadata values and data base64-encoded. */
-export interface JsonPayload {
-  metadata?: Record<string, string>;
-  data?: string;
-}
-
 export class HistoryFormatError extends Error {
   override name = 'HistoryFormatError';
 }
@@ -34,17 +27,17 @@ export class HistoryFormatError extends Error {
 // toObject with these options gives the same shape as proto JSON, except timestamps ({seconds, nanos}).
 const protoJsonLike = { longs: String, enums: String, bytes: String } as const;
 
-export interface ReadHistoryOptions {
-  /** Decrypts payloads that the codec (src/temporal/codec.ts) encrypted. Default: LIFTOFF_PAYLOAD_KEY. */
-  payloadKey?: PayloadKey;
-}
-
 /**
  * Reads a history: an object with `events` (proto JSON, or protobuf messages from the client). The JSON
  * export's enum spelling does not matter: events are told apart by their attributes' key. Encrypted payloads
- * come back decrypted; without the key they raise PayloadDecryptError naming LIFTOFF_PAYLOAD_KEY.
+ * come back decrypted (`payloadKey`, default LIFTOFF_PAYLOAD_KEY, is the key the codec in src/temporal/codec.ts
+ * encrypted them with); without the key they raise PayloadDecryptError naming LIFTOFF_PAYLOAD_KEY.
  */
-export function readHistoryEvents(history: unknown, opts: ReadHistoryOptions = {}): HistoryEventView[] {
+export function readHistoryEvents(
+  history: unknown,
+  opts: { payloadKey?: PayloadKey } = {},
+): HistoryEventView[] {
+  const { HistoryEvent } = proto.temporal.api.history.v1;
   let key: PayloadKey | undefined | null = opts.payloadKey ?? null;
   const keyWhenNeeded = () => (key === null ? (key = payloadKeyFromEnv()) : key);
   if (!isRecord(history) || !Array.isArray(history.events)) {
@@ -54,7 +47,9 @@ export function readHistoryEvents(history: unknown, opts: ReadHistoryOptions = {
   }
   return history.events.map((raw: unknown, index) => {
     if (!isRecord(raw)) throw new HistoryFormatError(`history event #${index + 1} is not an object`);
-    const event = typeof raw.eventTime === 'string' ? raw : toPlain(raw);
+    // toObject reads the message's fields only; a plain object with the same fields reads the same.
+    const message = raw as unknown as proto.temporal.api.history.v1.HistoryEvent;
+    const event = typeof raw.eventTime === 'string' ? raw : HistoryEvent.toObject(message, protoJsonLike);
     const key = Object.keys(event).find((k) => k.endsWith('EventAttributes') && isRecord(event[k]));
     if (!key) throw new HistoryFormatError(`history event #${index + 1} has no …EventAttributes`);
     const timeMs = timestampMs(event.eventTime);
@@ -73,7 +68,7 @@ export function readHistoryEvents(history: unknown, opts: ReadHistoryOptions = {
 function decryptPayloadsIn(value: unknown, key: () => PayloadKey | undefined, eventNumber: number): unknown {
   if (Array.isArray(value)) return value.map((v) => decryptPayloadsIn(v, key, eventNumber));
   if (!isRecord(value)) return value;
-  if (isRecord(value.metadata) && metadataText(value.metadata.encoding) === ENCRYPTED_ENCODING) {
+  if (isRecord(value.metadata) && base64Text(value.metadata.encoding) === ENCRYPTED_ENCODING) {
     return decryptJsonPayload(value, key(), eventNumber);
   }
   const out = Object.fromEntries(
@@ -82,38 +77,22 @@ function decryptPayloadsIn(value: unknown, key: () => PayloadKey | undefined, ev
   return isRecord(out.encodedAttributes) ? withEncodedAttributes(out, out.encodedAttributes) : out;
 }
 
+// Payload's fromObject and toObject read and write the export's base64 bytes.
 function decryptJsonPayload(
   payload: Record<string, unknown>,
   key: PayloadKey | undefined,
   eventNumber: number,
-): JsonPayload {
-  const metadata = isRecord(payload.metadata) ? payload.metadata : {};
-  const binary = {
-    metadata: Object.fromEntries(
-      Object.entries(metadata)
-        .filter((entry): entry is [string, string] => typeof entry[1] === 'string')
-        .map(([k, v]) => [k, new Uint8Array(Buffer.from(v, 'base64'))]),
-    ),
-    data: new Uint8Array(Buffer.from(typeof payload.data === 'string' ? payload.data : '', 'base64')),
-  };
-  let plain: Payload;
+): Record<string, unknown> {
+  const { Payload } = proto.temporal.api.common.v1;
   try {
-    plain = decryptPayload(binary, key);
+    return Payload.toObject(Payload.create(decryptPayload(Payload.fromObject(payload), key)), protoJsonLike);
   } catch (err) {
-    if (err instanceof PayloadDecryptError) {
-      throw new PayloadDecryptError(
-        `history event #${eventNumber}: ${err.message}` +
-          (key ? '' : ` (this history was written with payload encryption on; ${PAYLOAD_KEY_ENV} reads it)`),
-      );
-    }
-    throw err;
+    if (!(err instanceof PayloadDecryptError)) throw err;
+    throw new PayloadDecryptError(
+      `history event #${eventNumber}: ${err.message}` +
+        (key ? '' : ` (this history was written with payload encryption on; ${PAYLOAD_KEY_ENV} reads it)`),
+    );
   }
-  return {
-    metadata: Object.fromEntries(
-      Object.entries(plain.metadata ?? {}).map(([k, v]) => [k, Buffer.from(v).toString('base64')]),
-    ),
-    data: Buffer.from(plain.data ?? new Uint8Array()).toString('base64'),
-  };
 }
 
 // A failure converter that encodes common attributes leaves "Encoded failure" as the message and puts the
@@ -131,19 +110,12 @@ function withEncodedAttributes(
   };
 }
 
-function metadataText(value: unknown): string | undefined {
-  return typeof value === 'string' ? fromBase64(value) : undefined;
-}
-
-function toPlain(message: Record<string, unknown>): Record<string, unknown> {
-  const HistoryEvent = proto.temporal.api.history.v1.HistoryEvent;
-  // toObject reads the message's fields only; a plain object with the same fields reads the same.
-  const event = message as unknown as proto.temporal.api.history.v1.HistoryEvent;
-  return HistoryEvent.toObject(event, protoJsonLike);
+function base64Text(value: unknown): string | undefined {
+  return typeof value === 'string' ? Buffer.from(value, 'base64').toString('utf8') : undefined;
 }
 
 /** Milliseconds since the epoch from an RFC 3339 string or a {seconds, nanos} Timestamp. */
-export function timestampMs(value: unknown): number | undefined {
+function timestampMs(value: unknown): number | undefined {
   if (typeof value === 'string') {
     const ms = Date.parse(value);
     return Number.isNaN(ms) ? undefined : ms;
@@ -155,11 +127,11 @@ export function timestampMs(value: unknown): number | undefined {
 }
 
 /** A payload's value: JSON payloads decoded; null payloads undefined; anything else described, not decoded. */
-export function payloadValue(payload: unknown): unknown {
+function payloadValue(payload: unknown): unknown {
   if (!isRecord(payload)) return undefined;
   const metadata = isRecord(payload.metadata) ? payload.metadata : {};
-  const encoding = typeof metadata.encoding === 'string' ? fromBase64(metadata.encoding) : '';
-  const data = typeof payload.data === 'string' ? fromBase64(payload.data) : '';
+  const encoding = base64Text(metadata.encoding) ?? '';
+  const data = base64Text(payload.data) ?? '';
   if (encoding === 'json/plain') {
     try {
       return JSON.parse(data) as unknown;
@@ -177,22 +149,11 @@ export function payloadValues(payloads: unknown): unknown[] {
   return payloads.payloads.map(payloadValue);
 }
 
-/** Search attributes ({ indexedFields: { NAME: payload } }) decoded to plain values. */
-export function searchAttributeValues(searchAttributes: unknown): Record<string, unknown> {
-  const fields = isRecord(searchAttributes) ? searchAttributes.indexedFields : undefined;
+/** Search attributes ({ indexedFields: { NAME: payload } }) or a memo ({ fields: { NAME: payload } }) decoded. */
+export function fieldValues(holder: unknown, key: 'indexedFields' | 'fields'): Record<string, unknown> {
+  const fields = isRecord(holder) ? holder[key] : undefined;
   if (!isRecord(fields)) return {};
   return Object.fromEntries(Object.entries(fields).map(([name, p]) => [name, payloadValue(p)]));
-}
-
-/** Memo fields ({ fields: { NAME: payload } }) decoded. */
-export function memoValues(memo: unknown): Record<string, unknown> {
-  const fields = isRecord(memo) ? memo.fields : undefined;
-  if (!isRecord(fields)) return {};
-  return Object.fromEntries(Object.entries(fields).map(([name, p]) => [name, payloadValue(p)]));
-}
-
-function fromBase64(text: string): string {
-  return Buffer.from(text, 'base64').toString('utf8');
 }
 
 export function isRecord(v: unknown): v is Record<string, unknown> {

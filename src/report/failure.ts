@@ -54,8 +54,7 @@ function failureKind(f: Record<string, unknown>): string {
 /** "TIMEOUT_TYPE_HEARTBEAT" / "Heartbeat" → "heartbeat". */
 export function enumText(value: unknown): string | undefined {
   if (typeof value !== 'string') return undefined;
-  const parts = value.split('_');
   const known = ['TIMEOUT_TYPE', 'WORKFLOW_TASK_FAILED_CAUSE', 'RETRY_STATE'];
   const prefix = known.find((p) => value.startsWith(`${p}_`));
-  return (prefix ? value.slice(prefix.length + 1) : parts.join('_')).toLowerCase().replaceAll('_', ' ');
+  return (prefix ? value.slice(prefix.length + 1) : value).toLowerCase().replaceAll('_', ' ');
 }

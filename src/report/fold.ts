@@ -3,13 +3,7 @@
 // up, a child it started, and the event that closed it. The projections (timeline, load, result…) read this.
 import { deploySteps, stepOfActivity } from '../workflows/steps.js';
 import { failureText, enumText } from './failure.js';
-import {
-  isRecord,
-  memoValues,
-  payloadValues,
-  searchAttributeValues,
-  type HistoryEventView,
-} from './events.js';
+import { fieldValues, isRecord, payloadValues, type HistoryEventView } from './events.js';
 import type { ActivityRun, Postmortem, WorkerReport } from './model.js';
 import { closeEventKinds } from './outcome.js';
 import { idText, nameOf } from './values.js';
@@ -31,8 +25,6 @@ export interface ChildRun {
   outcome?: string;
 }
 
-export type WorkflowTaskProblem = Postmortem['workflowTaskProblems'][number];
-
 export interface RunRecord {
   start: HistoryEventView;
   /** The workflow's arguments: the spec and the start options. */
@@ -45,7 +37,7 @@ export interface RunRecord {
   /** In the order they were scheduled. */
   activities: ActivityTrack[];
   workers: WorkerReport[];
-  workflowTaskProblems: WorkflowTaskProblem[];
+  workflowTaskProblems: Postmortem['workflowTaskProblems'];
   /** When the workflow recorded the cluster (it does so once the spec is valid). */
   validatedAtMs?: number;
   /** When the workflow last recorded its outcome. */
@@ -75,8 +67,8 @@ export function foldHistory(events: readonly HistoryEventView[]): RunRecord {
       start,
       input,
       options,
-      searchAttrs: searchAttributeValues(start.attrs.searchAttributes),
-      memo: memoValues(start.attrs.memo),
+      searchAttrs: fieldValues(start.attrs.searchAttributes, 'indexedFields'),
+      memo: fieldValues(start.attrs.memo, 'fields'),
       activities: [],
       workers: [],
       workflowTaskProblems: [],
@@ -139,28 +131,20 @@ const activityStarted: EventHandler = (fold, event) => {
   seeWorker(fold, a.identity, event.timeMs);
 };
 
-const activityCompleted: EventHandler = (fold, event) => {
+const activityEnded: EventHandler = (fold, event) => {
   const track = trackOf(fold, event);
   if (!track) return;
   track.run.endedAtMs = event.timeMs;
-  track.run.outcome = 'completed';
-  track.result = payloadValues(event.attrs.result)[0];
-  track.run.host ??= hostOf(track.result);
-};
-
-const activityFailedOrTimedOut: EventHandler = (fold, event) => {
-  const track = trackOf(fold, event);
-  if (!track) return;
-  track.run.endedAtMs = event.timeMs;
-  track.run.outcome = event.kind === 'activityTaskFailed' ? 'failed' : 'timed out';
-  track.run.error = failureText(event.attrs.failure);
-};
-
-const activityCanceled: EventHandler = (fold, event) => {
-  const track = trackOf(fold, event);
-  if (!track) return;
-  track.run.endedAtMs = event.timeMs;
-  track.run.outcome = 'cancelled';
+  if (event.kind === 'activityTaskCompleted') {
+    track.run.outcome = 'completed';
+    track.result = payloadValues(event.attrs.result)[0];
+    track.run.host ??= hostOf(track.result);
+  } else if (event.kind === 'activityTaskCanceled') {
+    track.run.outcome = 'cancelled';
+  } else {
+    track.run.outcome = event.kind === 'activityTaskFailed' ? 'failed' : 'timed out';
+    track.run.error = failureText(event.attrs.failure);
+  }
 };
 
 const workflowTaskStarted: EventHandler = (fold, event) =>
@@ -176,26 +160,23 @@ const workflowTaskFailed: EventHandler = (fold, event) => {
 };
 
 const workflowTaskTimedOut: EventHandler = (fold, event) => {
+  const timeout = enumText(event.attrs.timeoutType);
   fold.record.workflowTaskProblems.push({
     atMs: event.timeMs,
     kind: 'timed out',
-    detail:
-      `workflow task ${enumText(event.attrs.timeoutType) ?? ''} timeout: no worker finished it in time (a worker died, or the sticky worker was gone)`.replace(
-        '  ',
-        ' ',
-      ),
+    detail: `workflow task ${timeout ? `${timeout} ` : ''}timeout: no worker finished it in time (a worker died, or the sticky worker was gone)`,
   });
 };
 
 const searchAttributesUpserted: EventHandler = (fold, event) => {
-  const upserted = searchAttributeValues(event.attrs.searchAttributes);
+  const upserted = fieldValues(event.attrs.searchAttributes, 'indexedFields');
   if ('LiftoffCluster' in upserted) fold.record.validatedAtMs ??= event.timeMs;
   if ('LiftoffOutcome' in upserted) fold.record.outcomeRecordedAtMs = event.timeMs;
   Object.assign(fold.record.searchAttrs, upserted);
 };
 
 const memoUpserted: EventHandler = (fold, event) => {
-  Object.assign(fold.record.memo, memoValues(event.attrs.upsertedMemo));
+  Object.assign(fold.record.memo, fieldValues(event.attrs.upsertedMemo, 'fields'));
 };
 
 // Only a child deploy is "the child": a deploy itself starts children too (its supervisor, its notifications),
@@ -205,32 +186,20 @@ const childInitiated: EventHandler = (fold, event) => {
   fold.record.child = { workflowId: idText(event.attrs.workflowId), initiatedAtMs: event.timeMs };
 };
 
-/** The recorded child, when `event` is about it. */
-function childOf(fold: Fold, event: HistoryEventView): ChildRun | undefined {
-  const execution = event.attrs.workflowExecution;
+/** An event about the recorded child after its initiation: its run id once it started, or how it ended. */
+const childEvent: EventHandler = (fold, event) => {
+  const execution = isRecord(event.attrs.workflowExecution) ? event.attrs.workflowExecution : undefined;
   const child = fold.record.child;
-  const id = isRecord(execution) ? execution.workflowId : event.attrs.workflowId;
-  return child && child.workflowId === idText(id) ? child : undefined;
-}
-
-const childStarted: EventHandler = (fold, event) => {
-  const execution = event.attrs.workflowExecution;
-  const child = childOf(fold, event);
-  if (child && isRecord(execution) && typeof execution.runId === 'string') child.runId = execution.runId;
-};
-
-const childStartFailed: EventHandler = (fold, event) => {
-  const child = childOf(fold, event);
-  if (child) Object.assign(child, { endedAtMs: event.timeMs, outcome: 'refused' });
-};
-
-const childEnded: EventHandler = (fold, event) => {
-  const child = childOf(fold, event);
-  if (child)
-    Object.assign(child, {
-      endedAtMs: event.timeMs,
-      outcome: event.kind.slice('childWorkflowExecution'.length).toLowerCase(),
-    });
+  if (child?.workflowId !== idText(execution ? execution.workflowId : event.attrs.workflowId)) return;
+  if (event.kind === 'childWorkflowExecutionStarted') {
+    if (typeof execution?.runId === 'string') child.runId = execution.runId;
+    return;
+  }
+  child.endedAtMs = event.timeMs;
+  child.outcome =
+    event.kind === 'startChildWorkflowExecutionFailed'
+      ? 'refused'
+      : event.kind.slice('childWorkflowExecution'.length).toLowerCase();
 };
 
 const closed: EventHandler = (fold, event) => {
@@ -240,23 +209,23 @@ const closed: EventHandler = (fold, event) => {
 const handlers = new Map<string, EventHandler>([
   ['activityTaskScheduled', activityScheduled],
   ['activityTaskStarted', activityStarted],
-  ['activityTaskCompleted', activityCompleted],
-  ['activityTaskFailed', activityFailedOrTimedOut],
-  ['activityTaskTimedOut', activityFailedOrTimedOut],
-  ['activityTaskCanceled', activityCanceled],
+  ['activityTaskCompleted', activityEnded],
+  ['activityTaskFailed', activityEnded],
+  ['activityTaskTimedOut', activityEnded],
+  ['activityTaskCanceled', activityEnded],
   ['workflowTaskStarted', workflowTaskStarted],
   ['workflowTaskFailed', workflowTaskFailed],
   ['workflowTaskTimedOut', workflowTaskTimedOut],
   ['upsertWorkflowSearchAttributes', searchAttributesUpserted],
   ['workflowPropertiesModified', memoUpserted],
   ['startChildWorkflowExecutionInitiated', childInitiated],
-  ['childWorkflowExecutionStarted', childStarted],
-  ['startChildWorkflowExecutionFailed', childStartFailed],
-  ['childWorkflowExecutionCompleted', childEnded],
-  ['childWorkflowExecutionFailed', childEnded],
-  ['childWorkflowExecutionCanceled', childEnded],
-  ['childWorkflowExecutionTerminated', childEnded],
-  ['childWorkflowExecutionTimedOut', childEnded],
+  ['childWorkflowExecutionStarted', childEvent],
+  ['startChildWorkflowExecutionFailed', childEvent],
+  ['childWorkflowExecutionCompleted', childEvent],
+  ['childWorkflowExecutionFailed', childEvent],
+  ['childWorkflowExecutionCanceled', childEvent],
+  ['childWorkflowExecutionTerminated', childEvent],
+  ['childWorkflowExecutionTimedOut', childEvent],
   // Which of them closed the run is its outcome (outcome.ts).
   ...closeEventKinds.map((kind): [string, EventHandler] => [kind, closed]),
 ]);

@@ -10,8 +10,6 @@ import type {
   StepTimeline,
 } from './model.js';
 
-export { formatDuration };
-
 /** "2026-12-02 20:17:38Z": UTC, to the second, the same wherever the report is read. */
 export function formatTime(ms: number): string {
   return `${new Date(ms).toISOString().slice(0, 19).replace('T', ' ')}Z`;
@@ -26,14 +24,7 @@ export function stepDuration(s: StepTimeline): string {
   return s.durationMs === undefined ? '' : formatDuration(s.durationMs);
 }
 
-export function attemptsText(s: StepTimeline): string {
-  if (s.attempts === 0) return '';
-  return s.retries > 0
-    ? `${s.attempts} (${s.retries} ${s.retries === 1 ? 'retry' : 'retries'})`
-    : `${s.attempts}`;
-}
-
-export function progressText(sample: LoadSample | undefined): string {
+function progressText(sample: LoadSample | undefined): string {
   if (!sample) return 'no health poll answered';
   const shard =
     sample.shardsTotal !== undefined
@@ -49,7 +40,7 @@ export function loadLine(load: LoadReport | undefined): string {
   return `${time} over ${load.polls} health ${load.polls === 1 ? 'poll' : 'polls'}; last progress: ${progressText(load.last)}`;
 }
 
-export function baselineLine(loadSeconds: number | undefined, b: BaselineReport): string {
+function baselineLine(loadSeconds: number | undefined, b: BaselineReport): string {
   if (!b.available) return `baseline unavailable: ${b.reason}`;
   const median = `median ${b.medianSeconds.toFixed(1)} s over ${b.runs} earlier successful ${b.runs === 1 ? 'run' : 'runs'}`;
   if (loadSeconds === undefined || b.deltaSeconds === undefined)
@@ -60,7 +51,7 @@ export function baselineLine(loadSeconds: number | undefined, b: BaselineReport)
   return `${loadSeconds.toFixed(1)} s vs ${median}: ${Math.abs(b.deltaSeconds).toFixed(1)} s ${direction}${pct}`;
 }
 
-export function triggerLine(pm: Postmortem): string {
+function triggerLine(pm: Postmortem): string {
   const t = pm.trigger;
   const parts = [t.kind];
   if (t.scheduleId) parts.push(`schedule ${t.scheduleId}`);
@@ -77,30 +68,11 @@ export function headline(pm: Postmortem): string {
   return `Postmortem: deploy of ${pm.cluster ?? pm.workflowId} — ${pm.outcome}`;
 }
 
-/** At most `max` samples, evenly spread, always keeping the first and the last. */
-export function thinSamples(samples: LoadSample[], max: number): LoadSample[] {
-  if (samples.length <= max) return samples;
-  const out: LoadSample[] = [];
-  for (let i = 0; i < max; i++) {
-    const s = samples[Math.round((i * (samples.length - 1)) / (max - 1))];
-    if (s && out.at(-1) !== s) out.push(s);
-  }
-  return out;
-}
-
-/** The facts a report opens with, as text; each renderer lays them out its own way. */
-export interface RunFacts {
-  started: string;
-  ended?: string;
-  total?: string;
-  trigger: string;
-  load: string;
-  baseline: string;
-  /** The endpoint and model a deploy that got that far serves, with the smoke test's speed. */
-  result?: string;
-}
-
-export function runFacts(pm: Postmortem): RunFacts {
+/**
+ * The facts a report opens with, as text; each renderer lays them out its own way. `result` is the endpoint and
+ * model a deploy that got that far serves, with the smoke test's speed.
+ */
+export function runFacts(pm: Postmortem) {
   const r = pm.result;
   return {
     started: formatTime(pm.startedAtMs),
@@ -116,17 +88,16 @@ export function runFacts(pm: Postmortem): RunFacts {
 }
 
 /** The cells of a step's row in the timeline table (the `index`th step; ↳ marks the aftermath). */
-export function stepCells(
-  s: StepTimeline,
-  index: number,
-  t0: number,
-): { number: string; start: string; end: string; duration: string; attempts: string } {
+export function stepCells(s: StepTimeline, index: number, t0: number) {
   return {
     number: s.aftermath ? '↳' : String(index + 1),
     start: offset(s.startedAtMs, t0),
     end: offset(s.endedAtMs, t0),
     duration: stepDuration(s),
-    attempts: attemptsText(s),
+    attempts:
+      s.attempts === 0
+        ? ''
+        : `${s.attempts}${s.retries > 0 ? ` (${s.retries} ${s.retries === 1 ? 'retry' : 'retries'})` : ''}`,
   };
 }
 

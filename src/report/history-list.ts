@@ -1,6 +1,8 @@
 // `liftoff history` rows from what Temporal's visibility store lists: search attributes and memo, never the
 // events. Pure, so the rules (newest first; delegating runs only when refused) are tested without a server.
+import { isRecord } from './events.js';
 import { listedRunOutcome } from './outcome.js';
+import { dropUndefined, numberOr, stringOr } from './values.js';
 
 /** One listed workflow execution, as the client's list() gives it, reduced to what history needs. */
 export interface ListedRun {
@@ -42,33 +44,27 @@ export function historyEntries(runs: readonly ListedRun[], limit: number): Histo
     .slice(0, Math.max(0, limit))
     .map((r): HistoryEntry => {
       const summary = isRecord(r.memo?.summary) ? r.memo.summary : {};
-      const entry: HistoryEntry = {
+      const relaunch = isRecord(r.memo?.relaunch) ? r.memo.relaunch : undefined;
+      return dropUndefined({
         workflowId: r.workflowId,
         runId: r.runId,
         startedAt: r.startTime.toISOString(),
         trigger: r.trigger ?? 'unknown',
         outcome: outcomeOf(r),
-      };
-      if (r.closeTime) entry.closedAt = r.closeTime.toISOString();
-      const total =
-        numberOr(summary.totalSeconds) ??
-        (r.closeTime ? (r.closeTime.getTime() - r.startTime.getTime()) / 1000 : undefined);
-      if (total !== undefined) entry.totalSeconds = total;
-      const load = r.loadSeconds ?? numberOr(summary.loadSeconds);
-      if (load !== undefined) entry.loadSeconds = load;
-      const tps = numberOr(summary.tokensPerSecond);
-      if (tps !== undefined) entry.tokensPerSecond = tps;
-      const relaunch = isRecord(r.memo?.relaunch) ? r.memo.relaunch : undefined;
-      if (relaunch) {
-        entry.relaunch = {
-          ...(numberOr(relaunch.n) !== undefined ? { n: numberOr(relaunch.n) } : {}),
-          ...(typeof relaunch.cause === 'string' ? { cause: relaunch.cause } : {}),
-          ...(typeof relaunch.supervisorWorkflowId === 'string'
-            ? { supervisorWorkflowId: relaunch.supervisorWorkflowId }
-            : {}),
-        };
-      }
-      return entry;
+        closedAt: r.closeTime?.toISOString(),
+        totalSeconds:
+          numberOr(summary.totalSeconds) ??
+          (r.closeTime ? (r.closeTime.getTime() - r.startTime.getTime()) / 1000 : undefined),
+        loadSeconds: r.loadSeconds ?? numberOr(summary.loadSeconds),
+        tokensPerSecond: numberOr(summary.tokensPerSecond),
+        relaunch:
+          relaunch &&
+          dropUndefined({
+            n: numberOr(relaunch.n),
+            cause: stringOr(relaunch.cause),
+            supervisorWorkflowId: stringOr(relaunch.supervisorWorkflowId),
+          }),
+      });
     });
 }
 
@@ -82,12 +78,4 @@ export function median(values: readonly number[]): number | undefined {
   const sorted = [...values].sort((a, b) => a - b);
   const mid = Math.floor(sorted.length / 2);
   return sorted.length % 2 === 1 ? sorted[mid] : ((sorted[mid - 1] ?? 0) + (sorted[mid] ?? 0)) / 2;
-}
-
-function numberOr(v: unknown): number | undefined {
-  return typeof v === 'number' && Number.isFinite(v) ? v : undefined;
-}
-
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }

@@ -1,11 +1,11 @@
 // The postmortem as one self-contained HTML file: inline CSS and SVG, no script, nothing fetched. The
 // Content-Security-Policy forbids any load, so a stray reference could not reach the network either.
 import type { HostDiagnostics } from '../activities/types.js';
+import { formatDuration } from '../config/duration.js';
 import type { LoadSample, Postmortem } from './model.js';
 import {
   attemptLabel,
   diagnosticsParts,
-  formatDuration,
   headline,
   loadLine,
   offset,
@@ -13,6 +13,7 @@ import {
   stepCells,
   stepDuration,
 } from './format.js';
+import { firstLine, round1 } from './values.js';
 
 const csp = "default-src 'none'; style-src 'unsafe-inline'";
 
@@ -249,7 +250,7 @@ function ticks(spanMs: number): number[] {
 }
 
 function n(v: number): string {
-  return (Math.round(v * 10) / 10).toString();
+  return String(round1(v));
 }
 
 function esc(text: string): string {
@@ -261,8 +262,4 @@ function esc(text: string): string {
 
 function cls(text: string): string {
   return text.replace(/[^a-z]+/gi, '-');
-}
-
-function firstLine(text: string): string {
-  return text.split('\n')[0] ?? '';
 }

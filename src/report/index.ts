@@ -4,10 +4,9 @@ import { renderMarkdown } from './markdown.js';
 import type { Postmortem } from './model.js';
 
 export { buildPostmortem, type BuildOptions } from './build.js';
-export { readHistoryEvents, HistoryFormatError } from './events.js';
+export { HistoryFormatError } from './events.js';
 export { renderHtml } from './html.js';
 export { renderMarkdown } from './markdown.js';
-export { redactSpec } from './redact-spec.js';
 export type * from './model.js';
 
 export const reportFormats = ['md', 'html', 'json'] as const;

@@ -3,17 +3,9 @@
 // everything else in code spans (shared/host-markup.ts), so a server cannot put a link or an image in the report.
 import type { HostDiagnostics } from '../activities/types.js';
 import { markdownHostText as hostText } from '../shared/host-markup.js';
-import type { Postmortem, StepTimeline } from './model.js';
-import {
-  attemptLabel,
-  diagnosticsParts,
-  headline,
-  loadLine,
-  offset,
-  runFacts,
-  stepCells,
-  thinSamples,
-} from './format.js';
+import type { LoadSample, Postmortem, StepTimeline } from './model.js';
+import { attemptLabel, diagnosticsParts, headline, loadLine, offset, runFacts, stepCells } from './format.js';
+import { firstLine } from './values.js';
 
 export function renderMarkdown(pm: Postmortem): string {
   const t0 = pm.startedAtMs;
@@ -37,7 +29,8 @@ export function renderMarkdown(pm: Postmortem): string {
       '',
     );
     out.push(fence(f.message, 'text'), '');
-    if (f.causes.length > 0) out.push('Caused by:', ...f.causes.map((c) => `- ${hostText(oneLine(c))}`), '');
+    if (f.causes.length > 0)
+      out.push('Caused by:', ...f.causes.map((c) => `- ${hostText(firstLine(c))}`), '');
     if (f.teardown) out.push('Teardown:', ...f.teardown.map((l) => `- ${hostText(l)}`), '');
   }
   if (pm.cancelled) {
@@ -54,7 +47,7 @@ export function renderMarkdown(pm: Postmortem): string {
   pm.steps.forEach((s, i) => {
     const c = stepCells(s, i, t0);
     out.push(
-      `| ${c.number} | ${cell(s.title)} (\`${s.name}\`) | ${s.outcome}${s.outcome === 'skipped' && s.detail ? ` (${hostText(s.detail, tableCell)})` : ''} | ${c.start} | ${c.end} | ${c.duration} | ${c.attempts} | ${bar(s, t0, span)} |`,
+      `| ${c.number} | ${s.title.replaceAll('|', '\\|')} (\`${s.name}\`) | ${s.outcome}${s.outcome === 'skipped' && s.detail ? ` (${hostText(s.detail, tableCell)})` : ''} | ${c.start} | ${c.end} | ${c.duration} | ${c.attempts} | ${bar(s, t0, span)} |`,
     );
   });
   out.push('');
@@ -66,7 +59,7 @@ export function renderMarkdown(pm: Postmortem): string {
     out.push('| at | step | activity | host | attempt | error |', '|---|---|---|---|---|---|');
     for (const e of pm.attemptErrors) {
       out.push(
-        `| ${offset(e.atMs, t0)} | ${e.step} | ${e.activityType} | ${e.host ?? ''} | ${attemptLabel(e)} | ${hostText(oneLine(e.error), tableCell)} |`,
+        `| ${offset(e.atMs, t0)} | ${e.step} | ${e.activityType} | ${e.host ?? ''} | ${attemptLabel(e)} | ${hostText(firstLine(e.error), tableCell)} |`,
       );
     }
     out.push('');
@@ -100,12 +93,12 @@ export function renderMarkdown(pm: Postmortem): string {
       );
     }
     for (const p of pm.workflowTaskProblems)
-      out.push(`- ${offset(p.atMs, t0)} workflow task ${p.kind}: ${hostText(oneLine(p.detail))}`);
+      out.push(`- ${offset(p.atMs, t0)} workflow task ${p.kind}: ${hostText(firstLine(p.detail))}`);
     out.push('');
   }
 
   if (pm.result?.smokeText !== undefined) {
-    out.push('## Smoke test', '', `> ${hostText(oneLine(pm.result.smokeText))}`, '');
+    out.push('## Smoke test', '', `> ${hostText(firstLine(pm.result.smokeText))}`, '');
   }
 
   if (pm.spec) {
@@ -126,8 +119,19 @@ export function renderMarkdown(pm: Postmortem): string {
 
 function diagnosticsSection(d: HostDiagnostics): string[] {
   const out = [`### ${d.host}${d.reachable ? '' : ' (unreachable)'}`, ''];
-  if (d.errors.length > 0) out.push(...d.errors.map((e) => `- error: ${hostText(oneLine(e))}`), '');
+  if (d.errors.length > 0) out.push(...d.errors.map((e) => `- error: ${hostText(firstLine(e))}`), '');
   for (const [title, text] of diagnosticsParts(d)) out.push(`${title}:`, '', fence(text, 'text'), '');
+  return out;
+}
+
+/** At most `max` samples, evenly spread, always keeping the first and the last. */
+function thinSamples(samples: LoadSample[], max: number): LoadSample[] {
+  if (samples.length <= max) return samples;
+  const out: LoadSample[] = [];
+  for (let i = 0; i < max; i++) {
+    const s = samples[Math.round((i * (samples.length - 1)) / (max - 1))];
+    if (s && out.at(-1) !== s) out.push(s);
+  }
   return out;
 }
 
@@ -148,14 +152,6 @@ function fence(text: string, lang: string): string {
   const longest = Math.max(2, ...[...text.matchAll(/`+/g)].map((m) => m[0].length));
   const ticks = '`'.repeat(longest + 1);
   return `${ticks}${lang}\n${text}\n${ticks}`;
-}
-
-function oneLine(text: string): string {
-  return text.split('\n')[0] ?? '';
-}
-
-function cell(text: string): string {
-  return text.replaceAll('|', '\\|');
 }
 
 const tableCell = { tableCell: true };

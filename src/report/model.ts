@@ -14,8 +14,6 @@ export type Outcome =
 
 export type StepOutcome = 'done' | 'failed' | 'cancelled' | 'skipped' | 'running' | 'not reached';
 
-export type ActivityOutcome = 'completed' | 'failed' | 'timed out' | 'cancelled' | 'running' | 'scheduled';
-
 /** One activity the workflow scheduled, with the retries Temporal made of it. */
 export interface ActivityRun {
   activityId: string;
@@ -27,7 +25,7 @@ export interface ActivityRun {
   endedAtMs?: number;
   /** The attempt that ended it (1 = no retry). */
   attempt: number;
-  outcome: ActivityOutcome;
+  outcome: 'completed' | 'failed' | 'timed out' | 'cancelled' | 'running' | 'scheduled';
   /** The worker (identity) that ran the last attempt. */
   worker?: string;
   /** The last attempt's error, when it failed or timed out. */

@@ -2,38 +2,21 @@
 // liftoff's outcome words. The postmortem, `liftoff history` and `liftoff schedule` all read it. Pure.
 import type { FailureReport, Outcome } from './model.js';
 
-interface WorkflowEnd {
-  /** The execution status as the client names it (`WorkflowExecutionStatusName`). */
-  status: string;
-  /** The history event that closes a run with this status (HistoryEventView.kind); none while running. */
-  closeEvent?: string;
-  outcome: Outcome;
-}
-
-const workflowEnds: readonly WorkflowEnd[] = [
-  { status: 'RUNNING', outcome: 'running' },
-  { status: 'COMPLETED', closeEvent: 'workflowExecutionCompleted', outcome: 'succeeded' },
-  { status: 'FAILED', closeEvent: 'workflowExecutionFailed', outcome: 'failed' },
-  { status: 'CANCELLED', closeEvent: 'workflowExecutionCanceled', outcome: 'cancelled' },
-  { status: 'TERMINATED', closeEvent: 'workflowExecutionTerminated', outcome: 'terminated' },
-  { status: 'TIMED_OUT', closeEvent: 'workflowExecutionTimedOut', outcome: 'timed out' },
-  {
-    status: 'CONTINUED_AS_NEW',
-    closeEvent: 'workflowExecutionContinuedAsNew',
-    outcome: 'continued as new',
-  },
+// Temporal's execution status (as the client names it, `WorkflowExecutionStatusName`), the history event that
+// closes a run with it (HistoryEventView.kind; none while running), and liftoff's word for it.
+const workflowEnds: readonly [status: string, closeEvent: string | undefined, outcome: Outcome][] = [
+  ['RUNNING', undefined, 'running'],
+  ['COMPLETED', 'workflowExecutionCompleted', 'succeeded'],
+  ['FAILED', 'workflowExecutionFailed', 'failed'],
+  ['CANCELLED', 'workflowExecutionCanceled', 'cancelled'],
+  ['TERMINATED', 'workflowExecutionTerminated', 'terminated'],
+  ['TIMED_OUT', 'workflowExecutionTimedOut', 'timed out'],
+  ['CONTINUED_AS_NEW', 'workflowExecutionContinuedAsNew', 'continued as new'],
 ];
 
-const outcomeByStatus = new Map(workflowEnds.map((e) => [e.status, e.outcome]));
-
 const outcomeByCloseEvent = new Map(
-  workflowEnds.flatMap((e) => (e.closeEvent ? [[e.closeEvent, e.outcome] as const] : [])),
+  workflowEnds.flatMap(([, closeEvent, outcome]) => (closeEvent ? [[closeEvent, outcome] as const] : [])),
 );
-
-/** The outcome a workflow execution status stands for; undefined for a status liftoff has no word for. */
-export function outcomeOfStatus(status: string): Outcome | undefined {
-  return outcomeByStatus.get(status);
-}
 
 /** The events that close a run: completed, failed, cancelled, terminated, timed out, continued as new. */
 export const closeEventKinds: readonly string[] = [...outcomeByCloseEvent.keys()];
@@ -45,7 +28,7 @@ export const closeEventKinds: readonly string[] = [...outcomeByCloseEvent.keys()
  */
 export function listedRunOutcome(status: string, recorded: string | undefined): string | undefined {
   if (status === 'RUNNING') return 'running';
-  return recorded ?? outcomeOfStatus(status);
+  return recorded ?? workflowEnds.find(([s]) => s === status)?.[2];
 }
 
 /** A run's outcome from its close event (none yet: running); a failure that was a refusal is `refused`. */
@@ -54,7 +37,7 @@ export function outcomeOfClose(
   failure: FailureReport | undefined,
   searchAttrs: Record<string, unknown>,
 ): Outcome {
-  const outcome = closeEvent === undefined ? 'running' : (outcomeByCloseEvent.get(closeEvent) ?? 'running');
+  const outcome = outcomeByCloseEvent.get(closeEvent ?? '') ?? 'running';
   if (outcome !== 'failed') return outcome;
   return failure?.type === 'DeployAlreadyRunning' || searchAttrs.LiftoffOutcome === 'refused'
     ? 'refused'

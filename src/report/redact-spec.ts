@@ -7,17 +7,12 @@ import { cutWebhookUrls } from '../shared/webhook-shown.js';
 import { isRecord } from './events.js';
 import type { SpecReport } from './model.js';
 
-export interface RedactedSpec {
-  report: SpecReport;
-  /** The secret values the spec holds, to redact everywhere else. */
-  secrets: string[];
-}
-
 /**
  * Applies the schema's defaults (when the input is a valid spec) and redacts env secrets and secret args; a
- * literal webhook URL is shown by its origin (a webhook's path is often its token).
+ * literal webhook URL is shown by its origin (a webhook's path is often its token). `secrets` are the secret
+ * values the spec holds, to redact everywhere else.
  */
-export function redactSpec(input: unknown): RedactedSpec {
+export function redactSpec(input: unknown): { report: SpecReport; secrets: string[] } {
   const parsed = deploySpecSchema.safeParse(input);
   const spec: unknown = structuredClone(parsed.success ? parsed.data : input);
   const secrets = secretsOfSpec(spec);

@@ -3,8 +3,9 @@
 // and started the deploy as a child has two steps: validate, and the child.
 import { aftermathSteps, deploySteps } from '../workflows/steps.js';
 import { backendOfInput, multiprocSkipsRay, rayOnlySteps } from '../config/backend.js';
-import type { ActivityTrack, ChildRun, RunRecord } from './fold.js';
+import type { ChildRun, RunRecord } from './fold.js';
 import type { ActivityRun, Outcome, StepOutcome, StepTimeline } from './model.js';
+import { dropUndefined } from './values.js';
 
 const aftermathTitles = new Map<string, string>(aftermathSteps.map((s) => [s.name, s.title]));
 
@@ -39,12 +40,13 @@ export function endedStepOf(
 }
 
 function deploySequence(record: RunRecord, end: RunEnd): StepTimeline[] {
-  const byStep = runsByStep(record.activities);
+  const byStep = new Map<string, ActivityRun[]>();
+  for (const t of record.activities) byStep.set(t.step, [...(byStep.get(t.step) ?? []), t.run]);
   const lastReached = Math.max(-1, ...[...byStep.keys()].map((s) => stepIndex.get(s) ?? -1));
   const running = end.outcome === 'running';
   const endedAt = record.close?.timeMs;
   const endOutcome: StepOutcome = end.outcome === 'cancelled' ? 'cancelled' : 'failed';
-  const error = firstLine(end.failureMessage);
+  const error = end.failureMessage?.split('\n')[0];
   // A multiproc deploy never runs the Ray steps: they show skipped with the reason, however far the run got.
   const rayless = backendOfInput(record.input) === 'multiproc';
   const isRayStep = (name: string): boolean => (rayOnlySteps as readonly string[]).includes(name);
@@ -54,8 +56,25 @@ function deploySequence(record: RunRecord, end: RunEnd): StepTimeline[] {
     const base = { name: def.name, title: def.title, activities: runs, aftermath: false };
     const failedHere = end.endedStep === def.name;
     const here = { failedHere, endOutcome, error: failedHere ? error : undefined };
-    if (def.name === 'validate') return validateStep(base, record, here, running, endedAt);
-    if (def.name === 'record') return recordStep(base, record, here, end.outcome, byStep);
+    // Validation is the workflow's own (with the worker-policy check as its activity): done when it recorded the cluster.
+    if (def.name === 'validate') {
+      const otherwise = record.validatedAtMs !== undefined ? 'done' : running ? 'running' : 'not reached';
+      const endMs = record.validatedAtMs ?? (failedHere ? endedAt : undefined);
+      return ownStep(base, here, otherwise, record.start.timeMs, endMs);
+    }
+    // Recording is the workflow's own too: from the smoke test's end to the close.
+    if (def.name === 'record') {
+      const done = end.outcome === 'succeeded' && record.close?.kind === 'workflowExecutionCompleted';
+      const startMs = byStep.get('smokeTest')?.at(-1)?.endedAtMs ?? record.outcomeRecordedAtMs;
+      const shown = done || failedHere;
+      return ownStep(
+        base,
+        here,
+        done ? 'done' : 'not reached',
+        shown ? startMs : undefined,
+        shown ? endedAt : undefined,
+      );
+    }
     if (runs.length === 0 && rayless && isRayStep(def.name) && index < lastReached) {
       return { ...base, outcome: 'skipped', attempts: 0, retries: 0, detail: multiprocSkipsRay };
     }
@@ -86,12 +105,6 @@ function deploySequence(record: RunRecord, end: RunEnd): StepTimeline[] {
   return steps;
 }
 
-function runsByStep(activities: readonly ActivityTrack[]): Map<string, ActivityRun[]> {
-  const byStep = new Map<string, ActivityRun[]>();
-  for (const t of activities) byStep.set(t.step, [...(byStep.get(t.step) ?? []), t.run]);
-  return byStep;
-}
-
 type StepBase = Pick<StepTimeline, 'name' | 'title' | 'activities' | 'aftermath'>;
 
 /** Whether the run ended in this step, and how that step shows it. */
@@ -101,50 +114,17 @@ interface EndedHere {
   error?: string;
 }
 
-// Validation is the workflow's own (with the worker-policy check as its activity): done when it recorded the cluster.
-function validateStep(
+/** A step of the workflow's own: one attempt once done or when the run ended in it, else `otherwise`. */
+function ownStep(
   base: StepBase,
-  record: RunRecord,
   here: EndedHere,
-  running: boolean,
-  endedAt: number | undefined,
+  otherwise: StepOutcome,
+  start: number | undefined,
+  end: number | undefined,
 ): StepTimeline {
-  const validated = record.validatedAtMs !== undefined;
-  return withTimes(
-    {
-      ...base,
-      outcome: here.failedHere ? here.endOutcome : validated ? 'done' : running ? 'running' : 'not reached',
-      attempts: here.failedHere || validated ? 1 : 0,
-      retries: 0,
-      error: here.error,
-    },
-    record.start.timeMs,
-    record.validatedAtMs ?? (here.failedHere ? endedAt : undefined),
-  );
-}
-
-// Recording is the workflow's own too: from the smoke test's end to the close.
-function recordStep(
-  base: StepBase,
-  record: RunRecord,
-  here: EndedHere,
-  outcome: Outcome,
-  byStep: Map<string, ActivityRun[]>,
-): StepTimeline {
-  const smokeEnd = byStep.get('smokeTest')?.at(-1)?.endedAtMs;
-  const done = outcome === 'succeeded' && record.close?.kind === 'workflowExecutionCompleted';
-  const shown = done || here.failedHere;
-  return withTimes(
-    {
-      ...base,
-      outcome: here.failedHere ? here.endOutcome : done ? 'done' : 'not reached',
-      attempts: shown ? 1 : 0,
-      retries: 0,
-      error: here.error,
-    },
-    shown ? (smokeEnd ?? record.outcomeRecordedAtMs) : undefined,
-    shown ? record.close?.timeMs : undefined,
-  );
+  const attempts = here.failedHere || otherwise === 'done' ? 1 : 0;
+  const outcome = here.failedHere ? here.endOutcome : otherwise;
+  return withTimes({ ...base, outcome, attempts, retries: 0, error: here.error }, start, end);
 }
 
 // The aftermath of a failure (diagnostics, teardown), or activities of no step.
@@ -188,6 +168,11 @@ function activityStep(
   );
 }
 
+const childOutcomes = new Map<string, StepOutcome>([
+  ['completed', 'done'],
+  ['canceled', 'cancelled'],
+]);
+
 function delegatedSteps(record: RunRecord, child: ChildRun, outcome: Outcome): StepTimeline[] {
   const validate = deploySteps[0];
   return [
@@ -208,14 +193,7 @@ function delegatedSteps(record: RunRecord, child: ChildRun, outcome: Outcome): S
       {
         name: 'childDeploy',
         title: `Run the deploy as ${child.workflowId}`,
-        outcome:
-          outcome === 'running'
-            ? 'running'
-            : child.outcome === 'completed'
-              ? 'done'
-              : child.outcome === 'canceled'
-                ? 'cancelled'
-                : 'failed',
+        outcome: outcome === 'running' ? 'running' : (childOutcomes.get(child.outcome ?? '') ?? 'failed'),
         attempts: 1,
         retries: 0,
         activities: [],
@@ -234,15 +212,6 @@ function withTimes(
   start: number | undefined,
   end: number | undefined,
 ): StepTimeline {
-  const out: StepTimeline = { ...step };
-  if (start !== undefined) out.startedAtMs = start;
-  if (end !== undefined) out.endedAtMs = end;
-  if (start !== undefined && end !== undefined) out.durationMs = Math.max(0, end - start);
-  if (out.detail === undefined) delete out.detail;
-  if (out.error === undefined) delete out.error;
-  return out;
-}
-
-function firstLine(text: string | undefined): string | undefined {
-  return text?.split('\n')[0];
+  const durationMs = start !== undefined && end !== undefined ? Math.max(0, end - start) : undefined;
+  return dropUndefined({ ...step, startedAtMs: start, endedAtMs: end, durationMs });
 }

@@ -3,6 +3,7 @@
 import { isRecord } from './events.js';
 import type { RunRecord } from './fold.js';
 import type { TriggerReport } from './model.js';
+import { dropUndefined, numberOr, stringOr } from './values.js';
 
 export function triggerReport(record: RunRecord): TriggerReport {
   const { start, options, searchAttrs, child } = record;
@@ -12,20 +13,14 @@ export function triggerReport(record: RunRecord): TriggerReport {
     : undefined;
   return {
     kind:
-      (isRecord(options) && typeof options.trigger === 'string' ? options.trigger : undefined) ??
-      (typeof searchAttrs.LiftoffTrigger === 'string' ? searchAttrs.LiftoffTrigger : undefined) ??
+      (isRecord(options) ? stringOr(options.trigger) : undefined) ??
+      stringOr(searchAttrs.LiftoffTrigger) ??
       (scheduleId !== undefined ? 'schedule' : 'unknown'),
-    startedBy:
-      typeof start.attrs.identity === 'string' && start.attrs.identity !== ''
-        ? start.attrs.identity
-        : undefined,
-    scheduleId: typeof scheduleId === 'string' ? scheduleId : undefined,
+    startedBy: stringOr(start.attrs.identity) || undefined,
+    scheduleId: stringOr(scheduleId),
     parent:
       parent && typeof parent.workflowId === 'string'
-        ? {
-            workflowId: parent.workflowId,
-            runId: typeof parent.runId === 'string' ? parent.runId : undefined,
-          }
+        ? { workflowId: parent.workflowId, runId: stringOr(parent.runId) }
         : undefined,
     child: child ? { workflowId: child.workflowId, runId: child.runId } : undefined,
     relaunch: relaunchOf(record.memo.relaunch),
@@ -35,10 +30,10 @@ export function triggerReport(record: RunRecord): TriggerReport {
 /** The memo a supervisor gives its relaunch deploy (src/workflows/supervise-relaunch.ts). */
 function relaunchOf(memo: unknown): TriggerReport['relaunch'] {
   if (!isRecord(memo) || typeof memo.supervisorWorkflowId !== 'string') return undefined;
-  return {
+  return dropUndefined({
     supervisorWorkflowId: memo.supervisorWorkflowId,
-    ...(typeof memo.supervisorRunId === 'string' ? { supervisorRunId: memo.supervisorRunId } : {}),
-    ...(typeof memo.n === 'number' ? { n: memo.n } : {}),
-    ...(typeof memo.cause === 'string' ? { cause: memo.cause } : {}),
-  };
+    supervisorRunId: stringOr(memo.supervisorRunId),
+    n: numberOr(memo.n),
+    cause: stringOr(memo.cause),
+  });
 }

@@ -27,6 +27,10 @@ export function round1(n: number): number {
   return Math.round(n * 10) / 10;
 }
 
+export function firstLine(text: string): string {
+  return text.split('\n')[0] ?? '';
+}
+
 /** The object without its undefined fields, so the JSON report has no `"x": undefined` holes to explain. */
 export function dropUndefined<T extends object>(o: T): T {
   for (const k of Object.keys(o) as (keyof T)[]) if (o[k] === undefined) delete o[k];
