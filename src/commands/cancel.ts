@@ -60,8 +60,8 @@ export const cancelCommand = new Command('cancel')
   .option('--no-wait', 'return once the cancel is requested, without waiting for the teardown')
   .option('--json', 'print the outcome as JSON')
   .action((cluster: string, opts: { wait: boolean; json?: boolean }) =>
-    runCommand(opts, async () => {
-      return withClient(async (client) => {
+    runCommand(opts, () =>
+      withClient(async (client) => {
         // The supervisor first: cancelled mid-relaunch, it cancels its relaunch deploy too.
         const supervisor = await cancelSupervisor(client, cluster, opts.wait);
         const { workflowId, described } = await describeClusterDeploy(client, cluster).catch(
@@ -70,33 +70,25 @@ export const cancelCommand = new Command('cancel')
             throw err;
           },
         );
-        if (!described || described.status.name !== 'RUNNING') {
-          if (supervisor) {
-            const report: CancelReport = {
-              cluster,
-              workflowId,
-              runId: described?.runId ?? '',
-              outcome: 'NOT_RUNNING',
-              teardown: [],
-              supervisor,
-            };
-            emit(opts, report, renderCancel);
-            return ExitCode.ok;
-          }
-          throw new UsageError(
-            `the deploy of ${cluster} is not running (workflow ${workflowId} is ${described?.status.name ?? 'missing'}); nothing to cancel`,
-          );
-        }
-        const run = client.workflow.getHandle(workflowId, described.runId);
-        await run.cancel();
         const report: CancelReport = {
           cluster,
           workflowId,
-          runId: described.runId,
+          runId: described?.runId ?? '',
           outcome: 'REQUESTED',
           teardown: [],
           ...(supervisor ? { supervisor } : {}),
         };
+        if (!described || described.status.name !== 'RUNNING') {
+          if (!supervisor)
+            throw new UsageError(
+              `the deploy of ${cluster} is not running (workflow ${workflowId} is ${described?.status.name ?? 'missing'}); nothing to cancel`,
+            );
+          report.outcome = 'NOT_RUNNING';
+          emit(opts, report, renderCancel);
+          return ExitCode.ok;
+        }
+        const run = client.workflow.getHandle(workflowId, described.runId);
+        await run.cancel();
         if (!opts.wait) {
           emit(opts, report, renderCancel);
           return ExitCode.ok;
@@ -118,8 +110,8 @@ export const cancelCommand = new Command('cancel')
         }
         emit(opts, report, renderCancel);
         return report.outcome === 'CANCELLED' ? ExitCode.ok : ExitCode.deployFailed;
-      });
-    }),
+      }),
+    ),
   );
 
 /** Cancels the running supervisor of the cluster, if any, and (unless told not to) waits for it to end. */

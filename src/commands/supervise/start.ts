@@ -41,8 +41,8 @@ export const superviseStartCommand = new Command('start')
   .option('-c, --config <file>', 'cluster spec (YAML); default: the spec of the latest deploy')
   .option('--json', 'print the started supervisor as JSON')
   .action((cluster: string, opts: { config?: string; json?: boolean }) =>
-    runCommand(opts, async () => {
-      return withClient(async (client) => {
+    runCommand(opts, () =>
+      withClient(async (client) => {
         const { workflowId, handle, described } = await describeClusterDeploy(client, cluster);
         if (described.status.name !== 'COMPLETED') {
           throw new UsageError(
@@ -90,6 +90,6 @@ export const superviseStartCommand = new Command('start')
           report,
           (r) => `supervising ${r.cluster}: ${r.workflowId} (run ${r.runId}); spec from ${r.specFrom}`,
         );
-      });
-    }),
+      }),
+    ),
   );
