@@ -60,7 +60,7 @@ export async function createLiftoffWorker(opts: LiftoffWorkerOptions): Promise<W
     namespace: opts.namespace,
     taskQueue: opts.taskQueue ?? TASK_QUEUE,
     // Workflow code converts failures inside the sandbox, so it needs the same failure converter.
-    workflowBundle: await workflowBundle({ failureConverterPath: dataConverter.failureConverterPath }),
+    workflowBundle: await workflowBundle(dataConverter.failureConverterPath),
     activities: activitiesUnder(policy, pool),
     dataConverter,
     // After a worker dies, its workflows' next task goes back to the shared queue after this long.
