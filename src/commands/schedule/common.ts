@@ -170,12 +170,6 @@ function headline(message: string): string {
   return first.endsWith(':') && second ? `${first} ${second.trim()}` : first;
 }
 
-/** The schedule's recent runs, newest first. */
-export async function recentRuns(client: Client, description: ScheduleDescription): Promise<ScheduledRun[]> {
-  const actions = [...description.info.recentActions].reverse();
-  return Promise.all(actions.map((a) => scheduledRun(client, a)));
-}
-
 /** The spec a schedule stores (its action's first argument). */
 export function storedSpec(description: ScheduleDescription): DeploySpec | undefined {
   const spec: unknown = description.action.args?.[0];
