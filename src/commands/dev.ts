@@ -27,11 +27,8 @@ export const devCommand = new Command('dev')
         uiPort: Number(opts.uiPort),
         namespace: opts.namespace,
       });
-      const connection = await connectWorkerConnection({
-        address: server.address,
-        namespace: server.namespace,
-        connectionOptions: { address: server.address },
-      });
+      const { address } = server;
+      const connection = await connectWorkerConnection({ address, connectionOptions: { address } });
       // The worker and its activities load only for the commands that run one, not for every CLI command.
       const { createLiftoffWorker, runUntilSignalled } = await import('../worker.js');
       const worker = await createLiftoffWorker({
