@@ -75,14 +75,7 @@ export function normalizeFingerprint(input: string): string {
 }
 
 function hostKeyFile(keyType: string): string {
-  const short = keyType.includes('ed25519')
-    ? 'ed25519'
-    : keyType.startsWith('ecdsa')
-      ? 'ecdsa'
-      : keyType.includes('rsa')
-        ? 'rsa'
-        : '*';
-  return `/etc/ssh/ssh_host_${short}_key.pub`;
+  return `/etc/ssh/ssh_host_${/ed25519|^ecdsa|rsa/.exec(keyType)?.[0] ?? '*'}_key.pub`;
 }
 
 function resolveTarget(spec: ProbeSpec, hostName: string): SshTargetData {
