@@ -48,10 +48,6 @@ function renderDeployCancel(r: CancelReport): string {
   ].join('\n');
 }
 
-interface CancelMemo {
-  cancelled?: { step?: string; teardown?: string[] };
-}
-
 export const cancelCommand = new Command('cancel')
   .description(
     'cancel the running deploy of a cluster (its teardown stops the server and removes its containers) and stop its supervisor',
@@ -100,7 +96,9 @@ export const cancelCommand = new Command('cancel')
           if (!(err instanceof WorkflowFailedError)) throw err;
           if (err.cause instanceof CancelledFailure) {
             report.outcome = 'CANCELLED';
-            const memo = ((await run.describe()).memo ?? {}) as CancelMemo;
+            const memo = ((await run.describe()).memo ?? {}) as {
+              cancelled?: { step?: string; teardown?: string[] };
+            };
             report.step = memo.cancelled?.step;
             report.teardown = memo.cancelled?.teardown ?? [];
           } else {

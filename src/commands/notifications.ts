@@ -31,10 +31,6 @@ export interface NotificationsReport {
   failed: FailedNotification[];
 }
 
-interface NotifyMemo {
-  notify?: { event?: NotifyEvent; failed?: string[] };
-}
-
 export async function listNotifications(
   client: Client,
   cluster: string,
@@ -45,7 +41,7 @@ export async function listNotifications(
   try {
     for await (const info of client.workflow.list({ query })) {
       report.listed += 1;
-      const memo = (info.memo ?? {}) as NotifyMemo;
+      const memo = (info.memo ?? {}) as { notify?: { event?: NotifyEvent; failed?: string[] } };
       if (info.status.name === 'RUNNING') report.pending += 1;
       else if ((memo.notify?.failed ?? []).length > 0) {
         report.failed.push({
