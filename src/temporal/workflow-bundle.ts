@@ -50,19 +50,16 @@ export async function bundleWorkflowsTo(file: string, failureConverterPath?: str
   renameSync(partial, file);
 }
 
-function sourceFiles(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true })
-    .flatMap((e) => (e.isDirectory() ? sourceFiles(join(dir, e.name)) : [join(dir, e.name)]))
-    .filter((f) => f.endsWith('.ts'))
-    .sort();
-}
-
 /** Names the bundle by everything that can change it: the sources, the locked package versions, the options. */
 function bundleHash(failureConverterPath: string | undefined): string {
   const hash = createHash('sha256');
   // An installed package has no lock file; its package.json pins the Temporal packages that bundle.
   const lock = join(projectRoot, 'package-lock.json');
-  const files = [...sourceFiles(srcDir), existsSync(lock) ? lock : join(projectRoot, 'package.json')];
+  const sources = readdirSync(srcDir, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.ts'));
+  const files = [
+    ...sources.map((f) => join(srcDir, f)).sort(),
+    existsSync(lock) ? lock : join(projectRoot, 'package.json'),
+  ];
   if (failureConverterPath) files.push(failureConverterPath);
   for (const file of files) {
     hash.update(file).update('\0').update(readFileSync(file)).update('\0');
