@@ -18,7 +18,6 @@ export interface LiftoffWorkerOptions {
   connection: NativeConnection;
   namespace: string;
   taskQueue?: string;
-  identity?: string;
   /**
    * Default: the worker's data converter from this process's environment (LIFTOFF_PAYLOAD_KEY,
    * LIFTOFF_REQUIRE_ENCRYPTED). Its failure converter is bundled into the workflow sandbox too.
@@ -29,11 +28,6 @@ export interface LiftoffWorkerOptions {
    * this process's environment (the file LIFTOFF_WORKER_POLICY names, or the defaults), read once, here.
    */
   policy?: WorkerPolicy;
-  /**
-   * How long the worker keeps an SSH connection nobody uses (one per host, shared by its activities). Default:
-   * LIFTOFF_SSH_IDLE_TIMEOUT of this process's environment (a duration, e.g. `5m`), or 5 minutes.
-   */
-  sshIdleMs?: number;
 }
 
 /**
@@ -55,18 +49,18 @@ function activitiesUnder(
 export async function createLiftoffWorker(opts: LiftoffWorkerOptions): Promise<Worker> {
   const dataConverter = opts.dataConverter ?? liftoffDataConverter(process.env, { role: 'worker' });
   const policy = opts.policy ?? loadWorkerPolicy(process.env);
-  const pool = new SharedSshPool({ idleMs: opts.sshIdleMs ?? sshIdleMsFromEnv(process.env) });
+  // One SSH connection per host, shared by its activities, kept while unused for LIFTOFF_SSH_IDLE_TIMEOUT.
+  const pool = new SharedSshPool({ idleMs: sshIdleMsFromEnv(process.env) });
   const worker = await Worker.create({
     connection: opts.connection,
     namespace: opts.namespace,
     taskQueue: opts.taskQueue ?? TASK_QUEUE,
     // Workflow code converts failures inside the sandbox, so it needs the same failure converter.
-    workflowBundle: await workflowBundle({ failureConverterPath: dataConverter.failureConverterPath }),
+    workflowBundle: await workflowBundle(dataConverter.failureConverterPath),
     activities: activitiesUnder(policy, pool),
     dataConverter,
     // After a worker dies, its workflows' next task goes back to the shared queue after this long.
     stickyQueueScheduleToStartTimeout: '5s',
-    ...(opts.identity ? { identity: opts.identity } : {}),
   });
   // The pool's connections close when the worker stops, however it is run: they would otherwise hold the
   // process (and a login on every host) open until idle.

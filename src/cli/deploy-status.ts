@@ -10,8 +10,6 @@ import { ApplicationFailure, type TemporalFailure } from '@temporalio/common';
 import { deployWorkflowId } from '../shared/constants.js';
 import { UsageError } from './run-command.js';
 
-export { deployWorkflowId };
-
 /** The cluster's latest deploy run; a cluster never deployed is a usage error (exit 2) naming the workflow. */
 export async function describeClusterDeploy(
   client: Client,

@@ -22,12 +22,7 @@ function errnoOf(err: unknown): string | undefined {
 
 /** What holds the name itself, not what a link there points to; undefined when nothing does. */
 function entryAt(path: string): Stats | undefined {
-  try {
-    return lstatSync(path);
-  } catch (err) {
-    if (errnoOf(err) === 'ENOENT') return undefined;
-    throw err;
-  }
+  return lstatSync(path, { throwIfNoEntry: false });
 }
 
 /** True when anything holds the name: a file, a folder, or a link, dangling or not. */

@@ -48,10 +48,6 @@ function renderDeployCancel(r: CancelReport): string {
   ].join('\n');
 }
 
-interface CancelMemo {
-  cancelled?: { step?: string; teardown?: string[] };
-}
-
 export const cancelCommand = new Command('cancel')
   .description(
     'cancel the running deploy of a cluster (its teardown stops the server and removes its containers) and stop its supervisor',
@@ -60,8 +56,8 @@ export const cancelCommand = new Command('cancel')
   .option('--no-wait', 'return once the cancel is requested, without waiting for the teardown')
   .option('--json', 'print the outcome as JSON')
   .action((cluster: string, opts: { wait: boolean; json?: boolean }) =>
-    runCommand(opts, async () => {
-      return withClient(async (client) => {
+    runCommand(opts, () =>
+      withClient(async (client) => {
         // The supervisor first: cancelled mid-relaunch, it cancels its relaunch deploy too.
         const supervisor = await cancelSupervisor(client, cluster, opts.wait);
         const { workflowId, described } = await describeClusterDeploy(client, cluster).catch(
@@ -70,33 +66,25 @@ export const cancelCommand = new Command('cancel')
             throw err;
           },
         );
-        if (!described || described.status.name !== 'RUNNING') {
-          if (supervisor) {
-            const report: CancelReport = {
-              cluster,
-              workflowId,
-              runId: described?.runId ?? '',
-              outcome: 'NOT_RUNNING',
-              teardown: [],
-              supervisor,
-            };
-            emit(opts, report, renderCancel);
-            return ExitCode.ok;
-          }
-          throw new UsageError(
-            `the deploy of ${cluster} is not running (workflow ${workflowId} is ${described?.status.name ?? 'missing'}); nothing to cancel`,
-          );
-        }
-        const run = client.workflow.getHandle(workflowId, described.runId);
-        await run.cancel();
         const report: CancelReport = {
           cluster,
           workflowId,
-          runId: described.runId,
+          runId: described?.runId ?? '',
           outcome: 'REQUESTED',
           teardown: [],
           ...(supervisor ? { supervisor } : {}),
         };
+        if (!described || described.status.name !== 'RUNNING') {
+          if (!supervisor)
+            throw new UsageError(
+              `the deploy of ${cluster} is not running (workflow ${workflowId} is ${described?.status.name ?? 'missing'}); nothing to cancel`,
+            );
+          report.outcome = 'NOT_RUNNING';
+          emit(opts, report, renderCancel);
+          return ExitCode.ok;
+        }
+        const run = client.workflow.getHandle(workflowId, described.runId);
+        await run.cancel();
         if (!opts.wait) {
           emit(opts, report, renderCancel);
           return ExitCode.ok;
@@ -108,7 +96,9 @@ export const cancelCommand = new Command('cancel')
           if (!(err instanceof WorkflowFailedError)) throw err;
           if (err.cause instanceof CancelledFailure) {
             report.outcome = 'CANCELLED';
-            const memo = ((await run.describe()).memo ?? {}) as CancelMemo;
+            const memo = ((await run.describe()).memo ?? {}) as {
+              cancelled?: { step?: string; teardown?: string[] };
+            };
             report.step = memo.cancelled?.step;
             report.teardown = memo.cancelled?.teardown ?? [];
           } else {
@@ -118,8 +108,8 @@ export const cancelCommand = new Command('cancel')
         }
         emit(opts, report, renderCancel);
         return report.outcome === 'CANCELLED' ? ExitCode.ok : ExitCode.deployFailed;
-      });
-    }),
+      }),
+    ),
   );
 
 /** Cancels the running supervisor of the cluster, if any, and (unless told not to) waits for it to end. */

@@ -13,7 +13,8 @@ import { emit, colors } from '../cli/render.js';
 import { runCommand } from '../cli/run-command.js';
 import { ExitCode } from '../cli/exit-codes.js';
 import { followPlain, followTty } from '../cli/follow.js';
-import { deployWorkflowId, describeFailure } from '../cli/deploy-status.js';
+import { describeFailure } from '../cli/deploy-status.js';
+import { deployWorkflowId } from '../shared/constants.js';
 
 export class DeployRefusedError extends Error {
   override name = 'DeployRefusedError';

@@ -10,20 +10,13 @@ import { emit, colors } from '../cli/render.js';
 import { runCommand } from '../cli/run-command.js';
 import { loadWorkerPolicy } from '../config/worker-policy.js';
 
-export interface DevOptions {
-  port: string;
-  uiPort: string;
-  namespace: string;
-  json?: boolean;
-}
-
 export const devCommand = new Command('dev')
   .description('run the embedded Temporal dev server (history kept in .liftoff/) and a liftoff worker')
   .option('--port <port>', 'Temporal frontend port', '7233')
   .option('--ui-port <port>', 'Temporal UI port', '8233')
   .option('--namespace <ns>', 'Temporal namespace', 'default')
   .option('--json', 'print the addresses as JSON')
-  .action((opts: DevOptions) =>
+  .action((opts: { port: string; uiPort: string; namespace: string; json?: boolean }) =>
     runCommand(opts, async () => {
       // A malformed LIFTOFF_PAYLOAD_KEY fails here, before a server is started.
       const dataConverter = liftoffDataConverter(process.env, { role: 'worker' });
@@ -34,11 +27,8 @@ export const devCommand = new Command('dev')
         uiPort: Number(opts.uiPort),
         namespace: opts.namespace,
       });
-      const connection = await connectWorkerConnection({
-        address: server.address,
-        namespace: server.namespace,
-        connectionOptions: { address: server.address },
-      });
+      const { address } = server;
+      const connection = await connectWorkerConnection({ address, connectionOptions: { address } });
       // The worker and its activities load only for the commands that run one, not for every CLI command.
       const { createLiftoffWorker, runUntilSignalled } = await import('../worker.js');
       const worker = await createLiftoffWorker({

@@ -134,11 +134,7 @@ export const initCommand = new Command('init')
         role: i === 0 ? 'head' : 'worker',
         ...(opts.jump !== undefined && h.name !== opts.jump ? { jumpHost: opts.jump } : {}),
       }));
-      const pool = new SshPool({
-        privateKeyPath: opts.key,
-        useAgent: opts.agent,
-        knownHostsPath: opts.knownHosts,
-      });
+      const pool = new SshPool(sshSpec.data);
       let facts: HostFacts[];
       try {
         facts = await Promise.all(

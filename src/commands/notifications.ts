@@ -31,50 +31,37 @@ export interface NotificationsReport {
   failed: FailedNotification[];
 }
 
-interface NotifyMemo {
-  notify?: { event?: NotifyEvent; failed?: string[] };
-}
-
 export async function listNotifications(
   client: Client,
   cluster: string,
 ): Promise<NotificationsReport | undefined> {
   const prefix = `${deployWorkflowId(cluster)}-notify-`;
   const report: NotificationsReport = { listed: 0, pending: 0, delivered: 0, failed: [] };
-  const rows: { at: number; row: FailedNotification }[] = [];
   const query = `WorkflowType = 'notify' AND WorkflowId STARTS_WITH '${prefix.replaceAll("'", "\\'")}'`;
   try {
-    await collect();
+    for await (const info of client.workflow.list({ query })) {
+      report.listed += 1;
+      const memo = (info.memo ?? {}) as { notify?: { event?: NotifyEvent; failed?: string[] } };
+      if (info.status.name === 'RUNNING') report.pending += 1;
+      else if ((memo.notify?.failed ?? []).length > 0) {
+        report.failed.push({
+          workflowId: info.workflowId,
+          event: memo.notify?.event ?? (info.workflowId.slice(prefix.length).split('-')[0] as NotifyEvent),
+          at: (info.closeTime ?? info.startTime).toISOString(),
+          // What the memo holds as the worker wrote it: any URL in it is shown by its origin here all the
+          // same (a memo of an older liftoff, or a message that quotes one).
+          errors: (memo.notify?.failed ?? []).map(cutUrlsInText),
+        });
+      } else if (memo.notify) report.delivered += 1;
+      if (report.listed >= listCap) break;
+    }
   } catch {
     // A server whose visibility cannot answer this query (no STARTS_WITH): status goes on without the section.
     return undefined;
   }
   if (report.listed === 0) return undefined;
-  report.failed = rows.sort((a, b) => b.at - a.at).map((r) => r.row);
+  report.failed.sort((a, b) => Date.parse(b.at) - Date.parse(a.at));
   return report;
-
-  async function collect(): Promise<void> {
-    for await (const info of client.workflow.list({ query })) {
-      report.listed += 1;
-      const memo = (info.memo ?? {}) as NotifyMemo;
-      if (info.status.name === 'RUNNING') report.pending += 1;
-      else if ((memo.notify?.failed ?? []).length > 0) {
-        const at = info.closeTime ?? info.startTime;
-        rows.push({
-          at: at.getTime(),
-          row: {
-            workflowId: info.workflowId,
-            event: memo.notify?.event ?? (info.workflowId.slice(prefix.length).split('-')[0] as NotifyEvent),
-            at: at.toISOString(),
-            // What the memo holds as the worker wrote it: any URL in it is shown by its origin here all the
-            // same (a memo of an older liftoff, or a message that quotes one).
-            errors: (memo.notify?.failed ?? []).map(cutUrlsInText),
-          },
-        });
-      } else if (memo.notify) report.delivered += 1;
-      if (report.listed >= listCap) break;
-    }
-  }
 }
 
 export function renderNotifications(r: NotificationsReport): string {

@@ -119,16 +119,14 @@ function commandsOf(step: PlannedStep, seen: Set<string>, verbose: boolean): Sho
 function commandLines(s: Shown, indent: string): string[] {
   // A round trip's script is transport, shown as it is (only under --verbose).
   if (s.sign === '»') return [`${indent}» ${s.text}`];
-  if (s.sign === '#') {
-    return wrapWords(s.text, planWidth - indent.length - 2).map((l) => `${indent}# ${l}`);
-  }
+  const commentLines = (text: string) =>
+    wrapWords(text, planWidth - indent.length - 2).map((l) => `${indent}# ${l}`);
+  if (s.sign === '#') return commentLines(s.text);
   const comment = s.comment ? `  # ${oneLine(s.comment)}` : '';
   const head = `${indent}${s.sign} `;
   const inline = `${head}${s.text}${comment}`;
   if (inline.length <= planWidth) return [inline];
-  const lines = s.comment
-    ? wrapWords(oneLine(s.comment), planWidth - indent.length - 2).map((l) => `${indent}# ${l}`)
-    : [];
+  const lines = s.comment ? commentLines(oneLine(s.comment)) : [];
   if (s.prose) return [...lines, ...proseLines(indent, `${s.sign} `, s.text)];
   const cont = ' '.repeat(head.length + 2);
   wrapCommand(s.text, planWidth - head.length).forEach((l, i) =>
@@ -257,12 +255,9 @@ function stepBlock(entries: HostStep[], found: PlanFindings[] | undefined): stri
 
 const noShown: Shown = { sign: '', text: '' };
 
-function changeCount(result: PlanResult): number {
-  return result.hosts
-    .flatMap((h) => h.steps.flatMap((s) => s.commands))
-    .flatMap((c): { change: boolean }[] => c.parts ?? [c])
-    .filter((c) => c.change).length;
-}
+/** Every command of the plan, each part of a round trip on its own. */
+const allCommands = (result: PlanResult): { text: string; change: boolean }[] =>
+  result.hosts.flatMap((h) => h.steps.flatMap((s) => s.commands)).flatMap((c) => c.parts ?? [c]);
 
 function legend(result: PlanResult, texts: readonly string[], verbose: boolean): string[] {
   const all = texts.join('\n');
@@ -274,10 +269,7 @@ function legend(result: PlanResult, texts: readonly string[], verbose: boolean):
     lines.push(
       `Known once the deploy runs, so shown by name: ${used.map(([p, m]) => `${p} (${m})`).join(', ')}.`,
     );
-  const anyEnv = result.hosts.some((h) =>
-    h.steps.some((s) => s.commands.some((c) => (c.parts ?? [c]).some((p) => p.text.startsWith(envPrelude)))),
-  );
-  if (anyEnv && !verbose)
+  if (!verbose && allCommands(result).some((c) => c.text.startsWith(envPrelude)))
     lines.push(
       ...proseLines(
         '',
@@ -308,7 +300,7 @@ export function renderPlan(result: PlanResult, opts: PlanTextOptions = {}): stri
   }
   const hostList = result.hosts.map((h) => h.host).join(', ');
   const lines = [
-    `plan for ${result.cluster}: preflight passed on every host (${hostList}); the deploy would start, and change the hosts with ${changeCount(result)} commands:`,
+    `plan for ${result.cluster}: preflight passed on every host (${hostList}); the deploy would start, and change the hosts with ${allCommands(result).filter((c) => c.change).length} commands:`,
     ...legend(result, blocks.flat(), verbose),
   ];
   for (const w of result.warnings) lines.push(...proseLines('', 'warning: ', w));

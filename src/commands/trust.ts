@@ -10,7 +10,10 @@ import { probeSpecSchema, type ProbeSpec } from '../config/schema.js';
 import { resolveSshTarget, type SshTargetData } from '../config/targets.js';
 import { loadWorkerPolicy } from '../config/worker-policy.js';
 import { knownHostsWriteRefusal, refusalText, sshAuthRefusals } from '../config/policy-check.js';
-import { expandHome, fetchOfferedHostKey, type SshConnectOptions } from '../ssh/executor.js';
+import { expandHome, fetchOfferedHostKey } from '../ssh/executor.js';
+import { endpointOf } from '../ssh/target.js';
+import { describe } from '../ssh/errors.js';
+import { shellQuote } from '../ssh/quote.js';
 import { knownHostsName, loadKnownHosts, verifyHostKey } from '../ssh/known-hosts.js';
 import { appendKnownHostsLine, checkPinTarget, KnownHostsFileError } from '../ssh/known-hosts-pin.js';
 import { colors, emit, terminalSafe } from '../cli/render.js';
@@ -57,18 +60,6 @@ export interface TrustReport {
   removeCommand?: string;
 }
 
-export interface TrustOptions {
-  fingerprint?: string;
-  yes?: boolean;
-  connect?: SshConnectOptions;
-}
-
-const pinnedOutcomes: readonly TrustOutcome[] = ['already-trusted', 'pinned', 'pinned-unchecked'];
-
-export function trustExitCode(outcome: TrustOutcome): number {
-  return pinnedOutcomes.includes(outcome) ? ExitCode.ok : ExitCode.deployFailed;
-}
-
 /** `SHA256:<43 base64 chars>`, the form ssh and ssh-keygen print; the prefix and `=` padding are optional. */
 export function normalizeFingerprint(input: string): string {
   const body = input
@@ -84,24 +75,7 @@ export function normalizeFingerprint(input: string): string {
 }
 
 function hostKeyFile(keyType: string): string {
-  const short = keyType.includes('ed25519')
-    ? 'ed25519'
-    : keyType.startsWith('ecdsa')
-      ? 'ecdsa'
-      : keyType.includes('rsa')
-        ? 'rsa'
-        : '*';
-  return `/etc/ssh/ssh_host_${short}_key.pub`;
-}
-
-function shellWord(word: string): string {
-  return /^[A-Za-z0-9_./:@%+=,-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`;
-}
-
-function jumpChain(target: SshTargetData): string[] {
-  const via: string[] = [];
-  for (let hop = target.jump; hop; hop = hop.jump) via.unshift(hop.name);
-  return via;
+  return `/etc/ssh/ssh_host_${/ed25519|^ecdsa|rsa/.exec(keyType)?.[0] ?? '*'}_key.pub`;
 }
 
 function resolveTarget(spec: ProbeSpec, hostName: string): SshTargetData {
@@ -134,7 +108,7 @@ async function asUsageError<T>(work: Promise<T>): Promise<T> {
 export async function trustHost(
   spec: ProbeSpec,
   hostName: string,
-  opts: TrustOptions = {},
+  opts: { fingerprint?: string; yes?: boolean },
 ): Promise<TrustReport> {
   const expectedFingerprint =
     opts.fingerprint === undefined ? undefined : normalizeFingerprint(opts.fingerprint);
@@ -149,18 +123,16 @@ export async function trustHost(
   const knownHostsPath = expandHome(spec.ssh.knownHostsPath);
   // Before any connection, so a file trust would refuse to write costs no round trip; checked again as it writes.
   await asUsageError(checkPinTarget(knownHostsPath));
-  const offered = await fetchOfferedHostKey(
-    target,
-    { privateKeyPath: spec.ssh.privateKeyPath, useAgent: spec.ssh.useAgent, knownHostsPath },
-    opts.connect,
-  );
+  const offered = await fetchOfferedHostKey(target, {
+    privateKeyPath: spec.ssh.privateKeyPath,
+    useAgent: spec.ssh.useAgent,
+    knownHostsPath,
+  });
 
+  const endpoint = endpointOf(target);
   const base = {
-    host: target.name,
-    address: target.host,
-    port: target.port,
-    user: target.user,
-    via: jumpChain(target),
+    ...endpoint,
+    via: endpoint.via ?? [],
     keyType: offered.keyType,
     fingerprint: offered.fingerprint,
     knownHostsPath,
@@ -183,7 +155,7 @@ export async function trustHost(
     case 'mismatch':
       return refuse('pinned-key-differs', {
         knownKeys: verdict.expected,
-        removeCommand: `ssh-keygen -R ${shellWord(knownHostsName(target.host, target.port))} -f ${shellWord(knownHostsPath)}`,
+        removeCommand: `ssh-keygen -R ${shellQuote(knownHostsName(target.host, target.port))} -f ${shellQuote(knownHostsPath)}`,
       });
     case 'trusted':
       // The key is pinned already; a --fingerprint that names another key still deserves a refusal.
@@ -204,11 +176,6 @@ export async function trustHost(
   return { ...base, outcome: expectedFingerprint ? 'pinned' : 'pinned-unchecked', pinned: true, line };
 }
 
-function describeTarget(r: TrustReport): string {
-  const via = r.via.length > 0 ? ` via ${r.via.join(' -> ')}` : '';
-  return `${r.host} (${r.user}@${r.address}:${r.port}${via})`;
-}
-
 /** The warning --yes prints (to stderr, in every output mode). */
 export function uncheckedWarning(r: TrustReport): string {
   return (
@@ -219,8 +186,8 @@ export function uncheckedWarning(r: TrustReport): string {
 }
 
 export function renderTrust(r: TrustReport, configPath: string): string {
-  const offers = `${describeTarget(r)} offers ${r.keyType} ${r.fingerprint}`;
-  const trustCmd = `liftoff trust ${r.host} -c ${shellWord(configPath)}`;
+  const offers = `${describe(r)} offers ${r.keyType} ${r.fingerprint}`;
+  const trustCmd = `liftoff trust ${r.host} -c ${shellQuote(configPath)}`;
   const refused = colors.bold(colors.red('REFUSED'));
   switch (r.outcome) {
     case 'already-trusted':
@@ -279,11 +246,8 @@ export const trustCommand = new Command('trust')
   .action((host: string, opts: { config: string; fingerprint?: string; yes?: boolean; json?: boolean }) =>
     runCommand(opts, async () => {
       const spec = loadSpecFile(probeSpecSchema, opts.config);
-      const report = await trustHost(spec, host, {
-        ...(opts.fingerprint !== undefined ? { fingerprint: opts.fingerprint } : {}),
-        ...(opts.yes ? { yes: true } : {}),
-      });
-      const code = trustExitCode(report.outcome);
+      const report = await trustHost(spec, host, opts);
+      const code = report.pinned ? ExitCode.ok : ExitCode.deployFailed;
       if (report.outcome === 'pinned-unchecked')
         process.stderr.write(`${uncheckedWarning(terminalSafe(report))}\n`);
       if (opts.json) emit(opts, report, (r) => renderTrust(r, opts.config));

@@ -97,12 +97,10 @@ function pickImage(hosts: HostFacts[], warnings: string[]): Choice<string> {
     );
     return { value: fallback, reason: `${fallback}: no image is on every host`, alternatives: [] };
   }
-  const running = (head?.containers ?? []).find(
-    (c) => common.includes(c.image) || common.includes(`${c.image}:latest`),
-  );
-  const runningRef = running
-    ? common.find((r) => r === running.image || r === `${running.image}:latest`)
-    : undefined;
+  // A container names its image as it was run: `vllm/vllm-openai` for `vllm/vllm-openai:latest`.
+  const refOf = (image: string) => common.find((r) => r === image || r === `${image}:latest`);
+  const running = head?.containers.find((c) => refOf(c.image) !== undefined);
+  const runningRef = running && refOf(running.image);
   const pinned = common.find((r) => !r.endsWith(':latest'));
   const value = runningRef ?? pinned ?? common[0] ?? '';
   const why =

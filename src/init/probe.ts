@@ -59,12 +59,17 @@ export function parseModels(text: string): CachedModel[] {
   return out;
 }
 
+/** nvidia-smi's GPU list; output that does not parse reads as no GPU, like a probe that failed. */
 export function parseGpus(text: string): HostGpu[] {
-  return parseQueryGpu(text, [...initGpuFields]).map((row) => ({
-    index: Number(row['index'] ?? -1),
-    name: String(row['name'] ?? ''),
-    memoryTotalMiB: typeof row['memory.total'] === 'number' ? row['memory.total'] : null,
-  }));
+  try {
+    return parseQueryGpu(text, [...initGpuFields]).map((row) => ({
+      index: Number(row['index'] ?? -1),
+      name: String(row['name'] ?? ''),
+      memoryTotalMiB: typeof row['memory.total'] === 'number' ? row['memory.total'] : null,
+    }));
+  } catch {
+    return [];
+  }
 }
 
 /** Two words a line (`NAME IMAGE`, `REF ID`), each a plain word; anything else is dropped. */
@@ -89,16 +94,10 @@ export async function probeHost(session: SshSession, name: string, address: stri
     run(vllmUnitsCommand()),
     run(runningContainersCommand()),
   ]);
-  let gpuList: HostGpu[] = [];
-  try {
-    gpuList = parseGpus(gpus);
-  } catch {
-    gpuList = [];
-  }
   return {
     name,
     address,
-    gpus: gpuList,
+    gpus: parseGpus(gpus),
     addresses: parseIpv4Addresses(ip),
     rdma: parseIbdev2netdev(rdma),
     images: pairs(images)

@@ -40,12 +40,11 @@ const fallbackModel = 'Org/Model-Name';
 const fallbackLog = '/var/tmp/liftoff-vllm-serve.log';
 
 function choiceComments(indent: string, what: string, choice: Choice<unknown>): string[] {
-  const lines = [`${indent}# ${what}: ${commentText(choice.reason)}`];
-  if (choice.alternatives.length > 0) {
-    lines[0] = `${indent}# ${what}: picked ${commentText(choice.reason)}`;
-    for (const alt of choice.alternatives) lines.push(`${indent}#   not picked: ${commentText(alt)}`);
-  }
-  return lines;
+  const picked = choice.alternatives.length > 0 ? 'picked ' : '';
+  return [
+    `${indent}# ${what}: ${picked}${commentText(choice.reason)}`,
+    ...choice.alternatives.map((alt) => `${indent}#   not picked: ${commentText(alt)}`),
+  ];
 }
 
 /** Which hosts reported each suggestion; one that only some hosts run is flagged, as a deploy stops it on all. */

@@ -18,7 +18,7 @@ export interface SshErrorEndpoint {
   via?: string[];
 }
 
-function describe(endpoint: SshErrorEndpoint): string {
+export function describe(endpoint: SshErrorEndpoint): string {
   const via = endpoint.via && endpoint.via.length > 0 ? ` via ${endpoint.via.join(' -> ')}` : '';
   return `${endpoint.host} (${endpoint.user}@${endpoint.address}:${endpoint.port}${via})`;
 }

@@ -7,4 +7,4 @@ if (!file) {
   console.error('usage: bundle-workflows.ts FILE [FAILURE_CONVERTER]');
   process.exit(2);
 }
-await bundleWorkflowsTo(file, { failureConverterPath: process.argv[3] });
+await bundleWorkflowsTo(file, process.argv[3]);

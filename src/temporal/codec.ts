@@ -54,11 +54,8 @@ export interface PayloadBinding {
 }
 
 /** The binding of a payload from the SDK's serialization context (SDK 1.24 gives one to codecs). */
-export function bindingOf(context: SerializationContext | undefined): PayloadBinding | undefined {
-  if (!context) return undefined;
-  return context.workflowId === undefined
-    ? { namespace: context.namespace }
-    : { namespace: context.namespace, workflowId: context.workflowId };
+function bindingOf(context: SerializationContext | undefined): PayloadBinding | undefined {
+  return context && { namespace: context.namespace, workflowId: context.workflowId };
 }
 
 /** The key from the environment; undefined when LIFTOFF_PAYLOAD_KEY is unset or empty (encryption off). */
@@ -114,11 +111,11 @@ function associatedData(keyId: string, binding: PayloadBinding | undefined): Buf
 }
 
 /** The binding an encrypted payload's metadata claims (authenticated by the AAD when it is decrypted). */
-export function payloadBinding(payload: Payload): PayloadBinding | undefined {
+function payloadBinding(payload: Payload): PayloadBinding | undefined {
   const namespace = text(payload.metadata?.[NAMESPACE_METADATA]);
-  if (namespace === undefined) return undefined;
-  const workflowId = text(payload.metadata?.[WORKFLOW_ID_METADATA]);
-  return workflowId === undefined ? { namespace } : { namespace, workflowId };
+  return namespace === undefined
+    ? undefined
+    : { namespace, workflowId: text(payload.metadata?.[WORKFLOW_ID_METADATA]) };
 }
 
 /**
@@ -213,11 +210,6 @@ export function decryptPayload(
   return { metadata: inner.metadata, data: inner.data };
 }
 
-export interface PayloadCodecOptions {
-  /** Refuse plaintext payloads on decode (LIFTOFF_REQUIRE_ENCRYPTED=1 on a worker). */
-  requireEncrypted?: boolean;
-}
-
 /**
  * Encrypts with the key when there is one, bound to the namespace and workflow of the SDK's serialization
  * context. Without a key it encodes nothing, and decoding an encrypted payload fails with an error naming
@@ -226,7 +218,8 @@ export interface PayloadCodecOptions {
 export class AesGcmPayloadCodec implements PayloadCodec {
   constructor(
     readonly key: PayloadKey | undefined,
-    readonly options: PayloadCodecOptions = {},
+    /** Refuse plaintext payloads on decode (LIFTOFF_REQUIRE_ENCRYPTED=1 on a worker). */
+    readonly requireEncrypted = false,
   ) {}
 
   encode(payloads: Payload[], context?: SerializationContext): Promise<Payload[]> {
@@ -237,15 +230,12 @@ export class AesGcmPayloadCodec implements PayloadCodec {
 
   decode(payloads: Payload[], context?: SerializationContext): Promise<Payload[]> {
     const expected = bindingOf(context);
-    try {
-      return Promise.resolve(payloads.map((p) => this.decodeOne(p, expected)));
-    } catch (err) {
-      return Promise.reject(err instanceof Error ? err : new Error(String(err)));
-    }
+    // An error thrown in the executor rejects the promise.
+    return new Promise((resolve) => resolve(payloads.map((p) => this.decodeOne(p, expected))));
   }
 
   private decodeOne(payload: Payload, expected: PayloadBinding | undefined): Payload {
-    if (this.options.requireEncrypted && !isEncryptedPayload(payload)) {
+    if (this.requireEncrypted && !isEncryptedPayload(payload)) {
       const where =
         expected?.workflowId === undefined ? '' : ` for workflow ${JSON.stringify(expected.workflowId)}`;
       throw new PlaintextPayloadError(
@@ -290,7 +280,7 @@ export function liftoffDataConverter(
     );
   }
   return {
-    payloadCodecs: [new AesGcmPayloadCodec(key, { requireEncrypted })],
+    payloadCodecs: [new AesGcmPayloadCodec(key, requireEncrypted)],
     ...(key ? { failureConverterPath: encodedFailureConverterPath } : {}),
   };
 }

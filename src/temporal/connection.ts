@@ -18,7 +18,7 @@ export interface TemporalSettings {
   namespace: string;
   connectionOptions: ReturnType<typeof loadClientConnectConfig>['connectionOptions'];
   /** Payload encryption (src/temporal/codec.ts); read from the same environment. */
-  dataConverter?: DataConverter;
+  dataConverter: DataConverter;
 }
 
 export function loadTemporalSettings(env: NodeJS.ProcessEnv = process.env): TemporalSettings {
@@ -37,11 +37,10 @@ export function loadTemporalSettings(env: NodeJS.ProcessEnv = process.env): Temp
 }
 
 export async function connectClient(settings = loadTemporalSettings()): Promise<Client> {
-  const dataConverter = settings.dataConverter ?? liftoffDataConverter();
   try {
     const connection = await Connection.connect({ ...settings.connectionOptions, connectTimeout: 5000 });
     await connection.workflowService.getSystemInfo({});
-    return new Client({ connection, namespace: settings.namespace, dataConverter });
+    return new Client({ connection, namespace: settings.namespace, dataConverter: settings.dataConverter });
   } catch (err) {
     throw new TemporalUnreachableError(settings.address, err);
   }
@@ -57,7 +56,9 @@ export async function withClient<T>(body: (client: Client) => Promise<T>): Promi
   }
 }
 
-export async function connectWorkerConnection(settings = loadTemporalSettings()): Promise<NativeConnection> {
+export async function connectWorkerConnection(
+  settings: Pick<TemporalSettings, 'address' | 'connectionOptions'>,
+): Promise<NativeConnection> {
   // Loaded here, not at the top: the worker SDK (native core, bundler) adds a third to every CLI command's start.
   const { NativeConnection } = await import('@temporalio/worker');
   try {

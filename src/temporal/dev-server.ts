@@ -11,7 +11,6 @@ import { temporalCliPath } from './cli-path.js';
 export interface DevServerOptions {
   /** Folder for the database file and the server log. */
   stateDir: string;
-  ip?: string;
   port?: number;
   uiPort?: number;
   namespace?: string;
@@ -24,7 +23,6 @@ export interface DevServer {
   namespace: string;
   uiUrl: string;
   dbFile: string;
-  logFile: string;
   pid: number;
   stop(): Promise<void>;
 }
@@ -33,19 +31,10 @@ const defaults = { ip: '127.0.0.1', port: 7233, uiPort: 8233, namespace: 'defaul
 
 /** The `--search-attribute` flags that register liftoff's search attributes with the dev server. */
 export function searchAttributeFlags(): string[] {
-  const typeName: Record<string, string> = {
-    KEYWORD: 'Keyword',
-    TEXT: 'Text',
-    INT: 'Int',
-    DOUBLE: 'Double',
-    BOOL: 'Bool',
-    DATETIME: 'Datetime',
-    KEYWORD_LIST: 'KeywordList',
-  };
-  return allSearchAttributeKeys.flatMap((key) => [
-    '--search-attribute',
-    `${key.name}=${typeName[key.type] ?? key.type}`,
-  ]);
+  // The CLI names the SDK's types in camel case: KEYWORD_LIST is KeywordList.
+  const typeName = (type: string) =>
+    type.toLowerCase().replace(/(?:^|_)([a-z])/g, (_, c: string) => c.toUpperCase());
+  return allSearchAttributeKeys.flatMap((key) => ['--search-attribute', `${key.name}=${typeName(key.type)}`]);
 }
 
 /**
@@ -139,7 +128,6 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
     namespace: opts.namespace,
     uiUrl: `http://${opts.ip}:${opts.uiPort}`,
     dbFile,
-    logFile,
     pid: child.pid ?? -1,
     stop: () => stopChild(child),
   };
@@ -161,17 +149,14 @@ async function frontendAnswers(address: string, namespace: string): Promise<bool
 
 function portAcceptsConnections(host: string, port: number): Promise<boolean> {
   return new Promise((resolve) => {
-    const socket = connect({ host, port });
-    socket.setTimeout(1000);
-    socket.once('connect', () => {
+    const socket = connect({ host, port, timeout: 1000 });
+    const answer = (accepts: boolean) => {
       socket.destroy();
-      resolve(true);
-    });
-    socket.once('timeout', () => {
-      socket.destroy();
-      resolve(false);
-    });
-    socket.once('error', () => resolve(false));
+      resolve(accepts);
+    };
+    socket.once('connect', () => answer(true));
+    socket.once('timeout', () => answer(false));
+    socket.once('error', () => answer(false));
   });
 }
 

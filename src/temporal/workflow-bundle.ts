@@ -8,7 +8,7 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
-import { bundleWorkflowCode, type WorkflowBundlePath } from '@temporalio/worker';
+import { bundleWorkflowCode, DefaultLogger, type WorkflowBundlePath } from '@temporalio/worker';
 import { projectRoot } from './cli-path.js';
 
 const srcDir = join(projectRoot, 'src');
@@ -20,16 +20,14 @@ const compiled = import.meta.url.endsWith('.js');
 const bundlerEntry = fileURLToPath(new URL(`./bundle-workflows.${compiled ? 'js' : 'ts'}`, import.meta.url));
 const execFileAsync = promisify(execFile);
 
-export interface BundleOptions {
-  /** A failure converter module for the sandbox (src/temporal/codec.ts, when payloads are encrypted). */
-  failureConverterPath?: string | undefined;
-}
-
-/** Bundles in this process (the child's side). */
-export async function bundleWorkflowsTo(file: string, opts: BundleOptions = {}): Promise<void> {
+/**
+ * Bundles in this process (the child's side). `failureConverterPath`: a failure converter module for the sandbox
+ * (src/temporal/codec.ts, when payloads are encrypted).
+ */
+export async function bundleWorkflowsTo(file: string, failureConverterPath?: string): Promise<void> {
   const { code } = await bundleWorkflowCode({
     workflowsPath,
-    ...(opts.failureConverterPath ? { failureConverterPath: opts.failureConverterPath } : {}),
+    ...(failureConverterPath ? { failureConverterPath } : {}),
     // Sources use NodeNext-style `.js` specifiers that point at `.ts` files.
     webpackConfigHook: (config) => {
       config.resolve = { ...config.resolve, extensionAlias: { '.js': ['.ts', '.js'] } };
@@ -42,14 +40,9 @@ export async function bundleWorkflowsTo(file: string, opts: BundleOptions = {}):
       if (rules) config.module = { ...config.module, rules };
       return config;
     },
-    logger: {
-      log: () => undefined,
-      trace: () => undefined,
-      debug: () => undefined,
-      info: () => undefined,
-      warn: (message: string) => console.warn(message),
-      error: (message: string) => console.error(message),
-    },
+    logger: new DefaultLogger('WARN', ({ level, message }) =>
+      level === 'WARN' ? console.warn(message) : console.error(message),
+    ),
   });
   // Renamed into place, so a worker starting at the same time never reads half a file.
   const partial = `${file}.${process.pid}.partial`;
@@ -57,20 +50,17 @@ export async function bundleWorkflowsTo(file: string, opts: BundleOptions = {}):
   renameSync(partial, file);
 }
 
-function sourceFiles(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true })
-    .flatMap((e) => (e.isDirectory() ? sourceFiles(join(dir, e.name)) : [join(dir, e.name)]))
-    .filter((f) => f.endsWith('.ts'))
-    .sort();
-}
-
 /** Names the bundle by everything that can change it: the sources, the locked package versions, the options. */
-function bundleHash(opts: BundleOptions): string {
+function bundleHash(failureConverterPath: string | undefined): string {
   const hash = createHash('sha256');
   // An installed package has no lock file; its package.json pins the Temporal packages that bundle.
   const lock = join(projectRoot, 'package-lock.json');
-  const files = [...sourceFiles(srcDir), existsSync(lock) ? lock : join(projectRoot, 'package.json')];
-  if (opts.failureConverterPath) files.push(opts.failureConverterPath);
+  const sources = readdirSync(srcDir, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.ts'));
+  const files = [
+    ...sources.map((f) => join(srcDir, f)).sort(),
+    existsSync(lock) ? lock : join(projectRoot, 'package.json'),
+  ];
+  if (failureConverterPath) files.push(failureConverterPath);
   for (const file of files) {
     hash.update(file).update('\0').update(readFileSync(file)).update('\0');
   }
@@ -80,11 +70,11 @@ function bundleHash(opts: BundleOptions): string {
 const bundlePromises = new Map<string, Promise<WorkflowBundlePath>>();
 
 /** The bundle file for the current sources and options, built on first use; every worker of the process shares it. */
-export function workflowBundle(opts: BundleOptions = {}): Promise<WorkflowBundlePath> {
-  const variant = opts.failureConverterPath ?? '';
+export function workflowBundle(failureConverterPath?: string): Promise<WorkflowBundlePath> {
+  const variant = failureConverterPath ?? '';
   let promise = bundlePromises.get(variant);
   if (!promise) {
-    promise = buildBundleFile(opts).catch((err: unknown) => {
+    promise = buildBundleFile(failureConverterPath).catch((err: unknown) => {
       // A failed build is not kept: the next worker tries again.
       bundlePromises.delete(variant);
       throw err;
@@ -103,12 +93,12 @@ export function workflowBundleDir(env: NodeJS.ProcessEnv, home: string): string 
   return join(env.XDG_CACHE_HOME ?? join(home, '.cache'), 'liftoff', 'workflow-bundles');
 }
 
-async function buildBundleFile(opts: BundleOptions): Promise<WorkflowBundlePath> {
+async function buildBundleFile(failureConverterPath: string | undefined): Promise<WorkflowBundlePath> {
   const dir = workflowBundleDir(process.env, homedir());
   mkdirSync(dir, { recursive: true, mode: 0o700 });
-  const codePath = join(dir, `workflows-${bundleHash(opts)}.js`);
+  const codePath = join(dir, `workflows-${bundleHash(failureConverterPath)}.js`);
   if (!existsSync(codePath)) {
-    const args = [bundlerEntry, codePath, ...(opts.failureConverterPath ? [opts.failureConverterPath] : [])];
+    const args = [bundlerEntry, codePath, ...(failureConverterPath ? [failureConverterPath] : [])];
     await execFileAsync(process.execPath, [...(compiled ? [] : ['--import', 'tsx']), ...args], {
       cwd: projectRoot,
       maxBuffer: 16 * 1024 * 1024,

@@ -49,11 +49,8 @@ export function memoOf(description: { memo?: Record<string, unknown> }): Schedul
 }
 
 /** What `schedule list` and `schedule describe` both say of a schedule. */
-export interface ScheduleSummary {
+export interface ScheduleSummary extends ScheduleMemo {
   scheduleId: string;
-  cluster: string;
-  cron: string;
-  timezone: string;
   paused: boolean;
   note?: string;
 }
@@ -61,9 +58,7 @@ export interface ScheduleSummary {
 export function scheduleSummary(description: ScheduleDescription, memo: ScheduleMemo): ScheduleSummary {
   return {
     scheduleId: description.scheduleId,
-    cluster: memo.cluster,
-    cron: memo.cron,
-    timezone: memo.timezone,
+    ...memo,
     paused: description.state.paused,
     note: description.state.note || undefined,
   };
@@ -75,24 +70,32 @@ export interface FoundSchedule {
   memo: ScheduleMemo;
 }
 
-async function describeIfExists(client: Client, scheduleId: string): Promise<FoundSchedule | undefined> {
-  const handle = client.schedule.getHandle(scheduleId);
-  try {
-    const description = await handle.describe();
-    const memo = memoOf(description);
-    if (!memo) {
-      throw new UsageError(`schedule ${scheduleId} was not created by liftoff (no cluster in its memo)`);
-    }
-    return { handle, description, memo };
-  } catch (err) {
-    if (err instanceof ScheduleNotFoundError) return undefined;
-    throw err;
-  }
+/** The schedule as Temporal holds it now; undefined when there is none. */
+export function describeIfExists(
+  client: Client,
+  scheduleId: string,
+): Promise<ScheduleDescription | undefined> {
+  return client.schedule
+    .getHandle(scheduleId)
+    .describe()
+    .catch((err: unknown) => {
+      if (err instanceof ScheduleNotFoundError) return undefined;
+      throw err;
+    });
+}
+
+async function liftoffSchedule(client: Client, scheduleId: string): Promise<FoundSchedule | undefined> {
+  const description = await describeIfExists(client, scheduleId);
+  if (!description) return undefined;
+  const memo = memoOf(description);
+  if (!memo)
+    throw new UsageError(`schedule ${scheduleId} was not created by liftoff (no cluster in its memo)`);
+  return { handle: client.schedule.getHandle(scheduleId), description, memo };
 }
 
 /** A schedule named by its id, or by its cluster (the default id, else the one schedule of that cluster). */
 export async function findSchedule(client: Client, ref: string): Promise<FoundSchedule> {
-  const byId = (await describeIfExists(client, ref)) ?? (await describeIfExists(client, scheduleIdFor(ref)));
+  const byId = (await liftoffSchedule(client, ref)) ?? (await liftoffSchedule(client, scheduleIdFor(ref)));
   if (byId) return byId;
   const ids: string[] = [];
   for await (const summary of client.schedule.list()) {
@@ -103,7 +106,7 @@ export async function findSchedule(client: Client, ref: string): Promise<FoundSc
       `cluster ${ref} has ${ids.length} schedules (${ids.join(', ')}); name one by its id`,
     );
   }
-  const found = ids[0] !== undefined ? await describeIfExists(client, ids[0]) : undefined;
+  const found = ids[0] !== undefined ? await liftoffSchedule(client, ids[0]) : undefined;
   if (found) return found;
   throw new UsageError(
     `no liftoff schedule ${ref} (looked for schedule ids ${ref} and ${scheduleIdFor(ref)}, and schedules of cluster ${ref}); see \`liftoff schedule list\``,
@@ -165,12 +168,6 @@ export async function scheduledRun(client: Client, action: ScheduleExecutionResu
 function headline(message: string): string {
   const [first = '', second] = message.split('\n');
   return first.endsWith(':') && second ? `${first} ${second.trim()}` : first;
-}
-
-/** The schedule's recent runs, newest first. */
-export async function recentRuns(client: Client, description: ScheduleDescription): Promise<ScheduledRun[]> {
-  const actions = [...description.info.recentActions].reverse();
-  return Promise.all(actions.map((a) => scheduledRun(client, a)));
 }
 
 /** The spec a schedule stores (its action's first argument). */

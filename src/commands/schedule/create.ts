@@ -12,14 +12,15 @@ import { emit } from '../../cli/render.js';
 import { runCommand, UsageError } from '../../cli/run-command.js';
 import { withClient } from '../../temporal/connection.js';
 import { cronProblem, timezoneProblem } from './cron.js';
-import { formatInZone, scheduleIdFor, scheduledWorkflowIdFor, type ScheduleMemo } from './common.js';
+import {
+  formatInZone,
+  scheduleIdFor,
+  scheduledWorkflowIdFor,
+  type ScheduleMemo,
+  type ScheduleSummary,
+} from './common.js';
 
-export interface ScheduleCreated {
-  scheduleId: string;
-  cluster: string;
-  cron: string;
-  timezone: string;
-  paused: boolean;
+export interface ScheduleCreated extends Omit<ScheduleSummary, 'note'> {
   overlap: 'SKIP';
   catchupWindowMs: number;
   /** Prefix of each run's workflow id (Temporal appends the scheduled time). */
@@ -119,9 +120,7 @@ export const scheduleCreateCommand = new Command('create')
 
         const report: ScheduleCreated = {
           scheduleId,
-          cluster: spec.cluster,
-          cron,
-          timezone: opts.timezone,
+          ...memo,
           paused: created.state.paused,
           overlap: 'SKIP',
           catchupWindowMs: created.policies.catchupWindow,

@@ -9,8 +9,8 @@ import { printReport } from '../print-report.js';
 import {
   findSchedule,
   formatInZone,
-  recentRuns,
   redactSpec,
+  scheduledRun,
   scheduleSummary,
   specSummary,
   storedSpec,
@@ -82,7 +82,9 @@ export async function describeSchedule(client: Client, ref: string): Promise<Sch
     taskQueue: description.action.taskQueue,
     spec: spec ? redactSpec(spec) : undefined,
     nextRuns: description.state.paused ? [] : description.info.nextActionTimes.map((t) => t.toISOString()),
-    recentRuns: await recentRuns(client, description),
+    recentRuns: await Promise.all(
+      [...description.info.recentActions].reverse().map((a) => scheduledRun(client, a)),
+    ),
     actionsTaken: description.info.numActionsTaken,
     skippedOverlap: description.info.numActionsSkippedOverlap,
     missedCatchupWindow: description.info.numActionsMissedCatchupWindow,

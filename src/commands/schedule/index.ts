@@ -8,12 +8,11 @@ import { scheduleUnpauseCommand } from './unpause.js';
 import { scheduleTriggerCommand } from './trigger.js';
 import { scheduleDeleteCommand } from './delete.js';
 
-export const scheduleCommand = new Command('schedule').description(
-  'deploy a cluster on a timetable (Temporal Schedules; overlap SKIP, one deploy per cluster)',
-);
+export const scheduleCommand = new Command('schedule')
+  .description('deploy a cluster on a timetable (Temporal Schedules; overlap SKIP, one deploy per cluster)')
+  .showHelpAfterError();
 
-// Commander does not pass exitOverride down to commands added with addCommand: without it a usage error in a
-// subcommand exits 1 from inside commander instead of reaching src/client.ts, which maps it to exit 2.
+// buildProgram (commands/index.ts) gives every command its exitOverride.
 for (const sub of [
   scheduleCreateCommand,
   scheduleListCommand,
@@ -23,5 +22,4 @@ for (const sub of [
   scheduleTriggerCommand,
   scheduleDeleteCommand,
 ])
-  scheduleCommand.addCommand(sub.exitOverride().showHelpAfterError());
-scheduleCommand.exitOverride().showHelpAfterError();
+  scheduleCommand.addCommand(sub.showHelpAfterError());

@@ -1,10 +1,11 @@
 // `liftoff schedule list`: every liftoff schedule, with its next run and how its last run ended.
 import { Command } from 'commander';
-import { ScheduleNotFoundError, type Client } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import { emit, table } from '../../cli/render.js';
 import { runCommand } from '../../cli/run-command.js';
 import { withClient } from '../../temporal/connection.js';
 import {
+  describeIfExists,
   formatInZone,
   memoOf,
   scheduledRun,
@@ -42,13 +43,7 @@ export async function listSchedules(client: Client): Promise<ScheduleListEntry[]
   // The listing is eventually consistent; describing each schedule gives its state as of now.
   const entries = await Promise.all(
     ids.map(async (scheduleId): Promise<ScheduleListEntry | undefined> => {
-      const description = await client.schedule
-        .getHandle(scheduleId)
-        .describe()
-        .catch((err: unknown) => {
-          if (err instanceof ScheduleNotFoundError) return undefined;
-          throw err;
-        });
+      const description = await describeIfExists(client, scheduleId);
       const memo = description && memoOf(description);
       if (!description || !memo) return undefined;
       const last = description.info.recentActions.at(-1);

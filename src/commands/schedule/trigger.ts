@@ -35,24 +35,23 @@ export function renderTrigger(r: ScheduleTriggerReport): string {
 const actionKey = (a: ScheduleExecutionResult) =>
   `${a.action.workflow.workflowId}/${a.action.workflow.firstExecutionRunId}`;
 
-export async function triggerSchedule(
-  client: Client,
-  ref: string,
-  opts: { wait?: boolean; timeoutMs?: number } = {},
-): Promise<ScheduleTriggerReport> {
+const triggerTimeoutMs = 30_000;
+
+async function triggerSchedule(client: Client, ref: string, wait: boolean): Promise<ScheduleTriggerReport> {
   const { handle, description, memo } = await findSchedule(client, ref);
+  const schedule = { scheduleId: handle.scheduleId, cluster: memo.cluster };
   const seen = new Set(description.info.recentActions.map(actionKey));
   const skippedBefore = description.info.numActionsSkippedOverlap;
   // Without a policy the SDK would trigger with ALLOW_ALL; the schedule's own policy is what a fire obeys.
   await handle.trigger(description.policies.overlap ?? ScheduleOverlapPolicy.SKIP);
 
   // The schedule acts asynchronously: watch it until the trigger shows up as a run or as a skip.
-  const until = Date.now() + (opts.timeoutMs ?? 30_000);
+  const until = Date.now() + triggerTimeoutMs;
   for (;;) {
     const now = await handle.describe();
     const started = now.info.recentActions.find((a) => !seen.has(actionKey(a)));
     if (started) {
-      if (opts.wait) {
+      if (wait) {
         await client.workflow
           .getHandle(started.action.workflow.workflowId, started.action.workflow.firstExecutionRunId, {
             followRuns: false,
@@ -60,24 +59,18 @@ export async function triggerSchedule(
           .result()
           .catch(() => undefined);
       }
-      return {
-        scheduleId: handle.scheduleId,
-        cluster: memo.cluster,
-        outcome: 'started',
-        run: await scheduledRun(client, started),
-      };
+      return { ...schedule, outcome: 'started', run: await scheduledRun(client, started) };
     }
     if (now.info.numActionsSkippedOverlap > skippedBefore) {
       return {
-        scheduleId: handle.scheduleId,
-        cluster: memo.cluster,
+        ...schedule,
         outcome: 'skipped',
         running: now.info.runningActions.map((a) => a.workflow.workflowId),
       };
     }
     if (Date.now() > until)
       throw new Error(
-        `schedule ${handle.scheduleId} accepted the trigger but showed no new run or skip within ${Math.round((opts.timeoutMs ?? 30_000) / 1000)} s`,
+        `schedule ${handle.scheduleId} accepted the trigger but showed no new run or skip within ${triggerTimeoutMs / 1000} s`,
       );
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
@@ -90,7 +83,7 @@ export const scheduleTriggerCommand = new Command('trigger')
   .option('--json', 'print the run as JSON')
   .action((ref: string, opts: { wait?: boolean; json?: boolean }) =>
     runCommand(opts, async () => {
-      const report = await withClient((client) => triggerSchedule(client, ref, { wait: opts.wait }));
+      const report = await withClient((client) => triggerSchedule(client, ref, opts.wait === true));
       emit(opts, report, renderTrigger);
       if (report.outcome === 'skipped') return ExitCode.deployFailed;
       const outcome = report.run?.outcome;

@@ -3,9 +3,8 @@ import { Command } from 'commander';
 import { superviseStartCommand } from './start.js';
 import { superviseStopCommand } from './stop.js';
 
-export const superviseCommand = new Command('supervise').description(
-  'stop or start the supervisor that probes a serving cluster and relaunches it when it is lost',
-);
+export const superviseCommand = new Command('supervise')
+  .description('stop or start the supervisor that probes a serving cluster and relaunches it when it is lost')
+  .showHelpAfterError();
 for (const sub of [superviseStartCommand, superviseStopCommand])
-  superviseCommand.addCommand(sub.exitOverride().showHelpAfterError());
-superviseCommand.exitOverride().showHelpAfterError();
+  superviseCommand.addCommand(sub.showHelpAfterError());

@@ -16,14 +16,6 @@ import { supervise } from '../../workflows/index.js';
 import type { DeployResult } from '../../workflows/steps.js';
 import type { SuperviseInput } from '../../workflows/supervise-api.js';
 
-export interface SuperviseStartReport {
-  cluster: string;
-  workflowId: string;
-  runId: string;
-  launchId: string;
-  specFrom: string;
-}
-
 /** The spec the deploy was started with: the first argument of its first event, decoded as the client would. */
 async function deploySpec(client: Client, workflowId: string, runId: string): Promise<unknown> {
   const history = await client.workflow.getHandle(workflowId, runId).fetchHistory();
@@ -41,8 +33,8 @@ export const superviseStartCommand = new Command('start')
   .option('-c, --config <file>', 'cluster spec (YAML); default: the spec of the latest deploy')
   .option('--json', 'print the started supervisor as JSON')
   .action((cluster: string, opts: { config?: string; json?: boolean }) =>
-    runCommand(opts, async () => {
-      return withClient(async (client) => {
+    runCommand(opts, () =>
+      withClient(async (client) => {
         const { workflowId, handle, described } = await describeClusterDeploy(client, cluster);
         if (described.status.name !== 'COMPLETED') {
           throw new UsageError(
@@ -78,7 +70,7 @@ export const superviseStartCommand = new Command('start')
               );
             throw err;
           });
-        const report: SuperviseStartReport = {
+        const report = {
           cluster,
           workflowId: started.workflowId,
           runId: started.firstExecutionRunId,
@@ -90,6 +82,6 @@ export const superviseStartCommand = new Command('start')
           report,
           (r) => `supervising ${r.cluster}: ${r.workflowId} (run ${r.runId}); spec from ${r.specFrom}`,
         );
-      });
-    }),
+      }),
+    ),
   );

@@ -13,8 +13,8 @@ export const superviseStopCommand = new Command('stop')
   .argument('<cluster>', 'cluster name from the spec')
   .option('--json', 'print the supervisor as it ended, as JSON')
   .action((cluster: string, opts: { json?: boolean }) =>
-    runCommand(opts, async () => {
-      return withClient(async (client) => {
+    runCommand(opts, () =>
+      withClient(async (client) => {
         const found = await describeSupervision(client, cluster);
         if (!found || found.report.runStatus !== 'RUNNING') {
           throw new UsageError(
@@ -27,6 +27,6 @@ export const superviseStopCommand = new Command('stop')
         });
         const after = (await describeSupervision(client, cluster))?.report ?? found.report;
         emit(opts, after, (r: SupervisionReport) => renderSupervision(r, Date.now()));
-      });
-    }),
+      }),
+    ),
   );
