@@ -1,11 +1,11 @@
 // Reads of the host's docker state that every step shares: one container's state, its log tail, and a pause
 // that a cancelled activity cuts short.
-import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { FailureType } from '../shared/failures.js';
 import { secretEnvValues } from '../shared/secrets.js';
 import { sentence, tail } from '../shared/text.js';
 import type { SshSession } from '../ssh/executor.js';
+import { currentContext } from './heartbeat.js';
 import { redactedLogTail } from './log-tail.js';
 import { containerLogTailCommand, inspectContainerCommand } from '../host-commands/launch.js';
 
@@ -20,12 +20,7 @@ export { dockerSaid } from '../parsers/host-output.js';
 
 /** Sleeps, ending early with a CancelledFailure when the activity is cancelled. */
 export async function pause(ms: number): Promise<void> {
-  let context: Context | undefined;
-  try {
-    context = Context.current();
-  } catch {
-    context = undefined;
-  }
+  const context = currentContext();
   if (context) await context.sleep(ms);
   else await new Promise((resolve) => setTimeout(resolve, ms));
 }

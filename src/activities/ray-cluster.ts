@@ -1,6 +1,5 @@
 // Whether the Ray containers formed one cluster: the head's `ray status` until every node joined with its GPUs,
 // and the workers' own logs for the reason one cannot join (ray-start.ts starts the containers).
-import { Context } from '@temporalio/activity';
 import { FailureType } from '../shared/failures.js';
 import { hostLines } from '../parsers/host-output.js';
 import { judgeRayStatus, type RayExpectation, type RayVerdict } from '../parsers/ray-status.js';
@@ -11,7 +10,7 @@ import { headPollCommands, judgeHeadPoll, workerReadCommands } from '../steps/ve
 import { activityFailure as failure } from './activity-failure.js';
 import { onHost } from './ssh-context.js';
 import { answerOf, runCommands } from './run-commands.js';
-import { heartbeat } from './heartbeat.js';
+import { currentContext, heartbeat } from './heartbeat.js';
 import { rayStarted } from './ray-start.js';
 import { containerLogTail, containerSecrets, containerStateOf, inspectContainer, pause } from './docker.js';
 import { redactText } from '../shared/secrets.js';
@@ -144,18 +143,10 @@ async function inspectWorker(worker: NamedHost, container: string): Promise<Work
   }
 }
 
-/** When the verification began: the first attempt's scheduling, so the message counts every retry. */
-function verificationStartMs(): number {
-  try {
-    return Context.current().info.scheduledTimestampMs;
-  } catch {
-    return Date.now();
-  }
-}
-
 export async function verifyRayCluster(input: VerifyRayClusterInput): Promise<RayClusterState> {
   const head = input.head.name;
-  const startedAt = verificationStartMs();
+  // When the verification began: the first attempt's scheduling, so the message counts every retry.
+  const startedAt = currentContext()?.info.scheduledTimestampMs ?? Date.now();
   const last = await onHost(input.head.ref, async (session) => {
     const deadline = Date.now() + verifyWindowMs;
     let nextWorkerCheck = 0;

@@ -1,12 +1,11 @@
 // How activities reach hosts: the workflow passes a target (plain data) and references to credentials
 // (paths, never key material); the key is read here, inside the activity.
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { SharedSshPool, type SshAuth, type SshLease, type SshSession } from '../ssh/executor.js';
 import { SshError, toFailureDetails } from '../ssh/errors.js';
 import type { HostRef, SshAuthRef } from '../config/targets.js';
-import { keepHeartbeating } from './heartbeat.js';
+import { currentContext, keepHeartbeating } from './heartbeat.js';
 import { activeWorkerPolicy, assertSshAuthAllowed } from './worker-policy.js';
 
 /** The spec's credential references, plus what only the worker's policy decides: the hosts that may sign with SHA-1. */
@@ -44,7 +43,7 @@ export function bindSshPool<A extends unknown[], R>(
 async function withLease<T>(fn: (lease: SshLease) => Promise<T>, keepMs?: number): Promise<T> {
   const shared = boundPool.getStore();
   const pool = shared ?? new SharedSshPool({ idleMs: 0 });
-  const signal = activitySignal();
+  const signal = currentContext()?.cancellationSignal;
   const lease = pool.lease({
     ...(signal ? { signal } : {}),
     ...(keepMs !== undefined ? { keepMs } : {}),
@@ -104,14 +103,6 @@ export async function onHosts<T>(
       }),
     keep?.idleMs,
   );
-}
-
-function activitySignal(): AbortSignal | undefined {
-  try {
-    return Context.current().cancellationSignal;
-  } catch {
-    return undefined; // called outside an activity (tests, CLI)
-  }
 }
 
 export function sshFailure(err: SshError): ApplicationFailure {
