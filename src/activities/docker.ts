@@ -1,6 +1,6 @@
 // Reads of the host's docker state that every step shares: one container's state, its log tail, and a pause
 // that a cancelled activity cuts short.
-import { ApplicationFailure } from '@temporalio/common';
+import { activityFailure } from './activity-failure.js';
 import { FailureType } from '../shared/failures.js';
 import { secretEnvValues } from '../shared/secrets.js';
 import { sentence, tail } from '../shared/text.js';
@@ -64,10 +64,11 @@ export function containerStateOf(
   if (res.exitCode !== 0) {
     if (/No such (container|object)/i.test(res.stderr.slice(0, 4096)))
       return { exists: false, running: false, labels: {}, env: [] };
-    throw ApplicationFailure.create({
-      type: FailureType.rayContainerFailed,
-      message: `docker inspect ${name} on ${host} failed (exit ${res.exitCode}): ${sentence(tail(res.stderr.trim(), 1024))} Check that the docker daemon runs on that host.`,
-    });
+    throw activityFailure(
+      FailureType.rayContainerFailed,
+      `docker inspect ${name} on ${host} failed (exit ${res.exitCode}): ${sentence(tail(res.stderr.trim(), 1024))} Check that the docker daemon runs on that host.`,
+      false,
+    );
   }
   let entry: DockerInspectEntry | undefined;
   try {

@@ -2,7 +2,7 @@
 // log say since the last poll, and do /health and /v1/models answer. The workflow loops with timers and
 // decides; this activity only observes.
 import { summarizeVllmLog } from '../parsers/vllm-log.js';
-import { ApplicationFailure } from '@temporalio/common';
+import { activityFailure } from './activity-failure.js';
 import type { SshSession } from '../ssh/executor.js';
 import { baseUrl, maxLogChunkBytes } from '../host-commands/launch.js';
 import {
@@ -21,7 +21,6 @@ import {
 } from '../parsers/sections.js';
 import { FailureType } from '../shared/failures.js';
 import { redactText, redactedTail } from '../shared/secrets.js';
-import { sentence, tail } from '../shared/text.js';
 import { containerSecrets, containerStateOf, type ContainerState } from './docker.js';
 import { execSectioned } from './sectioned-exec.js';
 import { onHost } from './ssh-context.js';
@@ -197,10 +196,11 @@ export async function checkServeHealth(input: CheckServeInput): Promise<CheckSer
     const summary = chunk.lines.length > 0 ? summarizeVllmLog(chunk.lines) : undefined;
     if (summary?.fatal) summary.fatal = { ...summary.fatal, line: redactText(summary.fatal.line, secrets) };
     if (!container.state && (pidProblem || (processAlive && !summary?.fatal))) {
-      throw ApplicationFailure.create({
-        type: FailureType.rayContainerFailed,
-        message: `The poll of ${host} cannot tell whether the container ${input.container} runs: ${redactedTail(container.problem ?? '', secrets, 1024)}${pidProblem ? `; ${redactText(pidProblem, secrets)}` : ''}`,
-      });
+      throw activityFailure(
+        FailureType.rayContainerFailed,
+        `The poll of ${host} cannot tell whether the container ${input.container} runs: ${redactedTail(container.problem ?? '', secrets, 1024)}${pidProblem ? `; ${redactText(pidProblem, secrets)}` : ''}`,
+        false,
+      );
     }
     const health = healthOf(out.sections.get('health'));
     return {
@@ -244,17 +244,16 @@ export function workerStateOf(
   const problem =
     sectionProblem(state, 'state') ?? (state?.cut ? 'the container state line is too long' : undefined);
   if (problem || !state) {
-    throw ApplicationFailure.create({
-      type: FailureType.rayContainerFailed,
-      message: `docker inspect ${container} on ${host} cannot be read: ${problem ?? 'no state section'}`,
-    });
+    throw activityFailure(
+      FailureType.rayContainerFailed,
+      `docker inspect ${container} on ${host} cannot be read: ${problem ?? 'no state section'}`,
+      false,
+    );
   }
   if (state.exitCode !== 0) {
-    if (/No such (container|object)/i.test(state.text.slice(0, 4096))) return { containerRunning: false };
-    throw ApplicationFailure.create({
-      type: FailureType.rayContainerFailed,
-      message: `docker inspect ${container} on ${host} failed (exit ${state.exitCode}): ${sentence(tail(state.text.trim(), 1024))} Check that the docker daemon runs on that host.`,
-    });
+    // Read as any failed `docker inspect`: a missing container is not running; any other failure throws.
+    containerStateOf({ exitCode: state.exitCode ?? 1, stdout: '', stderr: state.text }, container, host);
+    return { containerRunning: false };
   }
   const [status = '', , pid] = state.text.trim().split(' ');
   const known = /^[a-z]{1,20}$/.test(status) ? status : undefined;

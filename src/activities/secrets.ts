@@ -1,6 +1,6 @@
 // Secret references in the spec ({ fromEnv } / { fromFile }) are resolved here, on the worker, inside the
 // activity that needs the value: values never travel through Temporal (inputs, results, heartbeats, failures).
-import { ApplicationFailure } from '@temporalio/common';
+import { activityFailure } from './activity-failure.js';
 import type { EnvSpec, EnvValue, SecretRef } from '../config/schema.js';
 import { FailureType } from '../shared/failures.js';
 import { isSecretEnvName } from '../shared/secrets.js';
@@ -39,9 +39,7 @@ async function resolveRef(name: string, ref: SecretRef): Promise<string> {
   }
 }
 
-function invalidSpec(message: string): ApplicationFailure {
-  return ApplicationFailure.create({ type: FailureType.invalidSpec, message, nonRetryable: true });
-}
+const invalidSpec = (message: string) => activityFailure(FailureType.invalidSpec, message, true);
 
 export async function resolveEnv(env: EnvSpec): Promise<ResolvedEnv> {
   const values: Record<string, string> = {};

@@ -14,7 +14,7 @@ import {
   serverExitedFailure,
   usableLook,
 } from '../steps/launch-serve.js';
-import { ApplicationFailure } from '@temporalio/common';
+import { activityFailure } from './activity-failure.js';
 import { FailureType } from '../shared/failures.js';
 import { redactText, secretArgValues } from '../shared/secrets.js';
 import { currentContext, heartbeat } from './heartbeat.js';
@@ -90,14 +90,12 @@ export async function launchServe(input: LaunchServeInput): Promise<LaunchServeR
     } catch (err) {
       // The executor's errors quote the command; keep secrets out of the failure. Final, as the launch profile
       // always treated it: a launch whose command may have half-run is for a person to look at.
-      throw ApplicationFailure.create({
-        type: FailureType.serveLaunchFailed,
-        nonRetryable: true,
-        message: redactText(
-          `Launching vllm serve on ${host} failed: ${err instanceof Error ? err.message : String(err)}`,
-          secrets,
-        ),
-      });
+      const said = err instanceof Error ? err.message : String(err);
+      throw activityFailure(
+        FailureType.serveLaunchFailed,
+        redactText(`Launching vllm serve on ${host} failed: ${said}`, secrets),
+        true,
+      );
     }
     const pid = judgeLaunch(res, input, secrets);
     return { pid, logPath: input.logPath, launchedAtMs: startedAt, reused: false };
