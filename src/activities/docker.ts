@@ -7,16 +7,11 @@ import { sentence, tail } from '../shared/text.js';
 import type { SshSession } from '../ssh/executor.js';
 import { currentContext } from './heartbeat.js';
 import { redactedLogTail } from './log-tail.js';
-import { containerLogTailCommand, inspectContainerCommand } from '../host-commands/launch.js';
-
-export {
-  rayConfirmLogLines as logTailLines,
+import {
   containerLogTailCommand,
-  maxContainerLogBytes,
+  inspectContainerCommand,
+  rayConfirmLogLines,
 } from '../host-commands/launch.js';
-import { rayConfirmLogLines as logTailLines } from '../host-commands/launch.js';
-
-export { dockerSaid } from '../parsers/host-output.js';
 
 /** Sleeps, ending early with a CancelledFailure when the activity is cancelled. */
 export async function pause(ms: number): Promise<void> {
@@ -117,7 +112,7 @@ export async function containerLogTail(
   session: SshSession,
   name: string,
   secrets: readonly string[],
-  lines = logTailLines,
+  lines = rayConfirmLogLines,
 ): Promise<string> {
   return redactedLogTail(session, containerLogTailCommand(name, lines), secrets, 20_000);
 }

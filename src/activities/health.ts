@@ -32,8 +32,6 @@ import type {
   CheckServeResult,
 } from './types.js';
 
-export { baseUrl, maxLogChunkBytes } from '../host-commands/launch.js';
-
 export interface LogChunk {
   /** Complete lines read (a tqdm bar's `\r` segments stay in their line). */
   lines: string[];

@@ -4,10 +4,11 @@
 import { activityFailure } from './activity-failure.js';
 import { FailureType } from '../shared/failures.js';
 import { judgeVllmFatal, summarizeVllmLog } from '../parsers/vllm-log.js';
+import { dockerSaid } from '../parsers/host-output.js';
 import { redactText, redactedTail, secretArgValues } from '../shared/secrets.js';
 import { sentence, tail } from '../shared/text.js';
 import type { SshSession } from '../ssh/executor.js';
-import { containerLogTail, containerSecrets, containerStateOf, dockerSaid, pause } from './docker.js';
+import { containerLogTail, containerSecrets, containerStateOf, pause } from './docker.js';
 import { envTransport } from '../host-commands/env-transport.js';
 import { removeContainerCommand, symlinkExit } from '../host-commands/launch.js';
 import {

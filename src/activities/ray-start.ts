@@ -1,7 +1,7 @@
 // The Ray containers: start the head and the workers (`docker run … --entrypoint ray IMAGE start --block`), and
 // wait until `ray start` says the node runs. Whether they form one cluster is ray-cluster.ts.
 import { FailureType } from '../shared/failures.js';
-import { hostLines } from '../parsers/host-output.js';
+import { dockerSaid, hostLines } from '../parsers/host-output.js';
 import { sentence, tail } from '../shared/text.js';
 import {
   rayConfirmPollSeconds,
@@ -16,7 +16,7 @@ import { activityFailure as failure } from './activity-failure.js';
 import { onHost } from './ssh-context.js';
 import { answerOf, runCommands, type Answers } from './run-commands.js';
 import { heartbeat } from './heartbeat.js';
-import { containerLogTail, containerStateOf, dockerSaid, pause } from './docker.js';
+import { containerLogTail, containerStateOf, pause } from './docker.js';
 import { envTransport } from '../host-commands/env-transport.js';
 import { resolveEnv } from './secrets.js';
 import type { RayContainerResult } from './types.js';

@@ -25,14 +25,6 @@ import { answerOf, runCommands } from './run-commands.js';
 import type { LaunchServeResult } from './types.js';
 import type { LaunchServeInput } from '../host-commands/launch.js';
 
-export {
-  markerPathFor,
-  maxTailBytes,
-  pipelineParallelSize,
-  serveArgv,
-  serveLogTailCommand,
-} from '../host-commands/launch.js';
-
 const tailLines = 40;
 
 /** Whether `pid` is a live process on the host, whoever owns it (pidAliveCommand). */

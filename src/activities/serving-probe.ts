@@ -9,7 +9,7 @@ import type { SshSession } from '../ssh/executor.js';
 import { SshConnectError } from '../ssh/errors.js';
 import { sh } from '../ssh/quote.js';
 import { containerSecrets, inspectContainer } from './docker.js';
-import { baseUrl } from './health.js';
+import { baseUrl } from '../host-commands/launch.js';
 import { readRayStatus } from './ray-cluster.js';
 import { resolveValue, secretValues } from './secrets.js';
 import { chatCompletion } from './smoke.js';
