@@ -86,6 +86,19 @@ export interface SectionedCommand {
   maxOutputBytes: number;
 }
 
+/** The script of `parts` (sectionScript), with the bounds of its `reads` and of its rest section, if any. */
+export function sectionedCommand(
+  reads: readonly SectionRead[],
+  parts: readonly RemoteCommand[],
+  restBytes = 0,
+): SectionedCommand {
+  return {
+    command: sectionScript(parts),
+    bounds: Object.fromEntries(reads.map((r) => [r.name, r.maxBytes])),
+    maxOutputBytes: sectionScriptBound(reads, restBytes),
+  };
+}
+
 /** The shell loop of StepCommand.waitUntil: the check runs with no stdin and no output, as a plain condition. */
 function hostWait(wait: NonNullable<StepCommand['waitUntil']>): RemoteCommand {
   const checks = Math.max(0, Math.ceil(wait.seconds / wait.everySeconds));
@@ -122,9 +135,5 @@ export function batchCommand(
       ? sh`${part}; ${statusVar(c.name)}=$__rc`
       : part;
   });
-  return {
-    command: sectionScript(parts),
-    bounds: Object.fromEntries(reads.map((r) => [r.name, r.maxBytes])),
-    maxOutputBytes: sectionScriptBound(reads),
-  };
+  return sectionedCommand(reads, parts);
 }
