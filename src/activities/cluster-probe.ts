@@ -52,10 +52,7 @@ export async function probeServingCluster(
         }
       };
       const hosts = await Promise.all([
-        settle(
-          input.head.head,
-          async () => (await probeHead(await open(input.head.head), input.head, secrets)).checks,
-        ),
+        settle(input.head.head, async () => probeHead(await open(input.head.head), input.head, secrets)),
         ...input.workers.map((ref, i) =>
           settle(ref, async () => {
             const state = await inspectContainer(await open(ref), input.container);

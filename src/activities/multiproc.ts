@@ -33,7 +33,7 @@ import { answerOf, runCommands } from './run-commands.js';
 import { containerOf, logChunkOf, tailLinesOf } from './health.js';
 import { rankPollCommand } from '../host-commands/polls.js';
 import { heartbeat } from './heartbeat.js';
-import { resolveEnv } from './secrets.js';
+import { resolveEnv, secretsOf } from './secrets.js';
 import { pidAlive } from './serve.js';
 import { execSectioned } from './sectioned-exec.js';
 import { onHost } from './ssh-context.js';
@@ -105,10 +105,7 @@ export async function startRank(input: StartRankInput): Promise<StartRankResult>
   const resolved = await Promise.all(input.env.map((e) => resolveEnv(e)));
   const values = Object.assign({}, ...resolved.map((r) => r.values)) as Record<string, string>;
   const secretNames = new Set(resolved.flatMap((r) => [...r.secretNames]));
-  const secrets = [
-    ...[...secretNames].map((n) => values[n] ?? '').filter((v) => v !== ''),
-    ...secretArgValues(input.args),
-  ];
+  const secrets = [...secretsOf({ values, secretNames }), ...secretArgValues(input.args)];
   return onHost(input.host, async (session) => {
     // The container, the marker and whether its pid runs, the addresses, and rank 0's port: one round trip.
     const reads = await runCommands(session, rankReadCommands(input), { timeoutMs: 30_000 });

@@ -18,7 +18,7 @@ import { answerOf, runCommands, type Answers } from './run-commands.js';
 import { heartbeat } from './heartbeat.js';
 import { containerLogTail, containerStateOf, pause } from './docker.js';
 import { envTransport } from '../host-commands/env-transport.js';
-import { resolveEnv } from './secrets.js';
+import { resolveEnv, secretsOf } from './secrets.js';
 import type { RayContainerResult } from './types.js';
 
 /** How long a started container must stay up before we call it started: a bad flag kills it within a second. */
@@ -102,7 +102,7 @@ async function startRayContainer(
   const resolved = await resolveEnv(input.env);
   const env: Record<string, string> = { ...resolved.values, VLLM_HOST_IP: input.clusterIp };
   const transport = envTransport(env, resolved.secretNames);
-  const secrets = [...resolved.secretNames].map((n) => env[n] ?? '').filter((v) => v !== '');
+  const secrets = secretsOf({ values: env, secretNames: resolved.secretNames });
   return onHost(input.host, async (session) => {
     const run = rayRunCommand(input, role, transport);
     // The confirm window starts with the run; the trip below spends it waiting on the host.

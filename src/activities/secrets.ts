@@ -56,18 +56,15 @@ export async function resolveEnv(env: EnvSpec): Promise<ResolvedEnv> {
   return { values, secretNames };
 }
 
+/** The values of the secret names of a resolved env: what text leaving the activity must not show. */
+export function secretsOf({ values, secretNames }: ResolvedEnv): string[] {
+  return [...secretNames].map((n) => values[n] ?? '').filter((v) => v !== '');
+}
+
 /** The secret values among `env`s, for redacting text before it leaves the activity. */
 export async function secretValues(...envs: EnvSpec[]): Promise<string[]> {
-  const out: string[] = [];
-  for (const env of envs) {
-    const resolved = await resolveEnv(env).catch(() => undefined);
-    if (!resolved) continue;
-    for (const name of resolved.secretNames) {
-      const v = resolved.values[name];
-      if (v) out.push(v);
-    }
-  }
-  return out;
+  const resolved = await Promise.all(envs.map((env) => resolveEnv(env).catch(() => undefined)));
+  return resolved.flatMap((r) => (r ? secretsOf(r) : []));
 }
 
 /** One value that may be a reference (e.g. serve.env.VLLM_API_KEY); undefined or empty when not set. */

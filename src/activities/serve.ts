@@ -19,7 +19,7 @@ import { FailureType } from '../shared/failures.js';
 import { redactText, secretArgValues } from '../shared/secrets.js';
 import { currentContext, heartbeat } from './heartbeat.js';
 import { redactedLogTail } from './log-tail.js';
-import { resolveEnv } from './secrets.js';
+import { resolveEnv, secretsOf } from './secrets.js';
 import { onHost } from './ssh-context.js';
 import { answerOf, runCommands } from './run-commands.js';
 import type { LaunchServeResult } from './types.js';
@@ -37,10 +37,7 @@ export async function pidAlive(session: SshSession, pid: number): Promise<boolea
 export async function launchServe(input: LaunchServeInput): Promise<LaunchServeResult> {
   const host = input.head.target.name;
   const env = await resolveEnv(input.env);
-  const secrets = [
-    ...[...env.secretNames].map((n) => env.values[n] ?? '').filter((v) => v !== ''),
-    ...secretArgValues(input.args),
-  ];
+  const secrets = [...secretsOf(env), ...secretArgValues(input.args)];
   return onHost(input.head, async (session) => {
     // The marker, whether its pid runs, and Ray's state: as verifyRayCluster last saw them a moment ago (the
     // workflow passes its look on), or else read in one round trip. A retry always reads: the attempt before it

@@ -13,7 +13,7 @@ import { baseUrl } from '../host-commands/launch.js';
 import { readRayStatus } from './ray-cluster.js';
 import { resolveValue, secretValues } from './secrets.js';
 import { chatCompletion } from './smoke.js';
-import type { ProbeCheck, ProbeName, ProbeServingInput, ProbeServingResult } from './types.js';
+import type { ProbeCheck, ProbeName, ProbeServingInput } from './types.js';
 
 const healthTimeoutS = 5;
 
@@ -33,7 +33,7 @@ export async function probeHead(
   session: SshSession,
   input: ProbeServingInput,
   configured: readonly string[] = [],
-): Promise<ProbeServingResult> {
+): Promise<ProbeCheck[]> {
   const host = input.head.target.name;
   let secrets: string[] = [...configured];
   const checks: ProbeCheck[] = [];
@@ -89,7 +89,7 @@ export async function probeHead(
     };
   });
   // A multiproc cluster has no Ray: its ranks are judged by their containers, each on its own host.
-  if (input.backend === 'multiproc') return { host, checks };
+  if (input.backend === 'multiproc') return checks;
   await probe('rayStatus', async () => {
     const verdict = await readRayStatus(session, input.container, {
       nodes: input.expectedNodes,
@@ -100,7 +100,7 @@ export async function probeHead(
     const detail = `${nodes} of ${input.expectedNodes} nodes, ${gpus} of ${input.expectedGpus} GPUs`;
     return verdict.ok ? { ok: true, detail } : { ok: false, detail, error: verdict.message };
   });
-  return { host, checks };
+  return checks;
 }
 
 /** How a probe failure names the container: the Ray container, or (multiproc) the host's rank. */
