@@ -12,18 +12,12 @@ import {
   rayWorkerWatchCommand,
 } from '../host-commands/polls.js';
 import { sectionScript } from '../host-commands/sections.js';
-import {
-  parseSections,
-  sectionProblem,
-  splitStderr,
-  type ParsedSection,
-  type ParsedSections,
-} from '../parsers/sections.js';
+import { sectionProblem, splitStderr, type ParsedSection, type ParsedSections } from '../parsers/sections.js';
 import { FailureType } from '../shared/failures.js';
 import { redactText, redactedTail } from '../shared/secrets.js';
 import { containerSecrets, containerStateOf, type ContainerState } from './docker.js';
-import { execSectioned } from './sectioned-exec.js';
 import { onHost } from './ssh-context.js';
+import { execSectioned } from './run-commands.js';
 import { resolveValue, secretValues } from './secrets.js';
 import type {
   CheckRayWorkerInput,
@@ -68,13 +62,10 @@ export function logChunkOf(rest: ParsedSections['rest'], offset: number): LogChu
 
 /** Reads the log from `offset` in one remote command (see logChunkOf). */
 export async function readLogFrom(session: SshSession, logPath: string, offset: number): Promise<LogChunk> {
-  const res = await session.exec(sectionScript([logChunkPart(logPath, offset)]), {
-    timeoutMs: 30_000,
-    check: false,
-    stdoutBytes: true,
-    maxOutputBytes: maxLogChunkBytes + 4096,
-  });
-  return logChunkOf(parseSections(res.stdoutBytes ?? Buffer.alloc(0), {}).rest, offset);
+  const command = sectionScript([logChunkPart(logPath, offset)]);
+  const read = { command, bounds: {}, maxOutputBytes: maxLogChunkBytes + 4096 };
+  const out = await execSectioned(session, read, { timeoutMs: 30_000 });
+  return logChunkOf(out.rest, offset);
 }
 
 /** Splits on newline bytes, then decodes each line; blank lines are dropped. */

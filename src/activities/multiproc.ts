@@ -29,13 +29,12 @@ import {
   rankRun,
 } from '../steps/start-rank.js';
 import { markerLookOf } from '../steps/launch-serve.js';
-import { answerOf, runCommands } from './run-commands.js';
+import { answerOf, execSectioned, runCommands } from './run-commands.js';
 import { containerOf, logChunkOf, tailLinesOf } from './health.js';
 import { rankPollCommand } from '../host-commands/polls.js';
 import { heartbeat } from './heartbeat.js';
 import { resolveEnv, secretsOf } from './secrets.js';
 import { pidAlive } from './serve.js';
-import { execSectioned } from './sectioned-exec.js';
 import { onHost } from './ssh-context.js';
 import type { HostRef } from '../config/targets.js';
 import type { VllmFatal } from '../parsers/vllm-log.js';
