@@ -154,14 +154,7 @@ export async function checkServeHealth(input: CheckServeInput): Promise<CheckSer
   const configured = await secretValues(...(input.secretEnv ?? []));
   return onHost(input.head, async (session) => {
     const host = session.target.name;
-    const url = baseUrl(input.clusterIp, input.port);
-    const poll = headPollCommand({
-      pid: input.pid,
-      container: input.container,
-      logPath: input.logPath,
-      logOffset: input.logOffset,
-      url,
-    });
+    const poll = headPollCommand({ ...input, url: baseUrl(input.clusterIp, input.port) });
     const out = await execSectioned(session, poll, {
       timeoutMs: 45_000,
       stdin: authorizationHeader(apiKey),

@@ -71,15 +71,7 @@ export async function probeHead(
     const started = Date.now();
     const r = await chatCompletion(
       session,
-      {
-        head: input.head,
-        clusterIp: input.clusterIp,
-        port: input.port,
-        model: input.model,
-        prompt: 'ping',
-        maxTokens: 1,
-        ...(input.apiKey !== undefined ? { apiKey: input.apiKey } : {}),
-      },
+      { ...input, prompt: 'ping', maxTokens: 1 },
       input.completionTimeoutS,
     );
     return {
