@@ -85,7 +85,7 @@ async function collectHost(input: DiagnosticsInput, host: NamedHost): Promise<Ho
 }
 
 /** An error's first line, redacted before it is cut (a cut secret would no longer match). */
-function firstLine(err: unknown, secrets: readonly string[] = []): string {
+export function firstLine(err: unknown, secrets: readonly string[] = []): string {
   const text = err instanceof Error ? err.message : String(err);
   return redactedTail(text.split('\n')[0] ?? text, secrets, 1024);
 }

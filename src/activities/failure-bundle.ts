@@ -5,11 +5,12 @@
 // login may read them. Never throws: a host that cannot be reached is reported as such.
 import { summarizeVllmLog } from '../parsers/vllm-log.js';
 import { hostLines } from '../parsers/host-output.js';
-import { redactText, redactedTail } from '../shared/secrets.js';
+import { redactText } from '../shared/secrets.js';
 import { tail } from '../shared/text.js';
 import { sh, type RemoteCommand } from '../ssh/quote.js';
 import { containerLogTailCommand, serveLogTailCommand } from '../host-commands/launch.js';
 import { containerSecrets, inspectContainer } from './docker.js';
+import { firstLine } from './diagnostics.js';
 import { onHost } from './ssh-context.js';
 import { secretValues } from './secrets.js';
 import type { FailureBundle, FailureBundleInput, HostBundle, NamedHost } from './types.js';
@@ -90,11 +91,6 @@ async function bundleOf(input: FailureBundleInput, host: NamedHost): Promise<Hos
 
 function dropUndefined(b: { [K in keyof HostBundle]: HostBundle[K] | undefined }): HostBundle {
   return Object.fromEntries(Object.entries(b).filter(([, v]) => v !== undefined)) as unknown as HostBundle;
-}
-
-function firstLine(err: unknown, secrets: readonly string[]): string {
-  const text = err instanceof Error ? err.message : String(err);
-  return redactedTail(text.split('\n')[0] ?? text, secrets, 1024);
 }
 
 export async function collectFailureBundle(input: FailureBundleInput): Promise<FailureBundle> {

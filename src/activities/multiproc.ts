@@ -7,7 +7,7 @@ import { judgeVllmFatal, summarizeVllmLog } from '../parsers/vllm-log.js';
 import { dockerSaid } from '../parsers/host-output.js';
 import { redactText, redactedTail, secretArgValues } from '../shared/secrets.js';
 import { sentence, tail } from '../shared/text.js';
-import type { SshSession } from '../ssh/executor.js';
+import type { ExecResult, SshSession } from '../ssh/executor.js';
 import { containerLogTail, containerSecrets, containerStateOf, pause } from './docker.js';
 import { envTransport } from '../host-commands/env-transport.js';
 import { removeContainerCommand, symlinkExit } from '../host-commands/launch.js';
@@ -81,20 +81,22 @@ export interface CheckRankResult {
   tail: string[];
 }
 
-async function rank0Of(session: SshSession, cluster: string): Promise<string | undefined> {
-  const res = await session.exec(rank0ContainersCommand(cluster), { timeoutMs: 30_000, check: false });
-  return res.stdout.split('\n').find((l) => l.trim() !== '');
+/** What listens on `port` on the host: `ss`'s answer. */
+async function readListener(session: SshSession, port: number): Promise<ExecResult> {
+  return answerOf(await runCommands(session, [listenerRead(port)], { timeoutMs: 10_000 }), 'listener');
 }
 
 /** Preflight on the head: is serve.masterPort free (or held by this cluster's earlier rank 0, removed in step 3)? */
 export async function checkMasterPort(input: MasterPortInput): Promise<MasterPortResult> {
   const host = input.host.target.name;
   return onHost(input.host, async (session) => {
-    const held = listenerOf(
-      answerOf(await runCommands(session, [listenerRead(input.port)], { timeoutMs: 10_000 }), 'listener'),
-    );
+    const held = listenerOf(await readListener(session, input.port));
     if (held === undefined) return { host, free: true };
-    const earlierRank0 = await rank0Of(session, input.cluster);
+    const rank0s = await session.exec(rank0ContainersCommand(input.cluster), {
+      timeoutMs: 30_000,
+      check: false,
+    });
+    const earlierRank0 = rank0s.stdout.split('\n').find((l) => l.trim() !== '');
     return { host, free: false, listener: held, ...(earlierRank0 ? { earlierRank0 } : {}) };
   });
 }
@@ -124,14 +126,7 @@ export async function startRank(input: StartRankInput): Promise<StartRankResult>
     }
     // Checked again right before rank 0 listens there: the head may have changed since preflight.
     if (input.rank === 0) {
-      judgeMasterPort(
-        listening ??
-          answerOf(
-            await runCommands(session, [listenerRead(input.masterPort)], { timeoutMs: 10_000 }),
-            'listener',
-          ),
-        input,
-      );
+      judgeMasterPort(listening ?? (await readListener(session, input.masterPort)), input);
     }
 
     const env = rankEnv(
