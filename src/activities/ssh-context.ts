@@ -74,11 +74,6 @@ export async function onHost<T>(ref: HostRef, fn: (session: SshSession) => Promi
   return withLease(async (lease) => fn(await lease.session(ref.target, toSshAuth(ref.auth))));
 }
 
-/** How long the connections of an onHosts call stay open unused at least, past the worker's idle time. */
-export interface KeepConnections {
-  idleMs: number;
-}
-
 /**
  * Like onHost for an activity that works on several hosts at once. `fn` opens the sessions it needs and judges
  * each host's errors itself; SSH errors it lets through are converted as in onHost.
@@ -91,7 +86,7 @@ export interface KeepConnections {
 export async function onHosts<T>(
   refs: readonly HostRef[],
   fn: (open: (ref: HostRef) => Promise<SshSession>) => Promise<T>,
-  keep?: KeepConnections,
+  keep?: { idleMs: number },
 ): Promise<T> {
   for (const ref of refs) assertSshAuthAllowed(ref.auth);
   return withLease(
