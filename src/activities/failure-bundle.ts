@@ -8,7 +8,7 @@ import { hostLines } from '../parsers/host-output.js';
 import { redactText } from '../shared/secrets.js';
 import { tail } from '../shared/text.js';
 import { sh, type RemoteCommand } from '../ssh/quote.js';
-import { containerLogTailCommand, serveLogTailCommand } from '../host-commands/launch.js';
+import { containerLogTailCommand, rayStatusCommand, serveLogTailCommand } from '../host-commands/launch.js';
 import { containerSecrets, inspectContainer } from './docker.js';
 import { firstLine } from './diagnostics.js';
 import { onHost } from './ssh-context.js';
@@ -55,7 +55,7 @@ async function bundleOf(input: FailureBundleInput, host: NamedHost): Promise<Hos
       const isHead = host.name === input.headName;
       const [serveLog, rayStatus, gpuApps, containerLog, kernel] = await Promise.all([
         isHead ? part('serve log', serveLogTailCommand(input.logPath, serveLogLines)) : undefined,
-        part('ray status', sh`docker exec ${input.container} ray status`),
+        part('ray status', rayStatusCommand(input.container)),
         part(
           'nvidia-smi',
           sh`nvidia-smi --query-compute-apps=pid,process_name,used_gpu_memory --format=csv,noheader`,
