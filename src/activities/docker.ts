@@ -1,12 +1,12 @@
-// Reads of the host's docker state that every step shares: one container's state, its log tail, and a pause
-// that a cancelled activity cuts short.
+// Reads of the host's docker state that every step shares: one container's state, its log tail (any log's tail,
+// as liftoff shows it), and a pause that a cancelled activity cuts short.
 import { activityFailure } from './activity-failure.js';
 import { FailureType } from '../shared/failures.js';
-import { secretEnvValues } from '../shared/secrets.js';
+import { redactText, secretEnvValues } from '../shared/secrets.js';
 import { sentence, tail } from '../shared/text.js';
 import type { SshSession } from '../ssh/executor.js';
+import type { RemoteCommand } from '../ssh/quote.js';
 import { currentContext } from './heartbeat.js';
-import { redactedLogTail } from './log-tail.js';
 import {
   containerLogTailCommand,
   inspectContainerCommand,
@@ -115,4 +115,18 @@ export async function containerLogTail(
   lines = rayConfirmLogLines,
 ): Promise<string> {
   return redactedLogTail(session, containerLogTailCommand(name, lines), secrets, 20_000);
+}
+
+/**
+ * What the tail command `cmd` printed, redacted of the values liftoff handed the process that wrote the log; ''
+ * when it printed nothing. Read without failing: a missing log is an empty one.
+ */
+export async function redactedLogTail(
+  session: SshSession,
+  cmd: RemoteCommand,
+  secrets: readonly string[],
+  timeoutMs: number,
+): Promise<string> {
+  const res = await session.exec(cmd, { timeoutMs, check: false });
+  return redactText(res.stdout.trimEnd(), secrets);
 }

@@ -18,7 +18,7 @@ import { activityFailure } from './activity-failure.js';
 import { FailureType } from '../shared/failures.js';
 import { redactText, secretArgValues } from '../shared/secrets.js';
 import { currentContext, heartbeat } from './heartbeat.js';
-import { redactedLogTail } from './log-tail.js';
+import { redactedLogTail } from './docker.js';
 import { resolveEnv, secretsOf } from './secrets.js';
 import { onHost } from './ssh-context.js';
 import { answerOf, runCommands } from './run-commands.js';
