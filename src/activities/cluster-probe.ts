@@ -5,11 +5,11 @@
 // until the next round. Each host's outcome stays its own: a host that cannot be reached is
 // reported with the error, never failing the others, so the workflow still counts each against its
 // unreachable window.
-import { judgeContainer } from '../parsers/container-state.js';
 import { redactedTail } from '../shared/secrets.js';
 import { toFailureDetails } from '../ssh/errors.js';
 import { inspectContainer } from './docker.js';
-import { configuredSecrets, containerWhat, probeHead } from './serving-probe.js';
+import { containerCheck, probeHead } from './serving-probe.js';
+import { secretValues } from './secrets.js';
 import { onHosts } from './ssh-context.js';
 import type { HostRef } from '../config/targets.js';
 import type { ProbeCheck, ProbeServingInput } from './types.js';
@@ -39,7 +39,8 @@ export async function probeServingCluster(
   input: ProbeServingClusterInput,
 ): Promise<ProbeServingClusterResult> {
   const keep = input.keepConnectionsMs !== undefined ? { idleMs: input.keepConnectionsMs } : undefined;
-  const secrets = await configuredSecrets(input.head);
+  // The spec's env secrets, which nothing the probes report may show (a server's error body can quote them).
+  const secrets = await secretValues(...(input.head.secretEnv ?? []));
   return onHosts(
     [input.head.head, ...input.workers],
     async (open) => {
@@ -52,25 +53,12 @@ export async function probeServingCluster(
         }
       };
       const hosts = await Promise.all([
-        settle(
-          input.head.head,
-          async () => (await probeHead(await open(input.head.head), input.head, secrets)).checks,
-        ),
+        settle(input.head.head, async () => probeHead(await open(input.head.head), input.head, secrets)),
         ...input.workers.map((ref, i) =>
           settle(ref, async () => {
             const state = await inspectContainer(await open(ref), input.container);
-            const verdict = judgeContainer(
-              state,
-              `${containerWhat(input.head.backend, i + 1)} ${input.container}`,
-            );
-            return [
-              {
-                name: 'container' as const,
-                host: ref.target.name,
-                ok: verdict.ok,
-                ...(verdict.ok ? {} : { error: verdict.message }),
-              },
-            ];
+            const check = containerCheck(state, input.head.backend, i + 1, input.container);
+            return [{ name: 'container' as const, host: ref.target.name, ...check }];
           }),
         ),
       ]);

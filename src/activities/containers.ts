@@ -1,6 +1,6 @@
 // Step 3 of the deploy and the teardown's removal, on one host (src/steps/remove-containers.ts declares it): the
 // lists it starts from, unless stopServices passed them through the workflow, then the removal and the list after.
-import { Context } from '@temporalio/activity';
+import { currentContext } from './heartbeat.js';
 import { answerOf, runCommands } from './run-commands.js';
 import { onHost } from './ssh-context.js';
 import {
@@ -17,7 +17,8 @@ import type { RemoveContainersInput, RemoveContainersResult } from './types.js';
 export async function removeContainers(input: RemoveContainersInput): Promise<RemoveContainersResult> {
   const host = input.host.target.name;
   return onHost(input.host, async (session) => {
-    let lists = listsToUse(input.containerLists, attempt(), Date.now());
+    // Outside an activity (a direct call in a test or bench) there is one attempt.
+    let lists = listsToUse(input.containerLists, currentContext()?.info.attempt ?? 1, Date.now());
     if (!lists) {
       const read = await runCommands(session, containerListCommands(input.cluster), { timeoutMs: 30_000 });
       lists = {
@@ -33,13 +34,4 @@ export async function removeContainers(input: RemoveContainersInput): Promise<Re
     judgeRemoval(answers, host, targets);
     return { host, removed: targets };
   });
-}
-
-/** Outside an activity (a direct call in a test or bench) there is one attempt. */
-function attempt(): number {
-  try {
-    return Context.current().info.attempt;
-  } catch {
-    return 1;
-  }
 }

@@ -34,10 +34,9 @@ async function collectHost(input: DiagnosticsInput, host: NamedHost): Promise<Ho
   ];
   if (host.name === input.headName)
     parts.push(['serveLogTail', 'serve log', serveLogTailCommand(input.logPath, tailLines)]);
-  const commands: StepCommand[] = [
-    { name: 'inspect', command: inspectContainerCommand(input.container) },
-    ...parts.map(([part, , command]) => ({ name: part.toLowerCase(), command })),
-  ];
+  const inspect: StepCommand = { name: 'inspect', command: inspectContainerCommand(input.container) };
+  const named = ([part, , command]: [Part, string, RemoteCommand]) => ({ name: part.toLowerCase(), command });
+  const commands = [inspect, ...parts.map(named)];
   try {
     return await onHost(host.ref, async (session) => {
       // Every part in one round trip; should that one fail, each part is asked on its own.
@@ -45,27 +44,22 @@ async function collectHost(input: DiagnosticsInput, host: NamedHost): Promise<Ho
         timeoutMs: 30_000 + rayStatusTimeoutS * 1000,
         maxBytesPerCommand: 256 * 1024,
       }).catch(() => new Map<string, ExecResult>());
-      const answer = async (i: number): Promise<ExecResult> => {
-        const c = commands[i];
-        if (!c) throw new RangeError(`no diagnostics command ${i}`);
-        return answers.get(c.name) ?? session.exec(c.command, { timeoutMs: 30_000, check: false });
-      };
+      const answer = async (c: StepCommand): Promise<ExecResult> =>
+        answers.get(c.name) ?? session.exec(c.command, { timeoutMs: 30_000, check: false });
       // The container's env is the env liftoff gave it: its secret-looking values are what to hide.
       let secrets: string[] = await secretValues(...(input.secretEnv ?? []));
       try {
         secrets = [
           ...secrets,
-          ...containerSecrets(containerStateOf(await answer(0), input.container, host.name)),
+          ...containerSecrets(containerStateOf(await answer(inspect), input.container, host.name)),
         ];
       } catch (err) {
         errors.push(`docker inspect ${input.container}: ${firstLine(err, secrets)}`);
       }
-      const read = async (
-        [part, what]: [Part, string, RemoteCommand],
-        i: number,
-      ): Promise<Partial<HostDiagnostics>> => {
+      const read = async (p: [Part, string, RemoteCommand]): Promise<Partial<HostDiagnostics>> => {
+        const [part, what] = p;
         try {
-          const res = await answer(i + 1);
+          const res = await answer(named(p));
           const text = `${res.stdout}${res.stderr ? (res.stdout ? '\n' : '') + res.stderr : ''}`.trimEnd();
           // 124: `timeout` ended the command.
           if (res.exitCode === 124) errors.push(`${what}: no answer within ${rayStatusTimeoutS} s`);
@@ -85,7 +79,7 @@ async function collectHost(input: DiagnosticsInput, host: NamedHost): Promise<Ho
 }
 
 /** An error's first line, redacted before it is cut (a cut secret would no longer match). */
-function firstLine(err: unknown, secrets: readonly string[] = []): string {
+export function firstLine(err: unknown, secrets: readonly string[] = []): string {
   const text = err instanceof Error ? err.message : String(err);
   return redactedTail(text.split('\n')[0] ?? text, secrets, 1024);
 }

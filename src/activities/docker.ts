@@ -1,31 +1,21 @@
-// Reads of the host's docker state that every step shares: one container's state, its log tail, and a pause
-// that a cancelled activity cuts short.
-import { Context } from '@temporalio/activity';
-import { ApplicationFailure } from '@temporalio/common';
+// Reads of the host's docker state that every step shares: one container's state, its log tail (any log's tail,
+// as liftoff shows it), and a pause that a cancelled activity cuts short.
+import { activityFailure } from './activity-failure.js';
 import { FailureType } from '../shared/failures.js';
-import { secretEnvValues } from '../shared/secrets.js';
+import { redactText, secretEnvValues } from '../shared/secrets.js';
 import { sentence, tail } from '../shared/text.js';
 import type { SshSession } from '../ssh/executor.js';
-import { redactedLogTail } from './log-tail.js';
-import { containerLogTailCommand, inspectContainerCommand } from '../host-commands/launch.js';
-
-export {
-  rayConfirmLogLines as logTailLines,
+import type { RemoteCommand } from '../ssh/quote.js';
+import { currentContext } from './heartbeat.js';
+import {
   containerLogTailCommand,
-  maxContainerLogBytes,
+  inspectContainerCommand,
+  rayConfirmLogLines,
 } from '../host-commands/launch.js';
-import { rayConfirmLogLines as logTailLines } from '../host-commands/launch.js';
-
-export { dockerSaid } from '../parsers/host-output.js';
 
 /** Sleeps, ending early with a CancelledFailure when the activity is cancelled. */
 export async function pause(ms: number): Promise<void> {
-  let context: Context | undefined;
-  try {
-    context = Context.current();
-  } catch {
-    context = undefined;
-  }
+  const context = currentContext();
   if (context) await context.sleep(ms);
   else await new Promise((resolve) => setTimeout(resolve, ms));
 }
@@ -69,10 +59,11 @@ export function containerStateOf(
   if (res.exitCode !== 0) {
     if (/No such (container|object)/i.test(res.stderr.slice(0, 4096)))
       return { exists: false, running: false, labels: {}, env: [] };
-    throw ApplicationFailure.create({
-      type: FailureType.rayContainerFailed,
-      message: `docker inspect ${name} on ${host} failed (exit ${res.exitCode}): ${sentence(tail(res.stderr.trim(), 1024))} Check that the docker daemon runs on that host.`,
-    });
+    throw activityFailure(
+      FailureType.rayContainerFailed,
+      `docker inspect ${name} on ${host} failed (exit ${res.exitCode}): ${sentence(tail(res.stderr.trim(), 1024))} Check that the docker daemon runs on that host.`,
+      false,
+    );
   }
   let entry: DockerInspectEntry | undefined;
   try {
@@ -121,7 +112,21 @@ export async function containerLogTail(
   session: SshSession,
   name: string,
   secrets: readonly string[],
-  lines = logTailLines,
+  lines = rayConfirmLogLines,
 ): Promise<string> {
   return redactedLogTail(session, containerLogTailCommand(name, lines), secrets, 20_000);
+}
+
+/**
+ * What the tail command `cmd` printed, redacted of the values liftoff handed the process that wrote the log; ''
+ * when it printed nothing. Read without failing: a missing log is an empty one.
+ */
+export async function redactedLogTail(
+  session: SshSession,
+  cmd: RemoteCommand,
+  secrets: readonly string[],
+  timeoutMs: number,
+): Promise<string> {
+  const res = await session.exec(cmd, { timeoutMs, check: false });
+  return redactText(res.stdout.trimEnd(), secrets);
 }

@@ -5,11 +5,12 @@
 // login may read them. Never throws: a host that cannot be reached is reported as such.
 import { summarizeVllmLog } from '../parsers/vllm-log.js';
 import { hostLines } from '../parsers/host-output.js';
-import { redactText, redactedTail } from '../shared/secrets.js';
+import { redactText } from '../shared/secrets.js';
 import { tail } from '../shared/text.js';
 import { sh, type RemoteCommand } from '../ssh/quote.js';
-import { containerLogTailCommand, containerSecrets, inspectContainer } from './docker.js';
-import { serveLogTailCommand } from './serve.js';
+import { containerLogTailCommand, rayStatusCommand, serveLogTailCommand } from '../host-commands/launch.js';
+import { containerSecrets, inspectContainer } from './docker.js';
+import { firstLine } from './diagnostics.js';
 import { onHost } from './ssh-context.js';
 import { secretValues } from './secrets.js';
 import type { FailureBundle, FailureBundleInput, HostBundle, NamedHost } from './types.js';
@@ -54,7 +55,7 @@ async function bundleOf(input: FailureBundleInput, host: NamedHost): Promise<Hos
       const isHead = host.name === input.headName;
       const [serveLog, rayStatus, gpuApps, containerLog, kernel] = await Promise.all([
         isHead ? part('serve log', serveLogTailCommand(input.logPath, serveLogLines)) : undefined,
-        part('ray status', sh`docker exec ${input.container} ray status`),
+        part('ray status', rayStatusCommand(input.container)),
         part(
           'nvidia-smi',
           sh`nvidia-smi --query-compute-apps=pid,process_name,used_gpu_memory --format=csv,noheader`,
@@ -90,11 +91,6 @@ async function bundleOf(input: FailureBundleInput, host: NamedHost): Promise<Hos
 
 function dropUndefined(b: { [K in keyof HostBundle]: HostBundle[K] | undefined }): HostBundle {
   return Object.fromEntries(Object.entries(b).filter(([, v]) => v !== undefined)) as unknown as HostBundle;
-}
-
-function firstLine(err: unknown, secrets: readonly string[]): string {
-  const text = err instanceof Error ? err.message : String(err);
-  return redactedTail(text.split('\n')[0] ?? text, secrets, 1024);
 }
 
 export async function collectFailureBundle(input: FailureBundleInput): Promise<FailureBundle> {

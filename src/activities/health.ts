@@ -2,7 +2,7 @@
 // log say since the last poll, and do /health and /v1/models answer. The workflow loops with timers and
 // decides; this activity only observes.
 import { summarizeVllmLog } from '../parsers/vllm-log.js';
-import { ApplicationFailure } from '@temporalio/common';
+import { activityFailure } from './activity-failure.js';
 import type { SshSession } from '../ssh/executor.js';
 import { baseUrl, maxLogChunkBytes } from '../host-commands/launch.js';
 import {
@@ -12,19 +12,12 @@ import {
   rayWorkerWatchCommand,
 } from '../host-commands/polls.js';
 import { sectionScript } from '../host-commands/sections.js';
-import {
-  parseSections,
-  sectionProblem,
-  splitStderr,
-  type ParsedSection,
-  type ParsedSections,
-} from '../parsers/sections.js';
+import { sectionProblem, splitStderr, type ParsedSection, type ParsedSections } from '../parsers/sections.js';
 import { FailureType } from '../shared/failures.js';
 import { redactText, redactedTail } from '../shared/secrets.js';
-import { sentence, tail } from '../shared/text.js';
 import { containerSecrets, containerStateOf, type ContainerState } from './docker.js';
-import { execSectioned } from './sectioned-exec.js';
 import { onHost } from './ssh-context.js';
+import { execSectioned } from './run-commands.js';
 import { resolveValue, secretValues } from './secrets.js';
 import type {
   CheckRayWorkerInput,
@@ -32,8 +25,6 @@ import type {
   CheckServeInput,
   CheckServeResult,
 } from './types.js';
-
-export { baseUrl, maxLogChunkBytes } from '../host-commands/launch.js';
 
 export interface LogChunk {
   /** Complete lines read (a tqdm bar's `\r` segments stay in their line). */
@@ -71,13 +62,10 @@ export function logChunkOf(rest: ParsedSections['rest'], offset: number): LogChu
 
 /** Reads the log from `offset` in one remote command (see logChunkOf). */
 export async function readLogFrom(session: SshSession, logPath: string, offset: number): Promise<LogChunk> {
-  const res = await session.exec(sectionScript([logChunkPart(logPath, offset)]), {
-    timeoutMs: 30_000,
-    check: false,
-    stdoutBytes: true,
-    maxOutputBytes: maxLogChunkBytes + 4096,
-  });
-  return logChunkOf(parseSections(res.stdoutBytes ?? Buffer.alloc(0), {}).rest, offset);
+  const command = sectionScript([logChunkPart(logPath, offset)]);
+  const read = { command, bounds: {}, maxOutputBytes: maxLogChunkBytes + 4096 };
+  const out = await execSectioned(session, read, { timeoutMs: 30_000 });
+  return logChunkOf(out.rest, offset);
 }
 
 /** Splits on newline bytes, then decodes each line; blank lines are dropped. */
@@ -166,14 +154,7 @@ export async function checkServeHealth(input: CheckServeInput): Promise<CheckSer
   const configured = await secretValues(...(input.secretEnv ?? []));
   return onHost(input.head, async (session) => {
     const host = session.target.name;
-    const url = baseUrl(input.clusterIp, input.port);
-    const poll = headPollCommand({
-      pid: input.pid,
-      container: input.container,
-      logPath: input.logPath,
-      logOffset: input.logOffset,
-      url,
-    });
+    const poll = headPollCommand({ ...input, url: baseUrl(input.clusterIp, input.port) });
     const out = await execSectioned(session, poll, {
       timeoutMs: 45_000,
       stdin: authorizationHeader(apiKey),
@@ -197,10 +178,11 @@ export async function checkServeHealth(input: CheckServeInput): Promise<CheckSer
     const summary = chunk.lines.length > 0 ? summarizeVllmLog(chunk.lines) : undefined;
     if (summary?.fatal) summary.fatal = { ...summary.fatal, line: redactText(summary.fatal.line, secrets) };
     if (!container.state && (pidProblem || (processAlive && !summary?.fatal))) {
-      throw ApplicationFailure.create({
-        type: FailureType.rayContainerFailed,
-        message: `The poll of ${host} cannot tell whether the container ${input.container} runs: ${redactedTail(container.problem ?? '', secrets, 1024)}${pidProblem ? `; ${redactText(pidProblem, secrets)}` : ''}`,
-      });
+      throw activityFailure(
+        FailureType.rayContainerFailed,
+        `The poll of ${host} cannot tell whether the container ${input.container} runs: ${redactedTail(container.problem ?? '', secrets, 1024)}${pidProblem ? `; ${redactText(pidProblem, secrets)}` : ''}`,
+        false,
+      );
     }
     const health = healthOf(out.sections.get('health'));
     return {
@@ -244,17 +226,16 @@ export function workerStateOf(
   const problem =
     sectionProblem(state, 'state') ?? (state?.cut ? 'the container state line is too long' : undefined);
   if (problem || !state) {
-    throw ApplicationFailure.create({
-      type: FailureType.rayContainerFailed,
-      message: `docker inspect ${container} on ${host} cannot be read: ${problem ?? 'no state section'}`,
-    });
+    throw activityFailure(
+      FailureType.rayContainerFailed,
+      `docker inspect ${container} on ${host} cannot be read: ${problem ?? 'no state section'}`,
+      false,
+    );
   }
   if (state.exitCode !== 0) {
-    if (/No such (container|object)/i.test(state.text.slice(0, 4096))) return { containerRunning: false };
-    throw ApplicationFailure.create({
-      type: FailureType.rayContainerFailed,
-      message: `docker inspect ${container} on ${host} failed (exit ${state.exitCode}): ${sentence(tail(state.text.trim(), 1024))} Check that the docker daemon runs on that host.`,
-    });
+    // Read as any failed `docker inspect`: a missing container is not running; any other failure throws.
+    containerStateOf({ exitCode: state.exitCode ?? 1, stdout: '', stderr: state.text }, container, host);
+    return { containerRunning: false };
   }
   const [status = '', , pid] = state.text.trim().split(' ');
   const known = /^[a-z]{1,20}$/.test(status) ? status : undefined;

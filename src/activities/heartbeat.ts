@@ -6,11 +6,12 @@ import { Context } from '@temporalio/activity';
 const keepAliveMs = 2_000;
 const lastDetails = new WeakMap<Context, unknown>();
 
-function currentContext(): Context | undefined {
+/** The running activity's context; undefined outside an activity (CLI, plain tests). */
+export function currentContext(): Context | undefined {
   try {
     return Context.current();
   } catch {
-    return undefined; // called outside an activity (CLI, plain tests)
+    return undefined;
   }
 }
 

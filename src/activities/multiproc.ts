@@ -4,10 +4,11 @@
 import { activityFailure } from './activity-failure.js';
 import { FailureType } from '../shared/failures.js';
 import { judgeVllmFatal, summarizeVllmLog } from '../parsers/vllm-log.js';
+import { dockerSaid } from '../parsers/host-output.js';
 import { redactText, redactedTail, secretArgValues } from '../shared/secrets.js';
 import { sentence, tail } from '../shared/text.js';
-import type { SshSession } from '../ssh/executor.js';
-import { containerLogTail, containerSecrets, containerStateOf, dockerSaid, pause } from './docker.js';
+import type { ExecResult, SshSession } from '../ssh/executor.js';
+import { containerLogTail, containerSecrets, containerStateOf, pause } from './docker.js';
 import { envTransport } from '../host-commands/env-transport.js';
 import { removeContainerCommand, symlinkExit } from '../host-commands/launch.js';
 import {
@@ -28,13 +29,12 @@ import {
   rankRun,
 } from '../steps/start-rank.js';
 import { markerLookOf } from '../steps/launch-serve.js';
-import { answerOf, runCommands } from './run-commands.js';
+import { answerOf, execSectioned, runCommands } from './run-commands.js';
 import { containerOf, logChunkOf, tailLinesOf } from './health.js';
 import { rankPollCommand } from '../host-commands/polls.js';
 import { heartbeat } from './heartbeat.js';
-import { resolveEnv } from './secrets.js';
+import { resolveEnv, secretsOf } from './secrets.js';
 import { pidAlive } from './serve.js';
-import { execSectioned } from './sectioned-exec.js';
 import { onHost } from './ssh-context.js';
 import type { HostRef } from '../config/targets.js';
 import type { VllmFatal } from '../parsers/vllm-log.js';
@@ -81,20 +81,22 @@ export interface CheckRankResult {
   tail: string[];
 }
 
-async function rank0Of(session: SshSession, cluster: string): Promise<string | undefined> {
-  const res = await session.exec(rank0ContainersCommand(cluster), { timeoutMs: 30_000, check: false });
-  return res.stdout.split('\n').find((l) => l.trim() !== '');
+/** What listens on `port` on the host: `ss`'s answer. */
+async function readListener(session: SshSession, port: number): Promise<ExecResult> {
+  return answerOf(await runCommands(session, [listenerRead(port)], { timeoutMs: 10_000 }), 'listener');
 }
 
 /** Preflight on the head: is serve.masterPort free (or held by this cluster's earlier rank 0, removed in step 3)? */
 export async function checkMasterPort(input: MasterPortInput): Promise<MasterPortResult> {
   const host = input.host.target.name;
   return onHost(input.host, async (session) => {
-    const held = listenerOf(
-      answerOf(await runCommands(session, [listenerRead(input.port)], { timeoutMs: 10_000 }), 'listener'),
-    );
+    const held = listenerOf(await readListener(session, input.port));
     if (held === undefined) return { host, free: true };
-    const earlierRank0 = await rank0Of(session, input.cluster);
+    const rank0s = await session.exec(rank0ContainersCommand(input.cluster), {
+      timeoutMs: 30_000,
+      check: false,
+    });
+    const earlierRank0 = rank0s.stdout.split('\n').find((l) => l.trim() !== '');
     return { host, free: false, listener: held, ...(earlierRank0 ? { earlierRank0 } : {}) };
   });
 }
@@ -104,10 +106,7 @@ export async function startRank(input: StartRankInput): Promise<StartRankResult>
   const resolved = await Promise.all(input.env.map((e) => resolveEnv(e)));
   const values = Object.assign({}, ...resolved.map((r) => r.values)) as Record<string, string>;
   const secretNames = new Set(resolved.flatMap((r) => [...r.secretNames]));
-  const secrets = [
-    ...[...secretNames].map((n) => values[n] ?? '').filter((v) => v !== ''),
-    ...secretArgValues(input.args),
-  ];
+  const secrets = [...secretsOf({ values, secretNames }), ...secretArgValues(input.args)];
   return onHost(input.host, async (session) => {
     // The container, the marker and whether its pid runs, the addresses, and rank 0's port: one round trip.
     const reads = await runCommands(session, rankReadCommands(input), { timeoutMs: 30_000 });
@@ -127,14 +126,7 @@ export async function startRank(input: StartRankInput): Promise<StartRankResult>
     }
     // Checked again right before rank 0 listens there: the head may have changed since preflight.
     if (input.rank === 0) {
-      judgeMasterPort(
-        listening ??
-          answerOf(
-            await runCommands(session, [listenerRead(input.masterPort)], { timeoutMs: 10_000 }),
-            'listener',
-          ),
-        input,
-      );
+      judgeMasterPort(listening ?? (await readListener(session, input.masterPort)), input);
     }
 
     const env = rankEnv(

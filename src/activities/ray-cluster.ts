@@ -1,6 +1,5 @@
 // Whether the Ray containers formed one cluster: the head's `ray status` until every node joined with its GPUs,
 // and the workers' own logs for the reason one cannot join (ray-start.ts starts the containers).
-import { Context } from '@temporalio/activity';
 import { FailureType } from '../shared/failures.js';
 import { hostLines } from '../parsers/host-output.js';
 import { judgeRayStatus, type RayExpectation, type RayVerdict } from '../parsers/ray-status.js';
@@ -11,7 +10,7 @@ import { headPollCommands, judgeHeadPoll, workerReadCommands } from '../steps/ve
 import { activityFailure as failure } from './activity-failure.js';
 import { onHost } from './ssh-context.js';
 import { answerOf, runCommands } from './run-commands.js';
-import { heartbeat } from './heartbeat.js';
+import { currentContext, heartbeat } from './heartbeat.js';
 import { rayStarted } from './ray-start.js';
 import { containerLogTail, containerSecrets, containerStateOf, inspectContainer, pause } from './docker.js';
 import { redactText } from '../shared/secrets.js';
@@ -58,13 +57,9 @@ const joinErrorPatterns: Array<{ pattern: RegExp; whole?: true; definitive?: tru
   { pattern: /\b(?:error|failed)\b/i, whole: true },
 ];
 
-function joinError(log: string): { line: string; definitive: boolean } | undefined {
-  return joinErrorIn(hostLines(log));
-}
-
 /**
  * The first of `lines` that tells why a node did not join, by the patterns' order. Takes the lines as they come
- * (joinError cuts them first), so the linear-time test can run every pattern on one line longer than the cut.
+ * (its callers cut them first, hostLines), so the linear-time test can run every pattern on one line longer than the cut.
  */
 export function joinErrorIn(lines: readonly string[]): { line: string; definitive: boolean } | undefined {
   for (const { pattern, whole, definitive } of joinErrorPatterns) {
@@ -78,7 +73,7 @@ export function joinErrorIn(lines: readonly string[]): { line: string; definitiv
 }
 
 export function errorLine(log: string): string | undefined {
-  return joinError(log)?.line;
+  return joinErrorIn(hostLines(log))?.line;
 }
 
 interface WorkerFinding {
@@ -90,72 +85,46 @@ interface WorkerFinding {
 }
 
 async function inspectWorker(worker: NamedHost, container: string): Promise<WorkerFinding> {
+  const finding = (settled: boolean, joined: boolean, note: string): WorkerFinding => ({
+    host: worker.name,
+    settled,
+    joined,
+    note: `${worker.name}: ${note}`,
+  });
   try {
     return await onHost(worker.ref, async (direct) => {
       // The state and the log in one round trip.
       const answers = await runCommands(direct, workerReadCommands(container), { timeoutMs: 30_000 });
       const state = containerStateOf(answerOf(answers, 'state'), container, worker.name);
-      if (!state.exists) {
-        return {
-          host: worker.name,
-          settled: true,
-          joined: false,
-          note: `${worker.name}: no container ${container} (it was never started or was removed)`,
-        };
-      }
+      if (!state.exists)
+        return finding(true, false, `no container ${container} (it was never started or was removed)`);
       const log = redactText(answerOf(answers, 'log').stdout.trimEnd(), containerSecrets(state));
-      const found = joinError(log);
-      const cause = found?.line;
-      if (!state.running) {
-        return {
-          host: worker.name,
-          settled: true,
-          joined: false,
-          note: `${worker.name}: container ${container} exited (code ${state.exitCode ?? 'unknown'})${cause ? `: ${cause}` : ''}`,
-        };
-      }
+      const found = joinErrorIn(hostLines(log));
+      const cause = found ? `: ${found.line}` : '';
+      if (!state.running)
+        return finding(
+          true,
+          false,
+          `container ${container} exited (code ${state.exitCode ?? 'unknown'})${cause}`,
+        );
       // `ray start` prints its banner only once the node registered with the head.
       const joined = rayStarted.test(log);
-      const definitive = !joined && found?.definitive ? found.line : undefined;
-      if (definitive) {
-        return {
-          host: worker.name,
-          settled: true,
-          joined: false,
-          note: `${worker.name}: container running but cannot join the head: ${definitive}`,
-        };
-      }
-      return {
-        host: worker.name,
-        settled: false,
-        joined,
-        note: joined
-          ? `${worker.name}: container running and joined according to its log`
-          : `${worker.name}: container running but not joined yet${cause ? `: ${cause}` : ''}`,
-      };
+      if (!joined && found?.definitive)
+        return finding(true, false, `container running but cannot join the head: ${found.line}`);
+      return joined
+        ? finding(false, true, 'container running and joined according to its log')
+        : finding(false, false, `container running but not joined yet${cause}`);
     });
   } catch (err) {
-    return {
-      host: worker.name,
-      settled: false,
-      joined: false,
-      note: `${worker.name}: cannot be inspected: ${err instanceof Error ? err.message.split('\n')[0] : String(err)}`,
-    };
-  }
-}
-
-/** When the verification began: the first attempt's scheduling, so the message counts every retry. */
-function verificationStartMs(): number {
-  try {
-    return Context.current().info.scheduledTimestampMs;
-  } catch {
-    return Date.now();
+    const said = err instanceof Error ? err.message.split('\n')[0] : String(err);
+    return finding(false, false, `cannot be inspected: ${said}`);
   }
 }
 
 export async function verifyRayCluster(input: VerifyRayClusterInput): Promise<RayClusterState> {
   const head = input.head.name;
-  const startedAt = verificationStartMs();
+  // When the verification began: the first attempt's scheduling, so the message counts every retry.
+  const startedAt = currentContext()?.info.scheduledTimestampMs ?? Date.now();
   const last = await onHost(input.head.ref, async (session) => {
     const deadline = Date.now() + verifyWindowMs;
     let nextWorkerCheck = 0;

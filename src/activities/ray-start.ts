@@ -1,7 +1,7 @@
 // The Ray containers: start the head and the workers (`docker run … --entrypoint ray IMAGE start --block`), and
 // wait until `ray start` says the node runs. Whether they form one cluster is ray-cluster.ts.
 import { FailureType } from '../shared/failures.js';
-import { hostLines } from '../parsers/host-output.js';
+import { dockerSaid, hostLines } from '../parsers/host-output.js';
 import { sentence, tail } from '../shared/text.js';
 import {
   rayConfirmPollSeconds,
@@ -16,9 +16,9 @@ import { activityFailure as failure } from './activity-failure.js';
 import { onHost } from './ssh-context.js';
 import { answerOf, runCommands, type Answers } from './run-commands.js';
 import { heartbeat } from './heartbeat.js';
-import { containerLogTail, containerStateOf, dockerSaid, pause } from './docker.js';
+import { containerLogTail, containerStateOf, pause } from './docker.js';
 import { envTransport } from '../host-commands/env-transport.js';
-import { resolveEnv } from './secrets.js';
+import { resolveEnv, secretsOf } from './secrets.js';
 import type { RayContainerResult } from './types.js';
 
 /** How long a started container must stay up before we call it started: a bad flag kills it within a second. */
@@ -102,7 +102,7 @@ async function startRayContainer(
   const resolved = await resolveEnv(input.env);
   const env: Record<string, string> = { ...resolved.values, VLLM_HOST_IP: input.clusterIp };
   const transport = envTransport(env, resolved.secretNames);
-  const secrets = [...resolved.secretNames].map((n) => env[n] ?? '').filter((v) => v !== '');
+  const secrets = secretsOf({ values: env, secretNames: resolved.secretNames });
   return onHost(input.host, async (session) => {
     const run = rayRunCommand(input, role, transport);
     // The confirm window starts with the run; the trip below spends it waiting on the host.

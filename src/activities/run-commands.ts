@@ -6,10 +6,10 @@
 import type { ExecResult, SshSession } from '../ssh/executor.js';
 import { RemoteCommandError } from '../ssh/errors.js';
 import { endpointOf } from '../ssh/target.js';
-import { batchCommand } from '../host-commands/sections.js';
+import { batchCommand, type SectionedCommand } from '../host-commands/sections.js';
+import type { ExecOptions } from '../ssh/exec-contract.js';
 import { checkStepCommands, type Answers, type StepCommand } from '../host-commands/step-command.js';
-import { sectionProblem, splitStderr } from '../parsers/sections.js';
-import { execSectioned } from './sectioned-exec.js';
+import { parseSections, sectionProblem, splitStderr, type ParsedSections } from '../parsers/sections.js';
 
 export { answerOf, type Answers } from '../host-commands/step-command.js';
 
@@ -80,4 +80,23 @@ export async function runCommands(
     }
   }
   return answers;
+}
+
+/**
+ * Runs a sectioned command (a step's batch, a poll) without failing on its exit status (each section carries its
+ * own) and splits what it printed, read as bytes and capped at the command's own bound: the bounds the command was
+ * built with are the ones its output is parsed with.
+ */
+export async function execSectioned(
+  session: SshSession,
+  cmd: SectionedCommand,
+  opts: Pick<ExecOptions, 'timeoutMs' | 'stdin' | 'secrets'>,
+): Promise<ParsedSections> {
+  const res = await session.exec(cmd.command, {
+    ...opts,
+    check: false,
+    stdoutBytes: true,
+    maxOutputBytes: cmd.maxOutputBytes,
+  });
+  return parseSections(res.stdoutBytes ?? Buffer.alloc(0), cmd.bounds);
 }

@@ -1,6 +1,6 @@
 // Secret references in the spec ({ fromEnv } / { fromFile }) are resolved here, on the worker, inside the
 // activity that needs the value: values never travel through Temporal (inputs, results, heartbeats, failures).
-import { ApplicationFailure } from '@temporalio/common';
+import { activityFailure } from './activity-failure.js';
 import type { EnvSpec, EnvValue, SecretRef } from '../config/schema.js';
 import { FailureType } from '../shared/failures.js';
 import { isSecretEnvName } from '../shared/secrets.js';
@@ -39,9 +39,7 @@ async function resolveRef(name: string, ref: SecretRef): Promise<string> {
   }
 }
 
-function invalidSpec(message: string): ApplicationFailure {
-  return ApplicationFailure.create({ type: FailureType.invalidSpec, message, nonRetryable: true });
-}
+const invalidSpec = (message: string) => activityFailure(FailureType.invalidSpec, message, true);
 
 export async function resolveEnv(env: EnvSpec): Promise<ResolvedEnv> {
   const values: Record<string, string> = {};
@@ -58,18 +56,15 @@ export async function resolveEnv(env: EnvSpec): Promise<ResolvedEnv> {
   return { values, secretNames };
 }
 
+/** The values of the secret names of a resolved env: what text leaving the activity must not show. */
+export function secretsOf({ values, secretNames }: ResolvedEnv): string[] {
+  return [...secretNames].map((n) => values[n] ?? '').filter((v) => v !== '');
+}
+
 /** The secret values among `env`s, for redacting text before it leaves the activity. */
 export async function secretValues(...envs: EnvSpec[]): Promise<string[]> {
-  const out: string[] = [];
-  for (const env of envs) {
-    const resolved = await resolveEnv(env).catch(() => undefined);
-    if (!resolved) continue;
-    for (const name of resolved.secretNames) {
-      const v = resolved.values[name];
-      if (v) out.push(v);
-    }
-  }
-  return out;
+  const resolved = await Promise.all(envs.map((env) => resolveEnv(env).catch(() => undefined)));
+  return resolved.flatMap((r) => (r ? secretsOf(r) : []));
 }
 
 /** One value that may be a reference (e.g. serve.env.VLLM_API_KEY); undefined or empty when not set. */

@@ -1,7 +1,6 @@
 // Launches `vllm serve` inside the head's Ray container, detached, with its log in a known file on the head. The
 // step's commands and judges are src/steps/launch-serve.ts; this runs them. Idempotent: a marker next to the log
 // records the launch, so a retried activity finds the server it already started instead of starting a second one.
-import { Context } from '@temporalio/activity';
 import type { SshSession } from '../ssh/executor.js';
 import { markerPathFor, pidAliveCommand, serveLogTailCommand } from '../host-commands/launch.js';
 import { envTransport } from '../host-commands/env-transport.js';
@@ -15,24 +14,16 @@ import {
   serverExitedFailure,
   usableLook,
 } from '../steps/launch-serve.js';
-import { ApplicationFailure } from '@temporalio/common';
+import { activityFailure } from './activity-failure.js';
 import { FailureType } from '../shared/failures.js';
 import { redactText, secretArgValues } from '../shared/secrets.js';
-import { heartbeat } from './heartbeat.js';
-import { redactedLogTail } from './log-tail.js';
-import { resolveEnv } from './secrets.js';
+import { currentContext, heartbeat } from './heartbeat.js';
+import { redactedLogTail } from './docker.js';
+import { resolveEnv, secretsOf } from './secrets.js';
 import { onHost } from './ssh-context.js';
 import { answerOf, runCommands } from './run-commands.js';
 import type { LaunchServeResult } from './types.js';
 import type { LaunchServeInput } from '../host-commands/launch.js';
-
-export {
-  markerPathFor,
-  maxTailBytes,
-  pipelineParallelSize,
-  serveArgv,
-  serveLogTailCommand,
-} from '../host-commands/launch.js';
 
 const tailLines = 40;
 
@@ -43,28 +34,18 @@ export async function pidAlive(session: SshSession, pid: number): Promise<boolea
   return res.exitCode === 0;
 }
 
-/** Whether this is the activity's first attempt (a direct call, outside an activity, is one). */
-function firstAttempt(): boolean {
-  try {
-    return Context.current().info.attempt <= 1;
-  } catch {
-    return true;
-  }
-}
-
 export async function launchServe(input: LaunchServeInput): Promise<LaunchServeResult> {
   const host = input.head.target.name;
   const env = await resolveEnv(input.env);
-  const secrets = [
-    ...[...env.secretNames].map((n) => env.values[n] ?? '').filter((v) => v !== ''),
-    ...secretArgValues(input.args),
-  ];
+  const secrets = [...secretsOf(env), ...secretArgValues(input.args)];
   return onHost(input.head, async (session) => {
     // The marker, whether its pid runs, and Ray's state: as verifyRayCluster last saw them a moment ago (the
     // workflow passes its look on), or else read in one round trip. A retry always reads: the attempt before it
-    // may have launched after the look was taken.
+    // may have launched after the look was taken. A direct call, outside an activity, is a first attempt.
     const look =
-      (firstAttempt() ? usableLook(input.headLook, input, Date.now()) : undefined) ??
+      ((currentContext()?.info.attempt ?? 1) <= 1
+        ? usableLook(input.headLook, input, Date.now())
+        : undefined) ??
       launchReadOf(
         await runCommands(session, preReadCommands(input.container, markerPathFor(input.logPath), 'launch'), {
           timeoutMs: 40_000,
@@ -98,14 +79,12 @@ export async function launchServe(input: LaunchServeInput): Promise<LaunchServeR
     } catch (err) {
       // The executor's errors quote the command; keep secrets out of the failure. Final, as the launch profile
       // always treated it: a launch whose command may have half-run is for a person to look at.
-      throw ApplicationFailure.create({
-        type: FailureType.serveLaunchFailed,
-        nonRetryable: true,
-        message: redactText(
-          `Launching vllm serve on ${host} failed: ${err instanceof Error ? err.message : String(err)}`,
-          secrets,
-        ),
-      });
+      const said = err instanceof Error ? err.message : String(err);
+      throw activityFailure(
+        FailureType.serveLaunchFailed,
+        redactText(`Launching vllm serve on ${host} failed: ${said}`, secrets),
+        true,
+      );
     }
     const pid = judgeLaunch(res, input, secrets);
     return { pid, logPath: input.logPath, launchedAtMs: startedAt, reused: false };

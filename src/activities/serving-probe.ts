@@ -8,32 +8,24 @@ import { redactedTail } from '../shared/secrets.js';
 import type { SshSession } from '../ssh/executor.js';
 import { SshConnectError } from '../ssh/errors.js';
 import { sh } from '../ssh/quote.js';
-import { containerSecrets, inspectContainer } from './docker.js';
-import { baseUrl } from './health.js';
+import { containerSecrets, inspectContainer, type ContainerState } from './docker.js';
+import { baseUrl } from '../host-commands/launch.js';
 import { readRayStatus } from './ray-cluster.js';
-import { resolveValue, secretValues } from './secrets.js';
+import { resolveValue } from './secrets.js';
 import { chatCompletion } from './smoke.js';
-import type { ProbeCheck, ProbeName, ProbeServingInput, ProbeServingResult } from './types.js';
+import type { ProbeCheck, ProbeName, ProbeServingInput } from './types.js';
 
 const healthTimeoutS = 5;
 
 /**
- * The secret values of the spec's ray.env and serve.env (references resolved on this worker), which nothing the
- * probe reports may show: a server's error body or curl's message can quote them, as a load poll's log can.
- */
-export async function configuredSecrets(input: ProbeServingInput): Promise<string[]> {
-  return secretValues(...(input.secretEnv ?? []));
-}
-
-/**
  * The head's probes on an open session: each judged on its own; a lost connection throws (unreachable). What a
- * check reports is redacted with `configured` (configuredSecrets), the container's env secrets and the API key.
+ * check reports is redacted with `configured` (the spec's env secrets), the container's env secrets and the API key.
  */
 export async function probeHead(
   session: SshSession,
   input: ProbeServingInput,
   configured: readonly string[] = [],
-): Promise<ProbeServingResult> {
+): Promise<ProbeCheck[]> {
   const host = input.head.target.name;
   let secrets: string[] = [...configured];
   const checks: ProbeCheck[] = [];
@@ -56,12 +48,10 @@ export async function probeHead(
       ...(seen.detail !== undefined ? { detail: redactedTail(seen.detail, secrets, 2048) } : {}),
     });
   };
-  const what = containerWhat(input.backend, 0);
   await probe('container', async () => {
     const state = await inspectContainer(session, input.container);
     secrets = [...secrets, ...containerSecrets(state)];
-    const verdict = judgeContainer(state, `${what} ${input.container}`);
-    return verdict.ok ? { ok: true } : { ok: false, error: verdict.message };
+    return containerCheck(state, input.backend, 0, input.container);
   });
   const url = baseUrl(input.clusterIp, input.port);
   await probe('health', () => health(session, url));
@@ -71,15 +61,7 @@ export async function probeHead(
     const started = Date.now();
     const r = await chatCompletion(
       session,
-      {
-        head: input.head,
-        clusterIp: input.clusterIp,
-        port: input.port,
-        model: input.model,
-        prompt: 'ping',
-        maxTokens: 1,
-        ...(input.apiKey !== undefined ? { apiKey: input.apiKey } : {}),
-      },
+      { ...input, prompt: 'ping', maxTokens: 1 },
       input.completionTimeoutS,
     );
     return {
@@ -89,7 +71,7 @@ export async function probeHead(
     };
   });
   // A multiproc cluster has no Ray: its ranks are judged by their containers, each on its own host.
-  if (input.backend === 'multiproc') return { host, checks };
+  if (input.backend === 'multiproc') return checks;
   await probe('rayStatus', async () => {
     const verdict = await readRayStatus(session, input.container, {
       nodes: input.expectedNodes,
@@ -100,12 +82,19 @@ export async function probeHead(
     const detail = `${nodes} of ${input.expectedNodes} nodes, ${gpus} of ${input.expectedGpus} GPUs`;
     return verdict.ok ? { ok: true, detail } : { ok: false, detail, error: verdict.message };
   });
-  return { host, checks };
+  return checks;
 }
 
-/** How a probe failure names the container: the Ray container, or (multiproc) the host's rank. */
-export function containerWhat(backend: 'multiproc' | undefined, rank: number): string {
-  return backend === 'multiproc' ? `rank ${rank}'s container` : 'the Ray container';
+/** The container probe's verdict; a failure names the Ray container, or (multiproc) the host's rank. */
+export function containerCheck(
+  state: ContainerState,
+  backend: 'multiproc' | undefined,
+  rank: number,
+  container: string,
+): { ok: boolean; error?: string } {
+  const what = backend === 'multiproc' ? `rank ${rank}'s container` : 'the Ray container';
+  const verdict = judgeContainer(state, `${what} ${container}`);
+  return verdict.ok ? { ok: true } : { ok: false, error: verdict.message };
 }
 
 /** `/health`: 200 within a few seconds; anything else is the error, as curl or the server said it. */

@@ -1,12 +1,11 @@
 // How activities reach hosts: the workflow passes a target (plain data) and references to credentials
 // (paths, never key material); the key is read here, inside the activity.
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { SharedSshPool, type SshAuth, type SshLease, type SshSession } from '../ssh/executor.js';
 import { SshError, toFailureDetails } from '../ssh/errors.js';
 import type { HostRef, SshAuthRef } from '../config/targets.js';
-import { keepHeartbeating } from './heartbeat.js';
+import { currentContext, keepHeartbeating } from './heartbeat.js';
 import { activeWorkerPolicy, assertSshAuthAllowed } from './worker-policy.js';
 
 /** The spec's credential references, plus what only the worker's policy decides: the hosts that may sign with SHA-1. */
@@ -44,7 +43,7 @@ export function bindSshPool<A extends unknown[], R>(
 async function withLease<T>(fn: (lease: SshLease) => Promise<T>, keepMs?: number): Promise<T> {
   const shared = boundPool.getStore();
   const pool = shared ?? new SharedSshPool({ idleMs: 0 });
-  const signal = activitySignal();
+  const signal = currentContext()?.cancellationSignal;
   const lease = pool.lease({
     ...(signal ? { signal } : {}),
     ...(keepMs !== undefined ? { keepMs } : {}),
@@ -75,11 +74,6 @@ export async function onHost<T>(ref: HostRef, fn: (session: SshSession) => Promi
   return withLease(async (lease) => fn(await lease.session(ref.target, toSshAuth(ref.auth))));
 }
 
-/** How long the connections of an onHosts call stay open unused at least, past the worker's idle time. */
-export interface KeepConnections {
-  idleMs: number;
-}
-
 /**
  * Like onHost for an activity that works on several hosts at once. `fn` opens the sessions it needs and judges
  * each host's errors itself; SSH errors it lets through are converted as in onHost.
@@ -92,7 +86,7 @@ export interface KeepConnections {
 export async function onHosts<T>(
   refs: readonly HostRef[],
   fn: (open: (ref: HostRef) => Promise<SshSession>) => Promise<T>,
-  keep?: KeepConnections,
+  keep?: { idleMs: number },
 ): Promise<T> {
   for (const ref of refs) assertSshAuthAllowed(ref.auth);
   return withLease(
@@ -104,14 +98,6 @@ export async function onHosts<T>(
       }),
     keep?.idleMs,
   );
-}
-
-function activitySignal(): AbortSignal | undefined {
-  try {
-    return Context.current().cancellationSignal;
-  } catch {
-    return undefined; // called outside an activity (tests, CLI)
-  }
 }
 
 export function sshFailure(err: SshError): ApplicationFailure {

@@ -200,18 +200,8 @@ export interface ProbeServingInput {
   /** serve.backend multiproc: no Ray on the head, so no `ray status`; the container is rank 0's. */
   backend?: 'multiproc';
 }
-export interface ProbeServingResult {
-  host: string;
-  checks: ProbeCheck[];
-}
 
-export interface FailureBundleInput {
-  hosts: NamedHost[];
-  headName: string;
-  container: string;
-  logPath: string;
-  secretEnv?: EnvSpec[];
-}
+export type FailureBundleInput = DiagnosticsInput;
 /** What a host showed when the cluster was declared lost, before anything was removed. */
 export interface HostBundle {
   host: string;

@@ -7,7 +7,7 @@
 // does the retrying with backoff; a refusal, a redirect and most 4xx are final.
 import { request as httpRequest, type ClientRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
-import { ApplicationFailure } from '@temporalio/common';
+import { activityFailure } from './activity-failure.js';
 import { checkWebhookUrl, insideRefusal, type WebhookTarget } from '../config/webhook-policy.js';
 import { FailureType } from '../shared/failures.js';
 import { checkedLookup, InsideAddressError } from './checked-lookup.js';
@@ -17,13 +17,9 @@ import { activeWorkerPolicy } from './worker-policy.js';
 
 const timeoutMs = 10_000;
 
-function failed(message: string, nonRetryable: boolean): ApplicationFailure {
-  return ApplicationFailure.create({ type: FailureType.webhookFailed, message, nonRetryable });
-}
-
-function refused(message: string): ApplicationFailure {
-  return ApplicationFailure.create({ type: FailureType.webhookRefused, message, nonRetryable: true });
-}
+const failed = (message: string, final: boolean) =>
+  activityFailure(FailureType.webhookFailed, message, final);
+const refused = (message: string) => activityFailure(FailureType.webhookRefused, message, true);
 
 /** One POST to `target`; resolves with the answer's status, rejects with the request's error. */
 function post(target: WebhookTarget, body: string): Promise<number> {

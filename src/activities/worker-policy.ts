@@ -3,7 +3,7 @@
 // workers. Code that runs an activity outside a worker (a test calling it directly) gets the policy of this
 // process's environment, so no path through the activities goes unchecked.
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { ApplicationFailure } from '@temporalio/common';
+import { activityFailure } from './activity-failure.js';
 import type { DeploySpec } from '../config/schema.js';
 import { loadWorkerPolicy, workerPolicyEnv, type WorkerPolicy } from '../config/worker-policy.js';
 import {
@@ -37,9 +37,7 @@ export function activeWorkerPolicy(): WorkerPolicy {
   return fromEnvironment.policy;
 }
 
-function refused(text: string): ApplicationFailure {
-  return ApplicationFailure.create({ type: FailureType.invalidSpec, message: text, nonRetryable: true });
-}
+const refused = (text: string) => activityFailure(FailureType.invalidSpec, text, true);
 
 /** Throws the refusal, before any connection, when the policy does not allow these SSH settings. */
 export function assertSshAuthAllowed(auth: SshAuthRequest): void {

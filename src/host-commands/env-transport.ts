@@ -19,6 +19,9 @@ export interface EnvTransport {
 
 const envName = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
+const invalidSpec = (message: string) =>
+  ApplicationFailure.create({ type: FailureType.invalidSpec, message, nonRetryable: true });
+
 export function envTransport(
   env: Record<string, string>,
   secretNames: ReadonlySet<string> = new Set(),
@@ -27,19 +30,13 @@ export function envTransport(
   const stdinLines: string[] = [];
   for (const [name, value] of Object.entries(env)) {
     if (!envName.test(name)) {
-      throw ApplicationFailure.create({
-        type: FailureType.invalidSpec,
-        message: `environment variable name ${JSON.stringify(name)} is not a valid name (letters, digits, _; not starting with a digit)`,
-        nonRetryable: true,
-      });
+      throw invalidSpec(
+        `environment variable name ${JSON.stringify(name)} is not a valid name (letters, digits, _; not starting with a digit)`,
+      );
     }
     if (isSecretEnvName(name) || secretNames.has(name)) {
       if (/[\n\r\0]/.test(value)) {
-        throw ApplicationFailure.create({
-          type: FailureType.invalidSpec,
-          message: `the value of ${name} contains a line break, which liftoff cannot pass to docker`,
-          nonRetryable: true,
-        });
+        throw invalidSpec(`the value of ${name} contains a line break, which liftoff cannot pass to docker`);
       }
       flags.push('-e', name);
       stdinLines.push(`${name}=${value}`);

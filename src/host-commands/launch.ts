@@ -136,8 +136,6 @@ export const rayConfirmWindowSeconds = 3;
 export const rayStartSettledCommand = (container: string): RemoteCommand =>
   sh`docker logs --tail ${rayConfirmLogLines} -- ${container} 2>&1 | grep -qF ${'Ray runtime started.'} || [ "$(docker inspect --type container --format ${'{{.State.Running}}'} -- ${container} 2>/dev/null)" != true ]`;
 
-export { pipelineParallelSize };
-
 export function serveArgv(input: LaunchServeInput): string[] {
   // One worker process needs no distributed executor, and platforms without Ray support (vLLM's CPU
   // build) refuse the flag; past one, the workers are placed over the Ray cluster liftoff started.

@@ -14,13 +14,13 @@ import {
 import {
   restSection,
   section,
-  sectionScript,
-  sectionScriptBound,
+  sectionedCommand,
   stderrAfter,
   type SectionedCommand,
   type SectionRead,
 } from './sections.js';
 import { rankTailLines } from './multiproc.js';
+import type { CheckServeInput } from '../activities/types.js';
 
 export type { SectionedCommand } from './sections.js';
 
@@ -29,16 +29,16 @@ export const maxInspectBytes = 256 * 1024;
 /** `curl -w %{http_code}` and its exit status. */
 const maxHealthBytes = 256;
 /** /v1/models lists the served models: a few KB. */
-export const maxModelsBytes = 64 * 1024;
+const maxModelsBytes = 64 * 1024;
 /** `docker inspect --format` of the state: one short line. */
 const maxStateBytes = 1024;
 
-function sectioned(reads: SectionRead[], parts: RemoteCommand[], restBytes: number): SectionedCommand {
-  return {
-    command: sectionScript(parts),
-    bounds: Object.fromEntries(reads.map((r) => [r.name, r.maxBytes])),
-    maxOutputBytes: sectionScriptBound(reads, restBytes),
-  };
+function read(name: string, command: RemoteCommand, maxBytes: number): SectionRead {
+  return { name, command, maxBytes };
+}
+
+function containerRead(container: string): SectionRead {
+  return read('container', stderrAfter(inspectContainerCommand(container)), maxInspectBytes);
 }
 
 /**
@@ -71,13 +71,26 @@ export function logChunkPart(logPath: string, offset: number): RemoteCommand {
   return sh`${logSnapshot(logPath, offset)}; ${snapshotChunkPart(logPath)}`;
 }
 
-export interface HeadPollCommandInput {
-  pid: number;
-  container: string;
-  logPath: string;
-  logOffset: number;
-  /** baseUrl(clusterIp, port). */
+/** What the head's poll reads, from checkServeHealth's input, and the server's baseUrl(clusterIp, port). */
+type HeadPollCommandInput = Pick<CheckServeInput, 'pid' | 'container' | 'logPath' | 'logOffset'> & {
   url: string;
+};
+
+/**
+ * A poll that reads a log: the snapshot first, then `parts` (the sections of `reads` and the shell between them),
+ * then the log's last `tailLines` lines and its new bytes.
+ */
+function logPoll(
+  log: { path: string; offset: number; tailLines: number },
+  reads: SectionRead[],
+  parts: RemoteCommand[],
+): SectionedCommand {
+  const tail = read('tail', snapshotTailCommand(log.path, log.tailLines), maxTailBytes);
+  return sectionedCommand(
+    [...reads, tail],
+    [logSnapshot(log.path, log.offset), ...parts, section(tail), snapshotChunkPart(log.path)],
+    maxLogChunkBytes,
+  );
 }
 
 /**
@@ -88,65 +101,30 @@ export function headPollCommand(
   input: HeadPollCommandInput,
   placeholders?: { pid: RawShell },
 ): SectionedCommand {
-  const pidRead: SectionRead | undefined =
+  const pidRead =
     placeholders || (Number.isInteger(input.pid) && input.pid > 0)
-      ? { name: 'pid', command: pidAliveCommand(placeholders?.pid ?? input.pid), maxBytes: 256 }
+      ? read('pid', pidAliveCommand(placeholders?.pid ?? input.pid), 256)
       : undefined;
-  const container: SectionRead = {
-    name: 'container',
-    command: stderrAfter(inspectContainerCommand(input.container)),
-    maxBytes: maxInspectBytes,
-  };
-  const health: SectionRead = {
-    name: 'health',
-    command: sh`printf '%s %s' "$__hrc" "$__hc"`,
-    maxBytes: maxHealthBytes,
-  };
-  const models: SectionRead = {
-    name: 'models',
-    command: modelsCommand(input.url),
-    maxBytes: maxModelsBytes,
-    stdin: true,
-  };
-  const tail: SectionRead = {
-    name: 'tail',
-    command: snapshotTailCommand(input.logPath, serveTailLines),
-    maxBytes: maxTailBytes,
-  };
-  const reads = [...(pidRead ? [pidRead] : []), container, health, models, tail];
-  return sectioned(
-    reads,
+  const container = containerRead(input.container);
+  const health = read('health', sh`printf '%s %s' "$__hrc" "$__hc"`, maxHealthBytes);
+  const models: SectionRead = { ...read('models', modelsCommand(input.url), maxModelsBytes), stdin: true };
+  return logPoll(
+    { path: input.logPath, offset: input.logOffset, tailLines: serveTailLines },
+    [...(pidRead ? [pidRead] : []), container, health, models],
     [
-      logSnapshot(input.logPath, input.logOffset),
       ...(pidRead ? [section(pidRead)] : []),
       section(container),
       sh`__hc=$(${healthCommand(input.url)} 2>/dev/null </dev/null); __hrc=$?`,
       section(health),
       sh`if [ "$__hrc" = 0 ] && [ "$__hc" = 200 ]; then ${section(models)}; fi`,
-      section(tail),
-      snapshotChunkPart(input.logPath),
     ],
-    maxLogChunkBytes,
   );
 }
 
 /** A headless rank's poll: its container, its log's tail and new bytes. */
 export function rankPollCommand(container: string, logPath: string, logOffset: number): SectionedCommand {
-  const state: SectionRead = {
-    name: 'container',
-    command: stderrAfter(inspectContainerCommand(container)),
-    maxBytes: maxInspectBytes,
-  };
-  const tail: SectionRead = {
-    name: 'tail',
-    command: snapshotTailCommand(logPath, rankTailLines),
-    maxBytes: maxTailBytes,
-  };
-  return sectioned(
-    [state, tail],
-    [logSnapshot(logPath, logOffset), section(state), section(tail), snapshotChunkPart(logPath)],
-    maxLogChunkBytes,
-  );
+  const state = containerRead(container);
+  return logPoll({ path: logPath, offset: logOffset, tailLines: rankTailLines }, [state], [section(state)]);
 }
 
 /**
@@ -154,23 +132,18 @@ export function rankPollCommand(container: string, logPath: string, logOffset: n
  * pid in one short line, then whether that pid still lives on the host (the kernel's word, not the daemon's).
  */
 export function rayWorkerWatchCommand(container: string): SectionedCommand {
-  const state: SectionRead = {
-    name: 'state',
-    command: sh`printf '%s\\n' "$__st"; exit "$__src"`,
-    maxBytes: maxStateBytes,
-  };
-  const alive: SectionRead = {
-    name: 'alive',
-    command: sh`case "$__pid" in ''|0|*[!0-9]*) exit 2;; esac; ${pidAliveCommand(raw('"$__pid"'))}`,
-    maxBytes: 256,
-  };
-  return sectioned(
+  const state = read('state', sh`printf '%s\\n' "$__st"; exit "$__src"`, maxStateBytes);
+  const alive = read(
+    'alive',
+    sh`case "$__pid" in ''|0|*[!0-9]*) exit 2;; esac; ${pidAliveCommand(raw('"$__pid"'))}`,
+    256,
+  );
+  return sectionedCommand(
     [state, alive],
     [
       sh`__st=$(docker inspect --type container --format ${'{{.State.Status}} {{.State.ExitCode}} {{.State.Pid}}'} -- ${container} 2>&1 </dev/null); __src=$?; __pid=\${__st##* }`,
       section(state),
       section(alive),
     ],
-    0,
   );
 }

@@ -69,21 +69,29 @@ export function sectionScript(parts: readonly RemoteCommand[]): RemoteCommand {
   return script;
 }
 
-/** The most output a script of these reads can print when every read fills its bound (markers included). */
-export function sectionScriptBound(
-  reads: readonly Pick<SectionRead, 'name' | 'maxBytes'>[],
-  restBytes = 0,
-): number {
-  // Each kept line gains a `|`: at worst every byte is a newline, doubling the section.
-  return reads.reduce((n, r) => n + 2 * (r.maxBytes + 1) + r.name.length + 64, restBytes + 256);
-}
-
 export interface SectionedCommand {
   command: RemoteCommand;
   /** Each section's byte bound, for parseSections. */
   bounds: Record<string, number>;
   /** The most output the command prints (ExecOptions.maxOutputBytes). */
   maxOutputBytes: number;
+}
+
+/**
+ * The script of `parts` (sectionScript), with the bounds of its `reads`, and the most it can print when every
+ * read fills its bound and the rest section, if any, `restBytes` (markers included).
+ */
+export function sectionedCommand(
+  reads: readonly SectionRead[],
+  parts: readonly RemoteCommand[],
+  restBytes = 0,
+): SectionedCommand {
+  return {
+    command: sectionScript(parts),
+    bounds: Object.fromEntries(reads.map((r) => [r.name, r.maxBytes])),
+    // Each kept line gains a `|`: at worst every byte is a newline, doubling the section.
+    maxOutputBytes: reads.reduce((n, r) => n + 2 * (r.maxBytes + 1) + r.name.length + 64, restBytes + 256),
+  };
 }
 
 /** The shell loop of StepCommand.waitUntil: the check runs with no stdin and no output, as a plain condition. */
@@ -122,9 +130,5 @@ export function batchCommand(
       ? sh`${part}; ${statusVar(c.name)}=$__rc`
       : part;
   });
-  return {
-    command: sectionScript(parts),
-    bounds: Object.fromEntries(reads.map((r) => [r.name, r.maxBytes])),
-    maxOutputBytes: sectionScriptBound(reads),
-  };
+  return sectionedCommand(reads, parts);
 }

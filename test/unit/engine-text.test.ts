@@ -4,7 +4,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { sentence } from '../../src/shared/text.js';
-import { dockerSaid } from '../../src/activities/docker.js';
+import { dockerSaid } from '../../src/parsers/host-output.js';
 import { rayRunFailure } from '../../src/activities/ray-start.js';
 import { judgeRayStatus } from '../../src/parsers/ray-status.js';
 import { clause } from '../../src/shared/text.js';

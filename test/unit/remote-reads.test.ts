@@ -7,8 +7,12 @@ import { spawnSync } from 'node:child_process';
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { containerLogTailCommand, maxContainerLogBytes } from '../../src/activities/docker.js';
-import { maxTailBytes, serveLogTailCommand } from '../../src/activities/serve.js';
+import {
+  containerLogTailCommand,
+  maxContainerLogBytes,
+  maxTailBytes,
+  serveLogTailCommand,
+} from '../../src/host-commands/launch.js';
 import type { RemoteCommand } from '../../src/ssh/quote.js';
 
 const MB10 = 10 * 1024 * 1024;

@@ -22,11 +22,11 @@ import {
   containerOf,
   healthOf,
   logChunkOf,
-  maxLogChunkBytes,
   modelListedIn,
   tailLinesOf,
   workerStateOf,
 } from '../../src/activities/health.js';
+import { maxLogChunkBytes } from '../../src/host-commands/launch.js';
 
 const shells = ['sh', 'bash'];
 const dir = mkdtempSync(join(tmpdir(), 'liftoff-sections-'));

@@ -1,7 +1,8 @@
 // The `vllm serve` argv liftoff sends: the Ray executor only when more than one worker process serves.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { pipelineParallelSize, serveArgv } from '../../src/activities/serve.js';
+import { pipelineParallelSize } from '../../src/config/parallel.js';
+import { serveArgv } from '../../src/host-commands/launch.js';
 import type { LaunchServeInput } from '../../src/host-commands/launch.js';
 
 const input = (tensorParallelSize: number, args: string[] = []): LaunchServeInput => ({
