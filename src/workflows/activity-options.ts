@@ -6,7 +6,6 @@ import { proxyActivities, type ActivityOptions } from '@temporalio/workflow';
 import type * as activities from '../activities/index.js';
 import type { DeploySpec } from '../config/schema.js';
 import { parseDuration } from '../config/duration.js';
-import { attemptsWithin } from './retry-budget.js';
 import { retryProfileOf, type aftermathSteps, type RetryProfileName, type StepName } from './steps.js';
 
 export type Activities = typeof activities;
@@ -32,10 +31,20 @@ export interface BudgetShape {
 
 /**
  * Activity options whose attempts fit in `budget` (a duration of the spec, already validated) under the
- * backoff of `shape`: e.g. "wait for GPU memory to free" is bounded by gpu.clearTimeout.
+ * backoff of `shape`: e.g. "wait for GPU memory to free" is bounded by gpu.clearTimeout. Always one attempt at
+ * least, and never more than 1000.
  */
 export function budgeted(budget: string, shape: BudgetShape): ActivityOptions {
   const ms = (d: string): number => parseDuration(d) ?? 0;
+  const [budgetMs, attemptMs, maxMs] = [ms(budget), ms(shape.attempt), ms(shape.max)];
+  let elapsed = attemptMs;
+  let interval = ms(shape.initial);
+  let attempts = 1;
+  while (elapsed + interval + attemptMs <= budgetMs && attempts < 1000) {
+    elapsed += interval + attemptMs;
+    interval = Math.min(interval * shape.factor, maxMs);
+    attempts += 1;
+  }
   return {
     startToCloseTimeout: shape.timeout,
     heartbeatTimeout: shape.heartbeat ?? heartbeatTimeout,
@@ -43,12 +52,7 @@ export function budgeted(budget: string, shape: BudgetShape): ActivityOptions {
       initialInterval: shape.initial,
       backoffCoefficient: shape.factor,
       maximumInterval: shape.max,
-      maximumAttempts: attemptsWithin(ms(budget), {
-        initialIntervalMs: ms(shape.initial),
-        backoffCoefficient: shape.factor,
-        maximumIntervalMs: ms(shape.max),
-        attemptMs: ms(shape.attempt),
-      }),
+      maximumAttempts: attempts,
     },
   };
 }
