@@ -18,9 +18,6 @@ export interface SuperviseInput {
 
 export const supervisionQuery = defineQuery<SuperviseState>('supervision');
 
-export interface StopSupervision {
-  reason: string;
-}
-export const stopSupervisionSignal = defineSignal<[StopSupervision]>('stopSupervision');
+export const stopSupervisionSignal = defineSignal<[{ reason: string }]>('stopSupervision');
 
 export type { LaunchInfo, SuperviseState };
