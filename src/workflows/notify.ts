@@ -29,17 +29,9 @@ const { postWebhook } = proxyActivities<Activities>({
 });
 
 export async function notify(input: NotifyInput): Promise<NotifyResult> {
+  const { webhooks, ...message } = input;
   const results = await Promise.allSettled(
-    input.webhooks.map((w) =>
-      postWebhook({
-        url: w.url,
-        event: input.event,
-        cluster: input.cluster,
-        text: input.text,
-        slack: w.slack,
-        details: input.details,
-      }),
-    ),
+    webhooks.map((w) => postWebhook({ ...message, url: w.url, slack: w.slack })),
   );
   const failed = results.flatMap((r, i) =>
     r.status === 'rejected' ? [`webhook ${i + 1}: ${messageOf(r.reason)}`] : [],
