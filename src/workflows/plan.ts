@@ -11,7 +11,7 @@ import { heartbeatTimeout, stepActivities, type Activities } from './activity-op
 import { clusterHosts, validate } from './deploy.js';
 import { checkMasterPortFree } from './deploy-multiproc.js';
 import { patches } from './patches.js';
-import { preflight } from './preflight.js';
+import { preflight, type PreflightPassed } from './preflight.js';
 
 export interface PlanSecret {
   /** Where the spec uses it, e.g. `serve.env.HF_TOKEN`. */
@@ -55,12 +55,9 @@ export async function plan(input: unknown): Promise<PlanResult> {
   if (!head) throw ApplicationFailure.nonRetryable('no head host', FailureType.invalidSpec);
   const workers = hosts.filter((h) => h !== head);
   const secrets = [...secretsOf('ray.env', spec.ray.env), ...secretsOf('serve.env', spec.serve.env)];
-  let warnings: string[];
-  let found: PlanFindings[];
+  let passed: PreflightPassed;
   try {
-    const passed = await preflight(spec, hosts, head, acts);
-    warnings = passed.warnings;
-    found = passed.reports.map((r) => ({ host: r.host, checks: r.checks }));
+    passed = await preflight(spec, hosts, head, acts);
     // The deploy's preflight refuses a multiproc launch whose master port is taken on the head; so does the plan.
     if (spec.serve.backend === 'multiproc') {
       deprecatePatch(patches.multiprocPlan);
@@ -83,10 +80,10 @@ export async function plan(input: unknown): Promise<PlanResult> {
     cluster: spec.cluster,
     wouldStart: true,
     problems: [],
-    warnings,
+    warnings: passed.warnings,
     hosts: plans,
     secrets,
-    preflight: found,
+    preflight: passed.reports.map((r) => ({ host: r.host, checks: r.checks })),
   };
 }
 
