@@ -23,9 +23,9 @@ describe('durations', () => {
 });
 
 describe('budgeted', () => {
-  const shape = { initial: '2s', factor: 1.5, max: '10s', attempt: '1s', timeout: '30s' };
+  const retry = { initialInterval: '2s', backoffCoefficient: 1.5, maximumInterval: '10s' };
   const attemptsWithin = (budget: string): number | undefined =>
-    budgeted(budget, shape).retry?.maximumAttempts;
+    budgeted(budget, '1s', { startToCloseTimeout: '30s', retry }).retry?.maximumAttempts;
   it('fits attempts and backoff into the budget', () => {
     // 1 + (2+1) + (3+1) + (4.5+1) + (6.75+1) = 21.25 s for 5 attempts; a 6th needs 10+1 more.
     assert.equal(attemptsWithin('21250ms'), 5);
