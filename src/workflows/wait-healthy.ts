@@ -30,10 +30,12 @@ function settle<T>(p: Promise<T>): Promise<HostPoll<T>> {
 
 /** Polls every host of `hosts` at once; each answer beside its host. */
 function pollEach<T>(
+  followers: Followers<T>,
   hosts: readonly NamedHost[],
-  poll: (host: NamedHost) => Promise<T>,
 ): Promise<[NamedHost, HostPoll<T>][]> {
-  return Promise.all(hosts.map(async (h): Promise<[NamedHost, HostPoll<T>]> => [h, await settle(poll(h))]));
+  return Promise.all(
+    hosts.map(async (h): Promise<[NamedHost, HostPoll<T>]> => [h, await settle(followers.poll(h))]),
+  );
 }
 
 interface LoadWatch {
@@ -106,7 +108,6 @@ export async function waitHealthy<T>(
   const headPolls = acts('waitHealthy', 'checkServeHealth');
   deprecatePatch(patches.workerPollEvery);
   const every = spec.serve.workerPollEvery;
-  const pollFollower = (w: NamedHost): Promise<T> => followers.poll(w);
   let offset = 0;
   for (let round = 0; ; round++) {
     // A host that does not answer has been silent since this poll began, not since it gave up.
@@ -128,7 +129,7 @@ export async function waitHealthy<T>(
           apiKey: spec.serve.env.VLLM_API_KEY,
         }),
       ),
-      pollEach(due, pollFollower),
+      pollEach(followers, due),
     ]);
     const now = Date.now();
     checkReachable(watch, [[head, headPoll]], { pollStartedAt, now });
@@ -169,7 +170,7 @@ export async function waitHealthy<T>(
       // Ready is judged with every host's answer of this very round: the workers not polled yet are polled now.
       if (rest.length === 0) return;
       const restStartedAt = Date.now();
-      const restPolls = await pollEach(rest, pollFollower);
+      const restPolls = await pollEach(followers, rest);
       judgeWorkers(watch, followers, restPolls, { pollStartedAt: restStartedAt, now: Date.now() });
       if (Object.keys(watch.unreachableSince).length === 0) return;
       // A worker did not answer: not ready yet, whatever the head says.
@@ -189,7 +190,7 @@ export async function nameLostFollower<T>(
   hosts: readonly NamedHost[],
   at: { where: string; tail: string[]; load: LoadProgress },
 ): Promise<void> {
-  for (const [w, poll] of await pollEach(hosts, (h) => followers.poll(h)))
+  for (const [w, poll] of await pollEach(followers, hosts))
     if (poll.ok && followers.gone(poll.value)) followers.judge(w, poll.value, at);
 }
 
