@@ -42,7 +42,6 @@ export function budgeted(
   return { ...options, retry: { ...options.retry, maximumAttempts: attempts } };
 }
 
-/** Each retry profile's options for this spec. */
 export function retryProfiles(spec: DeploySpec): Record<RetryProfileName, ActivityOptions> {
   return {
     // Short host commands: a few retries ride out an sshd restart or a dropped connection.

@@ -12,7 +12,6 @@ import {
   type SuperviseInput,
 } from './supervise-api.js';
 
-/** The deploy was started by the cluster's supervisor, as a relaunch. */
 export function isSupervisorRelaunch(cluster: string): boolean {
   return workflowInfo().parent?.workflowId === superviseWorkflowId(cluster);
 }

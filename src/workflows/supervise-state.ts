@@ -82,7 +82,6 @@ export interface Budget {
 export const relaunchLogLimit = 20;
 const recentFailuresLimit = 5;
 
-/** Relaunches started within the budget window before `nowMs`. */
 export function relaunchesInWindow(state: SuperviseState, budget: Budget, nowMs: number): RelaunchEntry[] {
   return state.relaunches.filter((r) => r.outcome !== 'refused' && nowMs - r.startedAtMs < budget.windowMs);
 }
