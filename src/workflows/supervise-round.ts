@@ -13,14 +13,10 @@ import { messageOf } from './failures.js';
 import { patches } from './patches.js';
 import type { ProbeRound, SuperviseState } from './supervise-state.js';
 
-export interface ClusterHosts {
-  head: NamedHost;
-  workers: NamedHost[];
-}
-
 export async function probeRound(
   spec: DeploySpec,
-  { head, workers }: ClusterHosts,
+  head: NamedHost,
+  workers: NamedHost[],
   state: SuperviseState,
 ): Promise<ProbeRound> {
   const startedAt = Date.now();

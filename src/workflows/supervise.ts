@@ -31,7 +31,7 @@ import { patches } from './patches.js';
 import { tearDown } from './teardown.js';
 import { stopSupervisionSignal, supervisionQuery, type SuperviseInput } from './supervise-api.js';
 import { collectBundle, relaunchCluster } from './supervise-relaunch.js';
-import { probeRound, type ClusterHosts } from './supervise-round.js';
+import { probeRound } from './supervise-round.js';
 import {
   causeOf,
   detailsMarkdown,
@@ -57,7 +57,7 @@ export async function supervise(input: SuperviseInput): Promise<SuperviseResult>
   const hosts = clusterHosts(spec);
   const head = hosts.find((h) => h.role === 'head');
   if (!head) throw ApplicationFailure.nonRetryable('no head host', FailureType.invalidSpec);
-  const cluster: ClusterHosts = { head, workers: hosts.filter((h) => h !== head) };
+  const workers = hosts.filter((h) => h !== head);
   const intervalMs = parseDuration(spec.supervise.interval) ?? 30_000;
   const budget: Budget = {
     maxRelaunches: spec.supervise.maxRelaunches,
@@ -186,7 +186,7 @@ export async function supervise(input: SuperviseInput): Promise<SuperviseResult>
   try {
     for (;;) {
       if (stopped()) return end('stopped', stopReason ?? 'stopped');
-      const round = await probeRound(spec, cluster, state);
+      const round = await probeRound(spec, head, workers, state);
       recordRound(state, round);
       if (state.consecutiveFailures >= spec.supervise.failureThreshold) {
         if (stoppedMeanwhile()) return end('stopped', stopReason ?? 'stopped');
