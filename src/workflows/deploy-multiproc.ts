@@ -23,11 +23,8 @@ export async function checkMasterPortFree(
   acts: StepActivities,
 ): Promise<void> {
   const port = spec.serve.masterPort ?? 0;
-  const r = await acts('preflight', 'checkMasterPort').checkMasterPort({
-    host: head.ref,
-    cluster: spec.cluster,
-    port,
-  });
+  const { checkMasterPort } = acts('preflight', 'checkMasterPort');
+  const r = await checkMasterPort({ host: head.ref, cluster: spec.cluster, port });
   if (r.free || r.earlierRank0 !== undefined) return;
   throw ApplicationFailure.create({
     type: FailureType.masterPortInUse,
@@ -73,14 +70,9 @@ export async function launchRanks(
       }
       throw err;
     });
-    tracker.detail(
-      'launchServe',
-      [rank0, ...headless]
-        .map(
-          (r) => `${r.host}: rank ${r.rank}${r.rank === 0 ? '' : ' (headless)'}${r.reused ? ', reused' : ''}`,
-        )
-        .join('; '),
-    );
+    const started = (r: typeof rank0): string =>
+      `${r.host}: rank ${r.rank}${r.rank === 0 ? '' : ' (headless)'}${r.reused ? ', reused' : ''}`;
+    tracker.detail('launchServe', [rank0, ...headless].map(started).join('; '));
     return rank0.pid;
   });
 }
