@@ -7,7 +7,7 @@ import type { PreflightCheck } from '../activities/types.js';
 import type { EnvSpec } from '../config/schema.js';
 import type { HostPlan } from '../plan/host-plan.js';
 import { FailureType } from '../shared/failures.js';
-import { heartbeatTimeout, stepActivities, type Activities } from './activity-options.js';
+import { retryProfiles, stepActivities, type Activities } from './activity-options.js';
 import { clusterHosts, validate } from './deploy.js';
 import { checkMasterPortFree } from './deploy-multiproc.js';
 import { patches } from './patches.js';
@@ -40,12 +40,6 @@ export interface PlanResult {
   preflight?: PlanFindings[];
 }
 
-const { planHostCommands } = proxyActivities<Activities>({
-  startToCloseTimeout: '2 minutes',
-  heartbeatTimeout,
-  retry: { initialInterval: '2s', backoffCoefficient: 2, maximumInterval: '20s', maximumAttempts: 4 },
-});
-
 export async function plan(input: unknown): Promise<PlanResult> {
   const spec = validate(input);
   const acts = stepActivities(spec);
@@ -75,6 +69,8 @@ export async function plan(input: unknown): Promise<PlanResult> {
     }
     throw err;
   }
+  // A short read of each host, retried as the deploy's host steps are.
+  const { planHostCommands } = proxyActivities<Activities>(retryProfiles(spec).hostStep);
   const plans = await Promise.all(hosts.map((h) => planHostCommands({ spec, host: h, head, workers })));
   return {
     cluster: spec.cluster,
