@@ -43,13 +43,12 @@ export async function startSupervision(
   if (isSupervisorRelaunch(cluster)) return `supervised by ${workflowId} (this is its relaunch)`;
   if (!enabled.option) return 'not supervised (--no-supervise)';
   if (!enabled.spec) return 'not supervised (supervise.enabled: false)';
-  const input: SuperviseInput = { spec, launch };
   let last = '';
   for (let attempt = 1; attempt <= startAttempts; attempt++) {
     try {
       await startChild(superviseWorkflowType, {
         workflowId,
-        args: [input],
+        args: [{ spec, launch } satisfies SuperviseInput],
         parentClosePolicy: 'ABANDON',
         workflowIdReusePolicy: 'ALLOW_DUPLICATE',
       });
