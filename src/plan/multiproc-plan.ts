@@ -6,7 +6,7 @@ import type { DeploySpec } from '../config/schema.js';
 import { rankPollCommand } from '../host-commands/polls.js';
 import { read, type PlanHost, type PlannedStep } from '../steps/plan-entry.js';
 
-/** Rank 0 is the head; the other hosts take ranks 1.. in the spec's order (as the deploy's ranksOf). */
+/** Rank 0 is the head; the other hosts take ranks 1.. in the spec's order (as the deploy's rankFollowers). */
 export function rankOf(host: PlanHost, workers: readonly PlanHost[]): number {
   return host.role === 'head' ? 0 : workers.findIndex((w) => w.name === host.name) + 1;
 }

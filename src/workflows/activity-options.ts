@@ -6,7 +6,6 @@ import { proxyActivities, type ActivityOptions } from '@temporalio/workflow';
 import type * as activities from '../activities/index.js';
 import type { DeploySpec } from '../config/schema.js';
 import { parseDuration } from '../config/duration.js';
-import { attemptsWithin } from './retry-budget.js';
 import { retryProfileOf, type aftermathSteps, type RetryProfileName, type StepName } from './steps.js';
 
 export type Activities = typeof activities;
@@ -17,43 +16,32 @@ export type AftermathName = (typeof aftermathSteps)[number]['name'];
 // noticed within this window and the activity is retried on another worker.
 export const heartbeatTimeout = '10s';
 
-export interface BudgetShape {
-  /** First retry interval, e.g. '1s'. */
-  initial: string;
-  factor: number;
-  /** Longest retry interval. */
-  max: string;
-  /** How long one attempt is expected to take, for fitting the attempts. */
-  attempt: string;
-  /** startToCloseTimeout of one attempt. */
-  timeout: string;
-  heartbeat?: string;
-}
+type Backoff = { initialInterval: string; backoffCoefficient: number; maximumInterval: string };
 
 /**
- * Activity options whose attempts fit in `budget` (a duration of the spec, already validated) under the
- * backoff of `shape`: e.g. "wait for GPU memory to free" is bounded by gpu.clearTimeout.
+ * `options` with as many attempts as fit in `budget` (a duration of the spec, already validated) under their
+ * backoff, each expected to take `attempt`: e.g. "wait for GPU memory to free" is bounded by gpu.clearTimeout.
+ * Always one attempt at least, and never more than 1000.
  */
-export function budgeted(budget: string, shape: BudgetShape): ActivityOptions {
+export function budgeted(
+  budget: string,
+  attempt: string,
+  options: Omit<ActivityOptions, 'retry'> & { retry: Backoff },
+): ActivityOptions {
   const ms = (d: string): number => parseDuration(d) ?? 0;
-  return {
-    startToCloseTimeout: shape.timeout,
-    heartbeatTimeout: shape.heartbeat ?? heartbeatTimeout,
-    retry: {
-      initialInterval: shape.initial,
-      backoffCoefficient: shape.factor,
-      maximumInterval: shape.max,
-      maximumAttempts: attemptsWithin(ms(budget), {
-        initialIntervalMs: ms(shape.initial),
-        backoffCoefficient: shape.factor,
-        maximumIntervalMs: ms(shape.max),
-        attemptMs: ms(shape.attempt),
-      }),
-    },
-  };
+  const { initialInterval, backoffCoefficient, maximumInterval } = options.retry;
+  const [budgetMs, attemptMs, maxMs] = [ms(budget), ms(attempt), ms(maximumInterval)];
+  let elapsed = attemptMs;
+  let interval = ms(initialInterval);
+  let attempts = 1;
+  while (elapsed + interval + attemptMs <= budgetMs && attempts < 1000) {
+    elapsed += interval + attemptMs;
+    interval = Math.min(interval * backoffCoefficient, maxMs);
+    attempts += 1;
+  }
+  return { ...options, retry: { ...options.retry, maximumAttempts: attempts } };
 }
 
-/** Each retry profile's options for this spec. */
 export function retryProfiles(spec: DeploySpec): Record<RetryProfileName, ActivityOptions> {
   return {
     // Short host commands: a few retries ride out an sshd restart or a dropped connection.
@@ -68,20 +56,15 @@ export function retryProfiles(spec: DeploySpec): Record<RetryProfileName, Activi
       heartbeatTimeout,
       retry: { initialInterval: '2s', backoffCoefficient: 2, maximumInterval: '20s', maximumAttempts: 3 },
     },
-    gpuClear: budgeted(spec.gpu.clearTimeout, {
-      initial: '2s',
-      factor: 1.5,
-      max: '10s',
-      attempt: '1s',
-      timeout: '30s',
+    gpuClear: budgeted(spec.gpu.clearTimeout, '1s', {
+      startToCloseTimeout: '30s',
+      heartbeatTimeout,
+      retry: { initialInterval: '2s', backoffCoefficient: 1.5, maximumInterval: '10s' },
     }),
-    rayCheck: budgeted(spec.ray.verifyTimeout, {
-      initial: '1s',
-      factor: 1.5,
-      max: '5s',
-      attempt: '10s',
-      timeout: '40s',
-      heartbeat: '20s',
+    rayCheck: budgeted(spec.ray.verifyTimeout, '10s', {
+      startToCloseTimeout: '40s',
+      heartbeatTimeout: '20s',
+      retry: { initialInterval: '1s', backoffCoefficient: 1.5, maximumInterval: '5s' },
     }),
     // Idempotent (the marker on the head), so a retry never starts a second server.
     launch: {

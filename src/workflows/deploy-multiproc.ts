@@ -14,13 +14,7 @@ import type { StepActivities } from './activity-options.js';
 import { loadFailure, rootApplicationFailure } from './failures.js';
 import type { StepTracker } from './step-tracker.js';
 import { patches } from './patches.js';
-import type { LoadProgress } from './steps.js';
 import { nameLostFollower, type Followers } from './wait-healthy.js';
-
-/** Rank 0 is the head; the other hosts take ranks 1.. in the spec's order. */
-export function ranksOf(head: NamedHost, workers: readonly NamedHost[]): NamedHost[] {
-  return [head, ...workers];
-}
 
 /** Part of preflight: serve.masterPort must be free on the head, or held by this cluster's earlier rank 0. */
 export async function checkMasterPortFree(
@@ -29,11 +23,8 @@ export async function checkMasterPortFree(
   acts: StepActivities,
 ): Promise<void> {
   const port = spec.serve.masterPort ?? 0;
-  const r = await acts('preflight', 'checkMasterPort').checkMasterPort({
-    host: head.ref,
-    cluster: spec.cluster,
-    port,
-  });
+  const { checkMasterPort } = acts('preflight', 'checkMasterPort');
+  const r = await checkMasterPort({ host: head.ref, cluster: spec.cluster, port });
   if (r.free || r.earlierRank0 !== undefined) return;
   throw ApplicationFailure.create({
     type: FailureType.masterPortInUse,
@@ -71,28 +62,17 @@ export async function launchRanks(
       // "connection reset by peer"): a rank whose container is gone is named instead.
       if (workers.length > 0) {
         deprecatePatch(patches.lostHostBeforeHeadFailure);
-        const load: LoadProgress = {
-          phase: 'starting',
-          elapsedS: 0,
-          health: 'unknown',
-          lastLogAtMs: Date.now(),
-        };
         await nameLostFollower(rankFollowers(spec, head, workers, acts), workers, {
           where: 'phase starting',
           tail: [],
-          load,
+          load: { phase: 'starting', elapsedS: 0, health: 'unknown', lastLogAtMs: Date.now() },
         });
       }
       throw err;
     });
-    tracker.detail(
-      'launchServe',
-      [rank0, ...headless]
-        .map(
-          (r) => `${r.host}: rank ${r.rank}${r.rank === 0 ? '' : ' (headless)'}${r.reused ? ', reused' : ''}`,
-        )
-        .join('; '),
-    );
+    const started = (r: typeof rank0): string =>
+      `${r.host}: rank ${r.rank}${r.rank === 0 ? '' : ' (headless)'}${r.reused ? ', reused' : ''}`;
+    tracker.detail('launchServe', [rank0, ...headless].map(started).join('; '));
     return rank0.pid;
   });
 }
@@ -104,10 +84,10 @@ export function rankFollowers(
   workers: readonly NamedHost[],
   acts: StepActivities,
 ): Followers<CheckRankResult> {
-  const ranks = ranksOf(head, workers);
   const offsets = new Map<string, number>();
   const { checkRank } = acts('waitHealthy', 'checkRank');
-  const rankOf = (host: NamedHost) => ranks.indexOf(host);
+  // Rank 0 is the head; the other hosts take ranks 1.. in the spec's order.
+  const rankOf = (host: NamedHost) => (host === head ? 0 : workers.indexOf(host) + 1);
   return {
     poll: (host) =>
       checkRank({
@@ -121,12 +101,8 @@ export function rankFollowers(
       offsets.set(host.name, r.logOffset);
       const who = `rank ${rankOf(host)} on ${host.name}`;
       if (r.fatal) {
-        const owner = {
-          backend: 'multiproc' as const,
-          masterAddr: head.clusterIp,
-          masterPort: spec.serve.masterPort,
-        };
-        const verdict = judgeVllmFatal(r.fatal, owner);
+        const master = { masterAddr: head.clusterIp, masterPort: spec.serve.masterPort };
+        const verdict = judgeVllmFatal(r.fatal, { backend: 'multiproc', ...master });
         // Rank 0 held its port when it started: a later "port in use" fails the rank as any fatal line does.
         const type = verdict.type === FailureType.masterPortInUse ? FailureType.rankFailed : verdict.type;
         throw loadFailure(type, `${who} failed at ${at.where}: ${verdict.message}`, r.tail, at.load);

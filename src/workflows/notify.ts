@@ -18,28 +18,15 @@ export interface NotifyInput {
   webhooks: DeploySpec['notify']['webhooks'];
 }
 
-export interface NotifyResult {
-  delivered: number;
-  failed: string[];
-}
-
 const { postWebhook } = proxyActivities<Activities>({
   startToCloseTimeout: '30s',
   retry: { initialInterval: '2s', backoffCoefficient: 2, maximumInterval: '1m', maximumAttempts: 6 },
 });
 
-export async function notify(input: NotifyInput): Promise<NotifyResult> {
+export async function notify(input: NotifyInput): Promise<{ delivered: number; failed: string[] }> {
+  const { webhooks, ...message } = input;
   const results = await Promise.allSettled(
-    input.webhooks.map((w) =>
-      postWebhook({
-        url: w.url,
-        event: input.event,
-        cluster: input.cluster,
-        text: input.text,
-        slack: w.slack,
-        details: input.details,
-      }),
-    ),
+    webhooks.map((w) => postWebhook({ ...message, url: w.url, slack: w.slack })),
   );
   const failed = results.flatMap((r, i) =>
     r.status === 'rejected' ? [`webhook ${i + 1}: ${messageOf(r.reason)}`] : [],

@@ -7,11 +7,11 @@ import type { PreflightCheck } from '../activities/types.js';
 import type { EnvSpec } from '../config/schema.js';
 import type { HostPlan } from '../plan/host-plan.js';
 import { FailureType } from '../shared/failures.js';
-import { heartbeatTimeout, stepActivities, type Activities } from './activity-options.js';
+import { retryProfiles, stepActivities, type Activities } from './activity-options.js';
 import { clusterHosts, validate } from './deploy.js';
 import { checkMasterPortFree } from './deploy-multiproc.js';
 import { patches } from './patches.js';
-import { preflight } from './preflight.js';
+import { preflight, type PreflightPassed } from './preflight.js';
 
 export interface PlanSecret {
   /** Where the spec uses it, e.g. `serve.env.HF_TOKEN`. */
@@ -40,12 +40,6 @@ export interface PlanResult {
   preflight?: PlanFindings[];
 }
 
-const { planHostCommands } = proxyActivities<Activities>({
-  startToCloseTimeout: '2 minutes',
-  heartbeatTimeout,
-  retry: { initialInterval: '2s', backoffCoefficient: 2, maximumInterval: '20s', maximumAttempts: 4 },
-});
-
 export async function plan(input: unknown): Promise<PlanResult> {
   const spec = validate(input);
   const acts = stepActivities(spec);
@@ -55,12 +49,9 @@ export async function plan(input: unknown): Promise<PlanResult> {
   if (!head) throw ApplicationFailure.nonRetryable('no head host', FailureType.invalidSpec);
   const workers = hosts.filter((h) => h !== head);
   const secrets = [...secretsOf('ray.env', spec.ray.env), ...secretsOf('serve.env', spec.serve.env)];
-  let warnings: string[];
-  let found: PlanFindings[];
+  let passed: PreflightPassed;
   try {
-    const passed = await preflight(spec, hosts, head, acts);
-    warnings = passed.warnings;
-    found = passed.reports.map((r) => ({ host: r.host, checks: r.checks }));
+    passed = await preflight(spec, hosts, head, acts);
     // The deploy's preflight refuses a multiproc launch whose master port is taken on the head; so does the plan.
     if (spec.serve.backend === 'multiproc') {
       deprecatePatch(patches.multiprocPlan);
@@ -78,15 +69,17 @@ export async function plan(input: unknown): Promise<PlanResult> {
     }
     throw err;
   }
+  // A short read of each host, retried as the deploy's host steps are.
+  const { planHostCommands } = proxyActivities<Activities>(retryProfiles(spec).hostStep);
   const plans = await Promise.all(hosts.map((h) => planHostCommands({ spec, host: h, head, workers })));
   return {
     cluster: spec.cluster,
     wouldStart: true,
     problems: [],
-    warnings,
+    warnings: passed.warnings,
     hosts: plans,
     secrets,
-    preflight: found,
+    preflight: passed.reports.map((r) => ({ host: r.host, checks: r.checks })),
   };
 }
 

@@ -2,7 +2,7 @@
 // passed. One failure lists every problem of every host, so one run tells the whole story.
 import { ApplicationFailure, deprecatePatch } from '@temporalio/workflow';
 import type { NamedHost, PreflightReport } from '../activities/types.js';
-import type { AgreementInput, AgreementResult } from '../activities/agreement.js';
+import type { AgreementInput } from '../activities/agreement.js';
 import type { HostFacts } from '../parsers/agreement-facts.js';
 import { parseDuration } from '../config/duration.js';
 import type { DeploySpec } from '../config/schema.js';
@@ -60,12 +60,8 @@ export async function preflight(
     }
   });
   let warnings: string[] = [];
-  const result = await agreement.then(
-    (r): AgreementResult | { error: string } => r,
-    (err: unknown) => ({ error: messageOf(err) }),
-  );
-  if ('error' in result) problems.push(`agreement: not checked: ${result.error}`);
-  else {
+  try {
+    const result = await agreement;
     for (const p of result.problems) problems.push(`${p.hosts.join(', ')}: ${p.check}: ${p.detail}`);
     // A host its own preflight reached but the agreement read did not must not pass unseen.
     for (const u of result.unread) {
@@ -73,6 +69,8 @@ export async function preflight(
       if (reached && !('error' in reached)) problems.push(`${u.host}: agreement: not read: ${u.error}`);
     }
     warnings = result.warnings;
+  } catch (err) {
+    problems.push(`agreement: not checked: ${messageOf(err)}`);
   }
   if (problems.length > 0) {
     throw ApplicationFailure.create({

@@ -30,11 +30,8 @@ export async function probeCluster(input: unknown): Promise<ProbeClusterResult> 
     );
   }
   const spec = parsed.data;
-  const auth = {
-    privateKeyPath: spec.ssh.privateKeyPath,
-    useAgent: spec.ssh.useAgent,
-    knownHostsPath: spec.ssh.knownHostsPath,
-  };
+  const { privateKeyPath, useAgent, knownHostsPath } = spec.ssh;
+  const auth = { privateKeyPath, useAgent, knownHostsPath };
   const hosts = await Promise.all(
     spec.hosts.map((h) => readGpuState({ target: resolveSshTarget(spec.hosts, spec.ssh, h.name), auth })),
   );

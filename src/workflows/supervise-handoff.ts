@@ -12,7 +12,6 @@ import {
   type SuperviseInput,
 } from './supervise-api.js';
 
-/** The deploy was started by the cluster's supervisor, as a relaunch. */
 export function isSupervisorRelaunch(cluster: string): boolean {
   return workflowInfo().parent?.workflowId === superviseWorkflowId(cluster);
 }
@@ -44,13 +43,12 @@ export async function startSupervision(
   if (isSupervisorRelaunch(cluster)) return `supervised by ${workflowId} (this is its relaunch)`;
   if (!enabled.option) return 'not supervised (--no-supervise)';
   if (!enabled.spec) return 'not supervised (supervise.enabled: false)';
-  const input: SuperviseInput = { spec, launch };
   let last = '';
   for (let attempt = 1; attempt <= startAttempts; attempt++) {
     try {
       await startChild(superviseWorkflowType, {
         workflowId,
-        args: [input],
+        args: [{ spec, launch } satisfies SuperviseInput],
         parentClosePolicy: 'ABANDON',
         workflowIdReusePolicy: 'ALLOW_DUPLICATE',
       });

@@ -15,7 +15,7 @@ import { deployStartAttributes, deployWorkflowId } from '../shared/constants.js'
 import { heartbeatTimeout, type Activities } from './activity-options.js';
 import { messageOf, rootApplicationFailure } from './failures.js';
 import type { DeployResult } from './steps.js';
-import { deployWorkflowType } from './supervise-api.js';
+import { deployWorkflowType, type DeployWorkflow } from './supervise-api.js';
 import type { RelaunchEntry } from './supervise-state.js';
 
 const bundleActivities = proxyActivities<Activities>({
@@ -64,25 +64,17 @@ export async function relaunchCluster(spec: DeploySpec, entry: RelaunchEntry): P
   const info = workflowInfo();
   let child;
   try {
-    child = await startChild<(input: unknown, options?: { trigger?: string }) => Promise<DeployResult>>(
-      deployWorkflowType,
-      {
-        workflowId: deployWorkflowId(spec.cluster),
-        args: [spec, { trigger: 'supervise' }],
-        parentClosePolicy: 'REQUEST_CANCEL',
-        workflowIdReusePolicy: 'ALLOW_DUPLICATE',
-        typedSearchAttributes: deployStartAttributes(spec.cluster, 'supervise'),
-        memo: {
-          relaunch: {
-            supervisorWorkflowId: info.workflowId,
-            supervisorRunId: info.runId,
-            n: entry.n,
-            cause: entry.cause,
-            lostAtMs: entry.lostAtMs,
-          },
-        },
+    const { n, cause, lostAtMs } = entry;
+    child = await startChild<DeployWorkflow>(deployWorkflowType, {
+      workflowId: deployWorkflowId(spec.cluster),
+      args: [spec, { trigger: 'supervise' }],
+      parentClosePolicy: 'REQUEST_CANCEL',
+      workflowIdReusePolicy: 'ALLOW_DUPLICATE',
+      typedSearchAttributes: deployStartAttributes(spec.cluster, 'supervise'),
+      memo: {
+        relaunch: { supervisorWorkflowId: info.workflowId, supervisorRunId: info.runId, n, cause, lostAtMs },
       },
-    );
+    });
   } catch (err) {
     if (err instanceof WorkflowExecutionAlreadyStartedError) {
       return { kind: 'refused', error: `another deploy of ${spec.cluster} is running` };

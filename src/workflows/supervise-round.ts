@@ -2,12 +2,8 @@
 // `ray status`, which a multiproc cluster has not) and every worker's container (Ray's, or its rank), in
 // parallel, judged into a ProbeRound. A host that does not
 // answer is given serve.hostUnreachableTimeout, as during the load, before its silence fails the round.
-import {
-  deprecatePatch,
-  isCancellation,
-  proxyLocalActivities,
-  type LocalActivityOptions,
-} from '@temporalio/workflow';
+import { deprecatePatch, isCancellation, proxyLocalActivities } from '@temporalio/workflow';
+import type { HostProbe } from '../activities/cluster-probe.js';
 import type { NamedHost, ProbeCheck, ProbeServingInput } from '../activities/types.js';
 import type { DeploySpec } from '../config/schema.js';
 import { formatDuration, parseDuration } from '../config/duration.js';
@@ -17,27 +13,10 @@ import { messageOf } from './failures.js';
 import { patches } from './patches.js';
 import type { ProbeRound, SuperviseState } from './supervise-state.js';
 
-/**
- * The round as a local activity: it runs in the worker that runs this workflow, with no activity task through
- * the server, and its result is recorded with the workflow task that schedules the next timer, so a healthy
- * round costs one workflow task. One try per round: a failed probe is data for the workflow's count, not
- * something to retry.
- */
-function localProbeOptions(spec: DeploySpec): LocalActivityOptions {
-  return {
-    startToCloseTimeout: `${Math.round(probeTimeoutMs(spec.supervise) / 1000) + 60}s`,
-    retry: { maximumAttempts: 1 },
-  };
-}
-
-export interface ClusterHosts {
-  head: NamedHost;
-  workers: NamedHost[];
-}
-
 export async function probeRound(
   spec: DeploySpec,
-  { head, workers }: ClusterHosts,
+  head: NamedHost,
+  workers: NamedHost[],
   state: SuperviseState,
 ): Promise<ProbeRound> {
   const startedAt = Date.now();
@@ -58,24 +37,44 @@ export async function probeRound(
     ...(spec.serve.backend === 'multiproc' ? { backend: 'multiproc' as const } : {}),
   };
   deprecatePatch(patches.localProbeRound);
-  const polls = await oneActivityPolls(
-    proxyLocalActivities<Activities>(localProbeOptions(spec)),
-    spec,
-    head,
-    workers,
-    headInput,
-  );
+  // The whole round in one local activity (one SSH pool): it runs in the worker that runs this workflow, with no
+  // activity task through the server, and its result is recorded with the workflow task that schedules the next
+  // timer, so a healthy round costs one workflow task. One try: a failed probe is data for the workflow's count,
+  // not something to retry. When the activity itself fails (a worker that died mid-round, a timeout), no host
+  // answered.
+  const { probeServingCluster } = proxyLocalActivities<Activities>({
+    startToCloseTimeout: `${Math.round(probeTimeoutMs(spec.supervise) / 1000) + 60}s`,
+    retry: { maximumAttempts: 1 },
+  });
+  let answers: HostProbe[] | string;
+  try {
+    const result = await probeServingCluster({
+      head: headInput,
+      workers: workers.map((w) => w.ref),
+      container: spec.ray.container,
+      // Until a little after the next round: a supervisor that stopped leaves no connection open for long.
+      keepConnectionsMs: 2 * (parseDuration(spec.supervise.interval) ?? 30_000) + 10_000,
+    });
+    answers = result.hosts;
+  } catch (err) {
+    if (isCancellation(err)) throw err;
+    answers = messageOf(err);
+  }
   const now = Date.now();
   const checks: ProbeCheck[] = [];
   const failures: string[] = [];
   const unreachable: Record<string, string> = {};
   const unreachableMs = parseDuration(spec.serve.hostUnreachableTimeout) ?? 120_000;
   let unknown = false;
-  for (const { host, poll } of polls) {
+  for (const host of hosts) {
+    const poll =
+      typeof answers === 'string'
+        ? { ok: false as const, error: answers }
+        : (answers.find((h) => h.host === host.name) ?? { ok: false as const, error: 'no answer' });
     if (poll.ok) {
       delete state.unreachableSinceMs[host.name];
-      checks.push(...poll.value);
-      for (const c of poll.value) if (!c.ok) failures.push(`${c.host} ${c.name}: ${c.error ?? 'failed'}`);
+      checks.push(...poll.checks);
+      for (const c of poll.checks) if (!c.ok) failures.push(`${c.host} ${c.name}: ${c.error ?? 'failed'}`);
       continue;
     }
     unreachable[host.name] = poll.error;
@@ -96,39 +95,4 @@ export async function probeRound(
     failures,
     unreachable,
   };
-}
-
-type Poll = { ok: true; value: ProbeCheck[] } | { ok: false; error: string };
-type HostPoll = { host: NamedHost; poll: Poll };
-type ProbeActivities = ReturnType<typeof proxyLocalActivities<Activities>>;
-
-/** The whole round in one local activity (one SSH pool): each host's outcome as the activity reported it. */
-async function oneActivityPolls(
-  acts: ProbeActivities,
-  spec: DeploySpec,
-  head: NamedHost,
-  workers: NamedHost[],
-  headInput: ProbeServingInput,
-): Promise<HostPoll[]> {
-  const hosts = [head, ...workers];
-  let result;
-  try {
-    result = await acts.probeServingCluster({
-      head: headInput,
-      workers: workers.map((w) => w.ref),
-      container: spec.ray.container,
-      // Until a little after the next round: a supervisor that stopped leaves no connection open for long.
-      keepConnectionsMs: 2 * (parseDuration(spec.supervise.interval) ?? 30_000) + 10_000,
-    });
-  } catch (err) {
-    if (isCancellation(err)) throw err;
-    // The activity itself failed (a worker that died mid-round, a timeout): no host answered.
-    const error = messageOf(err);
-    return hosts.map((host) => ({ host, poll: { ok: false, error } }));
-  }
-  return hosts.map((host) => {
-    const seen = result.hosts.find((h) => h.host === host.name);
-    if (!seen) return { host, poll: { ok: false, error: 'no answer' } };
-    return { host, poll: seen.ok ? { ok: true, value: seen.checks } : { ok: false, error: seen.error } };
-  });
 }

@@ -82,7 +82,6 @@ export interface Budget {
 export const relaunchLogLimit = 20;
 const recentFailuresLimit = 5;
 
-/** Relaunches started within the budget window before `nowMs`. */
 export function relaunchesInWindow(state: SuperviseState, budget: Budget, nowMs: number): RelaunchEntry[] {
   return state.relaunches.filter((r) => r.outcome !== 'refused' && nowMs - r.startedAtMs < budget.windowMs);
 }
@@ -135,15 +134,9 @@ export function recordRound(state: SuperviseState, round: ProbeRound): void {
  */
 export function trimRelaunchLog(state: SuperviseState, budget: Budget, nowMs: number): void {
   const counted = new Set(relaunchesInWindow(state, budget, nowMs));
-  let room = Math.max(0, relaunchLogLimit - counted.size);
-  const kept = new Set<RelaunchEntry>();
-  for (const r of [...state.relaunches].reverse()) {
-    if (counted.has(r)) kept.add(r);
-    else if (room > 0) {
-      kept.add(r);
-      room -= 1;
-    }
-  }
+  const others = state.relaunches.filter((r) => !counted.has(r));
+  const room = Math.max(0, relaunchLogLimit - counted.size);
+  const kept = new Set([...counted, ...others.slice(Math.max(0, others.length - room))]);
   state.relaunches = state.relaunches
     .filter((r) => kept.has(r))
     .map((r) => {

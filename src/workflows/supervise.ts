@@ -31,7 +31,7 @@ import { patches } from './patches.js';
 import { tearDown } from './teardown.js';
 import { stopSupervisionSignal, supervisionQuery, type SuperviseInput } from './supervise-api.js';
 import { collectBundle, relaunchCluster } from './supervise-relaunch.js';
-import { probeRound, type ClusterHosts } from './supervise-round.js';
+import { probeRound } from './supervise-round.js';
 import {
   causeOf,
   detailsMarkdown,
@@ -57,7 +57,7 @@ export async function supervise(input: SuperviseInput): Promise<SuperviseResult>
   const hosts = clusterHosts(spec);
   const head = hosts.find((h) => h.role === 'head');
   if (!head) throw ApplicationFailure.nonRetryable('no head host', FailureType.invalidSpec);
-  const cluster: ClusterHosts = { head, workers: hosts.filter((h) => h !== head) };
+  const workers = hosts.filter((h) => h !== head);
   const intervalMs = parseDuration(spec.supervise.interval) ?? 30_000;
   const budget: Budget = {
     maxRelaunches: spec.supervise.maxRelaunches,
@@ -133,11 +133,12 @@ export async function supervise(input: SuperviseInput): Promise<SuperviseResult>
         n: entry.n,
         cause,
       });
-      if (stoppedMeanwhile()) {
+      const cancelled = (): 'stopped' => {
         entry.outcome = 'cancelled';
         entry.endedAtMs = Date.now();
         return 'stopped';
-      }
+      };
+      if (stoppedMeanwhile()) return cancelled();
       const scope = new CancellationScope();
       relaunchScope = scope;
       let outcome;
@@ -145,9 +146,7 @@ export async function supervise(input: SuperviseInput): Promise<SuperviseResult>
         outcome = await scope.run(() => relaunchCluster(spec, entry));
       } catch (err) {
         if (!isCancellation(err) || !stopped()) throw err;
-        entry.outcome = 'cancelled';
-        entry.endedAtMs = Date.now();
-        return 'stopped';
+        return cancelled();
       } finally {
         relaunchScope = undefined;
       }
@@ -187,7 +186,7 @@ export async function supervise(input: SuperviseInput): Promise<SuperviseResult>
   try {
     for (;;) {
       if (stopped()) return end('stopped', stopReason ?? 'stopped');
-      const round = await probeRound(spec, cluster, state);
+      const round = await probeRound(spec, head, workers, state);
       recordRound(state, round);
       if (state.consecutiveFailures >= spec.supervise.failureThreshold) {
         if (stoppedMeanwhile()) return end('stopped', stopReason ?? 'stopped');
@@ -200,7 +199,7 @@ export async function supervise(input: SuperviseInput): Promise<SuperviseResult>
         });
         const recovered = await recover();
         if (recovered === 'stopped') return end('stopped', stopReason ?? 'stopped');
-        if (recovered === 'degraded') return await degrade(spec, hosts, state, publish);
+        if (recovered === 'degraded') return await degrade(spec, hosts, state, end);
         Object.assign(state, { status: 'serving', consecutiveFailures: 0, unreachableSinceMs: {} });
         await sendNotification(spec, 'recovered', notifyText.recovered(spec.cluster, state.launch.launchId), {
           launchId: state.launch.launchId,
@@ -221,12 +220,7 @@ export async function supervise(input: SuperviseInput): Promise<SuperviseResult>
       }
     }
   } catch (err) {
-    if (isCancellation(err)) {
-      state.status = 'stopped';
-      state.reason = 'cancelled';
-      upsertMemo({ supervise: { status: 'stopped', reason: 'cancelled' } });
-      publish();
-    }
+    if (isCancellation(err)) end('stopped', 'cancelled');
     throw err;
   }
 }
@@ -236,7 +230,7 @@ async function degrade(
   spec: DeploySpec,
   hosts: ReturnType<typeof clusterHosts>,
   state: SuperviseState,
-  publish: () => void,
+  end: (status: 'degraded', reason: string) => void,
 ): Promise<never> {
   state.status = 'degraded';
   const containers =
@@ -245,16 +239,15 @@ async function degrade(
           (err: unknown) => [`teardown failed: ${messageOf(err)}`],
         )
       : ['left for inspection (onFailure: leave)'];
-  state.reason = `${state.reason ?? 'degraded'}\ncontainers: ${containers.join('; ')}`;
-  upsertMemo({ supervise: { status: 'degraded', reason: state.reason } });
-  publish();
-  await sendNotification(spec, 'degraded', notifyText.degraded(spec.cluster, state.reason), {
-    reason: state.reason,
+  const reason = `${state.reason ?? 'degraded'}\ncontainers: ${containers.join('; ')}`;
+  end('degraded', reason);
+  await sendNotification(spec, 'degraded', notifyText.degraded(spec.cluster, reason), {
+    reason,
     relaunches: state.relaunches.length,
   });
   throw ApplicationFailure.create({
     type: FailureType.clusterDegraded,
-    message: `${spec.cluster} is degraded: ${state.reason}`,
+    message: `${spec.cluster} is degraded: ${reason}`,
     nonRetryable: true,
     details: [{ state }],
   });

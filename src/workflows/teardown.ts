@@ -15,7 +15,6 @@ export async function tearDown(
   acts: StepActivities,
 ): Promise<string[]> {
   const { removeContainers } = acts('teardown');
-  // multiproc: the container is the host's rank of vLLM (serve.backend); Ray: the server runs in the head's.
   const stopped = (i: number): string =>
     spec.serve.backend === 'multiproc' ? 'its vLLM rank' : `Ray${i === 0 ? ' and the server' : ''}`;
   const results = await Promise.allSettled(

@@ -17,13 +17,9 @@ import { deployAlreadyRunningMessage, FailureType, type DeployTriggerName } from
 import { messageOf, rootApplicationFailure } from './failures.js';
 import { publishDetails } from './step-tracker.js';
 import type { DeployProgress, DeployResult } from './steps.js';
+import type { DeployWorkflow } from './supervise-api.js';
 
-/** The deploy workflow itself, passed in so this module does not import deploy.ts (which imports it). */
-export type DeployWorkflow = (
-  input: unknown,
-  options?: { trigger?: DeployTriggerName },
-) => Promise<DeployResult>;
-
+/** `deploy` is the deploy workflow itself, passed in so this module does not import deploy.ts (which imports it). */
 export async function runUnderClusterId(
   deploy: DeployWorkflow,
   input: unknown,

@@ -28,11 +28,19 @@ function settle<T>(p: Promise<T>): Promise<HostPoll<T>> {
   );
 }
 
+/** Polls every host of `hosts` at once; each answer beside its host. */
+function pollEach<T>(
+  followers: Followers<T>,
+  hosts: readonly NamedHost[],
+): Promise<[NamedHost, HostPoll<T>][]> {
+  return Promise.all(
+    hosts.map(async (h): Promise<[NamedHost, HostPoll<T>]> => [h, await settle(followers.poll(h))]),
+  );
+}
+
 interface LoadWatch {
   spec: DeploySpec;
-  head: NamedHost;
   load: LoadProgress;
-  startedAt: number;
   deadline: number;
   tail: string[];
   /** When each host stopped answering; a host that answers again is removed. */
@@ -90,9 +98,7 @@ export async function waitHealthy<T>(
   progress.load = load;
   const watch: LoadWatch = {
     spec,
-    head,
     load,
-    startedAt,
     deadline: startedAt + ms(spec.serve.loadTimeout, 25 * 60_000),
     tail: [],
     unreachableSince: {},
@@ -102,20 +108,13 @@ export async function waitHealthy<T>(
   const headPolls = acts('waitHealthy', 'checkServeHealth');
   deprecatePatch(patches.workerPollEvery);
   const every = spec.serve.workerPollEvery;
-  /** The workers polled this round: every `every`-th round, and any that did not answer at its last poll. */
-  const dueAt = (round: number): NamedHost[] =>
-    workers.filter((w) => round % every === 0 || unreachable(watch, w));
-  /** Polls `hosts` and judges what they answered: reachability first, then each follower's own verdict. */
-  const pollWorkers = async (hosts: NamedHost[], pollStartedAt: number): Promise<void> => {
-    const results = await Promise.all(hosts.map((w) => settle(followers.poll(w))));
-    judgeWorkers(watch, followers, hosts, results, { pollStartedAt, now: Date.now() });
-  };
   let offset = 0;
   for (let round = 0; ; round++) {
     // A host that does not answer has been silent since this poll began, not since it gave up.
     const pollStartedAt = Date.now();
-    const due = dueAt(round);
-    const [headPoll, workerResults] = await Promise.all([
+    // Every `every`-th round polls every worker; the others, those that did not answer at their last poll.
+    const due = workers.filter((w) => round % every === 0 || watch.unreachableSince[w.name] !== undefined);
+    const [headPoll, workerPolls] = await Promise.all([
       settle(
         headPolls.checkServeHealth({
           head: head.ref,
@@ -130,11 +129,11 @@ export async function waitHealthy<T>(
           apiKey: spec.serve.env.VLLM_API_KEY,
         }),
       ),
-      Promise.all(due.map((w) => settle(followers.poll(w)))),
+      pollEach(followers, due),
     ]);
     const now = Date.now();
     checkReachable(watch, [[head, headPoll]], { pollStartedAt, now });
-    judgeWorkers(watch, followers, due, workerResults, { pollStartedAt, now });
+    judgeWorkers(watch, followers, workerPolls, { pollStartedAt, now });
     if (!headPoll.ok) {
       publishDetails(progress);
       await sleep(Math.max(0, Math.min(pollMs, watch.deadline - now)));
@@ -170,7 +169,9 @@ export async function waitHealthy<T>(
     if (ready) {
       // Ready is judged with every host's answer of this very round: the workers not polled yet are polled now.
       if (rest.length === 0) return;
-      await pollWorkers(rest, Date.now());
+      const restStartedAt = Date.now();
+      const restPolls = await pollEach(followers, rest);
+      judgeWorkers(watch, followers, restPolls, { pollStartedAt: restStartedAt, now: Date.now() });
       if (Object.keys(watch.unreachableSince).length === 0) return;
       // A worker did not answer: not ready yet, whatever the head says.
       load.phase = phaseBefore;
@@ -189,35 +190,21 @@ export async function nameLostFollower<T>(
   hosts: readonly NamedHost[],
   at: { where: string; tail: string[]; load: LoadProgress },
 ): Promise<void> {
-  const results = await Promise.all(hosts.map((w) => settle(followers.poll(w))));
-  results.forEach((poll, i) => {
-    const w = hosts[i];
-    if (w && poll.ok && followers.gone(poll.value)) followers.judge(w, poll.value, at);
-  });
-}
-
-function unreachable(watch: LoadWatch, host: NamedHost): boolean {
-  return watch.unreachableSince[host.name] !== undefined;
+  for (const [w, poll] of await pollEach(followers, hosts))
+    if (poll.ok && followers.gone(poll.value)) followers.judge(w, poll.value, at);
 }
 
 /** Reachability of the polled workers, then each answer's verdict (which throws when the load cannot succeed). */
 function judgeWorkers<T>(
   watch: LoadWatch,
   followers: Followers<T>,
-  hosts: NamedHost[],
-  results: HostPoll<T>[],
+  polls: [NamedHost, HostPoll<T>][],
   at: { pollStartedAt: number; now: number },
 ): void {
-  const polls = hosts.flatMap((w, i): [NamedHost, HostPoll<unknown>][] => {
-    const poll = results[i];
-    return poll ? [[w, poll]] : [];
-  });
   checkReachable(watch, polls, at);
-  results.forEach((poll, i) => {
-    const w = hosts[i];
-    if (poll.ok && w)
+  for (const [w, poll] of polls)
+    if (poll.ok)
       followers.judge(w, poll.value, { where: where(watch.load), tail: watch.tail, load: watch.load });
-  });
 }
 
 function where(load: LoadProgress): string {

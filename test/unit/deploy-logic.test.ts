@@ -2,7 +2,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { formatDuration, parseDuration } from '../../src/config/duration.js';
-import { attemptsWithin } from '../../src/workflows/retry-budget.js';
+import { budgeted } from '../../src/workflows/activity-options.js';
 import { loadLine, progressBar } from '../../src/cli/follow.js';
 
 describe('durations', () => {
@@ -22,22 +22,19 @@ describe('durations', () => {
   });
 });
 
-describe('attemptsWithin', () => {
-  const policy = {
-    initialIntervalMs: 2000,
-    backoffCoefficient: 1.5,
-    maximumIntervalMs: 10_000,
-    attemptMs: 1000,
-  };
+describe('budgeted', () => {
+  const retry = { initialInterval: '2s', backoffCoefficient: 1.5, maximumInterval: '10s' };
+  const attemptsWithin = (budget: string): number | undefined =>
+    budgeted(budget, '1s', { startToCloseTimeout: '30s', retry }).retry?.maximumAttempts;
   it('fits attempts and backoff into the budget', () => {
     // 1 + (2+1) + (3+1) + (4.5+1) + (6.75+1) = 21.25 s for 5 attempts; a 6th needs 10+1 more.
-    assert.equal(attemptsWithin(21_250, policy), 5);
-    assert.equal(attemptsWithin(21_000, policy), 4);
-    assert.equal(attemptsWithin(500, policy), 1, 'always at least one attempt');
+    assert.equal(attemptsWithin('21250ms'), 5);
+    assert.equal(attemptsWithin('21s'), 4);
+    assert.equal(attemptsWithin('500ms'), 1, 'always at least one attempt');
   });
   it('grows linearly once the interval is capped', () => {
-    const a = attemptsWithin(120_000, policy);
-    const b = attemptsWithin(240_000, policy);
+    const a = attemptsWithin('2m') ?? 0;
+    const b = attemptsWithin('4m') ?? 0;
     assert.ok(b - a >= 10 && b - a <= 11, `${a} → ${b}`);
   });
 });
