@@ -18,6 +18,12 @@ export function notStarted<E extends Error>(err: E): E {
   return err;
 }
 
+/** What an aborted command or wait rejects with: the signal's reason, as an Error. */
+export function abortReason(signal: AbortSignal | undefined): Error {
+  const reason: unknown = signal?.reason;
+  return reason instanceof Error ? reason : new Error(`aborted: ${String(reason)}`);
+}
+
 export interface ExecOptions {
   timeoutMs?: number;
   stdin?: string;

@@ -11,7 +11,13 @@ import { sendSignal, signalExitCode } from './channel-signal.js';
 import { defaultMaxOutputBytes, OutputTail } from './output-tail.js';
 import { isRemoteCommand, type RemoteCommand } from './quote.js';
 import { Slots } from './slots.js';
-import { notStarted, type ExecOptions, type ExecResult, type SshSession } from './exec-contract.js';
+import {
+  abortReason,
+  notStarted,
+  type ExecOptions,
+  type ExecResult,
+  type SshSession,
+} from './exec-contract.js';
 import { endpointOf, type SshTarget } from './target.js';
 
 type Client = InstanceType<typeof ssh2.Client>;
@@ -170,8 +176,7 @@ export class Ssh2Session implements SshSession {
       const onAbort = () => {
         settle(() => {
           stopRemote();
-          const reason: unknown = opts.signal?.reason;
-          reject(reason instanceof Error ? reason : new Error(`aborted: ${String(reason)}`));
+          reject(abortReason(opts.signal));
         });
       };
       const deliver = (sink: ((chunk: string) => void) | undefined, chunk: string) => {

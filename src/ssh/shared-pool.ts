@@ -9,7 +9,13 @@
 // whose key changed is refused on the first reconnect.
 import { connectHop, resolveSettings, type ConnectSettings, type SshConnectOptions } from './connect.js';
 import type { RemoteCommand } from './quote.js';
-import { commandNeverStarted, type ExecOptions, type ExecResult, type SshSession } from './exec-contract.js';
+import {
+  abortReason,
+  commandNeverStarted,
+  type ExecOptions,
+  type ExecResult,
+  type SshSession,
+} from './exec-contract.js';
 import type { Ssh2Session } from './session.js';
 import { closeDeepestFirst, targetKey, type SshAuth, type SshTarget } from './target.js';
 
@@ -54,16 +60,11 @@ function authKey(auth: SshAuth): string {
   ]);
 }
 
-function reasonOf(signal: AbortSignal): Error {
-  const reason: unknown = signal.reason;
-  return reason instanceof Error ? reason : new Error(`aborted: ${String(reason)}`);
-}
-
 /** `promise`, or the signal's reason once it aborts first (the promise itself goes on, for other users). */
 function abortable<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(reasonOf(signal));
+  if (signal.aborted) return Promise.reject(abortReason(signal));
   return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(reasonOf(signal));
+    const onAbort = () => reject(abortReason(signal));
     signal.addEventListener('abort', onAbort, { once: true });
     promise.then(
       (value) => {

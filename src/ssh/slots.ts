@@ -1,3 +1,5 @@
+import { abortReason } from './exec-contract.js';
+
 /**
  * Bounds the channels open at once on one connection (sshd's MaxSessions); the rest wait their turn in order. A
  * waiter whose signal aborts leaves the queue, so a cancelled activity never holds a place behind other
@@ -19,8 +21,7 @@ export class Slots {
       const onAbort = () => {
         const i = this.waiting.indexOf(granted);
         if (i >= 0) this.waiting.splice(i, 1);
-        const reason: unknown = signal?.reason;
-        reject(reason instanceof Error ? reason : new Error(`aborted: ${String(reason)}`));
+        reject(abortReason(signal));
       };
       const granted = () => {
         signal?.removeEventListener('abort', onAbort);
