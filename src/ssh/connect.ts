@@ -1,5 +1,5 @@
-// Opening a verified connection: one hop (credentials, the host key checked against known_hosts before anything
-// runs, the handshake), and a chain of hops where each jump host's own verified session carries the next.
+// Opening a verified connection to one hop: credentials, the host key checked against known_hosts before anything
+// runs, the handshake, over the jump host's own verified session when there is one (the pools chain the hops).
 import { readFile } from 'node:fs/promises';
 import ssh2 from 'ssh2';
 import type { ConnectConfig } from 'ssh2';
@@ -11,7 +11,6 @@ import {
 } from './errors.js';
 import { classifyConnectError, type SshLevelError } from './classify.js';
 import { blobKeyType, knownKeyTypes, loadKnownHosts, sshFingerprint, verifyHostKey } from './known-hosts.js';
-import type { SshSession } from './exec-contract.js';
 import { Ssh2Session } from './session.js';
 import { acceptsSshRsa, endpointOf, expandHome, type SshAuth, type SshTarget } from './target.js';
 
@@ -111,7 +110,7 @@ export interface Hop {
   via?: Ssh2Session;
 }
 
-export async function connectHop(hop: Hop, owned: SshSession[] = []): Promise<Ssh2Session> {
+export async function connectHop(hop: Hop): Promise<Ssh2Session> {
   const { target, auth, settings } = hop;
   const endpoint = endpointOf(target);
   const knownHostsPath = expandHome(auth.knownHostsPath);
@@ -237,7 +236,6 @@ export async function connectHop(hop: Hop, owned: SshSession[] = []): Promise<Ss
   });
   return new Ssh2Session(target, client, closed, {
     maxConcurrentExecs: settings.maxConcurrentExecs,
-    owned,
     channelOpenTimeoutMs: settings.connectTimeoutMs,
     ...(viaChannel ? { viaChannel } : {}),
   });
@@ -251,29 +249,4 @@ export function resolveSettings(opts: SshConnectOptions = {}): ConnectSettings {
     maxConcurrentExecs: opts.maxConcurrentExecs ?? defaults.maxConcurrentExecs,
     warn: opts.warn ?? ((message: string) => console.warn(message)),
   };
-}
-
-/** The session to `target` owns the sessions to its jump hosts: closing it closes the whole chain. */
-export async function openChain(
-  target: SshTarget,
-  auth: SshAuth,
-  settings: ConnectSettings,
-): Promise<Ssh2Session> {
-  if (!target.jump) return connectHop({ target, auth, settings });
-  const via = await openChain(target.jump, auth, settings);
-  try {
-    return await connectHop({ target, auth, settings, via }, [via]);
-  } catch (err) {
-    await via.close();
-    throw err;
-  }
-}
-
-/** Opens a session to `target` (through its jump hosts, each verified); close() closes the whole chain. */
-export async function openSshSession(
-  target: SshTarget,
-  auth: SshAuth,
-  opts?: SshConnectOptions,
-): Promise<SshSession> {
-  return openChain(target, auth, resolveSettings(opts));
 }

@@ -27,8 +27,6 @@ const closeGraceMs = 2_000;
 
 export interface Ssh2SessionOptions {
   maxConcurrentExecs: number;
-  /** Closed together with this session (the jump hosts it owns, outside a pool). */
-  owned?: SshSession[];
   /** A channel that does not open within this long drops the connection (default 10 s). */
   channelOpenTimeoutMs?: number;
   /** The jump host's channel the connection runs over, if any. */
@@ -49,8 +47,6 @@ export class Ssh2Session implements SshSession {
   private readonly closedPromise: Promise<void>;
   private lostReason: string | undefined;
   private closeDone: Promise<void> | undefined;
-  /** Closed together with this session (the jump hosts it owns, outside a pool). */
-  private readonly owned: SshSession[];
 
   /**
    * The jump host's channel this connection runs over, when it has one. ssh2's own destroy() does nothing once
@@ -66,7 +62,6 @@ export class Ssh2Session implements SshSession {
     this.endpoint = endpointOf(target);
     this.slots = new Slots(opts.maxConcurrentExecs);
     this.channelOpenTimeoutMs = opts.channelOpenTimeoutMs ?? 10_000;
-    this.owned = opts.owned ?? [];
     this.viaChannel = opts.viaChannel;
     this.closedPromise = closed;
     client.on('error', (err: Error) => {
@@ -383,7 +378,6 @@ export class Ssh2Session implements SshSession {
       this.destroy();
       await settlesWithin(this.closedPromise, closeGraceMs);
     }
-    for (const session of this.owned) await session.close();
   }
 }
 
