@@ -5,7 +5,13 @@ import { StringDecoder } from 'node:string_decoder';
 import type { Duplex } from 'node:stream';
 import type ssh2 from 'ssh2';
 import type { ClientChannel } from 'ssh2';
-import { RemoteCommandError, RemoteTimeoutError, SshConnectError, type SshErrorEndpoint } from './errors.js';
+import {
+  RemoteCommandError,
+  RemoteTimeoutError,
+  SshConnectError,
+  type SshConnectErrorKind,
+  type SshErrorEndpoint,
+} from './errors.js';
 import { classifyForwardError } from './classify.js';
 import { sendSignal, signalExitCode } from './channel-signal.js';
 import { defaultMaxOutputBytes, OutputTail } from './output-tail.js';
@@ -27,43 +33,38 @@ const closeGraceMs = 2_000;
 
 export interface Ssh2SessionOptions {
   maxConcurrentExecs: number;
-  /** A channel that does not open within this long drops the connection (default 10 s). */
-  channelOpenTimeoutMs?: number;
-  /** The jump host's channel the connection runs over, if any. */
-  viaChannel?: Duplex;
-}
-
-export class Ssh2Session implements SshSession {
-  readonly target: SshTarget;
-  private readonly client: Client;
-  private readonly endpoint: SshErrorEndpoint;
-  private readonly slots: Slots;
   /**
    * A channel that does not open within this long means the host or the path to it stopped answering: on a
    * connection kept open between activities, that is how a partition shows (a new connection would have hit its
    * connect timeout instead). The connection is then dropped, so the next command opens a new one.
    */
-  private readonly channelOpenTimeoutMs: number;
-  private readonly closedPromise: Promise<void>;
-  private lostReason: string | undefined;
-  private closeDone: Promise<void> | undefined;
-
+  channelOpenTimeoutMs: number;
   /**
    * The jump host's channel this connection runs over, when it has one. ssh2's own destroy() does nothing once
    * end() was called (the socket is no longer writable), so a tunnel whose far end never answers the close would
    * hold close() for ever; destroying the channel itself always ends it.
    */
-  private readonly viaChannel: Duplex | undefined;
+  viaChannel?: Duplex;
+}
 
-  /** `closed` settles on the client's 'close' event, listened to since before the handshake. */
-  constructor(target: SshTarget, client: Client, closed: Promise<void>, opts: Ssh2SessionOptions) {
-    this.target = target;
-    this.client = client;
+export class Ssh2Session implements SshSession {
+  private readonly endpoint: SshErrorEndpoint;
+  private readonly slots: Slots;
+  private lostReason: string | undefined;
+  private closeDone: Promise<void> | undefined;
+
+  constructor(
+    readonly target: SshTarget,
+    private readonly client: Client,
+    /**
+     * Settles once the connection is gone (dropped, or closed by either side): on the client's 'close' event,
+     * listened to since before the handshake.
+     */
+    readonly closed: Promise<void>,
+    private readonly opts: Ssh2SessionOptions,
+  ) {
     this.endpoint = endpointOf(target);
     this.slots = new Slots(opts.maxConcurrentExecs);
-    this.channelOpenTimeoutMs = opts.channelOpenTimeoutMs ?? 10_000;
-    this.viaChannel = opts.viaChannel;
-    this.closedPromise = closed;
     client.on('error', (err: Error) => {
       this.lostReason ??= err.message;
     });
@@ -78,11 +79,6 @@ export class Ssh2Session implements SshSession {
     });
   }
 
-  /** Settles once the connection is gone (dropped, or closed by either side). */
-  get closed(): Promise<void> {
-    return this.closedPromise;
-  }
-
   /** False once the connection has dropped or been closed; a pool then opens a new one. */
   get alive(): boolean {
     return this.lostReason === undefined && this.closeDone === undefined;
@@ -94,19 +90,17 @@ export class Ssh2Session implements SshSession {
     await this.slots.acquire(opts.signal);
     try {
       opts.signal?.throwIfAborted();
-      if (!this.alive) {
-        throw notStarted(
-          new SshConnectError(
-            this.endpoint,
-            'closed',
-            `session is no longer open (${this.lostReason ?? 'closed'})`,
-          ),
-        );
-      }
+      if (!this.alive) throw this.notOpen(this.lostReason ?? 'closed');
       return await this.run(cmd, opts);
     } finally {
       this.slots.release();
     }
+  }
+
+  /** A command refused because the connection is gone: it never reached the host. */
+  private notOpen(why: string, cause?: unknown): SshConnectError {
+    const reason = `session is no longer open (${why})`;
+    return notStarted(new SshConnectError(this.endpoint, 'closed', reason, cause ? { cause } : undefined));
   }
 
   private run(cmd: RemoteCommand, opts: ExecOptions): Promise<ExecResult> {
@@ -126,7 +120,7 @@ export class Ssh2Session implements SshSession {
       // Settles the command if its channel does not open in time (settle and abandon run later, when it fires).
       const openTimer = setTimeout(() => {
         settle(() => {
-          const waited = this.channelOpenTimeoutMs;
+          const waited = this.opts.channelOpenTimeoutMs;
           this.abandon(`no channel opened within ${waited} ms`);
           reject(
             new SshConnectError(
@@ -140,16 +134,13 @@ export class Ssh2Session implements SshSession {
             ),
           );
         });
-      }, this.channelOpenTimeoutMs);
-      const cleanup = () => {
-        if (timer) clearTimeout(timer);
-        clearTimeout(openTimer);
-        opts.signal?.removeEventListener('abort', onAbort);
-      };
+      }, this.opts.channelOpenTimeoutMs);
       const settle = (fn: () => void) => {
         if (settled) return;
         settled = true;
-        cleanup();
+        clearTimeout(timer);
+        clearTimeout(openTimer);
+        opts.signal?.removeEventListener('abort', onAbort);
         fn();
       };
       // Ask the remote process to stop, then close the channel; sshd also closes the process's pipes.
@@ -168,38 +159,27 @@ export class Ssh2Session implements SshSession {
         kill.unref();
         open.once('close', () => clearTimeout(kill));
       };
-      const onAbort = () => {
+      const fail = (err: Error) =>
         settle(() => {
           stopRemote();
-          reject(abortReason(opts.signal));
+          reject(err);
         });
-      };
-      const deliver = (sink: ((chunk: string) => void) | undefined, chunk: string) => {
-        if (!sink || chunk === '') return;
+      const onAbort = () => fail(abortReason(opts.signal));
+      const deliver = (sink: (chunk: string) => void, chunk: string) => {
+        if (chunk === '') return;
         try {
           sink(chunk);
         } catch (err) {
-          settle(() => {
-            stopRemote();
-            reject(err instanceof Error ? err : new Error(String(err)));
-          });
+          fail(err instanceof Error ? err : new Error(String(err)));
         }
       };
 
       opts.signal?.addEventListener('abort', onAbort, { once: true });
-      if (opts.timeoutMs !== undefined) {
-        const timeoutMs = opts.timeoutMs;
+      const { timeoutMs } = opts;
+      if (timeoutMs !== undefined) {
         timer = setTimeout(() => {
-          settle(() => {
-            stopRemote();
-            reject(
-              new RemoteTimeoutError(
-                endpoint,
-                { command: cmd.text, timeoutMs, stdout: stdout.text(), stderr: stderr.text() },
-                opts.secrets,
-              ),
-            );
-          });
+          const outcome = { command: cmd.text, timeoutMs, stdout: stdout.text(), stderr: stderr.text() };
+          fail(new RemoteTimeoutError(endpoint, outcome, opts.secrets));
         }, timeoutMs);
       }
 
@@ -290,64 +270,33 @@ export class Ssh2Session implements SshSession {
       try {
         this.client.exec(cmd.text, onOpen);
       } catch (err) {
-        settle(() =>
-          reject(
-            notStarted(
-              new SshConnectError(
-                endpoint,
-                'closed',
-                `session is no longer open (${(err as Error).message})`,
-                {
-                  cause: err,
-                },
-              ),
-            ),
-          ),
-        );
+        settle(() => reject(this.notOpen((err as Error).message, err)));
       }
     });
   }
 
   /** A TCP stream from this host to host:port (direct-tcpip), to carry the next hop's SSH connection. */
   tunnel(host: string, port: number, forEndpoint: SshErrorEndpoint, timeoutMs: number): Promise<Duplex> {
-    const jumpName = this.target.name;
+    const jumpError = (
+      kind: SshConnectErrorKind,
+      what: string,
+      options?: { cause: unknown; advice?: string },
+    ) => new SshConnectError(forEndpoint, kind, `jump host ${this.target.name} ${what}`, options);
     return new Promise<Duplex>((resolve, reject) => {
       const timer = setTimeout(() => {
-        reject(
-          new SshConnectError(
-            forEndpoint,
-            'timeout',
-            `jump host ${jumpName} could not reach ${host}:${port} within ${timeoutMs} ms`,
-          ),
-        );
+        reject(jumpError('timeout', `could not reach ${host}:${port} within ${timeoutMs} ms`));
       }, timeoutMs);
       try {
         this.client.forwardOut('127.0.0.1', 0, host, port, (err, stream) => {
           clearTimeout(timer);
           if (err) {
             const { kind, advice } = classifyForwardError(err);
-            reject(
-              new SshConnectError(
-                forEndpoint,
-                kind,
-                `jump host ${jumpName} could not connect: ${err.message}`,
-                {
-                  cause: err,
-                  ...(advice ? { advice } : {}),
-                },
-              ),
-            );
-            return;
-          }
-          resolve(stream);
+            reject(jumpError(kind, `could not connect: ${err.message}`, { cause: err, advice }));
+          } else resolve(stream);
         });
       } catch (err) {
         clearTimeout(timer);
-        reject(
-          new SshConnectError(forEndpoint, 'closed', `jump host ${jumpName} session is closed`, {
-            cause: err,
-          }),
-        );
+        reject(jumpError('closed', 'session is closed', { cause: err }));
       }
     });
   }
@@ -361,7 +310,7 @@ export class Ssh2Session implements SshSession {
   /** Ends the connection now, without the SSH goodbye: the socket (or the jump host's channel) is destroyed. */
   private destroy(): void {
     this.client.destroy();
-    this.viaChannel?.destroy();
+    this.opts.viaChannel?.destroy();
   }
 
   close(): Promise<void> {
@@ -374,9 +323,9 @@ export class Ssh2Session implements SshSession {
     // A host that does not answer the goodbye within the grace is cut off. A cut that is not confirmed either
     // (a jump host that never answers the channel's close) is given up on: closing must never hold a worker's
     // shutdown, and whatever is left dies with the jump host's connection.
-    if (!(await settlesWithin(this.closedPromise, closeGraceMs))) {
+    if (!(await settlesWithin(this.closed, closeGraceMs))) {
       this.destroy();
-      await settlesWithin(this.closedPromise, closeGraceMs);
+      await settlesWithin(this.closed, closeGraceMs);
     }
   }
 }
