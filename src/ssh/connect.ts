@@ -28,13 +28,6 @@ export interface SshConnectOptions {
   warn?: (message: string) => void;
 }
 
-const defaults = {
-  connectTimeoutMs: 10_000,
-  keepaliveIntervalMs: 5_000,
-  keepaliveCountMax: 3,
-  maxConcurrentExecs: 8,
-};
-
 // The order ssh2 offers by default, so that putting the known types first keeps every other one available.
 // Not `ssh-rsa`: that signs the key exchange with SHA-1. An RSA host key still works through rsa-sha2-256/512,
 // which every OpenSSH since 7.2 (2016) signs with; only a server older than that needs SHA-1, and gets it only
@@ -167,20 +160,16 @@ export async function connectHop(hop: Hop): Promise<Ssh2Session> {
           rejection = new HostKeyUnknownError(endpoint, verdict.keyType, verdict.fingerprint, knownHostsPath);
           return false;
         case 'revoked':
-          rejection = new HostKeyMismatchError(endpoint, {
-            keyType: verdict.keyType,
-            gotFingerprint: verdict.fingerprint,
-            expectedFingerprints: [],
-            knownHostsPath,
-            revoked: true,
-          });
-          return false;
         case 'mismatch':
           rejection = new HostKeyMismatchError(endpoint, {
             keyType: verdict.keyType,
             gotFingerprint: verdict.fingerprint,
-            expectedFingerprints: verdict.expected.map((e) => `${e.keyType} ${e.fingerprint}`),
+            expectedFingerprints:
+              verdict.status === 'mismatch'
+                ? verdict.expected.map((e) => `${e.keyType} ${e.fingerprint}`)
+                : [],
             knownHostsPath,
+            revoked: verdict.status === 'revoked',
           });
           return false;
       }
@@ -243,10 +232,10 @@ export async function connectHop(hop: Hop): Promise<Ssh2Session> {
 
 export function resolveSettings(opts: SshConnectOptions = {}): ConnectSettings {
   return {
-    connectTimeoutMs: opts.connectTimeoutMs ?? defaults.connectTimeoutMs,
-    keepaliveIntervalMs: opts.keepaliveIntervalMs ?? defaults.keepaliveIntervalMs,
-    keepaliveCountMax: opts.keepaliveCountMax ?? defaults.keepaliveCountMax,
-    maxConcurrentExecs: opts.maxConcurrentExecs ?? defaults.maxConcurrentExecs,
+    connectTimeoutMs: opts.connectTimeoutMs ?? 10_000,
+    keepaliveIntervalMs: opts.keepaliveIntervalMs ?? 5_000,
+    keepaliveCountMax: opts.keepaliveCountMax ?? 3,
+    maxConcurrentExecs: opts.maxConcurrentExecs ?? 8,
     warn: opts.warn ?? ((message: string) => console.warn(message)),
   };
 }
