@@ -6,11 +6,8 @@ import { abortReason } from './exec-contract.js';
  * activities' commands on a shared connection.
  */
 export class Slots {
-  private free: number;
   private readonly waiting: Array<() => void> = [];
-  constructor(size: number) {
-    this.free = size;
-  }
+  constructor(private free: number) {}
   async acquire(signal?: AbortSignal): Promise<void> {
     signal?.throwIfAborted();
     if (this.free > 0) {
@@ -35,9 +32,5 @@ export class Slots {
     const next = this.waiting.shift();
     if (next) next();
     else this.free++;
-  }
-  /** Commands waiting for a channel. */
-  get queued(): number {
-    return this.waiting.length;
   }
 }
