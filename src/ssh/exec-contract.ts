@@ -55,9 +55,8 @@ export interface ExecResult {
   stderr: string;
   /** With ExecOptions.stdoutBytes: stdout's kept bytes, undecoded. */
   stdoutBytes?: Buffer;
-  /** Bytes cut from the front of stdout / stderr to keep within maxOutputBytes; absent when none were. */
+  /** Bytes cut from the front of stdout to keep within maxOutputBytes; absent when none were. */
   stdoutCutBytes?: number;
-  stderrCutBytes?: number;
   durationMs: number;
 }
 

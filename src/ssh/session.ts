@@ -249,7 +249,6 @@ export class Ssh2Session implements SshSession {
               stderr: stderr.text(),
               ...(opts.stdoutBytes ? { stdoutBytes: stdout.bytes() } : {}),
               ...(stdout.cutBytes > 0 ? { stdoutCutBytes: stdout.cutBytes } : {}),
-              ...(stderr.cutBytes > 0 ? { stderrCutBytes: stderr.cutBytes } : {}),
               durationMs,
             };
             if ((opts.check ?? true) && (exitCode !== 0 || exit.signal)) {

@@ -191,12 +191,7 @@ export class SharedSshPool {
     const session = (async () => {
       const viaSession = via ? await this.connection(via) : undefined;
       this.opened++;
-      return connectHop({
-        target: entry.target,
-        auth: entry.auth,
-        settings: this.settings,
-        ...(viaSession ? { via: viaSession } : {}),
-      });
+      return connectHop({ target: entry.target, auth: entry.auth, settings: this.settings, via: viaSession });
     })();
     const conn: Connection = { session, dropped: false, ...(via ? { via } : {}) };
     entry.current = conn;
