@@ -86,7 +86,6 @@ export class Ssh2Session implements SshSession {
 
   async exec(cmd: RemoteCommand, opts: ExecOptions = {}): Promise<ExecResult> {
     if (!isRemoteCommand(cmd)) throw new TypeError('SshSession.exec accepts only commands built with sh`…`');
-    opts.signal?.throwIfAborted();
     await this.slots.acquire(opts.signal);
     try {
       opts.signal?.throwIfAborted();
@@ -174,6 +173,12 @@ export class Ssh2Session implements SshSession {
         }
       };
 
+      // A character split across the last chunk reaches the sink as the stream ends.
+      const flush = (sink: ((chunk: string) => void) | undefined, decoder: StringDecoder) => {
+        const rest = sink ? decoder.end() : '';
+        if (rest) sink?.(rest);
+      };
+
       opts.signal?.addEventListener('abort', onAbort, { once: true });
       const { timeoutMs } = opts;
       if (timeoutMs !== undefined) {
@@ -218,14 +223,8 @@ export class Ssh2Session implements SshSession {
         });
         opened.on('close', () => {
           settle(() => {
-            if (opts.onStdout) {
-              const restOut = outDecoder.end();
-              if (restOut) opts.onStdout(restOut);
-            }
-            if (opts.onStderr) {
-              const restErr = errDecoder.end();
-              if (restErr) opts.onStderr(restErr);
-            }
+            flush(opts.onStdout, outDecoder);
+            flush(opts.onStderr, errDecoder);
             if (!exit) {
               reject(
                 new SshConnectError(
