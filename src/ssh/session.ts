@@ -116,11 +116,13 @@ export class Ssh2Session implements SshSession {
       const errDecoder = new StringDecoder('utf8');
       let exit: { code: number | null; signal?: string } | undefined;
 
-      // Settles the command if its channel does not open in time (settle and abandon run later, when it fires).
+      // Settles the command if its channel does not open in time (settle runs later, when it fires). The
+      // connection is given up on: every command on it fails now, and pools replace it.
       const openTimer = setTimeout(() => {
         settle(() => {
           const waited = this.opts.channelOpenTimeoutMs;
-          this.abandon(`no channel opened within ${waited} ms`);
+          this.lostReason ??= `no channel opened within ${waited} ms`;
+          this.destroy();
           reject(
             new SshConnectError(
               endpoint,
@@ -297,12 +299,6 @@ export class Ssh2Session implements SshSession {
         reject(jumpError('closed', 'session is closed', { cause: err }));
       }
     });
-  }
-
-  /** Gives up on a connection that stopped answering: every command on it fails now, and pools replace it. */
-  private abandon(reason: string): void {
-    this.lostReason ??= reason;
-    this.destroy();
   }
 
   /** Ends the connection now, without the SSH goodbye: the socket (or the jump host's channel) is destroyed. */
