@@ -64,10 +64,9 @@ function keyExchangeOnly(config: ConnectConfig, endpoint: SshErrorEndpoint): Pro
     let offered: Buffer | undefined;
     let outcome: { key: OfferedHostKey } | { error: Error } | undefined;
     const settle = () => {
-      if (!outcome)
-        outcome = {
-          error: new SshConnectError(endpoint, 'closed', 'connection closed during the key exchange'),
-        };
+      outcome ??= {
+        error: new SshConnectError(endpoint, 'closed', 'connection closed during the key exchange'),
+      };
       if ('key' in outcome) resolve(outcome.key);
       else reject(outcome.error);
     };
