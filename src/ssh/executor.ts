@@ -6,7 +6,7 @@
 // exec-contract.ts (what a command promises), session.ts (a connection and its commands), host-key-fetch.ts
 // (`liftoff trust`), shared-pool.ts (one connection per host per worker, leased by each activity, jump chains
 // included), pool.ts (the same, for one use: openSshSession, the `liftoff init` probe).
-export type { SshAuth, SshEndpoint, SshTarget } from './target.js';
+export type { SshAuth, SshTarget } from './target.js';
 export { expandHome } from './target.js';
 export type { ExecOptions, ExecResult, SshSession } from './exec-contract.js';
 export type { SshConnectOptions } from './connect.js';
