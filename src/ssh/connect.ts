@@ -1,5 +1,5 @@
-// Opening a verified connection: one hop (credentials, the host key checked against known_hosts before anything
-// runs, the handshake), and a chain of hops where each jump host's own verified session carries the next.
+// Opening a verified connection to one hop: credentials, the host key checked against known_hosts before anything
+// runs, the handshake, over the jump host's own verified session when there is one (the pools chain the hops).
 import { readFile } from 'node:fs/promises';
 import ssh2 from 'ssh2';
 import type { ConnectConfig } from 'ssh2';
@@ -11,7 +11,6 @@ import {
 } from './errors.js';
 import { classifyConnectError, type SshLevelError } from './classify.js';
 import { blobKeyType, knownKeyTypes, loadKnownHosts, sshFingerprint, verifyHostKey } from './known-hosts.js';
-import type { SshSession } from './exec-contract.js';
 import { Ssh2Session } from './session.js';
 import { acceptsSshRsa, endpointOf, expandHome, type SshAuth, type SshTarget } from './target.js';
 
@@ -28,13 +27,6 @@ export interface SshConnectOptions {
   /** Where the insecureAcceptAnyHostKey warning goes (default console.warn). */
   warn?: (message: string) => void;
 }
-
-const defaults = {
-  connectTimeoutMs: 10_000,
-  keepaliveIntervalMs: 5_000,
-  keepaliveCountMax: 3,
-  maxConcurrentExecs: 8,
-};
 
 // The order ssh2 offers by default, so that putting the known types first keeps every other one available.
 // Not `ssh-rsa`: that signs the key exchange with SHA-1. An RSA host key still works through rsa-sha2-256/512,
@@ -111,7 +103,7 @@ export interface Hop {
   via?: Ssh2Session;
 }
 
-export async function connectHop(hop: Hop, owned: SshSession[] = []): Promise<Ssh2Session> {
+export async function connectHop(hop: Hop): Promise<Ssh2Session> {
   const { target, auth, settings } = hop;
   const endpoint = endpointOf(target);
   const knownHostsPath = expandHome(auth.knownHostsPath);
@@ -168,20 +160,16 @@ export async function connectHop(hop: Hop, owned: SshSession[] = []): Promise<Ss
           rejection = new HostKeyUnknownError(endpoint, verdict.keyType, verdict.fingerprint, knownHostsPath);
           return false;
         case 'revoked':
-          rejection = new HostKeyMismatchError(endpoint, {
-            keyType: verdict.keyType,
-            gotFingerprint: verdict.fingerprint,
-            expectedFingerprints: [],
-            knownHostsPath,
-            revoked: true,
-          });
-          return false;
         case 'mismatch':
           rejection = new HostKeyMismatchError(endpoint, {
             keyType: verdict.keyType,
             gotFingerprint: verdict.fingerprint,
-            expectedFingerprints: verdict.expected.map((e) => `${e.keyType} ${e.fingerprint}`),
+            expectedFingerprints:
+              verdict.status === 'mismatch'
+                ? verdict.expected.map((e) => `${e.keyType} ${e.fingerprint}`)
+                : [],
             knownHostsPath,
+            revoked: verdict.status === 'revoked',
           });
           return false;
       }
@@ -237,7 +225,6 @@ export async function connectHop(hop: Hop, owned: SshSession[] = []): Promise<Ss
   });
   return new Ssh2Session(target, client, closed, {
     maxConcurrentExecs: settings.maxConcurrentExecs,
-    owned,
     channelOpenTimeoutMs: settings.connectTimeoutMs,
     ...(viaChannel ? { viaChannel } : {}),
   });
@@ -245,35 +232,10 @@ export async function connectHop(hop: Hop, owned: SshSession[] = []): Promise<Ss
 
 export function resolveSettings(opts: SshConnectOptions = {}): ConnectSettings {
   return {
-    connectTimeoutMs: opts.connectTimeoutMs ?? defaults.connectTimeoutMs,
-    keepaliveIntervalMs: opts.keepaliveIntervalMs ?? defaults.keepaliveIntervalMs,
-    keepaliveCountMax: opts.keepaliveCountMax ?? defaults.keepaliveCountMax,
-    maxConcurrentExecs: opts.maxConcurrentExecs ?? defaults.maxConcurrentExecs,
+    connectTimeoutMs: opts.connectTimeoutMs ?? 10_000,
+    keepaliveIntervalMs: opts.keepaliveIntervalMs ?? 5_000,
+    keepaliveCountMax: opts.keepaliveCountMax ?? 3,
+    maxConcurrentExecs: opts.maxConcurrentExecs ?? 8,
     warn: opts.warn ?? ((message: string) => console.warn(message)),
   };
-}
-
-/** The session to `target` owns the sessions to its jump hosts: closing it closes the whole chain. */
-export async function openChain(
-  target: SshTarget,
-  auth: SshAuth,
-  settings: ConnectSettings,
-): Promise<Ssh2Session> {
-  if (!target.jump) return connectHop({ target, auth, settings });
-  const via = await openChain(target.jump, auth, settings);
-  try {
-    return await connectHop({ target, auth, settings, via }, [via]);
-  } catch (err) {
-    await via.close();
-    throw err;
-  }
-}
-
-/** Opens a session to `target` (through its jump hosts, each verified); close() closes the whole chain. */
-export async function openSshSession(
-  target: SshTarget,
-  auth: SshAuth,
-  opts?: SshConnectOptions,
-): Promise<SshSession> {
-  return openChain(target, auth, resolveSettings(opts));
 }

@@ -1,6 +1,7 @@
 // Typed failures of the SSH layer. Each message names the host and says what to do next, and each error
 // flattens to plain data (toFailureDetails) so the activity layer can turn it into an ApplicationFailure.
 // Nothing here ever holds key material: only paths, fingerprints and command text.
+import { knownHostsName } from './known-hosts.js';
 import { shellQuote } from './quote.js';
 import { redactedTail } from '../shared/secrets.js';
 import { sentence } from '../shared/text.js';
@@ -26,12 +27,14 @@ export function describe(endpoint: SshErrorEndpoint): string {
 export abstract class SshError extends Error {
   abstract readonly retryable: boolean;
   readonly host: string;
-  readonly endpoint: SshErrorEndpoint;
 
-  protected constructor(endpoint: SshErrorEndpoint, message: string, options?: { cause?: unknown }) {
+  protected constructor(
+    readonly endpoint: SshErrorEndpoint,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
     super(message, options);
     this.host = endpoint.host;
-    this.endpoint = endpoint;
   }
 
   /** Error-specific fields, all JSON-safe. */
@@ -54,15 +57,13 @@ const connectAdvice: Record<SshConnectErrorKind, string> = {
 
 export class SshConnectError extends SshError {
   override readonly name = 'SshConnectError';
-  readonly kind: SshConnectErrorKind;
   readonly retryable: boolean;
-  /** The underlying reason, e.g. `connect ECONNREFUSED 127.0.0.1:22`. */
-  readonly reason: string;
 
   constructor(
     endpoint: SshErrorEndpoint,
-    kind: SshConnectErrorKind,
-    reason: string,
+    readonly kind: SshConnectErrorKind,
+    /** The underlying reason, e.g. `connect ECONNREFUSED 127.0.0.1:22`. */
+    readonly reason: string,
     options?: { cause?: unknown; advice?: string; final?: boolean },
   ) {
     super(
@@ -70,8 +71,6 @@ export class SshConnectError extends SshError {
       `SSH to ${describe(endpoint)} failed (${kind}): ${sentence(reason)} ${options?.advice ?? connectAdvice[kind]}`,
       options,
     );
-    this.kind = kind;
-    this.reason = reason;
     // Wrong credentials stay wrong however often we retry, as does a host whose sshd offers nothing we accept
     // (`final`); everything else may be a passing network state.
     this.retryable = kind !== 'auth' && !options?.final;
@@ -85,11 +84,13 @@ export class SshConnectError extends SshError {
 export class HostKeyUnknownError extends SshError {
   override readonly name = 'HostKeyUnknownError';
   readonly retryable = false;
-  readonly keyType: string;
-  readonly fingerprint: string;
-  readonly knownHostsPath: string;
 
-  constructor(endpoint: SshErrorEndpoint, keyType: string, fingerprint: string, knownHostsPath: string) {
+  constructor(
+    endpoint: SshErrorEndpoint,
+    readonly keyType: string,
+    readonly fingerprint: string,
+    readonly knownHostsPath: string,
+  ) {
     // The advice is a command to paste: every word from a spec or the worker's settings is quoted.
     const scan = `ssh-keyscan ${endpoint.port === 22 ? '' : `-p ${endpoint.port} `}${shellQuote(endpoint.address)}`;
     const jump = endpoint.via?.[endpoint.via.length - 1];
@@ -103,9 +104,6 @@ export class HostKeyUnknownError extends SshError {
         `Check that fingerprint on the host itself (ssh-keygen -lf /etc/ssh/ssh_host_${shortKeyType(keyType)}_key.pub), then add it: ` +
         `${howToAdd} (or run: liftoff trust ${endpoint.host} -c <your spec>).`,
     );
-    this.keyType = keyType;
-    this.fingerprint = fingerprint;
-    this.knownHostsPath = knownHostsPath;
   }
 
   data(): Record<string, JsonValue> {
@@ -141,7 +139,7 @@ export class HostKeyMismatchError extends SshError {
       endpoint,
       `HOST KEY MISMATCH for ${describe(endpoint)}: it ${problem}. Nothing was run. ` +
         `Someone may be intercepting the connection, or the host was reinstalled. Verify the new key on the host ` +
-        `out of band; only then remove the old entry (ssh-keygen -R ${shellQuote(knownHostsName(endpoint))} -f ${shellQuote(details.knownHostsPath)}) and trust the new one.`,
+        `out of band; only then remove the old entry (ssh-keygen -R ${shellQuote(knownHostsName(endpoint.address, endpoint.port))} -f ${shellQuote(details.knownHostsPath)}) and trust the new one.`,
     );
     this.keyType = details.keyType;
     this.gotFingerprint = details.gotFingerprint;
@@ -171,22 +169,15 @@ export interface CommandOutcome {
 }
 
 /** What an error shows of a command and its output: redacted first, then cut (see redactedTail). */
-interface ShownCommand {
-  command: string;
-  stdoutTail: string;
-  stderrTail: string;
-}
-
-function shownCommand(
-  run: { command: string; stdout: string; stderr: string },
-  secrets: readonly string[],
-): ShownCommand {
+function shownCommand(run: { command: string; stdout: string; stderr: string }, secrets: readonly string[]) {
   return {
     command: redactedTail(run.command, secrets, 1024),
     stdoutTail: redactedTail(run.stdout, secrets),
     stderrTail: redactedTail(run.stderr, secrets),
   };
 }
+
+type ShownCommand = ReturnType<typeof shownCommand>;
 
 /** A stream's tail as a message shows it after the first line (`--- stderr (tail) ---`), or '' when it is empty. */
 function tailSection(stream: 'stdout' | 'stderr', text: string, secrets: readonly string[]): string {
@@ -199,19 +190,17 @@ export abstract class CommandError extends SshError {
   readonly command: string;
   readonly stdout: string;
   readonly stderr: string;
-  protected readonly shown: ShownCommand;
 
   protected constructor(
     endpoint: SshErrorEndpoint,
     run: { command: string; stdout: string; stderr: string },
-    shown: ShownCommand,
+    protected readonly shown: ShownCommand,
     message: string,
   ) {
     super(endpoint, message);
     this.command = run.command;
     this.stdout = run.stdout;
     this.stderr = run.stderr;
-    this.shown = shown;
   }
 }
 
@@ -310,8 +299,4 @@ function shortKeyType(keyType: string): string {
   if (keyType.startsWith('ecdsa')) return 'ecdsa';
   if (keyType.includes('rsa')) return 'rsa';
   return '*';
-}
-
-function knownHostsName(endpoint: SshErrorEndpoint): string {
-  return endpoint.port === 22 ? endpoint.address : `[${endpoint.address}]:${endpoint.port}`;
 }

@@ -18,6 +18,12 @@ export function notStarted<E extends Error>(err: E): E {
   return err;
 }
 
+/** What an aborted command or wait rejects with: the signal's reason, as an Error. */
+export function abortReason(signal: AbortSignal | undefined): Error {
+  const reason: unknown = signal?.reason;
+  return reason instanceof Error ? reason : new Error(`aborted: ${String(reason)}`);
+}
+
 export interface ExecOptions {
   timeoutMs?: number;
   stdin?: string;
@@ -49,9 +55,8 @@ export interface ExecResult {
   stderr: string;
   /** With ExecOptions.stdoutBytes: stdout's kept bytes, undecoded. */
   stdoutBytes?: Buffer;
-  /** Bytes cut from the front of stdout / stderr to keep within maxOutputBytes; absent when none were. */
+  /** Bytes cut from the front of stdout to keep within maxOutputBytes; absent when none were. */
   stdoutCutBytes?: number;
-  stderrCutBytes?: number;
   durationMs: number;
 }
 

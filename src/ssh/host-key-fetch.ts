@@ -6,11 +6,11 @@ import { classifyConnectError, type SshLevelError } from './classify.js';
 import {
   algorithmsForKeyType,
   hostKeyAlgorithms,
-  openChain,
   resolveSettings,
   type SshConnectOptions,
 } from './connect.js';
 import { blobKeyType, knownKeyTypes, loadKnownHosts, sshFingerprint } from './known-hosts.js';
+import { SshPool } from './pool.js';
 import { endpointOf, expandHome, type SshAuth, type SshTarget } from './target.js';
 
 const { Client } = ssh2;
@@ -39,8 +39,9 @@ export async function fetchOfferedHostKey(
 ): Promise<OfferedHostKey> {
   const settings = resolveSettings(opts);
   const endpoint = endpointOf(target);
-  const via = target.jump ? await openChain(target.jump, auth, settings) : undefined;
+  const jumps = new SshPool(auth, opts);
   try {
+    const via = target.jump ? await jumps.session(target.jump) : undefined;
     const { entries } = await loadKnownHosts(expandHome(auth.knownHostsPath));
     const preferred = knownKeyTypes(entries, target.host, target.port).flatMap(algorithmsForKeyType);
     const config: ConnectConfig = {
@@ -53,7 +54,7 @@ export async function fetchOfferedHostKey(
     if (via) config.sock = await via.tunnel(target.host, target.port, endpoint, settings.connectTimeoutMs);
     return await keyExchangeOnly(config, endpoint);
   } finally {
-    await via?.close();
+    await jumps.closeAll();
   }
 }
 
@@ -63,10 +64,9 @@ function keyExchangeOnly(config: ConnectConfig, endpoint: SshErrorEndpoint): Pro
     let offered: Buffer | undefined;
     let outcome: { key: OfferedHostKey } | { error: Error } | undefined;
     const settle = () => {
-      if (!outcome)
-        outcome = {
-          error: new SshConnectError(endpoint, 'closed', 'connection closed during the key exchange'),
-        };
+      outcome ??= {
+        error: new SshConnectError(endpoint, 'closed', 'connection closed during the key exchange'),
+      };
       if ('key' in outcome) resolve(outcome.key);
       else reject(outcome.error);
     };

@@ -6,16 +6,14 @@
 export const defaultMaxOutputBytes = 1024 * 1024;
 
 export class OutputTail {
-  private readonly maxBytes: number;
   private chunks: Buffer[] = [];
   private kept = 0;
   /** Bytes dropped from the front to stay within the cap. */
   cutBytes = 0;
 
-  constructor(maxBytes: number) {
+  constructor(private readonly maxBytes: number) {
     if (!Number.isInteger(maxBytes) || maxBytes <= 0)
       throw new RangeError(`maxOutputBytes must be a positive integer, got ${maxBytes}`);
-    this.maxBytes = maxBytes;
   }
 
   push(data: Buffer): void {

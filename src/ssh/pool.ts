@@ -1,68 +1,55 @@
-// Connections reused across commands: one per host (jump hosts included), opened on first use.
-import { connectHop, resolveSettings, type ConnectSettings, type SshConnectOptions } from './connect.js';
+// Connections reused across commands within one use (the `liftoff init` probe, a test), and the single session
+// of openSshSession: a SharedSshPool whose connections stay open until the end of that use.
+import type { SshConnectOptions } from './connect.js';
 import type { SshSession } from './exec-contract.js';
 import type { Ssh2Session } from './session.js';
-import { closeDeepestFirst, targetKey, type SshAuth, type SshTarget } from './target.js';
+import { SharedSshPool } from './shared-pool.js';
+import type { SshAuth, SshTarget } from './target.js';
 
 /**
- * Per-activity pool: one connection per host, reused by every command of the activity (jump hosts included,
- * shared by all hosts behind them); closeAll at the end. A dropped connection is replaced on the next
- * session() call; a failed connect is not cached.
+ * Per-use pool: one connection per host, reused by every command (jump hosts included, shared by all hosts
+ * behind them); closeAll at the end. A dropped connection is replaced on the next session() call; a failed
+ * connect is not cached.
  */
 export class SshPool {
-  private readonly auth: SshAuth;
-  private readonly settings: ConnectSettings;
-  private readonly sessions = new Map<string, { target: SshTarget; session: Promise<Ssh2Session> }>();
-  private opened = 0;
-  private closed = false;
+  private readonly shared: SharedSshPool;
 
-  constructor(auth: SshAuth, opts?: SshConnectOptions) {
-    this.auth = auth;
-    this.settings = resolveSettings(opts);
+  constructor(
+    private readonly auth: SshAuth,
+    opts?: SshConnectOptions,
+  ) {
+    this.shared = new SharedSshPool({ ...opts, idleMs: 0 });
   }
 
   /** SSH handshakes this pool has started (each hop counts once). */
   get connectionsOpened(): number {
-    return this.opened;
+    return this.shared.connectionsOpened;
   }
 
-  async session(target: SshTarget): Promise<SshSession> {
-    return this.get(target);
+  session(target: SshTarget): Promise<Ssh2Session> {
+    const entry = this.shared.entry(target, this.auth);
+    // Never released: the connection stays open until closeAll, whatever the idle time.
+    this.shared.use(entry);
+    return this.shared.connection(entry);
   }
 
-  private async get(target: SshTarget): Promise<Ssh2Session> {
-    if (this.closed) throw new Error('SshPool.session called after closeAll');
-    const key = targetKey(target);
-    const cached = this.sessions.get(key);
-    if (cached) {
-      const session = await cached.session.catch(() => undefined);
-      if (session?.alive) return session;
-      if (this.sessions.get(key) === cached) this.sessions.delete(key);
-      if (session) void session.close();
-      // Another caller may have replaced it while we waited.
-      const replaced = this.sessions.get(key);
-      if (replaced) return this.get(target);
-    }
-    const session = (async () => {
-      const via = target.jump ? await this.get(target.jump) : undefined;
-      this.opened++;
-      return connectHop({ target, auth: this.auth, settings: this.settings, ...(via ? { via } : {}) });
-    })();
-    const entry = { target, session };
-    this.sessions.set(key, entry);
-    session.catch(() => {
-      if (this.sessions.get(key) === entry) this.sessions.delete(key);
-    });
-    return session;
+  closeAll(): Promise<void> {
+    return this.shared.close();
   }
+}
 
-  async closeAll(): Promise<void> {
-    this.closed = true;
-    const entries = [...this.sessions.values()];
-    this.sessions.clear();
-    await closeDeepestFirst(entries, async (e) => {
-      const session = await e.session.catch(() => undefined);
-      await session?.close();
-    });
+/** Opens a session to `target` (through its jump hosts, each verified); close() closes the whole chain. */
+export async function openSshSession(
+  target: SshTarget,
+  auth: SshAuth,
+  opts?: SshConnectOptions,
+): Promise<SshSession> {
+  const pool = new SshPool(auth, opts);
+  try {
+    const session = await pool.session(target);
+    return { target, exec: (cmd, execOpts) => session.exec(cmd, execOpts), close: () => pool.closeAll() };
+  } catch (err) {
+    await pool.closeAll();
+    throw err;
   }
 }

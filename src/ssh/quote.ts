@@ -37,16 +37,11 @@ const trusted = new WeakSet<object>();
 const bareWord = /^[A-Za-z0-9_./:@%+,-]+$/;
 
 export function shellQuote(value: ShellValue): string {
-  let text: string;
-  if (typeof value === 'number') {
-    if (!Number.isFinite(value))
-      throw new TypeError(`shellQuote: refusing to quote non-finite number ${value}`);
-    text = String(value);
-  } else if (typeof value === 'string') {
-    text = value;
-  } else {
+  if (typeof value !== 'string' && typeof value !== 'number')
     throw new TypeError(`shellQuote: expected a string or number, got ${typeof value}`);
-  }
+  if (typeof value === 'number' && !Number.isFinite(value))
+    throw new TypeError(`shellQuote: refusing to quote non-finite number ${value}`);
+  const text = String(value);
   if (text.includes('\0')) throw new TypeError('shellQuote: a shell argument cannot contain a NUL byte');
   if (text === '') return "''";
   if (bareWord.test(text)) return text;

@@ -5,13 +5,25 @@ import { StringDecoder } from 'node:string_decoder';
 import type { Duplex } from 'node:stream';
 import type ssh2 from 'ssh2';
 import type { ClientChannel } from 'ssh2';
-import { RemoteCommandError, RemoteTimeoutError, SshConnectError, type SshErrorEndpoint } from './errors.js';
+import {
+  RemoteCommandError,
+  RemoteTimeoutError,
+  SshConnectError,
+  type SshConnectErrorKind,
+  type SshErrorEndpoint,
+} from './errors.js';
 import { classifyForwardError } from './classify.js';
 import { sendSignal, signalExitCode } from './channel-signal.js';
 import { defaultMaxOutputBytes, OutputTail } from './output-tail.js';
 import { isRemoteCommand, type RemoteCommand } from './quote.js';
 import { Slots } from './slots.js';
-import { notStarted, type ExecOptions, type ExecResult, type SshSession } from './exec-contract.js';
+import {
+  abortReason,
+  notStarted,
+  type ExecOptions,
+  type ExecResult,
+  type SshSession,
+} from './exec-contract.js';
 import { endpointOf, type SshTarget } from './target.js';
 
 type Client = InstanceType<typeof ssh2.Client>;
@@ -21,48 +33,38 @@ const closeGraceMs = 2_000;
 
 export interface Ssh2SessionOptions {
   maxConcurrentExecs: number;
-  /** Closed together with this session (the jump hosts it owns, outside a pool). */
-  owned?: SshSession[];
-  /** A channel that does not open within this long drops the connection (default 10 s). */
-  channelOpenTimeoutMs?: number;
-  /** The jump host's channel the connection runs over, if any. */
-  viaChannel?: Duplex;
-}
-
-export class Ssh2Session implements SshSession {
-  readonly target: SshTarget;
-  private readonly client: Client;
-  private readonly endpoint: SshErrorEndpoint;
-  private readonly slots: Slots;
   /**
    * A channel that does not open within this long means the host or the path to it stopped answering: on a
    * connection kept open between activities, that is how a partition shows (a new connection would have hit its
    * connect timeout instead). The connection is then dropped, so the next command opens a new one.
    */
-  private readonly channelOpenTimeoutMs: number;
-  private readonly closedPromise: Promise<void>;
-  private lostReason: string | undefined;
-  private closeDone: Promise<void> | undefined;
-  /** Closed together with this session (the jump hosts it owns, outside a pool). */
-  private readonly owned: SshSession[];
-
+  channelOpenTimeoutMs: number;
   /**
    * The jump host's channel this connection runs over, when it has one. ssh2's own destroy() does nothing once
    * end() was called (the socket is no longer writable), so a tunnel whose far end never answers the close would
    * hold close() for ever; destroying the channel itself always ends it.
    */
-  private readonly viaChannel: Duplex | undefined;
+  viaChannel?: Duplex;
+}
 
-  /** `closed` settles on the client's 'close' event, listened to since before the handshake. */
-  constructor(target: SshTarget, client: Client, closed: Promise<void>, opts: Ssh2SessionOptions) {
-    this.target = target;
-    this.client = client;
+export class Ssh2Session implements SshSession {
+  private readonly endpoint: SshErrorEndpoint;
+  private readonly slots: Slots;
+  private lostReason: string | undefined;
+  private closeDone: Promise<void> | undefined;
+
+  constructor(
+    readonly target: SshTarget,
+    private readonly client: Client,
+    /**
+     * Settles once the connection is gone (dropped, or closed by either side): on the client's 'close' event,
+     * listened to since before the handshake.
+     */
+    readonly closed: Promise<void>,
+    private readonly opts: Ssh2SessionOptions,
+  ) {
     this.endpoint = endpointOf(target);
     this.slots = new Slots(opts.maxConcurrentExecs);
-    this.channelOpenTimeoutMs = opts.channelOpenTimeoutMs ?? 10_000;
-    this.owned = opts.owned ?? [];
-    this.viaChannel = opts.viaChannel;
-    this.closedPromise = closed;
     client.on('error', (err: Error) => {
       this.lostReason ??= err.message;
     });
@@ -77,11 +79,6 @@ export class Ssh2Session implements SshSession {
     });
   }
 
-  /** Settles once the connection is gone (dropped, or closed by either side). */
-  get closed(): Promise<void> {
-    return this.closedPromise;
-  }
-
   /** False once the connection has dropped or been closed; a pool then opens a new one. */
   get alive(): boolean {
     return this.lostReason === undefined && this.closeDone === undefined;
@@ -89,23 +86,20 @@ export class Ssh2Session implements SshSession {
 
   async exec(cmd: RemoteCommand, opts: ExecOptions = {}): Promise<ExecResult> {
     if (!isRemoteCommand(cmd)) throw new TypeError('SshSession.exec accepts only commands built with sh`…`');
-    opts.signal?.throwIfAborted();
     await this.slots.acquire(opts.signal);
     try {
       opts.signal?.throwIfAborted();
-      if (!this.alive) {
-        throw notStarted(
-          new SshConnectError(
-            this.endpoint,
-            'closed',
-            `session is no longer open (${this.lostReason ?? 'closed'})`,
-          ),
-        );
-      }
+      if (!this.alive) throw this.notOpen(this.lostReason ?? 'closed');
       return await this.run(cmd, opts);
     } finally {
       this.slots.release();
     }
+  }
+
+  /** A command refused because the connection is gone: it never reached the host. */
+  private notOpen(why: string, cause?: unknown): SshConnectError {
+    const reason = `session is no longer open (${why})`;
+    return notStarted(new SshConnectError(this.endpoint, 'closed', reason, cause ? { cause } : undefined));
   }
 
   private run(cmd: RemoteCommand, opts: ExecOptions): Promise<ExecResult> {
@@ -122,11 +116,13 @@ export class Ssh2Session implements SshSession {
       const errDecoder = new StringDecoder('utf8');
       let exit: { code: number | null; signal?: string } | undefined;
 
-      // Settles the command if its channel does not open in time (settle and abandon run later, when it fires).
+      // Settles the command if its channel does not open in time (settle runs later, when it fires). The
+      // connection is given up on: every command on it fails now, and pools replace it.
       const openTimer = setTimeout(() => {
         settle(() => {
-          const waited = this.channelOpenTimeoutMs;
-          this.abandon(`no channel opened within ${waited} ms`);
+          const waited = this.opts.channelOpenTimeoutMs;
+          this.lostReason ??= `no channel opened within ${waited} ms`;
+          this.destroy();
           reject(
             new SshConnectError(
               endpoint,
@@ -139,16 +135,13 @@ export class Ssh2Session implements SshSession {
             ),
           );
         });
-      }, this.channelOpenTimeoutMs);
-      const cleanup = () => {
-        if (timer) clearTimeout(timer);
-        clearTimeout(openTimer);
-        opts.signal?.removeEventListener('abort', onAbort);
-      };
+      }, this.opts.channelOpenTimeoutMs);
       const settle = (fn: () => void) => {
         if (settled) return;
         settled = true;
-        cleanup();
+        clearTimeout(timer);
+        clearTimeout(openTimer);
+        opts.signal?.removeEventListener('abort', onAbort);
         fn();
       };
       // Ask the remote process to stop, then close the channel; sshd also closes the process's pipes.
@@ -167,39 +160,33 @@ export class Ssh2Session implements SshSession {
         kill.unref();
         open.once('close', () => clearTimeout(kill));
       };
-      const onAbort = () => {
+      const fail = (err: Error) =>
         settle(() => {
           stopRemote();
-          const reason: unknown = opts.signal?.reason;
-          reject(reason instanceof Error ? reason : new Error(`aborted: ${String(reason)}`));
+          reject(err);
         });
-      };
-      const deliver = (sink: ((chunk: string) => void) | undefined, chunk: string) => {
-        if (!sink || chunk === '') return;
+      const onAbort = () => fail(abortReason(opts.signal));
+      const deliver = (sink: (chunk: string) => void, chunk: string) => {
+        if (chunk === '') return;
         try {
           sink(chunk);
         } catch (err) {
-          settle(() => {
-            stopRemote();
-            reject(err instanceof Error ? err : new Error(String(err)));
-          });
+          fail(err instanceof Error ? err : new Error(String(err)));
         }
       };
 
+      // A character split across the last chunk reaches the sink as the stream ends.
+      const flush = (sink: ((chunk: string) => void) | undefined, decoder: StringDecoder) => {
+        const rest = sink ? decoder.end() : '';
+        if (rest) sink?.(rest);
+      };
+
       opts.signal?.addEventListener('abort', onAbort, { once: true });
-      if (opts.timeoutMs !== undefined) {
-        const timeoutMs = opts.timeoutMs;
+      const { timeoutMs } = opts;
+      if (timeoutMs !== undefined) {
         timer = setTimeout(() => {
-          settle(() => {
-            stopRemote();
-            reject(
-              new RemoteTimeoutError(
-                endpoint,
-                { command: cmd.text, timeoutMs, stdout: stdout.text(), stderr: stderr.text() },
-                opts.secrets,
-              ),
-            );
-          });
+          const outcome = { command: cmd.text, timeoutMs, stdout: stdout.text(), stderr: stderr.text() };
+          fail(new RemoteTimeoutError(endpoint, outcome, opts.secrets));
         }, timeoutMs);
       }
 
@@ -238,14 +225,8 @@ export class Ssh2Session implements SshSession {
         });
         opened.on('close', () => {
           settle(() => {
-            if (opts.onStdout) {
-              const restOut = outDecoder.end();
-              if (restOut) opts.onStdout(restOut);
-            }
-            if (opts.onStderr) {
-              const restErr = errDecoder.end();
-              if (restErr) opts.onStderr(restErr);
-            }
+            flush(opts.onStdout, outDecoder);
+            flush(opts.onStderr, errDecoder);
             if (!exit) {
               reject(
                 new SshConnectError(
@@ -269,7 +250,6 @@ export class Ssh2Session implements SshSession {
               stderr: stderr.text(),
               ...(opts.stdoutBytes ? { stdoutBytes: stdout.bytes() } : {}),
               ...(stdout.cutBytes > 0 ? { stdoutCutBytes: stdout.cutBytes } : {}),
-              ...(stderr.cutBytes > 0 ? { stderrCutBytes: stderr.cutBytes } : {}),
               durationMs,
             };
             if ((opts.check ?? true) && (exitCode !== 0 || exit.signal)) {
@@ -290,78 +270,41 @@ export class Ssh2Session implements SshSession {
       try {
         this.client.exec(cmd.text, onOpen);
       } catch (err) {
-        settle(() =>
-          reject(
-            notStarted(
-              new SshConnectError(
-                endpoint,
-                'closed',
-                `session is no longer open (${(err as Error).message})`,
-                {
-                  cause: err,
-                },
-              ),
-            ),
-          ),
-        );
+        settle(() => reject(this.notOpen((err as Error).message, err)));
       }
     });
   }
 
   /** A TCP stream from this host to host:port (direct-tcpip), to carry the next hop's SSH connection. */
   tunnel(host: string, port: number, forEndpoint: SshErrorEndpoint, timeoutMs: number): Promise<Duplex> {
-    const jumpName = this.target.name;
+    const jumpError = (
+      kind: SshConnectErrorKind,
+      what: string,
+      options?: { cause: unknown; advice?: string },
+    ) => new SshConnectError(forEndpoint, kind, `jump host ${this.target.name} ${what}`, options);
     return new Promise<Duplex>((resolve, reject) => {
       const timer = setTimeout(() => {
-        reject(
-          new SshConnectError(
-            forEndpoint,
-            'timeout',
-            `jump host ${jumpName} could not reach ${host}:${port} within ${timeoutMs} ms`,
-          ),
-        );
+        reject(jumpError('timeout', `could not reach ${host}:${port} within ${timeoutMs} ms`));
       }, timeoutMs);
       try {
         this.client.forwardOut('127.0.0.1', 0, host, port, (err, stream) => {
           clearTimeout(timer);
           if (err) {
             const { kind, advice } = classifyForwardError(err);
-            reject(
-              new SshConnectError(
-                forEndpoint,
-                kind,
-                `jump host ${jumpName} could not connect: ${err.message}`,
-                {
-                  cause: err,
-                  ...(advice ? { advice } : {}),
-                },
-              ),
-            );
-            return;
-          }
-          resolve(stream);
+            reject(jumpError(kind, `could not connect: ${err.message}`, { cause: err, advice }));
+          } else resolve(stream);
         });
       } catch (err) {
         clearTimeout(timer);
-        reject(
-          new SshConnectError(forEndpoint, 'closed', `jump host ${jumpName} session is closed`, {
-            cause: err,
-          }),
-        );
+        reject(jumpError('closed', 'session is closed', { cause: err }));
       }
     });
-  }
-
-  /** Gives up on a connection that stopped answering: every command on it fails now, and pools replace it. */
-  private abandon(reason: string): void {
-    this.lostReason ??= reason;
-    this.destroy();
   }
 
   /** Ends the connection now, without the SSH goodbye: the socket (or the jump host's channel) is destroyed. */
   private destroy(): void {
     this.client.destroy();
-    this.viaChannel?.destroy();
+    this.opts.viaChannel?.destroy();
   }
 
   close(): Promise<void> {
@@ -374,11 +317,10 @@ export class Ssh2Session implements SshSession {
     // A host that does not answer the goodbye within the grace is cut off. A cut that is not confirmed either
     // (a jump host that never answers the channel's close) is given up on: closing must never hold a worker's
     // shutdown, and whatever is left dies with the jump host's connection.
-    if (!(await settlesWithin(this.closedPromise, closeGraceMs))) {
+    if (!(await settlesWithin(this.closed, closeGraceMs))) {
       this.destroy();
-      await settlesWithin(this.closedPromise, closeGraceMs);
+      await settlesWithin(this.closed, closeGraceMs);
     }
-    for (const session of this.owned) await session.close();
   }
 }
 

@@ -9,7 +9,13 @@
 // whose key changed is refused on the first reconnect.
 import { connectHop, resolveSettings, type ConnectSettings, type SshConnectOptions } from './connect.js';
 import type { RemoteCommand } from './quote.js';
-import { commandNeverStarted, type ExecOptions, type ExecResult, type SshSession } from './exec-contract.js';
+import {
+  abortReason,
+  commandNeverStarted,
+  type ExecOptions,
+  type ExecResult,
+  type SshSession,
+} from './exec-contract.js';
 import type { Ssh2Session } from './session.js';
 import { closeDeepestFirst, targetKey, type SshAuth, type SshTarget } from './target.js';
 
@@ -54,28 +60,19 @@ function authKey(auth: SshAuth): string {
   ]);
 }
 
-function reasonOf(signal: AbortSignal): Error {
-  const reason: unknown = signal.reason;
-  return reason instanceof Error ? reason : new Error(`aborted: ${String(reason)}`);
-}
-
 /** `promise`, or the signal's reason once it aborts first (the promise itself goes on, for other users). */
-function abortable<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(reasonOf(signal));
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(reasonOf(signal));
+async function abortable<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) throw abortReason(signal);
+  let onAbort = () => {};
+  const aborted = new Promise<never>((_, reject) => {
+    onAbort = () => reject(abortReason(signal));
     signal.addEventListener('abort', onAbort, { once: true });
-    promise.then(
-      (value) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(value);
-      },
-      (err: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(err instanceof Error ? err : new Error(String(err)));
-      },
-    );
   });
+  try {
+    return await Promise.race([promise, aborted]);
+  } finally {
+    signal.removeEventListener('abort', onAbort);
+  }
 }
 
 export class SharedSshPool {
@@ -98,9 +95,7 @@ export class SharedSshPool {
 
   /** Connections open or opening now. */
   get openConnections(): number {
-    let n = 0;
-    for (const entry of this.hosts.values()) if (entry.current) n++;
-    return n;
+    return [...this.hosts.values()].filter((entry) => entry.current).length;
   }
 
   /** One activity's use of the pool; release() it when the activity ends, however it ends. */
@@ -196,12 +191,7 @@ export class SharedSshPool {
     const session = (async () => {
       const viaSession = via ? await this.connection(via) : undefined;
       this.opened++;
-      return connectHop({
-        target: entry.target,
-        auth: entry.auth,
-        settings: this.settings,
-        ...(viaSession ? { via: viaSession } : {}),
-      });
+      return connectHop({ target: entry.target, auth: entry.auth, settings: this.settings, via: viaSession });
     })();
     const conn: Connection = { session, dropped: false, ...(via ? { via } : {}) };
     entry.current = conn;
@@ -231,7 +221,6 @@ export class SharedSshPool {
  * activity's cancellation, or release()) stops the commands it started and nothing else.
  */
 export class SshLease {
-  private readonly pool: SharedSshPool;
   private readonly keepMs: number;
   private readonly controller = new AbortController();
   private readonly held = new Set<HostEntry>();
@@ -239,8 +228,10 @@ export class SshLease {
   private readonly onOuterAbort = () => this.controller.abort(this.outer?.reason);
   private released = false;
 
-  constructor(pool: SharedSshPool, opts: SshLeaseOptions) {
-    this.pool = pool;
+  constructor(
+    private readonly pool: SharedSshPool,
+    opts: SshLeaseOptions,
+  ) {
     this.keepMs = opts.keepMs ?? 0;
     this.outer = opts.signal;
     if (this.outer?.aborted) this.onOuterAbort();
@@ -276,17 +267,12 @@ export class SshLease {
 }
 
 class LeasedSession implements SshSession {
-  readonly target: SshTarget;
-  private readonly pool: SharedSshPool;
-  private readonly entry: HostEntry;
-  private readonly leaseSignal: AbortSignal;
-
-  constructor(pool: SharedSshPool, entry: HostEntry, target: SshTarget, leaseSignal: AbortSignal) {
-    this.pool = pool;
-    this.entry = entry;
-    this.target = target;
-    this.leaseSignal = leaseSignal;
-  }
+  constructor(
+    private readonly pool: SharedSshPool,
+    private readonly entry: HostEntry,
+    readonly target: SshTarget,
+    private readonly leaseSignal: AbortSignal,
+  ) {}
 
   async exec(cmd: RemoteCommand, opts: ExecOptions = {}): Promise<ExecResult> {
     const signal = opts.signal ? AbortSignal.any([opts.signal, this.leaseSignal]) : this.leaseSignal;

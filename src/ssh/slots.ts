@@ -1,14 +1,13 @@
+import { abortReason } from './exec-contract.js';
+
 /**
  * Bounds the channels open at once on one connection (sshd's MaxSessions); the rest wait their turn in order. A
  * waiter whose signal aborts leaves the queue, so a cancelled activity never holds a place behind other
  * activities' commands on a shared connection.
  */
 export class Slots {
-  private free: number;
   private readonly waiting: Array<() => void> = [];
-  constructor(size: number) {
-    this.free = size;
-  }
+  constructor(private free: number) {}
   async acquire(signal?: AbortSignal): Promise<void> {
     signal?.throwIfAborted();
     if (this.free > 0) {
@@ -19,8 +18,7 @@ export class Slots {
       const onAbort = () => {
         const i = this.waiting.indexOf(granted);
         if (i >= 0) this.waiting.splice(i, 1);
-        const reason: unknown = signal?.reason;
-        reject(reason instanceof Error ? reason : new Error(`aborted: ${String(reason)}`));
+        reject(abortReason(signal));
       };
       const granted = () => {
         signal?.removeEventListener('abort', onAbort);
@@ -34,9 +32,5 @@ export class Slots {
     const next = this.waiting.shift();
     if (next) next();
     else this.free++;
-  }
-  /** Commands waiting for a channel. */
-  get queued(): number {
-    return this.waiting.length;
   }
 }

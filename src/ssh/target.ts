@@ -3,14 +3,6 @@
 import { homedir } from 'node:os';
 import type { SshErrorEndpoint } from './errors.js';
 
-export interface SshEndpoint {
-  /** The host's name in the cluster spec; used in every message. */
-  name: string;
-  host: string;
-  port: number;
-  user: string;
-}
-
 export interface SshAuth {
   privateKeyPath?: string;
   useAgent?: boolean;
@@ -32,7 +24,12 @@ export function acceptsSshRsa(auth: SshAuth, address: string): boolean {
 }
 
 /** A host, reached through `jump` (itself possibly behind another jump) when set. */
-export interface SshTarget extends SshEndpoint {
+export interface SshTarget {
+  /** The host's name in the cluster spec; used in every message. */
+  name: string;
+  host: string;
+  port: number;
+  user: string;
   jump?: SshTarget;
 }
 
