@@ -1,6 +1,12 @@
 // Spec errors name the field path, what was found and what is expected.
 import type { z } from 'zod';
 
+/** A problem a rule outside zod finds, at its field's path: the schema adds it as a custom issue. */
+export interface SpecIssue {
+  path: (string | number)[];
+  message: string;
+}
+
 export function formatPath(path: readonly PropertyKey[]): string {
   let out = '';
   for (const part of path) {

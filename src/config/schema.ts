@@ -15,8 +15,7 @@ import { launchBackends, multiprocIssues, rayOnlyFields, writtenFieldIssues } fr
 import { boundedDuration } from './duration-schema.js';
 import { envMap, secretRefSchema } from './env-schema.js';
 import { shown } from './errors.js';
-import { hostIssues } from './host-rules.js';
-import { jumpChainIssues } from './jump-chains.js';
+import { hostIssues, jumpChainIssues } from './host-rules.js';
 import { hour, maxChars, maxHosts, maxItems, maxRenderedBytes, maxTimeoutMs, second } from './limits.js';
 import { argText, cappedList, cappedText, hostPath, utf8Bytes, workerPath } from './text-fields.js';
 
