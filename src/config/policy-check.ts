@@ -9,6 +9,7 @@ import { open } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { formatPath } from './errors.js';
 import type { EnvSpec, SecretRef } from './schema.js';
+import type { SshAuthRef } from './targets.js';
 import { checkWebhookUrl } from './webhook-policy.js';
 import { expandWorkerPath, isWorkerOwnVariable, settingHint, type WorkerPolicy } from './worker-policy.js';
 
@@ -19,11 +20,7 @@ export interface PolicyRefusal {
 }
 
 /** The SSH settings a spec (or an activity's host reference) asks the worker to use. */
-export interface SshAuthRequest {
-  knownHostsPath: string;
-  privateKeyPath?: string | undefined;
-  useAgent?: boolean | undefined;
-}
+export type SshAuthRequest = SshAuthRef;
 
 /** The parts of a spec that reach worker-side resources. */
 export interface PolicySubject {
