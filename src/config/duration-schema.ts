@@ -3,7 +3,7 @@
 // Pure: workflows validate with it.
 import { z } from 'zod';
 import { formatDuration, maxDurationChars, readDuration } from './duration.js';
-import { shown } from './errors.js';
+import { problemCheck, shown } from './errors.js';
 
 export interface DurationBounds {
   /** Shortest allowed, in ms (at least 1). */
@@ -27,24 +27,17 @@ const problems = {
 
 /** A spec field holding a duration such as "30s", "10m" or "1h30m", kept as text and parsed where used. */
 export function boundedDuration(bounds: DurationBounds) {
-  return z.string().superRefine((text, ctx) => {
-    const reading = readDuration(text);
-    const fix = `use e.g. "${bounds.example}"`;
-    if ('problem' in reading) {
-      ctx.addIssue({
-        code: 'custom',
-        message: `${shown(text)} ${problems[reading.problem]} (expected e.g. "${bounds.example}")`,
-      });
-    } else if (reading.ms < bounds.minMs) {
-      ctx.addIssue({
-        code: 'custom',
-        message: `${shown(text)} is shorter than ${bounds.minText ?? formatDuration(bounds.minMs)}; ${fix}`,
-      });
-    } else if (reading.ms > bounds.maxMs) {
-      ctx.addIssue({
-        code: 'custom',
-        message: `${shown(text)} is longer than ${bounds.maxText ?? formatDuration(bounds.maxMs)}, the most this field allows; ${fix}`,
-      });
-    }
-  });
+  return z.string().superRefine(
+    problemCheck((text) => {
+      const reading = readDuration(text);
+      const fix = `use e.g. "${bounds.example}"`;
+      if ('problem' in reading)
+        return `${shown(text)} ${problems[reading.problem]} (expected e.g. "${bounds.example}")`;
+      if (reading.ms < bounds.minMs)
+        return `${shown(text)} is shorter than ${bounds.minText ?? formatDuration(bounds.minMs)}; ${fix}`;
+      if (reading.ms > bounds.maxMs)
+        return `${shown(text)} is longer than ${bounds.maxText ?? formatDuration(bounds.maxMs)}, the most this field allows; ${fix}`;
+      return undefined;
+    }),
+  );
 }

@@ -2,7 +2,7 @@
 // validate with it.
 import { z } from 'zod';
 import { isSecretEnvName } from '../shared/secrets.js';
-import { shown } from './errors.js';
+import { problemCheck, shown } from './errors.js';
 import { maxItems, maxRenderedBytes } from './limits.js';
 import { argText, envName, utf8Bytes, workerPath } from './text-fields.js';
 
@@ -27,10 +27,7 @@ function hostSteeringEnvProblem(name: string): string | undefined {
  */
 export const secretRefSchema = z.union([
   z.strictObject({
-    fromEnv: envName.superRefine((name, ctx) => {
-      const problem = hostSteeringEnvProblem(name);
-      if (problem) ctx.addIssue({ code: 'custom', message: problem });
-    }),
+    fromEnv: envName.superRefine(problemCheck(hostSteeringEnvProblem)),
   }),
   z.strictObject({ fromFile: workerPath }),
 ]);

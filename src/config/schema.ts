@@ -14,7 +14,7 @@ import { notifySchema } from './notify.js';
 import { launchBackends, multiprocIssues, rayOnlyFields, writtenFieldIssues } from './backend.js';
 import { boundedDuration } from './duration-schema.js';
 import { envMap, secretRefSchema } from './env-schema.js';
-import { shown } from './errors.js';
+import { problemCheck, shown } from './errors.js';
 import { hostIssues, jumpChainIssues } from './host-rules.js';
 import { hour, maxChars, maxHosts, maxItems, maxRenderedBytes, maxTimeoutMs, second } from './limits.js';
 import { argText, cappedList, cappedText, hostPath, utf8Bytes, workerPath } from './text-fields.js';
@@ -135,10 +135,7 @@ const deploySpecObject = z
     cleanup: z
       .strictObject({
         services: cappedList(
-          unitName.superRefine((unit, ctx) => {
-            const problem = protectedUnitProblem(unit);
-            if (problem) ctx.addIssue({ code: 'custom', message: problem });
-          }),
+          unitName.superRefine(problemCheck(protectedUnitProblem)),
           maxItems.cleanup,
           'units',
         ).default([]),
@@ -216,10 +213,7 @@ const deploySpecObject = z
           });
         }),
       env: envMap,
-      logPath: hostPath.superRefine((path, ctx) => {
-        const problem = logPathProblem(path);
-        if (problem) ctx.addIssue({ code: 'custom', message: problem });
-      }),
+      logPath: hostPath.superRefine(problemCheck(logPathProblem)),
       /** Where the weights live on each host; default: the Hugging Face cache of a mounted volume. */
       modelPath: hostPath.optional(),
       loadTimeout: timeout('25m').default('25m'),
