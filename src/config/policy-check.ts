@@ -242,11 +242,8 @@ export async function readSecretFile(
     if (!stat.isFile()) throw new SecretFileError(`${JSON.stringify(path)} is not a regular file`);
     const buffer = Buffer.alloc(policy.maxSecretFileBytes + 1);
     let bytesRead = 0;
-    for (;;) {
-      const { bytesRead: n } = await handle.read(buffer, bytesRead, buffer.length - bytesRead, bytesRead);
-      bytesRead += n;
-      if (n === 0 || bytesRead === buffer.length) break;
-    }
+    for (let n = 1; n > 0 && bytesRead < buffer.length; bytesRead += n)
+      ({ bytesRead: n } = await handle.read(buffer, bytesRead, buffer.length - bytesRead, bytesRead));
     if (bytesRead > policy.maxSecretFileBytes) {
       throw new SecretFileError(
         `${JSON.stringify(path)} is larger than the ${policy.maxSecretFileBytes} bytes a secret file may hold`,

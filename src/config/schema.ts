@@ -87,8 +87,10 @@ const imageRef = cappedText(maxChars.image).regex(
   'expected a docker image reference such as vllm/vllm-openai:latest',
 );
 
+const unixUser = z.string().regex(/^[a-z_][a-z0-9_-]{0,31}$/i, 'expected a Unix user name');
+
 export const sshSchema = z.strictObject({
-  user: z.string().regex(/^[a-z_][a-z0-9_-]{0,31}$/i, 'expected a Unix user name'),
+  user: unixUser,
   port: port.default(22),
   /** A path, never key material: the key is read inside activities. */
   privateKeyPath: workerPath.optional(),
@@ -103,10 +105,7 @@ export const hostSchema = z.strictObject({
     'expected an IP address or DNS name',
   ),
   port: port.optional(),
-  user: z
-    .string()
-    .regex(/^[a-z_][a-z0-9_-]{0,31}$/i, 'expected a Unix user name')
-    .optional(),
+  user: unixUser.optional(),
   clusterIp: ipv4.optional(),
   role: z.enum(['head', 'worker']).default('worker'),
   jumpHost: hostName.optional(),

@@ -73,7 +73,8 @@ export function parseSpecYaml(text: string): unknown {
   }
 }
 
-function where(text: string, offset: number): string {
+/** "line L, column C" of `offset` in `text`, both counted from 1. */
+export function where(text: string, offset: number): string {
   const before = text.slice(0, offset);
   return `line ${before.split('\n').length}, column ${offset - before.lastIndexOf('\n')}`;
 }
