@@ -12,7 +12,7 @@ import {
 import { superviseSchema } from './supervise.js';
 import { notifySchema } from './notify.js';
 import { launchBackends, multiprocIssues, rayOnlyFields, writtenFieldIssues } from './backend.js';
-import { boundedDuration } from './duration-schema.js';
+import { boundedDuration } from './duration.js';
 import { envMap, secretRefSchema } from './env-schema.js';
 import { problemCheck, shown } from './errors.js';
 import { hostIssues, jumpChainIssues } from './host-rules.js';

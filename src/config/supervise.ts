@@ -1,8 +1,7 @@
 // The `supervise` section of the spec: how the supervising workflow probes a serving cluster, when it calls the
 // cluster lost, and how many whole-cluster relaunches it may make. Pure (workflows validate with it).
 import { z } from 'zod';
-import { parseDuration } from './duration.js';
-import { boundedDuration } from './duration-schema.js';
+import { boundedDuration, parseDuration } from './duration.js';
 import { day, hour, maxTimeoutMs, minute, second } from './limits.js';
 
 export const superviseDefaults = {
