@@ -24,40 +24,6 @@ export function isWorkerOwnVariable(name: string): boolean {
   return workerOwnVariable.test(name);
 }
 
-export interface WorkerPolicy {
-  /** Where the policy came from, for messages: the file and the variable that named it, or the defaults. */
-  source: string;
-  /** The policy file, when one was read: where a refusal tells the operator to widen it. */
-  file?: string;
-  /**
-   * Absolute paths (home expanded) a spec may name as ssh.knownHostsPath. An entry names a file, which a spec may
-   * name as it is, or a directory, any file under which a spec may name for reading. `liftoff trust` writes only
-   * to a file listed here by its own path, never to one that is merely under a listed directory.
-   */
-  knownHosts: string[];
-  /** The same, for ssh.privateKeyPath (read only). */
-  privateKeys: string[];
-  /** Whether ssh.useAgent may use this worker's SSH agent (SSH_AUTH_SOCK of the worker). */
-  agent: boolean;
-  /** `{ fromFile }` must name a regular file under this directory. */
-  secretsDir: string;
-  /** The largest secret file `{ fromFile }` reads. */
-  maxSecretFileBytes: number;
-  /** The variables `{ fromEnv }` may read. */
-  fromEnv: string[];
-  /**
-   * The host addresses (as the spec's hosts and jump hosts give them) allowed to sign the key exchange with SHA-1
-   * (`ssh-rsa`), which a forged signature could impersonate; `true`: every host. Only a server older than OpenSSH
-   * 7.2 needs it.
-   */
-  sshRsaHostKeys: true | string[];
-  /**
-   * Webhook origins (`http://127.0.0.1:9000`, `https://hooks.internal.example`, as URL.origin writes them) a spec
-   * may post to whatever they are and resolve to. Any other webhook must be `https://` to a public address.
-   */
-  webhooks: string[];
-}
-
 /** How to allow something: the setting, in the policy file the worker reads or in one it would read. */
 export function settingHint(setting: string, policy: WorkerPolicy): string {
   return policy.file !== undefined
@@ -135,23 +101,51 @@ export function webhookOriginOf(text: string): string | undefined {
 
 /** The policy file: every field optional, a missing one keeps its default. */
 export const workerPolicySettingsSchema = z.strictObject({
+  /**
+   * Absolute paths (home expanded) a spec may name as ssh.knownHostsPath. An entry names a file, which a spec may
+   * name as it is, or a directory, any file under which a spec may name for reading. `liftoff trust` writes only
+   * to a file listed here by its own path, never to one that is merely under a listed directory.
+   */
   knownHosts: z.array(pathSetting).optional(),
+  /** The same, for ssh.privateKeyPath (read only). */
   privateKeys: z.array(pathSetting).optional(),
+  /** Whether ssh.useAgent may use this worker's SSH agent (SSH_AUTH_SOCK of the worker). */
   agent: z.boolean().optional(),
+  /** `{ fromFile }` must name a regular file under this directory. */
   secretsDir: pathSetting.optional(),
+  /** The largest secret file `{ fromFile }` reads. */
   maxSecretFileBytes: z
     .number()
     .int()
     .min(1)
     .max(1024 * 1024, 'expected at most 1048576 (1 MiB): a secret is a line, not a file of data')
     .optional(),
+  /** The variables `{ fromEnv }` may read. */
   fromEnv: z.array(envNameSetting).optional(),
+  /**
+   * The host addresses (as the spec's hosts and jump hosts give them) allowed to sign the key exchange with SHA-1
+   * (`ssh-rsa`), which a forged signature could impersonate; `true`: every host. Only a server older than OpenSSH
+   * 7.2 needs it.
+   */
   sshRsaHostKeys: z
     .union([z.boolean(), z.array(z.string().regex(/^[^\s,]+$/, 'expected a host address'))])
     .optional(),
+  /**
+   * Webhook origins (`http://127.0.0.1:9000`, `https://hooks.internal.example`, as URL.origin writes them) a spec
+   * may post to whatever they are and resolve to. Any other webhook must be `https://` to a public address.
+   */
   webhooks: z.array(webhookOriginSetting).optional(),
 });
 export type WorkerPolicySettings = z.infer<typeof workerPolicySettingsSchema>;
+
+/** A worker's policy: its settings with every default filled in and every path expanded. */
+export type WorkerPolicy = Required<Omit<WorkerPolicySettings, 'sshRsaHostKeys'>> & {
+  /** Where the policy came from, for messages: the file and the variable that named it, or the defaults. */
+  source: string;
+  /** The policy file, when one was read: where a refusal tells the operator to widen it. */
+  file?: string;
+  sshRsaHostKeys: true | string[];
+};
 
 export class WorkerPolicyError extends Error {
   override name = 'WorkerPolicyError';
@@ -172,21 +166,17 @@ export function workerPolicyFrom(
   file?: string,
 ): WorkerPolicy {
   const merged = { ...defaultWorkerPolicySettings, ...settings };
+  const expand = (path: string) => expandWorkerPath(path, home);
   return {
+    ...merged,
     source,
     ...(file !== undefined ? { file } : {}),
-    knownHosts: merged.knownHosts.map((p) => expandWorkerPath(p, home)),
-    privateKeys: merged.privateKeys.map((p) => expandWorkerPath(p, home)),
-    agent: merged.agent,
-    secretsDir: expandWorkerPath(merged.secretsDir, home),
-    maxSecretFileBytes: merged.maxSecretFileBytes,
+    knownHosts: merged.knownHosts.map(expand),
+    privateKeys: merged.privateKeys.map(expand),
+    secretsDir: expand(merged.secretsDir),
     fromEnv: [...merged.fromEnv],
     sshRsaHostKeys:
-      merged.sshRsaHostKeys === true
-        ? true
-        : merged.sshRsaHostKeys === false
-          ? []
-          : [...merged.sshRsaHostKeys],
+      typeof merged.sshRsaHostKeys === 'boolean' ? merged.sshRsaHostKeys || [] : [...merged.sshRsaHostKeys],
     webhooks: [...merged.webhooks],
   };
 }
