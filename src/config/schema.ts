@@ -13,7 +13,7 @@ import { superviseSchema } from './supervise.js';
 import { notifySchema } from './notify.js';
 import { launchBackends, multiprocIssues, rayOnlyFields, writtenFieldIssues } from './backend.js';
 import { boundedDuration } from './duration.js';
-import { envMap, secretRefSchema } from './env-schema.js';
+import { envMap } from './env-schema.js';
 import { problemCheck, shown } from './errors.js';
 import { hostIssues, jumpChainIssues } from './host-rules.js';
 import { hour, maxChars, maxHosts, maxItems, maxRenderedBytes, maxTimeoutMs, second } from './limits.js';
@@ -239,7 +239,7 @@ const deploySpecObject = z
       .default({ minFreeDiskGiB: 10, hashWeights: false, maxClockSkew: '5s' }),
     onFailure: z.enum(['leave', 'teardown']).default('leave'),
     supervise: superviseSchema,
-    notify: notifySchema(secretRefSchema),
+    notify: notifySchema,
   })
   .superRefine((spec, ctx) => {
     // Whatever its name: a value the rules call a credential never enters the workflow's input.
