@@ -4,7 +4,7 @@
 // worker, and by `liftoff validate`. A path is allowed when it lies in a listed file or directory both as written
 // (after `~` and `..` are resolved) and, when it exists, once its symlinks are followed: a link cannot lead out.
 // `liftoff trust`, which writes, asks more: the known_hosts file must be listed itself (knownHostsWriteRefusal).
-import { constants, realpathSync, statSync } from 'node:fs';
+import { constants, realpathSync, statSync, type Stats } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { formatPath } from './errors.js';
@@ -43,11 +43,11 @@ function realpathOf(path: string): string | undefined {
   }
 }
 
-function isDirectory(path: string): boolean {
+function statOf(path: string): Stats | undefined {
   try {
-    return statSync(path).isDirectory();
+    return statSync(path);
   } catch {
-    return false;
+    return undefined;
   }
 }
 
@@ -103,7 +103,7 @@ export function knownHostsWriteRefusal(
   home: string = homedir(),
 ): PolicyRefusal | undefined {
   const written = expandWorkerPath(knownHostsPath, home);
-  if (policy.knownHosts.includes(written) && !isDirectory(written)) return undefined;
+  if (policy.knownHosts.includes(written) && statOf(written)?.isDirectory() !== true) return undefined;
   const folder = policy.knownHosts.find((entry) => within(written, entry));
   const why =
     folder !== undefined
@@ -138,12 +138,8 @@ export function secretFileRefusal(
 ): string | undefined {
   const outside = `${JSON.stringify(path)} is not in this worker's secrets directory (secretsDir: ${policy.secretsDir}). Put the secret there, or change ${settingHint('secretsDir', policy)}.`;
   if (!allowedBy(path, [policy.secretsDir], home)) return outside;
-  let stat;
-  try {
-    stat = statSync(expandWorkerPath(path, home));
-  } catch {
-    return undefined;
-  }
+  const stat = statOf(expandWorkerPath(path, home));
+  if (stat === undefined) return undefined;
   if (!stat.isFile())
     return `${JSON.stringify(path)} is not a regular file; a secret is read from a regular file only.`;
   if (stat.size > policy.maxSecretFileBytes) {

@@ -92,8 +92,6 @@ export function webhookOriginOf(text: string): string | undefined {
     url.username === '' &&
     url.password === '' &&
     url.pathname === '/' &&
-    url.search === '' &&
-    url.hash === '' &&
     /^https?:\/\/[^/?#]+\/?$/i.test(text);
   return bare ? url.origin : undefined;
 }
