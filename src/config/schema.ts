@@ -34,11 +34,16 @@ const port = z
   .min(1, 'expected a port from 1 to 65535')
   .max(65535, 'expected a port from 1 to 65535');
 
-// zod's IPv4 pattern refuses leading zeros, which some tools read as octal (010.1.2.3).
-const ipv4 = cappedText(15).regex(z.regexes.ipv4, {
-  error: (issue) =>
-    `${JSON.stringify(issue.input)} is not an IPv4 address (four numbers 0-255, no leading zeros)`,
-});
+const ipv4 = cappedText(15).refine(
+  (s) =>
+    // No leading zeros: some tools read 010.1.2.3 as octal.
+    /^(0|[1-9]\d{0,2})\.(0|[1-9]\d{0,2})\.(0|[1-9]\d{0,2})\.(0|[1-9]\d{0,2})$/.test(s) &&
+    s.split('.').every((o) => Number(o) <= 255),
+  {
+    error: (issue) =>
+      `${JSON.stringify(issue.input)} is not an IPv4 address (four numbers 0-255, no leading zeros)`,
+  },
+);
 
 /** A timeout or wait of the spec: at least 1 ms, at most a week (limits.ts says why). */
 function timeout(example: string) {
@@ -51,6 +56,7 @@ const containerName = cappedText(maxChars.containerName).regex(
   'expected a docker container name ([a-zA-Z0-9][a-zA-Z0-9_.-]+)',
 );
 
+/** What systemd accepts as a unit name. */
 const unitName = cappedText(maxChars.unitName).regex(
   /^[A-Za-z0-9:_.\\@-]+(\.(service|socket|target|timer|mount|path|scope|slice))?$/,
   'expected a systemd unit name such as vllm.service',
