@@ -15,7 +15,6 @@ export const defaultDistributedTimeout = '2m';
 /** Why a multiproc deploy shows the Ray steps skipped: the workflow's progress and the postmortem both say it. */
 export const multiprocSkipsRay = 'serve.backend multiproc: vLLM runs its own multi-node mode, no Ray cluster';
 
-/** The deploy steps only the Ray backend runs. */
 export const rayOnlySteps = ['startRayHead', 'startRayWorkers', 'verifyRayCluster'] as const;
 
 /** The backend a spec as written asks for (a spec the report reads may be invalid: then ray, the default). */
@@ -32,7 +31,6 @@ export function backendOfInput(input: unknown): LaunchBackend {
  */
 export const rayOnlyFields = { port: 6379, verifyTimeout: '90s' } as const;
 
-/** Multiproc-only fields of `serve`. */
 const multiprocOnlyFields = ['masterPort', 'distributedTimeout'] as const;
 
 function isRecord(v: unknown): v is Record<string, unknown> {

@@ -56,7 +56,6 @@ const containerName = cappedText(maxChars.containerName).regex(
   'expected a docker container name ([a-zA-Z0-9][a-zA-Z0-9_.-]+)',
 );
 
-/** What systemd accepts as a unit name. */
 const unitName = cappedText(maxChars.unitName).regex(
   /^[A-Za-z0-9:_.\\@-]+(\.(service|socket|target|timer|mount|path|scope|slice))?$/,
   'expected a systemd unit name such as vllm.service',

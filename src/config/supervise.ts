@@ -76,7 +76,6 @@ export const superviseSchema = z
 
 export type SuperviseSpec = z.infer<typeof superviseSchema>;
 
-/** The completion probe's timeout in ms. */
 export function probeTimeoutMs(s: SuperviseSpec): number {
   const interval = parseDuration(s.interval) ?? 30_000;
   const set = s.probeTimeout === undefined ? undefined : parseDuration(s.probeTimeout);

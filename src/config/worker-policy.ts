@@ -11,7 +11,6 @@ import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { formatIssues } from './errors.js';
 
-/** The variable that names the worker's policy file. */
 export const workerPolicyEnv = 'LIFTOFF_WORKER_POLICY';
 
 /**
