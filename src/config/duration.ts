@@ -10,8 +10,7 @@ const unitMs: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000
 const maxDurationChars = 32;
 
 /** What a duration text is: its length in whole milliseconds, or why it is none. */
-type DurationReading =
-  { ms: number } | { problem: 'syntax' | 'too long a text' | 'zero' | 'not finite' };
+type DurationReading = { ms: number } | { problem: 'syntax' | 'too long a text' | 'zero' | 'not finite' };
 
 function readDuration(text: string): DurationReading {
   const trimmed = text.trim();
