@@ -16,7 +16,7 @@ export const notifyEvents = [
 export type NotifyEvent = (typeof notifyEvents)[number];
 
 /** Webhooks a spec may have: each event is one POST to each, retried; more would be a way to flood from the worker. */
-export const maxWebhooks = 10;
+const maxWebhooks = 10;
 
 const httpUrl = z.string().refine((s) => /^https?:\/\/[^\s/]+/.test(s), {
   error: (issue) =>

@@ -131,7 +131,7 @@ export function envRefusal(name: string, policy: WorkerPolicy): string | undefin
  * (another worker may hold it; reading it fails later with its own message), anything else there must be a
  * regular file within the size cap, inside the secrets directory once its links are followed.
  */
-export function secretFileRefusal(
+function secretFileRefusal(
   path: string,
   policy: WorkerPolicy,
   home: string = homedir(),

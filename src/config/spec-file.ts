@@ -8,7 +8,7 @@ import { where } from './spec-yaml.js';
  * The largest spec file: the reference spec is 1.2 KiB, one with 256 hosts about 40 KiB. (What the YAML in it
  * may cost is bounded apart, in spec-yaml.ts.)
  */
-export const maxSpecFileBytes = 1024 * 1024;
+const maxSpecFileBytes = 1024 * 1024;
 
 export class SpecFileRefused extends Error {
   override name = 'SpecFileRefused';

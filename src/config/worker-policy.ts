@@ -42,7 +42,7 @@ const opensshDefaultKeys = ['id_rsa', 'id_ecdsa', 'id_ecdsa_sk', 'id_ed25519', '
  * a folder would let a spec name ~/.ssh/authorized_keys as its known_hosts. known_hosts2, OpenSSH's legacy second
  * file, is left out too; a policy file can list it.
  */
-export const defaultWorkerPolicySettings = {
+const defaultWorkerPolicySettings = {
   knownHosts: ['~/.ssh/known_hosts'],
   privateKeys: opensshDefaultKeys.map((name) => `~/.ssh/${name}`),
   agent: true,
@@ -80,7 +80,7 @@ const webhookOriginSetting = z.string().transform((s, ctx) => {
 });
 
 /** The origin `text` names when it is an http(s) origin with nothing after it but `/`; undefined otherwise. */
-export function webhookOriginOf(text: string): string | undefined {
+function webhookOriginOf(text: string): string | undefined {
   let url: URL;
   try {
     url = new URL(text);
