@@ -1,6 +1,8 @@
 // The launch backend's rules: `serve.backend: ray` (a Ray cluster in Docker, vLLM placed over it) or
 // `multiproc` (vLLM's own multi-node mode: one `vllm serve --nnodes N --node-rank R` per host, no Ray). Pure:
 // the schema runs these checks, and it is imported by workflows.
+import type { SpecIssue } from './errors.js';
+import type { DeploySpec } from './schema.js';
 import { multiprocOwnedArgIssues } from './owned-flags.js';
 import { pipelineParallelSize } from './parallel.js';
 
@@ -13,7 +15,6 @@ export const defaultDistributedTimeout = '2m';
 /** Why a multiproc deploy shows the Ray steps skipped: the workflow's progress and the postmortem both say it. */
 export const multiprocSkipsRay = 'serve.backend multiproc: vLLM runs its own multi-node mode, no Ray cluster';
 
-/** The deploy steps only the Ray backend runs. */
 export const rayOnlySteps = ['startRayHead', 'startRayWorkers', 'verifyRayCluster'] as const;
 
 /** The backend a spec as written asks for (a spec the report reads may be invalid: then ray, the default). */
@@ -23,11 +24,6 @@ export function backendOfInput(input: unknown): LaunchBackend {
     : 'ray';
 }
 
-export interface BackendIssue {
-  path: (string | number)[];
-  message: string;
-}
-
 /**
  * The fields of the `ray` block that only a Ray cluster reads, with their defaults; the other fields describe any
  * rank's container. The default itself passes: a parsed spec carries it, and the CLI sends the parsed spec to the
@@ -35,7 +31,6 @@ export interface BackendIssue {
  */
 export const rayOnlyFields = { port: 6379, verifyTimeout: '90s' } as const;
 
-/** Multiproc-only fields of `serve`. */
 const multiprocOnlyFields = ['masterPort', 'distributedTimeout'] as const;
 
 function isRecord(v: unknown): v is Record<string, unknown> {
@@ -46,10 +41,10 @@ function isRecord(v: unknown): v is Record<string, unknown> {
  * Checked on the spec as written, before defaults fill `ray.port` and `ray.verifyTimeout` in: a Ray-only field
  * the user set for a multiproc launch would be silently ignored, so it is refused.
  */
-export function writtenFieldIssues(raw: unknown): BackendIssue[] {
+export function writtenFieldIssues(raw: unknown): SpecIssue[] {
   if (!isRecord(raw) || !isRecord(raw.serve)) return [];
   const backend = raw.serve.backend ?? 'ray';
-  const issues: BackendIssue[] = [];
+  const issues: SpecIssue[] = [];
   if (backend === 'multiproc' && isRecord(raw.ray)) {
     for (const [field, byDefault] of Object.entries(rayOnlyFields)) {
       const value = raw.ray[field];
@@ -74,27 +69,13 @@ export function writtenFieldIssues(raw: unknown): BackendIssue[] {
   return issues;
 }
 
-/** The parts of a parsed spec the multiproc rules read. */
-export interface BackendShape {
-  hosts: readonly unknown[];
-  gpu: { perHost: number };
-  ray: { port: number };
-  serve: {
-    backend: LaunchBackend;
-    port: number;
-    tensorParallelSize: number;
-    args: readonly string[];
-    masterPort?: number | undefined;
-  };
-}
-
 /**
  * What the multiproc launch needs of a parsed spec: a master port, serve.args that leave the flags it sets alone,
  * and one worker per GPU of the cluster.
  */
-export function multiprocIssues(spec: BackendShape): BackendIssue[] {
+export function multiprocIssues(spec: Pick<DeploySpec, 'hosts' | 'gpu' | 'serve'>): SpecIssue[] {
   if (spec.serve.backend !== 'multiproc') return [];
-  const issues: BackendIssue[] = [];
+  const issues: SpecIssue[] = [];
   const { masterPort, port, tensorParallelSize: tp } = spec.serve;
   if (masterPort === undefined) {
     issues.push({

@@ -2,10 +2,24 @@
 // validate with it.
 import { z } from 'zod';
 import { isSecretEnvName } from '../shared/secrets.js';
-import { shown } from './errors.js';
-import { hostSteeringEnvProblem, reservedEnvNameProblem } from './host-env.js';
+import { problemCheck, shown } from './errors.js';
 import { maxItems, maxRenderedBytes } from './limits.js';
 import { argText, envName, utf8Bytes, workerPath } from './text-fields.js';
+
+// Env names that must not carry a secret reference. A secret's value reaches the GPU host's shell environment
+// (envTransport exports it there before `docker run`/`docker exec`, so docker can complete `-e NAME`), and
+// these names steer that shell or the docker CLI: a spec could point docker at another daemon, preload a
+// library, or change what `docker` means.
+const hostSteering = /^(PATH|HOME|IFS|ENV|BASH_ENV|SHELL|LD_[A-Za-z0-9_]*|DOCKER_[A-Za-z0-9_]*)$/;
+
+/** Why `name` may not be a secret reference's variable or the name of an env entry holding one; else undefined. */
+function hostSteeringEnvProblem(name: string): string | undefined {
+  if (!hostSteering.test(name)) return undefined;
+  return (
+    `${name} steers the GPU host's shell or docker CLI, and a secret reference's value is exported in that ` +
+    'shell: name the variable something else (PATH, HOME, IFS, ENV, BASH_ENV, SHELL, LD_* and DOCKER_* are refused)'
+  );
+}
 
 /**
  * A secret is named, never written: the spec travels through Temporal's history, so the worker resolves the
@@ -13,10 +27,7 @@ import { argText, envName, utf8Bytes, workerPath } from './text-fields.js';
  */
 export const secretRefSchema = z.union([
   z.strictObject({
-    fromEnv: envName.superRefine((name, ctx) => {
-      const problem = hostSteeringEnvProblem(name);
-      if (problem) ctx.addIssue({ code: 'custom', message: problem });
-    }),
+    fromEnv: envName.superRefine(problemCheck(hostSteeringEnvProblem)),
   }),
   z.strictObject({ fromFile: workerPath }),
 ]);
@@ -77,9 +88,13 @@ export const envMap = z
       ctx.addIssue({ code: 'custom', message: size });
       return;
     }
-    for (const name of Object.keys(raw)) {
-      const problem = reservedEnvNameProblem(name);
-      if (problem) ctx.addIssue({ code: 'custom', path: [name], message: problem });
+    // As a key, `__proto__` is the prototype of the object that holds the env.
+    if (Object.keys(raw).includes('__proto__')) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['__proto__'],
+        message: '"__proto__" is not allowed as an environment variable name',
+      });
     }
   })
   .pipe(envRecord);

@@ -1,6 +1,20 @@
 // Spec errors name the field path, what was found and what is expected.
 import type { z } from 'zod';
 
+/** A zod check that refuses a value with what `problem` says is wrong with it (undefined: nothing). */
+export function problemCheck<T>(problem: (value: T) => string | undefined) {
+  return (value: T, ctx: z.RefinementCtx<T>): void => {
+    const message = problem(value);
+    if (message) ctx.addIssue({ code: 'custom', message });
+  };
+}
+
+/** A problem a rule outside zod finds, at its field's path: the schema adds it as a custom issue. */
+export interface SpecIssue {
+  path: (string | number)[];
+  message: string;
+}
+
 export function formatPath(path: readonly PropertyKey[]): string {
   let out = '';
   for (const part of path) {

@@ -5,13 +5,6 @@
 // 6to4, Teredo) are refused whole: what they reach is not this worker's to judge.
 import { BlockList, isIP } from 'node:net';
 
-interface InsideRange {
-  cidr: string;
-  /** What kind of address it is, for the refusal: "a private address". */
-  kind: string;
-  list: BlockList;
-}
-
 // First match wins: the metadata addresses before the link-local and private ranges that hold them.
 const ranges: ReadonlyArray<readonly [cidr: string, kind: string]> = [
   ['169.254.169.254/32', 'the cloud metadata address'],
@@ -45,7 +38,7 @@ const ranges: ReadonlyArray<readonly [cidr: string, kind: string]> = [
   ['2001::/32', 'a translated IPv4 address (Teredo)'],
 ];
 
-const insideRanges: InsideRange[] = ranges.map(([cidr, kind]) => {
+const insideRanges = ranges.map(([cidr, kind]) => {
   const [network = '', prefix = ''] = cidr.split('/');
   const list = new BlockList();
   list.addSubnet(network, Number(prefix), isIP(network) === 6 ? 'ipv6' : 'ipv4');

@@ -34,7 +34,6 @@ export const maxChars = {
   shmSize: 16,
 } as const;
 
-/** Items of the spec's lists and maps. */
 export const maxItems = {
   /** serve.args: vLLM has about 200 options. */
   args: 256,

@@ -21,10 +21,9 @@ export function loadSpecFile<S extends z.ZodType>(schema: S, file: string): z.in
   try {
     text = readSpecFile(file);
   } catch (err) {
-    if (err instanceof SpecFileRefused) throw new SpecError(`cannot read spec file ${file}: ${err.message}`);
-    throw new SpecError(
-      `cannot read spec file ${file}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`,
-    );
+    const why =
+      err instanceof SpecFileRefused ? err.message : ((err as NodeJS.ErrnoException).code ?? String(err));
+    throw new SpecError(`cannot read spec file ${file}: ${why}`);
   }
   return parseSpecText(schema, text, file);
 }

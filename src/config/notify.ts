@@ -3,6 +3,7 @@
 // Discord, Teams…) must be: the spec's rule for credential-shaped values (shared/secrets.ts) refuses it literal.
 // Where a URL may go is the worker's policy's to say (webhook-policy.ts), not the schema's.
 import { z } from 'zod';
+import { secretRefSchema } from './env-schema.js';
 
 export const notifyEvents = [
   'deploySucceeded',
@@ -15,34 +16,32 @@ export const notifyEvents = [
 export type NotifyEvent = (typeof notifyEvents)[number];
 
 /** Webhooks a spec may have: each event is one POST to each, retried; more would be a way to flood from the worker. */
-export const maxWebhooks = 10;
+const maxWebhooks = 10;
 
 const httpUrl = z.string().refine((s) => /^https?:\/\/[^\s/]+/.test(s), {
   error: (issue) =>
     `${JSON.stringify(issue.input)} is not an http(s) URL; write e.g. https://hooks.example.com/liftoff, or { fromEnv: NAME } when the URL is a secret`,
 });
 
-/** Built with the spec's secret-reference schema (schema.ts owns it; importing it here would be a cycle). */
-export function notifySchema<R extends z.ZodType>(secretRef: R) {
-  const webhook = z.strictObject({
-    url: z.union([httpUrl, secretRef]),
-    /** Which events to send; default every one. */
-    events: z
-      .array(z.enum(notifyEvents, { error: `expected one of ${notifyEvents.join(', ')}` }))
-      .min(1, 'expected at least one event (or leave events out for all)')
-      .default([...notifyEvents]),
-    /** Add a Slack-compatible `text` field to the JSON. */
-    slack: z.boolean().default(true),
-  });
-  return z
-    .strictObject({
-      webhooks: z
-        .array(webhook)
-        .max(maxWebhooks, {
-          error: (issue) =>
-            `${Array.isArray(issue.input) ? issue.input.length : 'too many'} webhooks; a spec may have at most ${maxWebhooks} (each event is posted to every one of them): keep those that need it, or post to one receiver that fans out`,
-        })
-        .default([]),
-    })
-    .default({ webhooks: [] });
-}
+const webhook = z.strictObject({
+  url: z.union([httpUrl, secretRefSchema]),
+  /** Which events to send; default every one. */
+  events: z
+    .array(z.enum(notifyEvents, { error: `expected one of ${notifyEvents.join(', ')}` }))
+    .min(1, 'expected at least one event (or leave events out for all)')
+    .default([...notifyEvents]),
+  /** Add a Slack-compatible `text` field to the JSON. */
+  slack: z.boolean().default(true),
+});
+
+export const notifySchema = z
+  .strictObject({
+    webhooks: z
+      .array(webhook)
+      .max(maxWebhooks, {
+        error: (issue) =>
+          `${Array.isArray(issue.input) ? issue.input.length : 'too many'} webhooks; a spec may have at most ${maxWebhooks} (each event is posted to every one of them): keep those that need it, or post to one receiver that fans out`,
+      })
+      .default([]),
+  })
+  .default({ webhooks: [] });

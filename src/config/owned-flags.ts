@@ -4,55 +4,32 @@
 // refused at validation, naming the spec field that sets it. Pure: the schema runs it, in workflows too.
 import { flagName } from '../shared/secrets.js';
 
-export interface OwnedFlag {
-  /** The flag's name as vLLM reads it (flagName: no dashes, `_` as `-`). */
-  name: string;
-  /** vLLM's one-dash alias, if any (`-tp`). */
-  alias?: string;
-  /** Why the spec may not set it here, and what to write instead. */
-  fix: string;
-}
+/**
+ * Each flag by its name as vLLM reads it (flagName: no dashes, `_` as `-`), with why the spec may not set it here
+ * and what to write instead.
+ */
+const multiprocOwnedFlags: Record<string, string> = {
+  nnodes: 'liftoff sets it to the number of hosts (one rank a host); remove it',
+  'node-rank':
+    'liftoff gives each host its rank by its place in hosts (the head, hosts[0], is rank 0); remove it',
+  'master-addr':
+    "liftoff sets it to the head's clusterIp (hosts[0].clusterIp); remove it, and set that instead",
+  'master-port':
+    'liftoff sets it from serve.masterPort, which preflight checks is free on the head; set serve.masterPort instead',
+  'tensor-parallel-size':
+    'liftoff sets it from serve.tensorParallelSize, checked against hosts × gpu.perHost; set serve.tensorParallelSize instead',
+  'distributed-executor-backend':
+    "liftoff sets mp (vLLM's multiprocessing workers); remove it, or set serve.backend: ray for Ray's executor",
+  'distributed-timeout-seconds':
+    'liftoff sets it from serve.distributedTimeout; set serve.distributedTimeout instead (e.g. 5m)',
+  port: "liftoff sets rank 0's API port from serve.port, which the health checks and the supervisor call; set serve.port instead",
+  headless: 'liftoff runs every rank but rank 0 headless, and rank 0 serves the API; remove it',
+  'served-model-name':
+    'liftoff sets it from serve.servedModelName, the name the health checks and the smoke test ask for; set serve.servedModelName instead',
+};
 
-export const multiprocOwnedFlags: readonly OwnedFlag[] = [
-  { name: 'nnodes', fix: 'liftoff sets it to the number of hosts (one rank a host); remove it' },
-  {
-    name: 'node-rank',
-    fix: 'liftoff gives each host its rank by its place in hosts (the head, hosts[0], is rank 0); remove it',
-  },
-  {
-    name: 'master-addr',
-    fix: "liftoff sets it to the head's clusterIp (hosts[0].clusterIp); remove it, and set that instead",
-  },
-  {
-    name: 'master-port',
-    fix: 'liftoff sets it from serve.masterPort, which preflight checks is free on the head; set serve.masterPort instead',
-  },
-  {
-    name: 'tensor-parallel-size',
-    alias: 'tp',
-    fix: 'liftoff sets it from serve.tensorParallelSize, checked against hosts × gpu.perHost; set serve.tensorParallelSize instead',
-  },
-  {
-    name: 'distributed-executor-backend',
-    fix: "liftoff sets mp (vLLM's multiprocessing workers); remove it, or set serve.backend: ray for Ray's executor",
-  },
-  {
-    name: 'distributed-timeout-seconds',
-    fix: 'liftoff sets it from serve.distributedTimeout; set serve.distributedTimeout instead (e.g. 5m)',
-  },
-  {
-    name: 'port',
-    fix: "liftoff sets rank 0's API port from serve.port, which the health checks and the supervisor call; set serve.port instead",
-  },
-  {
-    name: 'headless',
-    fix: 'liftoff runs every rank but rank 0 headless, and rank 0 serves the API; remove it',
-  },
-  {
-    name: 'served-model-name',
-    fix: 'liftoff sets it from serve.servedModelName, the name the health checks and the smoke test ask for; set serve.servedModelName instead',
-  },
-];
+/** vLLM's one-dash aliases of the owned flags. */
+const ownedAliases = new Map([['tp', 'tensor-parallel-size']]);
 
 // vLLM's data parallel (--data-parallel-size/-dp and its -address, -rpc-port, -start-rank, -size-local, … with their
 // -dpa, -dpp, -dpr, -dpl, … aliases) gives ranks other roles and counts than liftoff's one engine over every GPU of
@@ -83,11 +60,11 @@ export function multiprocOwnedArgIssues(args: readonly string[]): Array<{ index:
     if (name === undefined) return;
     // Quoted without its value, as vLLM would name it.
     const shown = JSON.stringify(arg.replace(/=.*$/s, ''));
-    const owned = multiprocOwnedFlags.find((f) => f.alias === name || expandsTo(name, f.name));
+    const owned = ownedAliases.get(name) ?? Object.keys(multiprocOwnedFlags).find((f) => expandsTo(name, f));
     if (owned) {
       issues.push({
         index,
-        message: `${shown} is --${owned.name}, which serve.backend: multiproc sets on every rank's command line; a value here would override it (vLLM keeps the last). ${owned.fix}`,
+        message: `${shown} is --${owned}, which serve.backend: multiproc sets on every rank's command line; a value here would override it (vLLM keeps the last). ${multiprocOwnedFlags[owned]}`,
       });
     } else if (
       dataParallelAlias.test(name) ||

@@ -4,11 +4,12 @@
 // worker, and by `liftoff validate`. A path is allowed when it lies in a listed file or directory both as written
 // (after `~` and `..` are resolved) and, when it exists, once its symlinks are followed: a link cannot lead out.
 // `liftoff trust`, which writes, asks more: the known_hosts file must be listed itself (knownHostsWriteRefusal).
-import { constants, realpathSync, statSync } from 'node:fs';
+import { constants, realpathSync, statSync, type Stats } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { formatPath } from './errors.js';
 import type { EnvSpec, SecretRef } from './schema.js';
+import type { SshAuthRef } from './targets.js';
 import { checkWebhookUrl } from './webhook-policy.js';
 import { expandWorkerPath, isWorkerOwnVariable, settingHint, type WorkerPolicy } from './worker-policy.js';
 
@@ -19,11 +20,7 @@ export interface PolicyRefusal {
 }
 
 /** The SSH settings a spec (or an activity's host reference) asks the worker to use. */
-export interface SshAuthRequest {
-  knownHostsPath: string;
-  privateKeyPath?: string | undefined;
-  useAgent?: boolean | undefined;
-}
+export type SshAuthRequest = SshAuthRef;
 
 /** The parts of a spec that reach worker-side resources. */
 export interface PolicySubject {
@@ -46,11 +43,11 @@ function realpathOf(path: string): string | undefined {
   }
 }
 
-function isDirectory(path: string): boolean {
+function statOf(path: string): Stats | undefined {
   try {
-    return statSync(path).isDirectory();
+    return statSync(path);
   } catch {
-    return false;
+    return undefined;
   }
 }
 
@@ -106,7 +103,7 @@ export function knownHostsWriteRefusal(
   home: string = homedir(),
 ): PolicyRefusal | undefined {
   const written = expandWorkerPath(knownHostsPath, home);
-  if (policy.knownHosts.includes(written) && !isDirectory(written)) return undefined;
+  if (policy.knownHosts.includes(written) && statOf(written)?.isDirectory() !== true) return undefined;
   const folder = policy.knownHosts.find((entry) => within(written, entry));
   const why =
     folder !== undefined
@@ -134,19 +131,15 @@ export function envRefusal(name: string, policy: WorkerPolicy): string | undefin
  * (another worker may hold it; reading it fails later with its own message), anything else there must be a
  * regular file within the size cap, inside the secrets directory once its links are followed.
  */
-export function secretFileRefusal(
+function secretFileRefusal(
   path: string,
   policy: WorkerPolicy,
   home: string = homedir(),
 ): string | undefined {
   const outside = `${JSON.stringify(path)} is not in this worker's secrets directory (secretsDir: ${policy.secretsDir}). Put the secret there, or change ${settingHint('secretsDir', policy)}.`;
   if (!allowedBy(path, [policy.secretsDir], home)) return outside;
-  let stat;
-  try {
-    stat = statSync(expandWorkerPath(path, home));
-  } catch {
-    return undefined;
-  }
+  const stat = statOf(expandWorkerPath(path, home));
+  if (stat === undefined) return undefined;
   if (!stat.isFile())
     return `${JSON.stringify(path)} is not a regular file; a secret is read from a regular file only.`;
   if (stat.size > policy.maxSecretFileBytes) {
@@ -245,11 +238,8 @@ export async function readSecretFile(
     if (!stat.isFile()) throw new SecretFileError(`${JSON.stringify(path)} is not a regular file`);
     const buffer = Buffer.alloc(policy.maxSecretFileBytes + 1);
     let bytesRead = 0;
-    for (;;) {
-      const { bytesRead: n } = await handle.read(buffer, bytesRead, buffer.length - bytesRead, bytesRead);
-      bytesRead += n;
-      if (n === 0 || bytesRead === buffer.length) break;
-    }
+    for (let n = 1; n > 0 && bytesRead < buffer.length; bytesRead += n)
+      ({ bytesRead: n } = await handle.read(buffer, bytesRead, buffer.length - bytesRead, bytesRead));
     if (bytesRead > policy.maxSecretFileBytes) {
       throw new SecretFileError(
         `${JSON.stringify(path)} is larger than the ${policy.maxSecretFileBytes} bytes a secret file may hold`,

@@ -12,11 +12,10 @@ import {
 import { superviseSchema } from './supervise.js';
 import { notifySchema } from './notify.js';
 import { launchBackends, multiprocIssues, rayOnlyFields, writtenFieldIssues } from './backend.js';
-import { boundedDuration } from './duration-schema.js';
-import { envMap, secretRefSchema } from './env-schema.js';
-import { shown } from './errors.js';
-import { hostIssues } from './host-rules.js';
-import { jumpChainIssues } from './jump-chains.js';
+import { boundedDuration } from './duration.js';
+import { envMap } from './env-schema.js';
+import { problemCheck, shown } from './errors.js';
+import { hostIssues, jumpChainIssues } from './host-rules.js';
 import { hour, maxChars, maxHosts, maxItems, maxRenderedBytes, maxTimeoutMs, second } from './limits.js';
 import { argText, cappedList, cappedText, hostPath, utf8Bytes, workerPath } from './text-fields.js';
 
@@ -57,7 +56,6 @@ const containerName = cappedText(maxChars.containerName).regex(
   'expected a docker container name ([a-zA-Z0-9][a-zA-Z0-9_.-]+)',
 );
 
-/** What systemd accepts as a unit name. */
 const unitName = cappedText(maxChars.unitName).regex(
   /^[A-Za-z0-9:_.\\@-]+(\.(service|socket|target|timer|mount|path|scope|slice))?$/,
   'expected a systemd unit name such as vllm.service',
@@ -88,8 +86,10 @@ const imageRef = cappedText(maxChars.image).regex(
   'expected a docker image reference such as vllm/vllm-openai:latest',
 );
 
+const unixUser = z.string().regex(/^[a-z_][a-z0-9_-]{0,31}$/i, 'expected a Unix user name');
+
 export const sshSchema = z.strictObject({
-  user: z.string().regex(/^[a-z_][a-z0-9_-]{0,31}$/i, 'expected a Unix user name'),
+  user: unixUser,
   port: port.default(22),
   /** A path, never key material: the key is read inside activities. */
   privateKeyPath: workerPath.optional(),
@@ -104,10 +104,7 @@ export const hostSchema = z.strictObject({
     'expected an IP address or DNS name',
   ),
   port: port.optional(),
-  user: z
-    .string()
-    .regex(/^[a-z_][a-z0-9_-]{0,31}$/i, 'expected a Unix user name')
-    .optional(),
+  user: unixUser.optional(),
   clusterIp: ipv4.optional(),
   role: z.enum(['head', 'worker']).default('worker'),
   jumpHost: hostName.optional(),
@@ -136,10 +133,7 @@ const deploySpecObject = z
     cleanup: z
       .strictObject({
         services: cappedList(
-          unitName.superRefine((unit, ctx) => {
-            const problem = protectedUnitProblem(unit);
-            if (problem) ctx.addIssue({ code: 'custom', message: problem });
-          }),
+          unitName.superRefine(problemCheck(protectedUnitProblem)),
           maxItems.cleanup,
           'units',
         ).default([]),
@@ -217,10 +211,7 @@ const deploySpecObject = z
           });
         }),
       env: envMap,
-      logPath: hostPath.superRefine((path, ctx) => {
-        const problem = logPathProblem(path);
-        if (problem) ctx.addIssue({ code: 'custom', message: problem });
-      }),
+      logPath: hostPath.superRefine(problemCheck(logPathProblem)),
       /** Where the weights live on each host; default: the Hugging Face cache of a mounted volume. */
       modelPath: hostPath.optional(),
       loadTimeout: timeout('25m').default('25m'),
@@ -253,7 +244,7 @@ const deploySpecObject = z
       .default({ minFreeDiskGiB: 10, hashWeights: false, maxClockSkew: '5s' }),
     onFailure: z.enum(['leave', 'teardown']).default('leave'),
     supervise: superviseSchema,
-    notify: notifySchema(secretRefSchema),
+    notify: notifySchema,
   })
   .superRefine((spec, ctx) => {
     // Whatever its name: a value the rules call a credential never enters the workflow's input.

@@ -2,12 +2,13 @@
 // is refused at once instead of blocking or streaming for ever; at most maxSpecFileBytes; UTF-8 without control
 // characters (YAML allows none; a NUL would be cut or kept by whatever reads the value next).
 import { closeSync, constants, fstatSync, openSync, readSync, statSync, type Stats } from 'node:fs';
+import { where } from './spec-yaml.js';
 
 /**
  * The largest spec file: the reference spec is 1.2 KiB, one with 256 hosts about 40 KiB. (What the YAML in it
  * may cost is bounded apart, in spec-yaml.ts.)
  */
-export const maxSpecFileBytes = 1024 * 1024;
+const maxSpecFileBytes = 1024 * 1024;
 
 export class SpecFileRefused extends Error {
   override name = 'SpecFileRefused';
@@ -70,12 +71,9 @@ function decodeSpecText(bytes: Uint8Array): string {
   // eslint-disable-next-line no-control-regex -- the control characters are what this looks for
   const control = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/.exec(text);
   if (control) {
-    const before = text.slice(0, control.index);
-    const line = before.split('\n').length;
-    const column = control.index - before.lastIndexOf('\n');
     const code = control[0].charCodeAt(0).toString(16).padStart(4, '0');
     throw new SpecFileRefused(
-      `it holds the control character U+${code} at line ${line}, column ${column}, which YAML does not allow in a file; remove it (a double-quoted string can write one as an escape, e.g. "\\t")`,
+      `it holds the control character U+${code} at ${where(text, control.index)}, which YAML does not allow in a file; remove it (a double-quoted string can write one as an escape, e.g. "\\t")`,
     );
   }
   return text;

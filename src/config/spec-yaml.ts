@@ -9,22 +9,22 @@ import type { Document, Node, Pair } from 'yaml';
 import { formatPath } from './errors.js';
 
 /** Nesting of the parser's collections: the reference spec reaches 6. */
-export const maxYamlDepth = 64;
+const maxYamlDepth = 64;
 
 /** Items of one collection: a spec's longest lists (hosts, args, env) hold at most 256. */
-export const maxYamlItems = 1024;
+const maxYamlItems = 1024;
 
 /**
  * Nodes of the document (keys, values, collections, aliases): a spec of 256 hosts with every host field set
  * has about 6 000; the library takes about 15 µs and several hundred bytes for each.
  */
-export const maxYamlNodes = 16_384;
+const maxYamlNodes = 16_384;
 
 /**
  * Tokens of the text, comments and line breaks included (a megabyte of empty lines took 3.2 s and 300 MB): a
  * spec of 256 hosts with every host field set is about 15 000.
  */
-export const maxYamlTokens = 100_000;
+const maxYamlTokens = 100_000;
 
 /** The lexer's tokens that start a node (a plain scalar starts with the lexer's SCALAR mark). */
 const nodeTokens = new Set<string | null>([
@@ -41,7 +41,7 @@ const nodeTokens = new Set<string | null>([
 ]);
 
 /** Aliases resolved per anchor, weighted by what they copy (the yaml library's own measure). */
-export const maxYamlAliasCount = 100;
+const maxYamlAliasCount = 100;
 
 /** Text the loader refuses; `field` is the spec path of the value at fault, when there is one. */
 export class YamlRefused extends Error {
@@ -73,7 +73,8 @@ export function parseSpecYaml(text: string): unknown {
   }
 }
 
-function where(text: string, offset: number): string {
+/** "line L, column C" of `offset` in `text`, both counted from 1. */
+export function where(text: string, offset: number): string {
   const before = text.slice(0, offset);
   return `line ${before.split('\n').length}, column ${offset - before.lastIndexOf('\n')}`;
 }

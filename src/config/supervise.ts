@@ -1,8 +1,7 @@
 // The `supervise` section of the spec: how the supervising workflow probes a serving cluster, when it calls the
 // cluster lost, and how many whole-cluster relaunches it may make. Pure (workflows validate with it).
 import { z } from 'zod';
-import { parseDuration } from './duration.js';
-import { boundedDuration } from './duration-schema.js';
+import { boundedDuration, parseDuration } from './duration.js';
 import { day, hour, maxTimeoutMs, minute, second } from './limits.js';
 
 export const superviseDefaults = {
@@ -57,18 +56,15 @@ export const superviseSchema = z
     probeTimeout: boundedDuration({ minMs: second, maxMs: hour, maxText: '1h', example: '10s' }).optional(),
   })
   .superRefine((s, ctx) => {
-    const interval = parseDuration(s.interval);
-    const probe = s.probeTimeout === undefined ? undefined : parseDuration(s.probeTimeout);
-    if (s.probeTimeout !== undefined && interval !== undefined && probe !== undefined && probe > interval) {
+    // A field that is not a duration (or not set) reports itself, if at all; it fails neither comparison.
+    if ((parseDuration(s.probeTimeout ?? '') ?? 0) > (parseDuration(s.interval) ?? Infinity)) {
       ctx.addIssue({
         code: 'custom',
         path: ['probeTimeout'],
         message: `${s.probeTimeout} is longer than supervise.interval ${s.interval}: a round would outlast the interval; lower probeTimeout or raise interval`,
       });
     }
-    const window = parseDuration(s.window);
-    const backoff = parseDuration(s.backoff);
-    if (window !== undefined && backoff !== undefined && backoff > window) {
+    if ((parseDuration(s.backoff) ?? 0) > (parseDuration(s.window) ?? Infinity)) {
       ctx.addIssue({
         code: 'custom',
         path: ['backoff'],
@@ -80,7 +76,6 @@ export const superviseSchema = z
 
 export type SuperviseSpec = z.infer<typeof superviseSchema>;
 
-/** The completion probe's timeout in ms. */
 export function probeTimeoutMs(s: SuperviseSpec): number {
   const interval = parseDuration(s.interval) ?? 30_000;
   const set = s.probeTimeout === undefined ? undefined : parseDuration(s.probeTimeout);

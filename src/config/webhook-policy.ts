@@ -18,17 +18,8 @@ export interface WebhookTarget {
   listed: boolean;
 }
 
-/** The URL's origin, or a placeholder when `url` is not a URL: for messages, which never show more. */
-export function webhookOrigin(url: string): string {
-  try {
-    return new URL(url).origin;
-  } catch {
-    return '(not a URL)';
-  }
-}
-
 /** The address a URL's host names when it is an IP literal (brackets off); undefined for a name. */
-export function ipLiteralOf(url: URL): string | undefined {
+function ipLiteralOf(url: URL): string | undefined {
   const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
   return isIP(host) !== 0 ? host : undefined;
 }

@@ -11,7 +11,6 @@ import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { formatIssues } from './errors.js';
 
-/** The variable that names the worker's policy file. */
 export const workerPolicyEnv = 'LIFTOFF_WORKER_POLICY';
 
 /**
@@ -22,40 +21,6 @@ const workerOwnVariable = /^(LIFTOFF_|TEMPORAL_)/i;
 
 export function isWorkerOwnVariable(name: string): boolean {
   return workerOwnVariable.test(name);
-}
-
-export interface WorkerPolicy {
-  /** Where the policy came from, for messages: the file and the variable that named it, or the defaults. */
-  source: string;
-  /** The policy file, when one was read: where a refusal tells the operator to widen it. */
-  file?: string;
-  /**
-   * Absolute paths (home expanded) a spec may name as ssh.knownHostsPath. An entry names a file, which a spec may
-   * name as it is, or a directory, any file under which a spec may name for reading. `liftoff trust` writes only
-   * to a file listed here by its own path, never to one that is merely under a listed directory.
-   */
-  knownHosts: string[];
-  /** The same, for ssh.privateKeyPath (read only). */
-  privateKeys: string[];
-  /** Whether ssh.useAgent may use this worker's SSH agent (SSH_AUTH_SOCK of the worker). */
-  agent: boolean;
-  /** `{ fromFile }` must name a regular file under this directory. */
-  secretsDir: string;
-  /** The largest secret file `{ fromFile }` reads. */
-  maxSecretFileBytes: number;
-  /** The variables `{ fromEnv }` may read. */
-  fromEnv: string[];
-  /**
-   * The host addresses (as the spec's hosts and jump hosts give them) allowed to sign the key exchange with SHA-1
-   * (`ssh-rsa`), which a forged signature could impersonate; `true`: every host. Only a server older than OpenSSH
-   * 7.2 needs it.
-   */
-  sshRsaHostKeys: true | string[];
-  /**
-   * Webhook origins (`http://127.0.0.1:9000`, `https://hooks.internal.example`, as URL.origin writes them) a spec
-   * may post to whatever they are and resolve to. Any other webhook must be `https://` to a public address.
-   */
-  webhooks: string[];
 }
 
 /** How to allow something: the setting, in the policy file the worker reads or in one it would read. */
@@ -77,7 +42,7 @@ const opensshDefaultKeys = ['id_rsa', 'id_ecdsa', 'id_ecdsa_sk', 'id_ed25519', '
  * a folder would let a spec name ~/.ssh/authorized_keys as its known_hosts. known_hosts2, OpenSSH's legacy second
  * file, is left out too; a policy file can list it.
  */
-export const defaultWorkerPolicySettings = {
+const defaultWorkerPolicySettings = {
   knownHosts: ['~/.ssh/known_hosts'],
   privateKeys: opensshDefaultKeys.map((name) => `~/.ssh/${name}`),
   agent: true,
@@ -115,7 +80,7 @@ const webhookOriginSetting = z.string().transform((s, ctx) => {
 });
 
 /** The origin `text` names when it is an http(s) origin with nothing after it but `/`; undefined otherwise. */
-export function webhookOriginOf(text: string): string | undefined {
+function webhookOriginOf(text: string): string | undefined {
   let url: URL;
   try {
     url = new URL(text);
@@ -127,31 +92,57 @@ export function webhookOriginOf(text: string): string | undefined {
     url.username === '' &&
     url.password === '' &&
     url.pathname === '/' &&
-    url.search === '' &&
-    url.hash === '' &&
     /^https?:\/\/[^/?#]+\/?$/i.test(text);
   return bare ? url.origin : undefined;
 }
 
 /** The policy file: every field optional, a missing one keeps its default. */
 export const workerPolicySettingsSchema = z.strictObject({
+  /**
+   * Absolute paths (home expanded) a spec may name as ssh.knownHostsPath. An entry names a file, which a spec may
+   * name as it is, or a directory, any file under which a spec may name for reading. `liftoff trust` writes only
+   * to a file listed here by its own path, never to one that is merely under a listed directory.
+   */
   knownHosts: z.array(pathSetting).optional(),
+  /** The same, for ssh.privateKeyPath (read only). */
   privateKeys: z.array(pathSetting).optional(),
+  /** Whether ssh.useAgent may use this worker's SSH agent (SSH_AUTH_SOCK of the worker). */
   agent: z.boolean().optional(),
+  /** `{ fromFile }` must name a regular file under this directory. */
   secretsDir: pathSetting.optional(),
+  /** The largest secret file `{ fromFile }` reads. */
   maxSecretFileBytes: z
     .number()
     .int()
     .min(1)
     .max(1024 * 1024, 'expected at most 1048576 (1 MiB): a secret is a line, not a file of data')
     .optional(),
+  /** The variables `{ fromEnv }` may read. */
   fromEnv: z.array(envNameSetting).optional(),
+  /**
+   * The host addresses (as the spec's hosts and jump hosts give them) allowed to sign the key exchange with SHA-1
+   * (`ssh-rsa`), which a forged signature could impersonate; `true`: every host. Only a server older than OpenSSH
+   * 7.2 needs it.
+   */
   sshRsaHostKeys: z
     .union([z.boolean(), z.array(z.string().regex(/^[^\s,]+$/, 'expected a host address'))])
     .optional(),
+  /**
+   * Webhook origins (`http://127.0.0.1:9000`, `https://hooks.internal.example`, as URL.origin writes them) a spec
+   * may post to whatever they are and resolve to. Any other webhook must be `https://` to a public address.
+   */
   webhooks: z.array(webhookOriginSetting).optional(),
 });
 export type WorkerPolicySettings = z.infer<typeof workerPolicySettingsSchema>;
+
+/** A worker's policy: its settings with every default filled in and every path expanded. */
+export type WorkerPolicy = Required<Omit<WorkerPolicySettings, 'sshRsaHostKeys'>> & {
+  /** Where the policy came from, for messages: the file and the variable that named it, or the defaults. */
+  source: string;
+  /** The policy file, when one was read: where a refusal tells the operator to widen it. */
+  file?: string;
+  sshRsaHostKeys: true | string[];
+};
 
 export class WorkerPolicyError extends Error {
   override name = 'WorkerPolicyError';
@@ -172,21 +163,17 @@ export function workerPolicyFrom(
   file?: string,
 ): WorkerPolicy {
   const merged = { ...defaultWorkerPolicySettings, ...settings };
+  const expand = (path: string) => expandWorkerPath(path, home);
   return {
+    ...merged,
     source,
     ...(file !== undefined ? { file } : {}),
-    knownHosts: merged.knownHosts.map((p) => expandWorkerPath(p, home)),
-    privateKeys: merged.privateKeys.map((p) => expandWorkerPath(p, home)),
-    agent: merged.agent,
-    secretsDir: expandWorkerPath(merged.secretsDir, home),
-    maxSecretFileBytes: merged.maxSecretFileBytes,
+    knownHosts: merged.knownHosts.map(expand),
+    privateKeys: merged.privateKeys.map(expand),
+    secretsDir: expand(merged.secretsDir),
     fromEnv: [...merged.fromEnv],
     sshRsaHostKeys:
-      merged.sshRsaHostKeys === true
-        ? true
-        : merged.sshRsaHostKeys === false
-          ? []
-          : [...merged.sshRsaHostKeys],
+      typeof merged.sshRsaHostKeys === 'boolean' ? merged.sshRsaHostKeys || [] : [...merged.sshRsaHostKeys],
     webhooks: [...merged.webhooks],
   };
 }

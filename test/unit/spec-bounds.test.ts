@@ -7,7 +7,7 @@ import { deploySpecSchema, probeSpecSchema } from '../../src/config/schema.js';
 import { formatIssues } from '../../src/config/errors.js';
 import { refusalOf } from '../helpers/spec-refusal.js';
 import { parseDuration } from '../../src/config/duration.js';
-import { jumpChainIssues } from '../../src/config/jump-chains.js';
+import { jumpChainIssues } from '../../src/config/host-rules.js';
 import { resolveSshTarget } from '../../src/config/targets.js';
 import { manyHosts, referenceSpec, type JsonObject } from '../helpers/hostile-specs.js';
 
