@@ -20,7 +20,6 @@ import {
 } from '../host-commands/multiproc.js';
 import {
   judgeMasterPort,
-  listenerOf,
   listenerRead,
   rankConfirmCommands,
   rankConfirmPollMs,
@@ -29,6 +28,7 @@ import {
   rankRun,
 } from '../steps/start-rank.js';
 import { markerLookOf } from '../steps/launch-serve.js';
+import { listenerOf } from '../parsers/listeners.js';
 import { answerOf, execSectioned, runCommands } from './run-commands.js';
 import { containerOf, logChunkOf, tailLinesOf } from './health.js';
 import { rankPollCommand } from '../host-commands/polls.js';
@@ -90,7 +90,7 @@ async function readListener(session: SshSession, port: number): Promise<ExecResu
 export async function checkMasterPort(input: MasterPortInput): Promise<MasterPortResult> {
   const host = input.host.target.name;
   return onHost(input.host, async (session) => {
-    const held = listenerOf(await readListener(session, input.port));
+    const held = listenerOf((await readListener(session, input.port)).stdout);
     if (held === undefined) return { host, free: true };
     const rank0s = await session.exec(rank0ContainersCommand(input.cluster), {
       timeoutMs: 30_000,

@@ -15,11 +15,18 @@ import { headPollCommand, rayWorkerWatchCommand } from '../host-commands/polls.j
 import { imageVersionsCommand } from '../host-commands/agreement.js';
 import { plannedPreflightInput, preflightPlan } from '../steps/preflight.js';
 import { listenerCommand, rank0ContainersCommand } from '../host-commands/multiproc.js';
-import { planPlaceholders, read, readWhen, type PlanHost, type PlannedStep } from '../steps/plan-entry.js';
+import {
+  planPlaceholders,
+  plannedRun,
+  read,
+  readWhen,
+  type PlanHost,
+  type PlannedStep,
+} from '../steps/plan-entry.js';
 import { rankOf, rankPollStep, skippedRaySteps } from './multiproc-plan.js';
 import { startRankPlan } from '../steps/start-rank.js';
 import { hostSteps } from '../steps/host-steps.js';
-import { hostStepPlan } from '../steps/host-step.js';
+import { runsOn, type HostStep, type HostStepInput } from '../steps/host-step.js';
 
 export {
   planPlaceholders,
@@ -168,4 +175,10 @@ export function planHost(
     steps.splice(at === -1 ? steps.length : at + 1, 0, entry);
   }
   return { host: host.name, role: host.role, steps, stop, disable, remove, start };
+}
+
+/** A host step's plan entry on this host, built from its own commands; undefined where it does not run. */
+export function hostStepPlan(step: HostStep, input: HostStepInput): PlannedStep | undefined {
+  if (!runsOn(step, input.host.role) || step.skippedFor(input.spec) !== undefined) return undefined;
+  return { step: step.name, intent: step.intent(input), commands: [plannedRun(step.commands(input))] };
 }

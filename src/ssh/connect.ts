@@ -10,7 +10,7 @@ import {
   type SshErrorEndpoint,
 } from './errors.js';
 import { classifyConnectError, type SshLevelError } from './classify.js';
-import { blobKeyType, knownKeyTypes, loadKnownHosts, sshFingerprint, verifyHostKey } from './known-hosts.js';
+import { knownKeyTypes, loadKnownHosts, verifyHostKey } from './known-hosts.js';
 import { Ssh2Session } from './session.js';
 import { acceptsSshRsa, endpointOf, expandHome, type SshAuth, type SshTarget } from './target.js';
 
@@ -24,8 +24,6 @@ export interface SshConnectOptions {
   keepaliveCountMax?: number;
   /** Channels open at once on one connection; sshd's MaxSessions defaults to 10 (default 8). */
   maxConcurrentExecs?: number;
-  /** Where the insecureAcceptAnyHostKey warning goes (default console.warn). */
-  warn?: (message: string) => void;
 }
 
 // The order ssh2 offers by default, so that putting the known types first keeps every other one available.
@@ -93,7 +91,7 @@ function sha1OnlyAdvice(address: string): string {
 }
 
 /** SshConnectOptions with every default filled in. */
-export type ConnectSettings = Required<Omit<SshConnectOptions, 'warn'>> & { warn: (message: string) => void };
+export type ConnectSettings = Required<SshConnectOptions>;
 
 export interface Hop {
   target: SshTarget;
@@ -133,48 +131,35 @@ export async function connectHop(hop: Hop): Promise<Ssh2Session> {
   }
 
   let rejection: Error | undefined;
-  if (auth.insecureAcceptAnyHostKey) {
-    config.hostVerifier = (key: Buffer) => {
-      settings.warn(
-        `WARNING: host key of ${target.name} (${target.host}:${target.port}) was NOT verified ` +
-          `(insecureAcceptAnyHostKey is set); accepted ${blobKeyType(key) ?? 'key'} ${sshFingerprint(key)}. ` +
-          `Anyone on the network path can impersonate this host. Remove the option and trust the host key instead.`,
-      );
-      return true;
-    };
-  } else {
-    const { entries } = await loadKnownHosts(knownHostsPath);
-    const knownTypes = knownKeyTypes(entries, target.host, target.port);
-    const preferred = knownTypes.flatMap(algorithmsForKeyType);
-    const sha1 = acceptsSshRsa(auth, target.host) ? (['ssh-rsa'] as const) : [];
-    // Ask for a key type we know first, so a host with several keys offers the one we can check.
-    config.algorithms = {
-      serverHostKey: [...new Set([...preferred, ...hostKeyAlgorithms, ...sha1])],
-    };
-    config.hostVerifier = (key: Buffer) => {
-      const verdict = verifyHostKey(entries, target.host, target.port, key);
-      switch (verdict.status) {
-        case 'trusted':
-          return true;
-        case 'unknown':
-          rejection = new HostKeyUnknownError(endpoint, verdict.keyType, verdict.fingerprint, knownHostsPath);
-          return false;
-        case 'revoked':
-        case 'mismatch':
-          rejection = new HostKeyMismatchError(endpoint, {
-            keyType: verdict.keyType,
-            gotFingerprint: verdict.fingerprint,
-            expectedFingerprints:
-              verdict.status === 'mismatch'
-                ? verdict.expected.map((e) => `${e.keyType} ${e.fingerprint}`)
-                : [],
-            knownHostsPath,
-            revoked: verdict.status === 'revoked',
-          });
-          return false;
-      }
-    };
-  }
+  const { entries } = await loadKnownHosts(knownHostsPath);
+  const knownTypes = knownKeyTypes(entries, target.host, target.port);
+  const preferred = knownTypes.flatMap(algorithmsForKeyType);
+  const sha1 = acceptsSshRsa(auth, target.host) ? (['ssh-rsa'] as const) : [];
+  // Ask for a key type we know first, so a host with several keys offers the one we can check.
+  config.algorithms = {
+    serverHostKey: [...new Set([...preferred, ...hostKeyAlgorithms, ...sha1])],
+  };
+  config.hostVerifier = (key: Buffer) => {
+    const verdict = verifyHostKey(entries, target.host, target.port, key);
+    switch (verdict.status) {
+      case 'trusted':
+        return true;
+      case 'unknown':
+        rejection = new HostKeyUnknownError(endpoint, verdict.keyType, verdict.fingerprint, knownHostsPath);
+        return false;
+      case 'revoked':
+      case 'mismatch':
+        rejection = new HostKeyMismatchError(endpoint, {
+          keyType: verdict.keyType,
+          gotFingerprint: verdict.fingerprint,
+          expectedFingerprints:
+            verdict.status === 'mismatch' ? verdict.expected.map((e) => `${e.keyType} ${e.fingerprint}`) : [],
+          knownHostsPath,
+          revoked: verdict.status === 'revoked',
+        });
+        return false;
+    }
+  };
 
   const viaChannel = hop.via
     ? await hop.via.tunnel(target.host, target.port, endpoint, settings.connectTimeoutMs)
@@ -236,6 +221,5 @@ export function resolveSettings(opts: SshConnectOptions = {}): ConnectSettings {
     keepaliveIntervalMs: opts.keepaliveIntervalMs ?? 5_000,
     keepaliveCountMax: opts.keepaliveCountMax ?? 3,
     maxConcurrentExecs: opts.maxConcurrentExecs ?? 8,
-    warn: opts.warn ?? ((message: string) => console.warn(message)),
   };
 }

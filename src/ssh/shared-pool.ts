@@ -55,7 +55,6 @@ function authKey(auth: SshAuth): string {
     auth.knownHostsPath,
     auth.privateKeyPath ?? null,
     auth.useAgent ?? false,
-    auth.insecureAcceptAnyHostKey ?? false,
     auth.sshRsaHostKeys ?? [],
   ]);
 }

@@ -7,8 +7,6 @@ export interface SshAuth {
   privateKeyPath?: string;
   useAgent?: boolean;
   knownHostsPath: string;
-  /** Explicit opt-in; logs a loud warning on every connect. */
-  insecureAcceptAnyHostKey?: boolean;
   /**
    * The host addresses whose host key may sign with SHA-1 (`ssh-rsa`); `true`: any. The worker's policy sets it
    * (sshRsaHostKeys), never a spec.

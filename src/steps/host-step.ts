@@ -3,10 +3,11 @@
 // intent and the patch id that gates it in workflow code. src/steps/host-steps.ts lists them; one activity runs
 // any of them (activities/host-step.ts), registered under the step's name, so the history, `status` and the
 // postmortem name the step as they name the others. Adding one takes its module here, a line in the list, its
-// row in workflows/steps.ts and its call in workflows/deploy.ts.
+// row in workflows/steps.ts and its call in workflows/deploy.ts. Workflow code imports the steps listed (to skip
+// one, ask its patch and pick its hosts): a step module imports nothing the workflow sandbox lacks (no Buffer).
 import type { DeploySpec } from '../config/schema.js';
 import type { Answers, StepCommand } from '../host-commands/step-command.js';
-import { plannedRun, type PlanHost, type PlannedStep } from './plan-entry.js';
+import type { PlanHost } from './plan-entry.js';
 
 /** What a host step's functions see: the spec and the host it runs on (a PlanHost: name, role, clusterIp, ref). */
 export interface HostStepInput {
@@ -38,10 +39,4 @@ export interface HostStep {
 
 export function runsOn(step: HostStep, role: PlanHost['role']): boolean {
   return step.on === 'every host' || role === 'head';
-}
-
-/** The step's plan entry on this host, built from its own commands; undefined where it does not run. */
-export function hostStepPlan(step: HostStep, input: HostStepInput): PlannedStep | undefined {
-  if (!runsOn(step, input.host.role) || step.skippedFor(input.spec) !== undefined) return undefined;
-  return { step: step.name, intent: step.intent(input), commands: [plannedRun(step.commands(input))] };
 }

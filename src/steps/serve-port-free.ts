@@ -8,7 +8,7 @@ import { FailureType } from '../shared/failures.js';
 import { listenerCommand } from '../host-commands/multiproc.js';
 import { answerOf } from '../host-commands/step-command.js';
 import type { HostStep } from './host-step.js';
-import { listenerOf } from './start-rank.js';
+import { listenerOf } from '../parsers/listeners.js';
 
 export const servePortFree: HostStep = {
   name: 'checkServePort',
@@ -19,7 +19,7 @@ export const servePortFree: HostStep = {
     spec.serve.backend === 'multiproc' ? 'multiproc: rank 0 reads its ports as it starts' : undefined,
   commands: ({ spec }) => [{ name: 'listener', command: listenerCommand(spec.serve.port), check: true }],
   judge: (answers, { spec, host }) => {
-    const held = listenerOf(answerOf(answers, 'listener'));
+    const held = listenerOf(answerOf(answers, 'listener').stdout);
     if (held === undefined) return `${host.name}: port ${spec.serve.port} free`;
     throw ApplicationFailure.create({
       type: FailureType.servePortInUse,

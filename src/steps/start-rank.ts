@@ -15,6 +15,7 @@ import { rankInput } from '../host-commands/step-inputs.js';
 import type { StepCommand } from '../host-commands/step-command.js';
 import { planEnv, planPlaceholders, plannedRun, type PlanHost, type PlannedStep } from './plan-entry.js';
 import { preReadCommands } from './launch-serve.js';
+import { listenerOf } from '../parsers/listeners.js';
 
 /** How long a started rank must stay up before it counts as started, and how often that is looked at. */
 export const rankConfirmWindowMs = 2_000;
@@ -41,18 +42,9 @@ export const listenerRead = (port: number): StepCommand => ({
   command: listenerCommand(port),
 });
 
-/** What listens there (`ss`'s first line, cut), or undefined when nothing does. */
-export function listenerOf(res: ExecResult): string | undefined {
-  const line = res.stdout
-    .split('\n')
-    .map((l) => l.trim())
-    .find((l) => l !== '');
-  return line === undefined ? undefined : line.slice(0, 200);
-}
-
 /** Rank 0 cannot listen on a port something holds: the spec's serve.masterPort must change, or what holds it go. */
 export function judgeMasterPort(res: ExecResult, input: StartRankInput): void {
-  const held = listenerOf(res);
+  const held = listenerOf(res.stdout);
   if (held === undefined) return;
   throw ApplicationFailure.create({
     type: FailureType.masterPortInUse,

@@ -274,22 +274,6 @@ describe('host keys', () => {
     assert.deepEqual(err.expectedFingerprints, [`ssh-ed25519 ${fingerprintOf(`${otherKey}.pub`)}`]);
     assert.match(err.message, /HOST KEY MISMATCH/);
   });
-
-  it('insecureAcceptAnyHostKey connects, but warns loudly every time', async () => {
-    const warnings: string[] = [];
-    const insecure = {
-      ...auth,
-      knownHostsPath: join(root, 'missing_known_hosts'),
-      insecureAcceptAnyHostKey: true,
-    };
-    const result = await withSshSession(targetOf(jumpSshd), insecure, (s) => s.exec(sh`echo ok`), {
-      warn: (m) => warnings.push(m),
-    });
-    assert.equal(result.stdout, 'ok\n');
-    assert.equal(warnings.length, 1);
-    assert.match(warnings[0] ?? '', /NOT verified/);
-    assert.ok(warnings[0]?.includes(jumpSshd.fingerprint));
-  });
 });
 
 describe('jump hosts', () => {

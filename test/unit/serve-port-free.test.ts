@@ -6,7 +6,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { loadSpecFile } from '../../src/config/load.js';
 import { deploySpecSchema } from '../../src/config/schema.js';
 import { servePortFree } from '../../src/steps/serve-port-free.js';
-import { hostStepPlan } from '../../src/steps/host-step.js';
+import { hostStepPlan } from '../../src/plan/host-plan.js';
 import { hostStepActivities } from '../../src/activities/host-step.js';
 import { deploySteps } from '../../src/workflows/steps.js';
 import { patchIds } from '../../src/workflows/patches.js';
