@@ -210,7 +210,9 @@ describe('sectioned reads: the parser on output no script printed', () => {
       const t0 = performance.now();
       const out = parseSections(input, { a: 1024 });
       const ms = performance.now() - t0;
-      console.log(`FIGURE: parseSections of ${(input.length / 2 ** 20).toFixed(0)} MiB in ${ms.toFixed(0)} ms`);
+      console.log(
+        `FIGURE: parseSections of ${(input.length / 2 ** 20).toFixed(0)} MiB in ${ms.toFixed(0)} ms`,
+      );
       assert.ok((out.sections.get('a')?.text.length ?? 0) <= 1024);
       assert.equal(out.sections.get('a')?.cut, true);
     }
