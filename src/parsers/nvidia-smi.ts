@@ -96,11 +96,7 @@ export function parseQueryGpu(csv: string, fields?: readonly string[]): QueryRec
         `nvidia-smi --query-gpu row ${row + 1} has ${cells.length} values for ${keys.length} fields (${keys.join(', ')}): ${cells.join(', ')}`,
       );
     }
-    const record: QueryRecord = {};
-    keys.forEach((key, i) => {
-      record[key] = parseValue(cells[i] ?? '', key);
-    });
-    return record;
+    return Object.fromEntries(keys.map((key, i) => [key, parseValue(cells[i] ?? '', key)]));
   });
 }
 
@@ -123,14 +119,10 @@ export function parseComputeApps(csv: string, fields?: readonly string[]): Compu
     );
 
   return data.map((rawCells) => {
-    let cells = rawCells;
+    const cells = [...rawCells];
     if (nameAt >= 0 && cells.length > columns.length) {
-      const extra = cells.length - columns.length;
-      cells = [
-        ...cells.slice(0, nameAt),
-        cells.slice(nameAt, nameAt + extra + 1).join(', '),
-        ...cells.slice(nameAt + extra + 1),
-      ];
+      const parts = cells.length - columns.length + 1;
+      cells.splice(nameAt, parts, cells.slice(nameAt, nameAt + parts).join(', '));
     }
     const cell = (name: string): string | undefined => {
       const i = columns.indexOf(name);
