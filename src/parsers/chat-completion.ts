@@ -3,6 +3,7 @@
 // least one token (usage.completion_tokens >= 1). The text is reported, never judged: a healthy server's one-token
 // answer can decode to "" (real vLLM: about 40% of a tiny model's), and a reasoning model's text may sit under
 // `message.reasoning` (vLLM 0.32 with --reasoning-parser; content is then null) or `reasoning_content` (older).
+import { isObject } from '../shared/secrets.js';
 
 /** Answers that say "not now" rather than "no": timeout, too many requests, a gateway's or a busy server's. */
 const transientHttpStatus = new Set([408, 429, 502, 503, 504]);
@@ -34,7 +35,7 @@ export function readChatCompletion(payload: string, httpStatus: number): ChatCom
   }
   const choices = field(parsed, 'choices');
   const message = Array.isArray(choices) ? field(choices[0], 'message') : undefined;
-  if (!isRecord(message)) {
+  if (!isObject(message)) {
     return {
       ok: false,
       problem: 'the answer is not a chat completion (no choices[0].message)',
@@ -60,12 +61,8 @@ export function readChatCompletion(payload: string, httpStatus: number): ChatCom
 
 function field(value: unknown, ...path: string[]): unknown {
   let at = value;
-  for (const key of path) at = isRecord(at) ? at[key] : undefined;
+  for (const key of path) at = isObject(at) ? at[key] : undefined;
   return at;
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 function isString(value: unknown): value is string {

@@ -112,7 +112,8 @@ export function secretArgValues(args: readonly unknown[]): string[] {
   return secretArgs(args).map((s) => s.value);
 }
 
-function isObject(v: unknown): v is Record<string, unknown> {
+/** A plain object (not null, not an array): what a spec or an input read as `unknown` may be. */
+export function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
