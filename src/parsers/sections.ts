@@ -81,11 +81,10 @@ export function parseSections(
     });
     open = undefined;
   };
-  const bound = (name: string) => bounds[name] ?? defaultBound;
   const append = (bytes: Buffer) => {
     // A full section only counts what comes: nothing more is copied.
     if (!open || open.cut) return;
-    const room = bound(open.name) - open.kept;
+    const room = (bounds[open.name] ?? defaultBound) - open.kept;
     if (bytes.length > room) open.cut = true;
     const take = Math.min(room, bytes.length);
     if (take > 0) {
