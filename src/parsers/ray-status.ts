@@ -34,13 +34,11 @@ export interface RayStatus {
 
 export class RayNotRunningError extends Error {
   override readonly name = 'RayNotRunningError';
-  /** The line of `ray status` that told us. */
-  readonly detail: string;
-  constructor(detail: string) {
+  /** `detail`: the line of `ray status` that told us. */
+  constructor(readonly detail: string) {
     super(
       `Ray is not running or not reachable: ${detail}. Check that the Ray head container is up (docker ps, docker logs) and that RAY_ADDRESS / --address point at the head.`,
     );
-    this.detail = detail;
   }
 }
 

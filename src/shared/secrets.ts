@@ -21,8 +21,7 @@ export function isSecretEnvName(name: string): boolean {
 
 /** The values of the env vars whose names look secret (empty values left out: there is nothing to hide). */
 export function secretEnvValues(env: Readonly<Record<string, unknown>> | undefined): string[] {
-  if (!env) return [];
-  return Object.entries(env).flatMap(([name, value]) =>
+  return Object.entries(env ?? {}).flatMap(([name, value]) =>
     typeof value === 'string' && value !== '' && isSecretEnvName(name) ? [value] : [],
   );
 }
