@@ -174,17 +174,9 @@ function lastSegment(line: string): string {
 
 export function parseVllmLogLine(rawLine: string, opts: VllmLogOptions = {}): VllmLogLine {
   let text = cutLine(lastSegment(rawLine)).replace(ansi, '').trimEnd();
-  let source: VllmLogSource | undefined;
   const prefix = rayPrefix.exec(text);
-  if (prefix?.[2]) {
-    source = {
-      ...(prefix[1] ? { actor: prefix[1] } : {}),
-      pid: Number(prefix[2]),
-      ...(prefix[3] ? { ip: prefix[3] } : {}),
-    };
-    text = text.slice(prefix[0].length);
-  }
-  text = withoutRepeatNote(text);
+  const source = prefix && { actor: prefix[1], pid: Number(prefix[2]), ip: prefix[3] };
+  text = withoutRepeatNote(prefix ? text.slice(prefix[0].length) : text);
   const result: VllmLogLine = { text, ...(source ? { source } : {}) };
 
   const placementWait = /Waiting for creating a placement group of specs for (\d+) seconds/.exec(text);
