@@ -91,17 +91,14 @@ export interface SecretArg {
  * not take it either (`--hf-token` may stand alone, meaning the cached login).
  */
 export function secretArgs(args: readonly unknown[]): SecretArg[] {
-  const found: SecretArg[] = [];
-  args.forEach((arg, i) => {
-    if (typeof arg !== 'string' || !isSecretFlag(arg)) return;
+  const found = args.flatMap((arg, i): SecretArg[] => {
+    if (typeof arg !== 'string' || !isSecretFlag(arg)) return [];
     const eq = arg.indexOf('=');
-    if (eq >= 0) {
-      found.push({ index: i, value: arg.slice(eq + 1), inline: true });
-      return;
-    }
+    if (eq >= 0) return [{ index: i, value: arg.slice(eq + 1), inline: true }];
     const next = args[i + 1];
-    if (typeof next === 'string' && !/^--\S*$/.test(next))
-      found.push({ index: i + 1, value: next, inline: false });
+    return typeof next === 'string' && !/^--\S*$/.test(next)
+      ? [{ index: i + 1, value: next, inline: false }]
+      : [];
   });
   return found.filter((s) => s.value !== '');
 }
