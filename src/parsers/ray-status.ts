@@ -15,11 +15,6 @@ const maxUnits = 1e7;
 /** memory and object_store_memory, in bytes (1 EiB). */
 const maxBytes = 2 ** 60;
 
-export interface RayResource {
-  used: number;
-  total: number;
-}
-
 export interface RayStatus {
   /** Node ids (`node_…`) listed under Active:, and under Idle: on Ray versions that split them out. */
   activeNodes: string[];
@@ -28,7 +23,7 @@ export interface RayStatus {
   pendingNodes: string[];
   failures: string[];
   /** CPU and GPU in units; memory and object_store_memory in bytes. */
-  resources: Record<string, RayResource>;
+  resources: Record<string, { used: number; total: number }>;
   pendingDemands: string[];
 }
 

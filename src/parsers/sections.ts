@@ -24,18 +24,17 @@ export interface ParsedSection {
   malformed?: string;
 }
 
-export interface ParsedRest {
-  /** The marker line's fields: numbers, each a safe integer. Empty when the line held anything else. */
-  fields: number[];
-  /** The marker line was not digits and single spaces. */
-  badHeader: boolean;
-  /** Every byte after the marker line, as sent. */
-  bytes: Buffer;
-}
-
 export interface ParsedSections {
   sections: Map<string, ParsedSection>;
-  rest?: { name: string } & ParsedRest;
+  rest?: {
+    name: string;
+    /** The marker line's fields: numbers, each a safe integer. Empty when the line held anything else. */
+    fields: number[];
+    /** The marker line was not digits and single spaces. */
+    badHeader: boolean;
+    /** Every byte after the marker line, as sent. */
+    bytes: Buffer;
+  };
 }
 
 const newline = 0x0a;
