@@ -63,8 +63,6 @@ export interface VllmLogOptions {
   placementWaitFatalS?: number;
 }
 
-const defaultPlacementWaitFatalS = 60;
-
 // `(RayWorkerWrapper pid=6330, ip=192.168.200.12) `, `(EngineCore_DP0 pid=412) `, `(pid=88) `
 const rayPrefix = /^\((?:([A-Za-z_][\w.:-]*)\s+)?pid=(\d+)(?:,\s*ip=([^)\s]+))?\)\s*/;
 // eslint-disable-next-line no-control-regex
@@ -172,18 +170,18 @@ function lastSegment(line: string): string {
   return line.slice(line.lastIndexOf('\r', last) + 1, end < 0 ? line.length : end);
 }
 
-export function parseVllmLogLine(rawLine: string, opts: VllmLogOptions = {}): VllmLogLine {
-  let text = cutLine(lastSegment(rawLine)).replace(ansi, '').trimEnd();
+export function parseVllmLogLine(
+  raw: string,
+  { placementWaitFatalS = 60 }: VllmLogOptions = {},
+): VllmLogLine {
+  let text = cutLine(lastSegment(raw)).replace(ansi, '').trimEnd();
   const prefix = rayPrefix.exec(text);
   const source = prefix && { actor: prefix[1], pid: Number(prefix[2]), ip: prefix[3] };
   text = withoutRepeatNote(prefix ? text.slice(prefix[0].length) : text);
   const result: VllmLogLine = { text, ...(source ? { source } : {}) };
 
   const placementWait = /Waiting for creating a placement group of specs for (\d+) seconds/.exec(text);
-  if (
-    placementWait?.[1] &&
-    Number(placementWait[1]) >= (opts.placementWaitFatalS ?? defaultPlacementWaitFatalS)
-  ) {
+  if (placementWait?.[1] && Number(placementWait[1]) >= placementWaitFatalS) {
     return { ...result, phase: 'failed', fatal: { line: text, kind: 'placement_group' } };
   }
   // vLLM's own logger puts `ERROR 12-03 13:45:51 [file.py:953] ` before each line of a traceback it logs (a
