@@ -70,7 +70,9 @@ export function parseHostFacts(host: string, sections: FactSections, startedAtMs
   const clock = lines('clock')[0]?.trim() ?? '';
   const imageLine = lines('image')[0]?.trim() ?? '';
   const weightLines = sections.get('weights');
-  const facts: HostFacts = {
+  const hashes = sections.get('hash');
+  const ray = sections.get('ray');
+  return {
     host,
     clockOffsetMs: /^\d{13,20}$/.test(clock) ? Number(clock.slice(0, -6)) - startedAtMs : undefined,
     imageId: /^sha256:[0-9a-f]{64}$/.test(imageLine) ? imageLine : undefined,
@@ -79,12 +81,9 @@ export function parseHostFacts(host: string, sections: FactSections, startedAtMs
     weights: weightLines && !weightLines.includes('unreadable') ? parseWeights(weightLines) : undefined,
     indexes: parseIndexes(lines('index')),
     logind: parseLogind(lines('ipc')),
+    hashes: hashes && parseHashes(hashes),
+    rayPort: ray && parseRayProbe(ray),
   };
-  const hashes = sections.get('hash');
-  if (hashes) facts.hashes = parseHashes(hashes);
-  const ray = sections.get('ray');
-  if (ray) facts.rayPort = parseRayProbe(ray);
-  return facts;
 }
 
 /** `ip -o link show`: `2: enp1s0f1np1@if5: <BROADCAST,MULTICAST,UP> mtu 1500 qdisc …`. */

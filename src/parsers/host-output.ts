@@ -5,15 +5,15 @@
 /** Longest line a parser looks at; the rest of a longer line is dropped before any pattern sees it. */
 export const maxHostLineChars = 4096;
 
-/** The line's first `max` characters, with a note saying how many were cut. */
-export function cutLine(line: string, max = maxHostLineChars): string {
-  if (line.length <= max) return line;
-  return `${line.slice(0, max)} … [${line.length - max} characters cut]`;
+/** The line's first maxHostLineChars characters, with a note saying how many were cut. */
+export function cutLine(line: string): string {
+  if (line.length <= maxHostLineChars) return line;
+  return `${line.slice(0, maxHostLineChars)} … [${line.length - maxHostLineChars} characters cut]`;
 }
 
-/** The text split on `\n`, each line cut to `max` characters. */
-export function hostLines(text: string, max = maxHostLineChars): string[] {
-  return text.split('\n').map((line) => cutLine(line, max));
+/** The text split on `\n`, each line cut (cutLine). */
+export function hostLines(text: string): string[] {
+  return text.split('\n').map(cutLine);
 }
 
 /**

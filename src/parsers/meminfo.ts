@@ -34,16 +34,12 @@ export function parseMeminfo(text: string): Meminfo {
       `/proc/meminfo has no ${missing} line: ${JSON.stringify(text.slice(0, 200))}`,
     );
   }
-  const optional = (name: string) => fields[name];
-  const memFree = optional('MemFree');
-  const swapTotal = optional('SwapTotal');
-  const swapFree = optional('SwapFree');
   return {
     memTotalKiB: total,
     memAvailableKiB: available,
-    ...(memFree !== undefined ? { memFreeKiB: memFree } : {}),
-    ...(swapTotal !== undefined ? { swapTotalKiB: swapTotal } : {}),
-    ...(swapFree !== undefined ? { swapFreeKiB: swapFree } : {}),
+    memFreeKiB: fields['MemFree'],
+    swapTotalKiB: fields['SwapTotal'],
+    swapFreeKiB: fields['SwapFree'],
     fields,
   };
 }

@@ -45,27 +45,9 @@ function fieldName(headerCell: string): string {
   return headerCell.replace(/\s*\[[^\]]*\]\s*$/, '').trim();
 }
 
-function splitCsvLine(line: string): string[] {
-  return line.split(',').map((cell) => cell.trim());
-}
-
-function lines(text: string): string[] {
-  return hostLines(text)
-    .map((l) => l.trim())
-    .filter((l) => l !== '');
-}
-
 /** nvidia-smi prints its own failures (no driver, no devices) on stdout in place of the CSV. */
-function assertNotAnError(text: string): void {
-  const first = lines(text)[0] ?? '';
-  if (
-    /^(NVIDIA-SMI has failed|No devices were found|Failed to initialize NVML|Unable to determine)/i.test(
-      first,
-    )
-  ) {
-    throw new NvidiaSmiParseError(`nvidia-smi reported an error: ${first}`);
-  }
-}
+const nvidiaSmiError =
+  /^(NVIDIA-SMI has failed|No devices were found|Failed to initialize NVML|Unable to determine)/i;
 
 function parseValue(cell: string, field: string): QueryValue {
   if (unavailable.has(cell)) return null;
@@ -86,10 +68,14 @@ function looksLikeHeader(cells: string[], fields?: readonly string[]): boolean {
 
 /** The cells of a `--format=csv` answer: its header's field names (none under `noheader`) and its data rows. */
 function csvRows(csv: string, fields?: readonly string[]): { header?: string[]; data: string[][] } {
-  assertNotAnError(csv);
-  const rows = lines(csv).map(splitCsvLine);
-  const first = rows[0];
-  if (first && looksLikeHeader(first, fields)) return { header: first.map(fieldName), data: rows.slice(1) };
+  const lines = hostLines(csv)
+    .map((l) => l.trim())
+    .filter((l) => l !== '');
+  const [first = ''] = lines;
+  if (nvidiaSmiError.test(first)) throw new NvidiaSmiParseError(`nvidia-smi reported an error: ${first}`);
+  const rows = lines.map((l) => l.split(',').map((cell) => cell.trim()));
+  const [head] = rows;
+  if (head && looksLikeHeader(head, fields)) return { header: head.map(fieldName), data: rows.slice(1) };
   return { data: rows };
 }
 
@@ -110,11 +96,7 @@ export function parseQueryGpu(csv: string, fields?: readonly string[]): QueryRec
         `nvidia-smi --query-gpu row ${row + 1} has ${cells.length} values for ${keys.length} fields (${keys.join(', ')}): ${cells.join(', ')}`,
       );
     }
-    const record: QueryRecord = {};
-    keys.forEach((key, i) => {
-      record[key] = parseValue(cells[i] ?? '', key);
-    });
-    return record;
+    return Object.fromEntries(keys.map((key, i) => [key, parseValue(cells[i] ?? '', key)]));
   });
 }
 
@@ -137,14 +119,10 @@ export function parseComputeApps(csv: string, fields?: readonly string[]): Compu
     );
 
   return data.map((rawCells) => {
-    let cells = rawCells;
+    const cells = [...rawCells];
     if (nameAt >= 0 && cells.length > columns.length) {
-      const extra = cells.length - columns.length;
-      cells = [
-        ...cells.slice(0, nameAt),
-        cells.slice(nameAt, nameAt + extra + 1).join(', '),
-        ...cells.slice(nameAt + extra + 1),
-      ];
+      const parts = cells.length - columns.length + 1;
+      cells.splice(nameAt, parts, cells.slice(nameAt, nameAt + parts).join(', '));
     }
     const cell = (name: string): string | undefined => {
       const i = columns.indexOf(name);

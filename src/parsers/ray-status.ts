@@ -15,11 +15,6 @@ const maxUnits = 1e7;
 /** memory and object_store_memory, in bytes (1 EiB). */
 const maxBytes = 2 ** 60;
 
-export interface RayResource {
-  used: number;
-  total: number;
-}
-
 export interface RayStatus {
   /** Node ids (`node_…`) listed under Active:, and under Idle: on Ray versions that split them out. */
   activeNodes: string[];
@@ -28,19 +23,17 @@ export interface RayStatus {
   pendingNodes: string[];
   failures: string[];
   /** CPU and GPU in units; memory and object_store_memory in bytes. */
-  resources: Record<string, RayResource>;
+  resources: Record<string, { used: number; total: number }>;
   pendingDemands: string[];
 }
 
 export class RayNotRunningError extends Error {
   override readonly name = 'RayNotRunningError';
-  /** The line of `ray status` that told us. */
-  readonly detail: string;
-  constructor(detail: string) {
+  /** `detail`: the line of `ray status` that told us. */
+  constructor(readonly detail: string) {
     super(
       `Ray is not running or not reachable: ${detail}. Check that the Ray head container is up (docker ps, docker logs) and that RAY_ADDRESS / --address point at the head.`,
     );
-    this.detail = detail;
   }
 }
 
@@ -50,15 +43,8 @@ export class RayStatusParseError extends Error {
 
 const byteUnits: Record<string, number> = {
   B: 1,
-  KiB: 1024,
-  MiB: 1024 ** 2,
-  GiB: 1024 ** 3,
-  TiB: 1024 ** 4,
-  PiB: 1024 ** 5,
-  KB: 1e3,
-  MB: 1e6,
-  GB: 1e9,
-  TB: 1e12,
+  ...Object.fromEntries(['K', 'M', 'G', 'T', 'P'].map((p, i) => [`${p}iB`, 1024 ** (i + 1)])),
+  ...Object.fromEntries(['K', 'M', 'G', 'T'].map((p, i) => [`${p}B`, 1000 ** (i + 1)])),
 };
 
 /** `0.0`, `40.0`, `0B`, `221.76GiB` → a number (bytes for sizes), bounded; `what` names it in errors. */
@@ -119,6 +105,12 @@ export function parseRayStatus(text: string): RayStatus {
     resources: {},
     pendingDemands: [],
   };
+  // The sections whose lines are kept as printed.
+  const kept: Partial<Record<Section, string[]>> = {
+    pending: status.pendingNodes,
+    failures: status.failures,
+    demands: status.pendingDemands,
+  };
   let section: Section = 'none';
   for (const raw of lines) {
     const line = raw.trim();
@@ -133,50 +125,33 @@ export function parseRayStatus(text: string): RayStatus {
       continue;
     }
     if (emptyMarker.test(line)) continue;
-    switch (section) {
-      case 'active':
-      case 'idle': {
-        // ` 1 node_83e4…`; with node types configured the id is a type name and the count can exceed 1.
-        const match = /^(\d+)\s+(\S+)/.exec(line);
-        if (!match?.[1] || !match[2]) break;
-        const count = boundedNumber(
-          Number(match[1]),
-          `ray status node count of ${match[2]}`,
-          maxRayNodes,
-          match[1],
+    kept[section]?.push(line);
+    if (section === 'active' || section === 'idle') {
+      // ` 1 node_83e4…`; with node types configured the id is a type name and the count can exceed 1.
+      const [, countText, node] = /^(\d+)\s+(\S+)/.exec(line) ?? [];
+      if (!countText || !node) continue;
+      const count = boundedNumber(
+        Number(countText),
+        `ray status node count of ${node}`,
+        maxRayNodes,
+        countText,
+      );
+      if (status.activeNodes.length + count > maxRayNodes) {
+        throw new HostOutputError(
+          `ray status lists more than ${maxRayNodes} nodes (at ${JSON.stringify(line)}): more than any real cluster. The host's output cannot be trusted; check \`ray status\` on the head by hand.`,
         );
-        if (status.activeNodes.length + count > maxRayNodes) {
-          throw new HostOutputError(
-            `ray status lists more than ${maxRayNodes} nodes (at ${JSON.stringify(line)}): more than any real cluster. The host's output cannot be trusted; check \`ray status\` on the head by hand.`,
-          );
-        }
-        for (let i = 0; i < count; i++) {
-          status.activeNodes.push(match[2]);
-          if (section === 'idle') status.idleNodes.push(match[2]);
-        }
-        break;
       }
-      case 'pending':
-        status.pendingNodes.push(line);
-        break;
-      case 'failures':
-        status.failures.push(line);
-        break;
-      case 'usage': {
-        // ` 0.0/2.0 GPU`, ` 0B/221.76GiB memory`, newer Ray may append `(… reserved in placement groups)`.
-        const match = /^(\S+)\/(\S+)\s+(\S+)/.exec(line);
-        const name = match?.[3] ?? '';
-        const used = match?.[1] !== undefined ? quantity(match[1], `ray status ${name} used`) : undefined;
-        const total = match?.[2] !== undefined ? quantity(match[2], `ray status ${name} total`) : undefined;
-        if (match?.[3] && used !== undefined && total !== undefined)
-          status.resources[match[3]] = { used, total };
-        break;
+      for (let i = 0; i < count; i++) {
+        status.activeNodes.push(node);
+        if (section === 'idle') status.idleNodes.push(node);
       }
-      case 'demands':
-        status.pendingDemands.push(line);
-        break;
-      default:
-        break;
+    } else if (section === 'usage') {
+      // ` 0.0/2.0 GPU`, ` 0B/221.76GiB memory`, newer Ray may append `(… reserved in placement groups)`.
+      const [, usedText, totalText, name] = /^(\S+)\/(\S+)\s+(\S+)/.exec(line) ?? [];
+      if (!usedText || !totalText || !name) continue;
+      const used = quantity(usedText, `ray status ${name} used`);
+      const total = quantity(totalText, `ray status ${name} total`);
+      if (used !== undefined && total !== undefined) status.resources[name] = { used, total };
     }
   }
   return status;

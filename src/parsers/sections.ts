@@ -24,18 +24,17 @@ export interface ParsedSection {
   malformed?: string;
 }
 
-export interface ParsedRest {
-  /** The marker line's fields: numbers, each a safe integer. Empty when the line held anything else. */
-  fields: number[];
-  /** The marker line was not digits and single spaces. */
-  badHeader: boolean;
-  /** Every byte after the marker line, as sent. */
-  bytes: Buffer;
-}
-
 export interface ParsedSections {
   sections: Map<string, ParsedSection>;
-  rest?: { name: string } & ParsedRest;
+  rest?: {
+    name: string;
+    /** The marker line's fields: numbers, each a safe integer. Empty when the line held anything else. */
+    fields: number[];
+    /** The marker line was not digits and single spaces. */
+    badHeader: boolean;
+    /** Every byte after the marker line, as sent. */
+    bytes: Buffer;
+  };
 }
 
 const newline = 0x0a;
@@ -81,11 +80,10 @@ export function parseSections(
     });
     open = undefined;
   };
-  const bound = (name: string) => bounds[name] ?? defaultBound;
   const append = (bytes: Buffer) => {
     // A full section only counts what comes: nothing more is copied.
     if (!open || open.cut) return;
-    const room = bound(open.name) - open.kept;
+    const room = (bounds[open.name] ?? defaultBound) - open.kept;
     if (bytes.length > room) open.cut = true;
     const take = Math.min(room, bytes.length);
     if (take > 0) {

@@ -19,30 +19,9 @@ export const vllmPhases = [
 ] as const;
 export type VllmPhase = (typeof vllmPhases)[number];
 
-export type VllmFatalKind =
-  | 'ray_oom'
-  | 'placement_group'
-  | 'insufficient_gpus'
-  | 'gpu_memory'
-  | 'no_kv_cache'
-  | 'engine_init'
-  | 'engine_timeout'
-  | 'cuda_oom'
-  | 'master_unreachable'
-  | 'master_port_in_use'
-  | 'ranks_missing'
-  | 'traceback'
-  | 'other';
-
 export interface VllmFatal {
   line: string;
   kind: VllmFatalKind;
-}
-
-export interface ShardProgress {
-  done: number;
-  total: number;
-  percent: number;
 }
 
 export interface VllmLogSource {
@@ -54,7 +33,7 @@ export interface VllmLogSource {
 
 /** How far the load got and how fast it goes, as one line or a run of lines shows it. */
 export interface VllmLoadProgress {
-  shard?: ShardProgress;
+  shard?: { done: number; total: number; percent: number };
   graphs?: { done: number; total: number };
   elapsedS?: number;
   etaS?: number;
@@ -84,8 +63,6 @@ export interface VllmLogOptions {
   placementWaitFatalS?: number;
 }
 
-const defaultPlacementWaitFatalS = 60;
-
 // `(RayWorkerWrapper pid=6330, ip=192.168.200.12) `, `(EngineCore_DP0 pid=412) `, `(pid=88) `
 const rayPrefix = /^\((?:([A-Za-z_][\w.:-]*)\s+)?pid=(\d+)(?:,\s*ip=([^)\s]+))?\)\s*/;
 // eslint-disable-next-line no-control-regex
@@ -111,14 +88,19 @@ function clock(text: string): number | undefined {
 }
 
 /** tqdm's `[elapsed<eta, rate]`: rate is `18.01s/it` or `3.10it/s` (or `?it/s` before the first step). */
-function tqdmTiming(text: string): Pick<VllmLogLine, 'elapsedS' | 'etaS' | 'secPerIt'> {
+function tqdmTiming(text: string): Timing {
   const match = /\[([\d:?]+)<([\d:?]+),\s*([\d.?]+)\s*(s\/it|it\/s)\]/.exec(text);
   if (!match?.[1] || !match[2] || !match[3] || !match[4]) return {};
-  const elapsedS = clock(match[1]);
-  const etaS = clock(match[2]);
   const rate = Number(match[3]);
   let secPerIt: number | undefined;
   if (Number.isFinite(rate) && rate > 0) secPerIt = match[4] === 's/it' ? rate : 1 / rate;
+  return timing({ elapsedS: clock(match[1]), etaS: clock(match[2]), secPerIt });
+}
+
+type Timing = Pick<VllmLoadProgress, 'elapsedS' | 'etaS' | 'secPerIt'>;
+
+/** The figures that are known: a line or a summary never holds a timing key set to undefined. */
+function timing({ elapsedS, etaS, secPerIt }: Timing): Timing {
   return {
     ...(elapsedS !== undefined ? { elapsedS } : {}),
     ...(etaS !== undefined ? { etaS } : {}),
@@ -127,7 +109,7 @@ function tqdmTiming(text: string): Pick<VllmLogLine, 'elapsedS' | 'etaS' | 'secP
 }
 
 // Specific causes first: the final line of a traceback often also matches the generic exception pattern.
-const fatalPatterns: Array<[RegExp, VllmFatalKind]> = [
+const fatalPatterns = [
   [/ray\.exceptions\.OutOfMemoryError|Task was killed due to the node running low on memory/, 'ray_oom'],
   [/Cannot provide a placement group/, 'placement_group'],
   [/number of required GPUs exceeds the total number of available GPUs/, 'insufficient_gpus'],
@@ -150,7 +132,9 @@ const fatalPatterns: Array<[RegExp, VllmFatalKind]> = [
   [/^Traceback \(most recent call last\):/, 'traceback'],
   // The last line of an uncaught exception: `SomeError: message` at the start of the line.
   [/^(?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception): /, 'other'],
-];
+] as const;
+
+export type VllmFatalKind = (typeof fatalPatterns)[number][1];
 
 const phasePatterns: Array<[RegExp, VllmPhase]> = [
   [/Application startup complete/, 'ready'],
@@ -186,26 +170,18 @@ function lastSegment(line: string): string {
   return line.slice(line.lastIndexOf('\r', last) + 1, end < 0 ? line.length : end);
 }
 
-export function parseVllmLogLine(rawLine: string, opts: VllmLogOptions = {}): VllmLogLine {
-  let text = cutLine(lastSegment(rawLine)).replace(ansi, '').trimEnd();
-  let source: VllmLogSource | undefined;
+export function parseVllmLogLine(
+  raw: string,
+  { placementWaitFatalS = 60 }: VllmLogOptions = {},
+): VllmLogLine {
+  let text = cutLine(lastSegment(raw)).replace(ansi, '').trimEnd();
   const prefix = rayPrefix.exec(text);
-  if (prefix?.[2]) {
-    source = {
-      ...(prefix[1] ? { actor: prefix[1] } : {}),
-      pid: Number(prefix[2]),
-      ...(prefix[3] ? { ip: prefix[3] } : {}),
-    };
-    text = text.slice(prefix[0].length);
-  }
-  text = withoutRepeatNote(text);
+  const source = prefix && { actor: prefix[1], pid: Number(prefix[2]), ip: prefix[3] };
+  text = withoutRepeatNote(prefix ? text.slice(prefix[0].length) : text);
   const result: VllmLogLine = { text, ...(source ? { source } : {}) };
 
   const placementWait = /Waiting for creating a placement group of specs for (\d+) seconds/.exec(text);
-  if (
-    placementWait?.[1] &&
-    Number(placementWait[1]) >= (opts.placementWaitFatalS ?? defaultPlacementWaitFatalS)
-  ) {
+  if (placementWait?.[1] && Number(placementWait[1]) >= placementWaitFatalS) {
     return { ...result, phase: 'failed', fatal: { line: text, kind: 'placement_group' } };
   }
   // vLLM's own logger puts `ERROR 12-03 13:45:51 [file.py:953] ` before each line of a traceback it logs (a
@@ -221,13 +197,10 @@ export function parseVllmLogLine(rawLine: string, opts: VllmLogOptions = {}): Vl
   const shard = /Loading safetensors checkpoint shards:\s*(\d+)% Completed \|\s*(\d+)\/(\d+)/.exec(text);
   if (shard?.[1] && shard[2] && shard[3]) {
     result.shard = { percent: Number(shard[1]), done: Number(shard[2]), total: Number(shard[3]) };
-    Object.assign(result, tqdmTiming(text));
   }
   const graphs = cudaGraphsCount(text);
-  if (graphs) {
-    result.graphs = graphs;
-    Object.assign(result, tqdmTiming(text));
-  }
+  if (graphs) result.graphs = graphs;
+  if (result.shard || result.graphs) Object.assign(result, tqdmTiming(text));
   return result;
 }
 
@@ -243,14 +216,10 @@ export function cudaGraphsCount(text: string): { done: number; total: number } |
   return { done: Number(graphs[1]), total: Number(graphs[2]) };
 }
 
-// How much a fatal line tells: a named cause beats an exception line, which beats vLLM's "Engine core
+// How much a fatal line tells: a named cause (3) beats an exception line, which beats vLLM's "Engine core
 // initialization failed. See root cause above." and a bare Traceback header.
-function fatalRank(kind: VllmFatalKind): number {
-  if (kind === 'traceback') return 0;
-  if (kind === 'engine_init') return 1;
-  if (kind === 'other') return 2;
-  return 3;
-}
+const lessTelling: Partial<Record<VllmFatalKind, number>> = { traceback: 0, engine_init: 1, other: 2 };
+const fatalRank = (kind: VllmFatalKind) => lessTelling[kind] ?? 3;
 
 /**
  * Folds a log into where the load stands. The phase only moves forward (worker lines may lag the head);
@@ -272,25 +241,14 @@ export function summarizeVllmLog(lines: readonly string[], opts: VllmLogOptions 
     } else if (parsed.phase && phaseIndex !== failedIndex) {
       phaseIndex = Math.max(phaseIndex, vllmPhases.indexOf(parsed.phase));
     }
-    if (parsed.shard) {
+    const { shard, graphs } = parsed;
+    if (shard || graphs) {
       // Timing belongs to whichever bar moved last; drop the previous bar's figures first.
       const { elapsedS: _e, etaS: _t, secPerIt: _s, ...rest } = summary;
-      summary = { ...rest, shard: parsed.shard, ...timing(parsed) };
-    }
-    if (parsed.graphs) {
-      const { elapsedS: _e, etaS: _t, secPerIt: _s, ...rest } = summary;
-      summary = { ...rest, graphs: parsed.graphs, ...timing(parsed) };
+      summary = { ...rest, ...(shard ? { shard } : {}), ...(graphs ? { graphs } : {}), ...timing(parsed) };
     }
   }
   return { ...summary, phase: vllmPhases[phaseIndex] ?? 'starting' };
-}
-
-function timing(line: VllmLogLine): Pick<VllmLogSummary, 'elapsedS' | 'etaS' | 'secPerIt'> {
-  return {
-    ...(line.elapsedS !== undefined ? { elapsedS: line.elapsedS } : {}),
-    ...(line.etaS !== undefined ? { etaS: line.etaS } : {}),
-    ...(line.secPerIt !== undefined ? { secPerIt: line.secPerIt } : {}),
-  };
 }
 
 /** Whose log it is: the Ray backend's one server, or a multiproc rank (whose store is rank 0's, at `master`). */

@@ -69,10 +69,10 @@ export function shortImageId(id: string): string {
 }
 
 /** Hosts grouped by a value, in the hosts' order; hosts without a value are left out. */
-function groupBy<T>(facts: HostFacts[], value: (f: HostFacts) => T | undefined, key: (v: T) => string) {
+function groupBy<T>(facts: HostFacts[], of: (f: HostFacts) => T | undefined, key: (v: T) => string = String) {
   const groups = new Map<string, { value: T; hosts: string[] }>();
   for (const f of facts) {
-    const v = value(f);
+    const v = of(f);
     if (v === undefined) continue;
     const k = key(v);
     const g = groups.get(k) ?? { value: v, hosts: [] };
@@ -80,6 +80,18 @@ function groupBy<T>(facts: HostFacts[], value: (f: HostFacts) => T | undefined, 
     groups.set(k, g);
   }
   return [...groups.values()];
+}
+
+/** One problem when the hosts do not all share a value: it names the hosts of every group after the first. */
+function disagreement<T>(
+  check: AgreementCheck,
+  groups: { value: T; hosts: string[] }[],
+  show: (value: T) => string,
+  detail: (sideBySide: string) => string,
+): AgreementProblem[] {
+  if (groups.length < 2) return [];
+  const sideBySide = groups.map((g) => `${g.hosts.join(', ')}: ${show(g.value)}`).join(' | ');
+  return [{ check, hosts: groups.slice(1).flatMap((g) => g.hosts), detail: detail(sideBySide) }];
 }
 
 export function compareHosts(exp: AgreementExpectations, facts: HostFacts[]): AgreementReport {
@@ -94,20 +106,14 @@ export function compareHosts(exp: AgreementExpectations, facts: HostFacts[]): Ag
 }
 
 function compareImages(exp: AgreementExpectations, facts: HostFacts[]): AgreementProblem[] {
-  const groups = groupBy(
-    facts,
-    (f) => f.imageId,
-    (id) => id,
+  const groups = groupBy(facts, (f) => f.imageId);
+  return disagreement(
+    'image',
+    groups,
+    shortImageId,
+    (sideBySide) =>
+      `${exp.image} is a different image from host to host (${sideBySide}): pull the same build on every host (docker pull ${exp.image}), or pin a digest (image@sha256:…)`,
   );
-  if (groups.length < 2) return [];
-  const sideBySide = groups.map((g) => `${g.hosts.join(', ')}: ${shortImageId(g.value)}`).join(' | ');
-  return [
-    {
-      check: 'image',
-      hosts: groups.slice(1).flatMap((g) => g.hosts),
-      detail: `${exp.image} is a different image from host to host (${sideBySide}): pull the same build on every host (docker pull ${exp.image}), or pin a digest (image@sha256:…)`,
-    },
-  ];
 }
 
 const versionNames: (keyof ImageVersions)[] = ['python', 'ray', 'vllm'];
@@ -118,18 +124,14 @@ function compareVersions(exp: AgreementExpectations, facts: HostFacts[]): Agreem
     (f) => f.versions,
     (v) => versionNames.map((n) => v[n] ?? '?').join(' '),
   );
-  if (groups.length < 2) return [];
   const differing = versionNames.filter((n) => new Set(groups.map((g) => g.value[n] ?? '?')).size > 1);
-  const sideBySide = groups
-    .map((g) => `${g.hosts.join(', ')}: ${differing.map((n) => `${n} ${g.value[n] ?? '?'}`).join(', ')}`)
-    .join(' | ');
-  return [
-    {
-      check: 'versions',
-      hosts: groups.slice(1).flatMap((g) => g.hosts),
-      detail: `${differing.join(', ')} inside ${exp.image} differ (${sideBySide}): Ray and NCCL need the same versions on every node; pull the same build everywhere`,
-    },
-  ];
+  return disagreement(
+    'versions',
+    groups,
+    (v) => differing.map((n) => `${n} ${v[n] ?? '?'}`).join(', '),
+    (sideBySide) =>
+      `${differing.join(', ')} inside ${exp.image} differ (${sideBySide}): Ray and NCCL need the same versions on every node; pull the same build everywhere`,
+  );
 }
 
 function compareWeights(exp: AgreementExpectations, facts: HostFacts[]): AgreementProblem[] {
@@ -263,23 +265,19 @@ function compareAddresses(exp: AgreementExpectations, facts: HostFacts[]): Agree
       });
     }
   }
-  const mtuGroups = groupBy(
-    facts,
-    (f) => {
-      const iface = holders.get(f.host);
-      const mtu = iface === undefined ? undefined : f.mtus[iface];
-      return iface === undefined || mtu === undefined ? undefined : { iface, mtu };
-    },
-    (v) => String(v.mtu),
+  const mtuGroups = groupBy(facts, (f) => {
+    const iface = holders.get(f.host);
+    return iface === undefined ? undefined : f.mtus[iface];
+  });
+  problems.push(
+    ...disagreement(
+      'addresses',
+      mtuGroups,
+      String,
+      (sideBySide) =>
+        `the MTU of the cluster interface differs (${sideBySide}): set the same MTU on every host (ip link set dev IFACE mtu N, and in the netplan or NetworkManager config)`,
+    ),
   );
-  if (mtuGroups.length > 1) {
-    const sideBySide = mtuGroups.map((g) => `${g.hosts.join(', ')}: ${g.value.mtu}`).join(' | ');
-    problems.push({
-      check: 'addresses',
-      hosts: mtuGroups.slice(1).flatMap((g) => g.hosts),
-      detail: `the MTU of the cluster interface differs (${sideBySide}): set the same MTU on every host (ip link set dev IFACE mtu N, and in the netplan or NetworkManager config)`,
-    });
-  }
   return problems;
 }
 
@@ -289,32 +287,24 @@ const firstRegularUid = 1000;
 function checkIpc(facts: HostFacts[]): AgreementProblem[] {
   const problems: AgreementProblem[] = [];
   for (const f of facts) {
-    const l = f.logind;
-    if (
-      !l.answers ||
-      l.removeIpc !== true ||
-      l.uid === undefined ||
-      l.uid < firstRegularUid ||
-      l.linger === true
-    )
-      continue;
-    const user = l.user ?? `uid ${l.uid}`;
+    const { answers, removeIpc, uid, linger } = f.logind;
+    if (!answers || !removeIpc || uid === undefined || uid < firstRegularUid || linger) continue;
+    const user = f.logind.user ?? `uid ${uid}`;
     problems.push({
       check: 'ipc',
       hosts: [f.host],
-      detail: `logind has RemoveIPC=yes and ${user} (uid ${l.uid}) does not linger: when the SSH session that started the Ray worker closes, systemd deletes ${user}'s shared memory and semaphores and the head hangs. Fix: sudo loginctl enable-linger ${user}, or RemoveIPC=no in /etc/systemd/logind.conf, then sudo systemctl restart systemd-logind`,
+      detail: `logind has RemoveIPC=yes and ${user} (uid ${uid}) does not linger: when the SSH session that started the Ray worker closes, systemd deletes ${user}'s shared memory and semaphores and the head hangs. Fix: sudo loginctl enable-linger ${user}, or RemoveIPC=no in /etc/systemd/logind.conf, then sudo systemctl restart systemd-logind`,
     });
   }
   return problems;
 }
 
 function clockWarnings(exp: AgreementExpectations, facts: HostFacts[]): string[] {
-  const read = facts.filter((f) => f.clockOffsetMs !== undefined);
-  if (read.length < 2) return [];
-  const sorted = [...read].sort((a, b) => (a.clockOffsetMs ?? 0) - (b.clockOffsetMs ?? 0));
-  const first = sorted[0];
-  const last = sorted[sorted.length - 1];
-  if (!first || !last) return [];
+  const sorted = facts
+    .filter((f) => f.clockOffsetMs !== undefined)
+    .sort((a, b) => (a.clockOffsetMs ?? 0) - (b.clockOffsetMs ?? 0));
+  const [first, last] = [sorted[0], sorted.at(-1)];
+  if (!first || !last || sorted.length < 2) return [];
   const skewMs = (last.clockOffsetMs ?? 0) - (first.clockOffsetMs ?? 0);
   if (skewMs <= exp.maxClockSkewMs) return [];
   return [

@@ -21,8 +21,7 @@ export function isSecretEnvName(name: string): boolean {
 
 /** The values of the env vars whose names look secret (empty values left out: there is nothing to hide). */
 export function secretEnvValues(env: Readonly<Record<string, unknown>> | undefined): string[] {
-  if (!env) return [];
-  return Object.entries(env).flatMap(([name, value]) =>
+  return Object.entries(env ?? {}).flatMap(([name, value]) =>
     typeof value === 'string' && value !== '' && isSecretEnvName(name) ? [value] : [],
   );
 }
@@ -92,17 +91,14 @@ export interface SecretArg {
  * not take it either (`--hf-token` may stand alone, meaning the cached login).
  */
 export function secretArgs(args: readonly unknown[]): SecretArg[] {
-  const found: SecretArg[] = [];
-  args.forEach((arg, i) => {
-    if (typeof arg !== 'string' || !isSecretFlag(arg)) return;
+  const found = args.flatMap((arg, i): SecretArg[] => {
+    if (typeof arg !== 'string' || !isSecretFlag(arg)) return [];
     const eq = arg.indexOf('=');
-    if (eq >= 0) {
-      found.push({ index: i, value: arg.slice(eq + 1), inline: true });
-      return;
-    }
+    if (eq >= 0) return [{ index: i, value: arg.slice(eq + 1), inline: true }];
     const next = args[i + 1];
-    if (typeof next === 'string' && !/^--\S*$/.test(next))
-      found.push({ index: i + 1, value: next, inline: false });
+    return typeof next === 'string' && !/^--\S*$/.test(next)
+      ? [{ index: i + 1, value: next, inline: false }]
+      : [];
   });
   return found.filter((s) => s.value !== '');
 }
@@ -112,7 +108,8 @@ export function secretArgValues(args: readonly unknown[]): string[] {
   return secretArgs(args).map((s) => s.value);
 }
 
-function isObject(v: unknown): v is Record<string, unknown> {
+/** A plain object (not null, not an array): what a spec or an input read as `unknown` may be. */
+export function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 

@@ -2,7 +2,7 @@
 // may hold a literal URL whose service liftoff does not know (webhook-tokens.ts knows a few), so reports
 // (postmortem, schedule describe) show `https://hooks.example.com/[redacted]` wherever the spec or a
 // notification's input holds one. Pure: no URL class, a regex that reads the URL once.
-import { redactedMarker } from './secrets.js';
+import { isObject, redactedMarker } from './secrets.js';
 
 const urlParts = /^([a-z][a-z0-9+.-]*:)\/\/([^/?#\\]*)(.*)$/is;
 
@@ -13,10 +13,6 @@ export function shownWebhookUrl(url: string): string {
   const [, scheme = '', authority = '', rest = ''] = m;
   const origin = `${scheme.toLowerCase()}//${authority.replace(/^[^@]*@/, '').toLowerCase()}`;
   return rest === '' || rest === '/' ? origin : `${origin}/${redactedMarker}`;
-}
-
-function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
 export interface ShownWebhooks {
