@@ -131,11 +131,7 @@ export function envRefusal(name: string, policy: WorkerPolicy): string | undefin
  * (another worker may hold it; reading it fails later with its own message), anything else there must be a
  * regular file within the size cap, inside the secrets directory once its links are followed.
  */
-function secretFileRefusal(
-  path: string,
-  policy: WorkerPolicy,
-  home: string = homedir(),
-): string | undefined {
+function secretFileRefusal(path: string, policy: WorkerPolicy, home: string = homedir()): string | undefined {
   const outside = `${JSON.stringify(path)} is not in this worker's secrets directory (secretsDir: ${policy.secretsDir}). Put the secret there, or change ${settingHint('secretsDir', policy)}.`;
   if (!allowedBy(path, [policy.secretsDir], home)) return outside;
   const stat = statOf(expandWorkerPath(path, home));
