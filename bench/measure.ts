@@ -123,8 +123,13 @@ export function activityRuns(history: unknown): ActivityRun[] {
 
 function hostOf(input: unknown): string | undefined {
   if (typeof input !== 'object' || input === null) return undefined;
-  const rec = input as { host?: { target?: { name?: string } }; head?: unknown };
+  const rec = input as {
+    host?: { target?: { name?: string }; ref?: { target?: { name?: string } } };
+    head?: unknown;
+  };
+  // A host step's input names its host as a plan host (name, role, ref); the others pass the reference itself.
   if (rec.host?.target?.name) return rec.host.target.name;
+  if (rec.host?.ref?.target?.name) return rec.host.ref.target.name;
   const head = rec.head as { target?: { name?: string }; ref?: { target?: { name?: string } } } | undefined;
   return head?.target?.name ?? head?.ref?.target?.name;
 }
