@@ -2,7 +2,6 @@
 // `multiproc` (vLLM's own multi-node mode: one `vllm serve --nnodes N --node-rank R` per host, no Ray). Pure:
 // the schema runs these checks, and it is imported by workflows.
 import type { SpecIssue } from './errors.js';
-import type { DeploySpec } from './schema.js';
 import { multiprocOwnedArgIssues } from './owned-flags.js';
 import { pipelineParallelSize } from './parallel.js';
 
@@ -69,11 +68,25 @@ export function writtenFieldIssues(raw: unknown): SpecIssue[] {
   return issues;
 }
 
+/** The parts of a parsed spec the multiproc rules read. */
+export interface BackendShape {
+  hosts: readonly unknown[];
+  gpu: { perHost: number };
+  ray: { port: number };
+  serve: {
+    backend: LaunchBackend;
+    port: number;
+    tensorParallelSize: number;
+    args: readonly string[];
+    masterPort?: number | undefined;
+  };
+}
+
 /**
  * What the multiproc launch needs of a parsed spec: a master port, serve.args that leave the flags it sets alone,
  * and one worker per GPU of the cluster.
  */
-export function multiprocIssues(spec: Pick<DeploySpec, 'hosts' | 'gpu' | 'serve'>): SpecIssue[] {
+export function multiprocIssues(spec: BackendShape): SpecIssue[] {
   if (spec.serve.backend !== 'multiproc') return [];
   const issues: SpecIssue[] = [];
   const { masterPort, port, tensorParallelSize: tp } = spec.serve;
