@@ -20,7 +20,6 @@ import {
   type SectionRead,
 } from './sections.js';
 import { rankTailLines } from './multiproc.js';
-import type { CheckServeInput } from '../activities/types.js';
 
 export type { SectionedCommand } from './sections.js';
 
@@ -71,10 +70,14 @@ export function logChunkPart(logPath: string, offset: number): RemoteCommand {
   return sh`${logSnapshot(logPath, offset)}; ${snapshotChunkPart(logPath)}`;
 }
 
-/** What the head's poll reads, from checkServeHealth's input, and the server's baseUrl(clusterIp, port). */
-type HeadPollCommandInput = Pick<CheckServeInput, 'pid' | 'container' | 'logPath' | 'logOffset'> & {
+export interface HeadPollCommandInput {
+  pid: number;
+  container: string;
+  logPath: string;
+  logOffset: number;
+  /** baseUrl(clusterIp, port). */
   url: string;
-};
+}
 
 /**
  * A poll that reads a log: the snapshot first, then `parts` (the sections of `reads` and the shell between them),
