@@ -246,6 +246,13 @@ function stepBlock(entries: HostStep[], found: PlanFindings[] | undefined): stri
   const own = entries.filter((e) => e.shown.length > common);
   // The label of the one intent line is the commands' label too, when every host runs them all.
   const oneGroup = groups.length === 1 && own.length === 0;
+  // A step that is one line of intent and one line of reads (a check) is said on one line when it fits.
+  const [only] = groups;
+  const [lone] = firstShown;
+  if (oneGroup && only?.intent.length === 1 && common === 1 && lone?.sign === '$' && !lone.comment) {
+    const line = `  ${label(only.hosts)}: ${oneLine(only.intent[0] ?? '')}  ${lone.sign} ${lone.text}`;
+    if (line.length <= planWidth) return [...lines, line];
+  }
   for (const g of groups) if (g.intent.length > 0 || oneGroup) lines.push(...intentLines(g.hosts, g.intent));
   if (!oneGroup) lines.push(`  ${label(entries)}${own.length > 0 && entries.length > 1 ? ', each' : ''}:`);
   lines.push(...commands(firstShown.slice(0, common)));
