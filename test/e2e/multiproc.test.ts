@@ -244,22 +244,35 @@ describe('serve.backend multiproc: vLLM multi-node mode on the simulated cluster
   it('a rank killed during the load fails it with RankExited naming the host, not rank 0 whose collectives fail with it', async () => {
     // As real vLLM does, rank 0 prints gloo's "Connection reset by peer" and exits as soon as the rank dies, often
     // before the rank's own host is due for a poll: the failure must name the rank that died, not its echo.
-    const handle = await e2e.client.workflow.start(deploy, {
-      taskQueue: TASK_QUEUE,
-      workflowId,
-      args: [multiprocSpec(), { trigger: 'cli' }],
-    });
-    await waitUntil(
-      'the load to start',
-      async () => (await handle.query(progressQuery)).load !== undefined,
-      60_000,
-    );
-    const killedAt = Date.now();
-    await sshRun(e2e.sim, 'spark2', 'docker kill vllm_qwen35');
-    const error = await handle.result().then(
-      () => undefined,
-      (e: unknown) => e,
-    );
+    // A load of 10 s for this deploy (the suite's is 2 s), so the kill lands during it however loaded the machine.
+    const configs = [spark1, spark2].map((h) => paths.config(h.hostDir));
+    const saved = configs.map((f) => readFileSync(f, 'utf8'));
+    for (const [i, f] of configs.entries()) {
+      const cfg = JSON.parse(saved[i] ?? '{}') as { vllm?: Record<string, number> };
+      writeFileSync(f, JSON.stringify({ ...cfg, vllm: { ...cfg.vllm, shards: 40, shardSeconds: 0.25 } }));
+    }
+    let killedAt = 0;
+    let error: unknown;
+    try {
+      const handle = await e2e.client.workflow.start(deploy, {
+        taskQueue: TASK_QUEUE,
+        workflowId,
+        args: [multiprocSpec(), { trigger: 'cli' }],
+      });
+      await waitUntil(
+        'the load to start',
+        async () => (await handle.query(progressQuery)).load !== undefined,
+        60_000,
+      );
+      killedAt = Date.now();
+      await sshRun(e2e.sim, 'spark2', 'docker kill vllm_qwen35');
+      error = await handle.result().then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+    } finally {
+      configs.forEach((f, k) => writeFileSync(f, saved[k] ?? ''));
+    }
     assert.ok(
       error instanceof WorkflowFailedError && error.cause instanceof ApplicationFailure,
       String(error),
