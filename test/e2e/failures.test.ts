@@ -3,7 +3,6 @@
 // (a missing image or volume source, no GPU runtime, a stopped daemon) are in docker-preflight.test.ts, on real
 // Docker Engines.
 import { describe, it } from 'node:test';
-import { spawn } from 'node:child_process';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { ApplicationFailure } from '@temporalio/common';
@@ -13,8 +12,7 @@ import { assertReferenceDeploymentRuns } from '../helpers/reference-deployment.j
 import { deployWorkflowId } from '../../src/shared/constants.js';
 import { clusterStatus, setFaults, setHostDown, setHostUp } from '../../sim/cluster.js';
 import { simDeploySpec } from '../../sim/spec.js';
-import { sshRun } from '../helpers/ssh.js';
-import { waitUntil } from '../helpers/wait.js';
+import { holdPort } from '../helpers/port-holder.js';
 import type { DeployProgress } from '../../src/workflows/steps.js';
 
 const stateDir = suiteStateDir('failures');
@@ -146,20 +144,12 @@ describe('deploy failures on a simulated cluster', () => {
 
   it('serve.port held on the head once Ray runs fails checkServePort, naming the port and its listener; vllm serve never starts', async () => {
     const spark1 = e2e.sim.hosts.find((h) => h.name === 'spark1');
-    assert.ok(spark1?.netns);
+    assert.ok(spark1);
     const spec = base();
     // A port no old unit or container of the reference state holds, so only this process does.
     spec.serve.port = 8123;
-    const listen = `require('node:net').createServer().listen(${spec.serve.port}, '0.0.0.0')`;
-    const holder = spawn('ip', ['netns', 'exec', spark1.netns, process.execPath, '-e', listen], {
-      stdio: 'ignore',
-    });
+    const holder = await holdPort(e2e.sim, spark1, spec.serve.port, '0.0.0.0');
     try {
-      await waitUntil(
-        'the port to be held on the head',
-        async () => (await sshRun(e2e.sim, 'spark1', `ss -Hltn 'sport = :${spec.serve.port}'`)).trim() !== '',
-        10_000,
-      );
       const failure = await deployExpectingFailure(spec);
       assert.equal(failure.type, 'ServePortInUse', failure.message);
       assert.match(

@@ -4,7 +4,7 @@
 // that exits during the load, the master port taken on the head). Figures are printed, never asserted.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile, type ChildProcess } from 'node:child_process';
 import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { promisify } from 'node:util';
@@ -17,6 +17,7 @@ import { useE2eCluster } from '../helpers/e2e-cluster.js';
 import { suiteStateDir, useSuiteCluster } from '../helpers/suites.js';
 import { sshRun } from '../helpers/ssh.js';
 import { waitUntil } from '../helpers/wait.js';
+import { holdPort } from '../helpers/port-holder.js';
 import { TASK_QUEUE, deployWorkflowId } from '../../src/shared/constants.js';
 import { deploy, progressQuery } from '../../src/workflows/index.js';
 import type { DeployProgress, DeployResult } from '../../src/workflows/steps.js';
@@ -338,16 +339,7 @@ describe('serve.backend multiproc: vLLM multi-node mode on the simulated cluster
     });
 
     it('fails preflight with MasterPortInUse, naming the port and its listener; nothing is stopped', async () => {
-      assert.ok(spark1.netns);
-      const listen = `require('node:net').createServer().listen(${masterPort}, ${JSON.stringify(spark1.clusterIp)})`;
-      holder = spawn('ip', ['netns', 'exec', spark1.netns, process.execPath, '-e', listen], {
-        stdio: 'ignore',
-      });
-      await waitUntil(
-        'the port to be held on the head',
-        async () => (await sshRun(e2e.sim, 'spark1', `ss -Hltn 'sport = :${masterPort}'`)).trim() !== '',
-        10_000,
-      );
+      holder = await holdPort(e2e.sim, spark1, masterPort, spark1.clusterIp);
       const { failure } = await deployFails(multiprocSpec());
       assert.equal(failure.type, 'MasterPortInUse', failure.message);
       assert.match(

@@ -4,14 +4,12 @@
 // deploy then ran exactly the plan's changes, and nothing the plan did not list.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { lstatSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { suiteStateDir, useSuiteCluster } from '../helpers/suites.js';
 import { runLiftoff } from '../helpers/cli.js';
-import { sshRun } from '../helpers/ssh.js';
-import { waitUntil } from '../helpers/wait.js';
+import { holdPort } from '../helpers/port-holder.js';
 import { addHostInterface, hostCommands, reseedCluster } from '../../sim/cluster.js';
 import { loadSpecFile } from '../../src/config/load.js';
 import { deploySpecSchema } from '../../src/config/schema.js';
@@ -256,17 +254,9 @@ describe('liftoff plan and init on the simulated cluster', () => {
 
     // A multiproc plan refuses as the deploy's preflight does when serve.masterPort is taken on the head.
     const [spark1] = e2e.sim.hosts;
-    assert.ok(spark1?.netns);
-    const listen = `require('node:net').createServer().listen(29502, ${JSON.stringify(spark1.clusterIp)})`;
-    const holder = spawn('ip', ['netns', 'exec', spark1.netns, process.execPath, '-e', listen], {
-      stdio: 'ignore',
-    });
+    assert.ok(spark1);
+    const holder = await holdPort(e2e.sim, spark1, 29502, spark1.clusterIp);
     try {
-      await waitUntil(
-        'the port to be held on the head',
-        async () => (await sshRun(e2e.sim, 'spark1', `ss -Hltn 'sport = :29502'`)).trim() !== '',
-        10_000,
-      );
       const base = simDeploySpec(e2e.sim, { cluster: 'plan-refused' });
       const { port: _port, verifyTimeout: _verify, ...ray } = base.ray;
       const mp = { ...base, ray, serve: { ...base.serve, backend: 'multiproc', masterPort: 29502 } };
