@@ -30,7 +30,7 @@ export interface SshConnectOptions {
 // Not `ssh-rsa`: that signs the key exchange with SHA-1. An RSA host key still works through rsa-sha2-256/512,
 // which every OpenSSH since 7.2 (2016) signs with; only a server older than that needs SHA-1, and gets it only
 // when the worker's policy lists it (sshRsaHostKeys), last, so a server that offers SHA-2 still uses SHA-2.
-export const hostKeyAlgorithms = [
+const hostKeyAlgorithms = [
   'ssh-ed25519',
   'ecdsa-sha2-nistp256',
   'ecdsa-sha2-nistp384',
@@ -40,9 +40,30 @@ export const hostKeyAlgorithms = [
 ] as const;
 type HostKeyAlgorithm = (typeof hostKeyAlgorithms)[number];
 
-export function algorithmsForKeyType(keyType: string): HostKeyAlgorithm[] {
+function algorithmsForKeyType(keyType: string): HostKeyAlgorithm[] {
   if (keyType === 'ssh-rsa') return ['rsa-sha2-512', 'rsa-sha2-256'];
   return hostKeyAlgorithms.filter((a) => a === keyType);
+}
+
+/**
+ * What a connection to `target` asks for, and the known_hosts entries it is judged on. The key types known_hosts
+ * lists for the host come first (as OpenSSH does), so a host with several keys offers the one we can check.
+ */
+export async function connectConfig(target: SshTarget, auth: SshAuth, settings: ConnectSettings) {
+  const knownHostsPath = expandHome(auth.knownHostsPath);
+  const { entries } = await loadKnownHosts(knownHostsPath);
+  const preferred = knownKeyTypes(entries, target.host, target.port).flatMap(algorithmsForKeyType);
+  const sha1 = acceptsSshRsa(auth, target.host) ? (['ssh-rsa'] as const) : [];
+  const config: ConnectConfig = {
+    host: target.host,
+    port: target.port,
+    username: target.user,
+    readyTimeout: settings.connectTimeoutMs,
+    keepaliveInterval: settings.keepaliveIntervalMs,
+    keepaliveCountMax: settings.keepaliveCountMax,
+    algorithms: { serverHostKey: [...new Set([...preferred, ...hostKeyAlgorithms, ...sha1])] },
+  };
+  return { config, entries, knownHostsPath };
 }
 
 async function readPrivateKey(path: string, endpoint: SshErrorEndpoint): Promise<Buffer> {
@@ -104,16 +125,7 @@ export interface Hop {
 export async function connectHop(hop: Hop): Promise<Ssh2Session> {
   const { target, auth, settings } = hop;
   const endpoint = endpointOf(target);
-  const knownHostsPath = expandHome(auth.knownHostsPath);
-
-  const config: ConnectConfig = {
-    host: target.host,
-    port: target.port,
-    username: target.user,
-    readyTimeout: settings.connectTimeoutMs,
-    keepaliveInterval: settings.keepaliveIntervalMs,
-    keepaliveCountMax: settings.keepaliveCountMax,
-  };
+  const { config, entries, knownHostsPath } = await connectConfig(target, auth, settings);
   if (auth.privateKeyPath) config.privateKey = await readPrivateKey(auth.privateKeyPath, endpoint);
   if (auth.useAgent) {
     const agent = process.env.SSH_AUTH_SOCK;
@@ -131,14 +143,6 @@ export async function connectHop(hop: Hop): Promise<Ssh2Session> {
   }
 
   let rejection: Error | undefined;
-  const { entries } = await loadKnownHosts(knownHostsPath);
-  const knownTypes = knownKeyTypes(entries, target.host, target.port);
-  const preferred = knownTypes.flatMap(algorithmsForKeyType);
-  const sha1 = acceptsSshRsa(auth, target.host) ? (['ssh-rsa'] as const) : [];
-  // Ask for a key type we know first, so a host with several keys offers the one we can check.
-  config.algorithms = {
-    serverHostKey: [...new Set([...preferred, ...hostKeyAlgorithms, ...sha1])],
-  };
   config.hostVerifier = (key: Buffer) => {
     const verdict = verifyHostKey(entries, target.host, target.port, key);
     switch (verdict.status) {

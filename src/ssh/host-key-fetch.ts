@@ -3,15 +3,10 @@ import ssh2 from 'ssh2';
 import type { ConnectConfig } from 'ssh2';
 import { SshConnectError, type SshErrorEndpoint } from './errors.js';
 import { classifyConnectError, type SshLevelError } from './classify.js';
-import {
-  algorithmsForKeyType,
-  hostKeyAlgorithms,
-  resolveSettings,
-  type SshConnectOptions,
-} from './connect.js';
-import { blobKeyType, knownKeyTypes, loadKnownHosts, sshFingerprint } from './known-hosts.js';
+import { connectConfig, resolveSettings, type SshConnectOptions } from './connect.js';
+import { blobKeyType, sshFingerprint } from './known-hosts.js';
 import { SshPool } from './pool.js';
-import { endpointOf, expandHome, type SshAuth, type SshTarget } from './target.js';
+import { endpointOf, type SshAuth, type SshTarget } from './target.js';
 
 const { Client } = ssh2;
 
@@ -42,15 +37,7 @@ export async function fetchOfferedHostKey(
   const jumps = new SshPool(auth, opts);
   try {
     const via = target.jump ? await jumps.session(target.jump) : undefined;
-    const { entries } = await loadKnownHosts(expandHome(auth.knownHostsPath));
-    const preferred = knownKeyTypes(entries, target.host, target.port).flatMap(algorithmsForKeyType);
-    const config: ConnectConfig = {
-      host: target.host,
-      port: target.port,
-      username: target.user,
-      readyTimeout: settings.connectTimeoutMs,
-      algorithms: { serverHostKey: [...new Set([...preferred, ...hostKeyAlgorithms])] },
-    };
+    const { config } = await connectConfig(target, auth, settings);
     if (via) config.sock = await via.tunnel(target.host, target.port, endpoint, settings.connectTimeoutMs);
     return await keyExchangeOnly(config, endpoint);
   } finally {
