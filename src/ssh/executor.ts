@@ -5,12 +5,12 @@
 // file each: target.ts (who and with what), connect.ts (one hop, settings), classify.ts (error kinds),
 // exec-contract.ts (what a command promises), session.ts (a connection and its commands), host-key-fetch.ts
 // (`liftoff trust`), shared-pool.ts (one connection per host per worker, leased by each activity, jump chains
-// included), pool.ts (the same, for one use: openSshSession, the `liftoff init` probe).
+// included), pool.ts (the same, for one use: the `liftoff init` probe).
 export type { SshAuth, SshTarget } from './target.js';
 export { expandHome } from './target.js';
 export type { ExecOptions, ExecResult, SshSession } from './exec-contract.js';
 export type { SshConnectOptions } from './connect.js';
 export { fetchOfferedHostKey } from './host-key-fetch.js';
-export { openSshSession, SshPool } from './pool.js';
+export { SshPool } from './pool.js';
 export type { SshLease } from './shared-pool.js';
 export { SharedSshPool } from './shared-pool.js';

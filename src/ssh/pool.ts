@@ -1,7 +1,6 @@
-// Connections reused across commands within one use (the `liftoff init` probe, a test), and the single session
-// of openSshSession: a SharedSshPool whose connections stay open until the end of that use.
+// Connections reused across commands within one use (the `liftoff init` probe, `liftoff trust`'s jump hosts, a
+// test): a SharedSshPool whose connections stay open until the end of that use.
 import type { SshConnectOptions } from './connect.js';
-import type { SshSession } from './exec-contract.js';
 import type { Ssh2Session } from './session.js';
 import { SharedSshPool } from './shared-pool.js';
 import type { SshAuth, SshTarget } from './target.js';
@@ -35,21 +34,5 @@ export class SshPool {
 
   closeAll(): Promise<void> {
     return this.shared.close();
-  }
-}
-
-/** Opens a session to `target` (through its jump hosts, each verified); close() closes the whole chain. */
-export async function openSshSession(
-  target: SshTarget,
-  auth: SshAuth,
-  opts?: SshConnectOptions,
-): Promise<SshSession> {
-  const pool = new SshPool(auth, opts);
-  try {
-    const session = await pool.session(target);
-    return { target, exec: (cmd, execOpts) => session.exec(cmd, execOpts), close: () => pool.closeAll() };
-  } catch (err) {
-    await pool.closeAll();
-    throw err;
   }
 }

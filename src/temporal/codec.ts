@@ -10,8 +10,6 @@ import type { DataConverter, Payload, PayloadCodec, SerializationContext } from 
 import proto from '@temporalio/proto';
 import { PayloadKeyError } from './errors.js';
 
-export { PayloadKeyError };
-
 export const PAYLOAD_KEY_ENV = 'LIFTOFF_PAYLOAD_KEY';
 export const PAYLOAD_KEY_ID_ENV = 'LIFTOFF_PAYLOAD_KEY_ID';
 export const REQUIRE_ENCRYPTED_ENV = 'LIFTOFF_REQUIRE_ENCRYPTED';
