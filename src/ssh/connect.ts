@@ -4,12 +4,13 @@ import { readFile } from 'node:fs/promises';
 import ssh2 from 'ssh2';
 import type { ConnectConfig } from 'ssh2';
 import {
+  classifyConnectError,
   HostKeyMismatchError,
   HostKeyUnknownError,
   SshConnectError,
   type SshErrorEndpoint,
+  type SshLevelError,
 } from './errors.js';
-import { classifyConnectError, type SshLevelError } from './classify.js';
 import { knownKeyTypes, loadKnownHosts, verifyHostKey } from './known-hosts.js';
 import { Ssh2Session } from './session.js';
 import { acceptsSshRsa, endpointOf, expandHome, type SshAuth, type SshTarget } from './target.js';

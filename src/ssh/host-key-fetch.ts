@@ -1,11 +1,15 @@
 // The host key a server offers, read without logging in (for `liftoff trust`).
 import ssh2 from 'ssh2';
 import type { ConnectConfig } from 'ssh2';
-import { SshConnectError, type SshErrorEndpoint } from './errors.js';
-import { classifyConnectError, type SshLevelError } from './classify.js';
+import {
+  classifyConnectError,
+  SshConnectError,
+  type SshErrorEndpoint,
+  type SshLevelError,
+} from './errors.js';
 import { connectConfig, resolveSettings, type SshConnectOptions } from './connect.js';
 import { blobKeyType, sshFingerprint } from './known-hosts.js';
-import { SshPool } from './pool.js';
+import { SshPool } from './shared-pool.js';
 import { endpointOf, type SshAuth, type SshTarget } from './target.js';
 
 const { Client } = ssh2;

@@ -1,20 +1,20 @@
 // One SSH connection and the commands run on it (Ssh2Session). exec takes only commands built by `sh`
 // (quote.ts), caps the channels open at once (Slots), and stops a command that times out or is aborted. What a
 // command promises (options, result, the session interface) is exec-contract.ts.
+import { constants as osConstants } from 'node:os';
 import { StringDecoder } from 'node:string_decoder';
 import type { Duplex } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type ssh2 from 'ssh2';
 import type { ClientChannel } from 'ssh2';
 import {
+  classifyForwardError,
   RemoteCommandError,
   RemoteTimeoutError,
   SshConnectError,
   type SshConnectErrorKind,
   type SshErrorEndpoint,
 } from './errors.js';
-import { classifyForwardError } from './classify.js';
-import { sendSignal, signalExitCode } from './channel-signal.js';
 import { defaultMaxOutputBytes, OutputTail } from './output-tail.js';
 import { isRemoteCommand, type RemoteCommand } from './quote.js';
 import { Slots } from './slots.js';
@@ -316,4 +316,40 @@ export class Ssh2Session implements SshSession {
 /** Whether `promise` settled within `ms` (it goes on either way). */
 function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
   return Promise.race([promise.then(() => true), sleep(ms, false, { ref: false })]);
+}
+
+// Stopping a remote command: the signals sent over its channel and the exit status a signal means.
+function signalExitCode(signal: string): number {
+  const number = (osConstants.signals as Record<string, number | undefined>)[signal];
+  return number === undefined ? 255 : 128 + number;
+}
+
+/** The parts of an ssh2 channel that Channel.signal itself uses. */
+interface ChannelInternals {
+  outgoing?: { id?: number; state?: string };
+  _client?: { _protocol?: { signal?: (channelId: number, signalName: string) => void } };
+}
+
+/**
+ * Sends an RFC 4254 "signal" request. ssh2's Channel.signal drops it once our side has sent EOF, and we
+ * always send EOF on stdin so commands never wait for input; the protocol allows signals after EOF, so this
+ * goes one level down to the same call Channel.signal makes.
+ */
+function sendSignal(channel: ClientChannel, signalName: 'TERM' | 'KILL'): void {
+  const internals = channel as unknown as ChannelInternals;
+  const id = internals.outgoing?.id;
+  const protocol = internals._client?._protocol;
+  try {
+    if (
+      id !== undefined &&
+      (internals.outgoing?.state === 'open' || internals.outgoing?.state === 'eof') &&
+      typeof protocol?.signal === 'function'
+    ) {
+      protocol.signal(id, signalName);
+    } else {
+      channel.signal(signalName);
+    }
+  } catch {
+    // The channel or the connection is already gone: nothing left to signal.
+  }
 }
