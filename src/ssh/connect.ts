@@ -115,15 +115,13 @@ function sha1OnlyAdvice(address: string): string {
 /** SshConnectOptions with every default filled in. */
 export type ConnectSettings = Required<SshConnectOptions>;
 
-export interface Hop {
+/** `via`: the verified session to the jump host, when this hop goes through one. */
+export async function connectHop(hop: {
   target: SshTarget;
   auth: SshAuth;
   settings: ConnectSettings;
-  /** The verified session to the jump host, when this hop goes through one. */
-  via?: Ssh2Session;
-}
-
-export async function connectHop(hop: Hop): Promise<Ssh2Session> {
+  via?: Ssh2Session | undefined;
+}): Promise<Ssh2Session> {
   const { target, auth, settings } = hop;
   const endpoint = endpointOf(target);
   const { config, entries, knownHostsPath } = await connectConfig(target, auth, settings);

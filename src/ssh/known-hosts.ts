@@ -30,11 +30,6 @@ export interface InvalidKnownHostsLine {
   hostField?: string;
 }
 
-export interface ParsedKnownHosts {
-  entries: KnownHostEntry[];
-  invalidLines: InvalidKnownHostsLine[];
-}
-
 /** A field of a line, shortened and quoted for a message. */
 export function quoted(field: string): string {
   return JSON.stringify(field.length > 40 ? `${field.slice(0, 40)}…` : field);
@@ -75,7 +70,7 @@ function parseLine(line: string, lineNo: number): KnownHostEntry | InvalidKnownH
   return { ...(marker ? { marker } : {}), names, keyType, key, line: lineNo };
 }
 
-export function parseKnownHosts(text: string): ParsedKnownHosts {
+export function parseKnownHosts(text: string) {
   const entries: KnownHostEntry[] = [];
   const invalidLines: InvalidKnownHostsLine[] = [];
   text.split(/\r?\n/).forEach((rawLine, index) => {
@@ -223,7 +218,7 @@ export function knownKeyTypes(entries: readonly KnownHostEntry[], host: string, 
 }
 
 /** A file that does not exist yet is an empty one: every host is then unknown, with the fix in the error. */
-export async function loadKnownHosts(path: string): Promise<ParsedKnownHosts> {
+export async function loadKnownHosts(path: string): Promise<ReturnType<typeof parseKnownHosts>> {
   try {
     return parseKnownHosts(await readFile(path, 'utf8'));
   } catch (err) {

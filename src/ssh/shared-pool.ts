@@ -293,10 +293,8 @@ class LeasedSession implements SshSession {
   }
 }
 
-// Connections reused across commands within one use (the `liftoff init` probe, `liftoff trust`'s jump hosts, a
-// test): a SharedSshPool whose connections stay open until the end of that use.
 /**
- * Per-use pool: one connection per host, reused by every command (jump hosts included, shared by all hosts
+ * A SharedSshPool for one use (the `liftoff init` probe, `liftoff trust`'s jump hosts, a test): one connection per host, reused by every command (jump hosts included, shared by all hosts
  * behind them); closeAll at the end. A dropped connection is replaced on the next session() call; a failed
  * connect is not cached.
  */

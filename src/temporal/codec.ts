@@ -256,11 +256,6 @@ export function requireEncryptedFromEnv(env: NodeJS.ProcessEnv = process.env): b
   );
 }
 
-export interface DataConverterOptions {
-  /** A worker honours LIFTOFF_REQUIRE_ENCRYPTED; clients read whatever they find. Default 'client'. */
-  role?: 'client' | 'worker';
-}
-
 /**
  * The one data converter of every production client and worker: when LIFTOFF_PAYLOAD_KEY is set, payloads are
  * encrypted and failure messages and stack traces encoded into a payload so they are encrypted too; otherwise
@@ -268,7 +263,8 @@ export interface DataConverterOptions {
  */
 export function liftoffDataConverter(
   env: NodeJS.ProcessEnv = process.env,
-  opts: DataConverterOptions = {},
+  /** A worker honours LIFTOFF_REQUIRE_ENCRYPTED; clients read whatever they find. */
+  opts: { role?: 'client' | 'worker' } = {},
 ): DataConverter {
   const key = payloadKeyFromEnv(env);
   const requireEncrypted = opts.role === 'worker' && requireEncryptedFromEnv(env);
