@@ -24,13 +24,6 @@ export interface VllmFatal {
   kind: VllmFatalKind;
 }
 
-export interface VllmLogSource {
-  /** `RayWorkerWrapper`, `EngineCore_DP0`, … when the prefix names one. */
-  actor?: string;
-  pid: number;
-  ip?: string;
-}
-
 /** How far the load got and how fast it goes, as one line or a run of lines shows it. */
 export interface VllmLoadProgress {
   shard?: { done: number; total: number; percent: number };
@@ -44,7 +37,8 @@ export interface VllmLoadProgress {
 export interface VllmLogLine extends VllmLoadProgress {
   /** The line without its Ray prefix and colour codes. */
   text: string;
-  source?: VllmLogSource;
+  /** Ray's prefix: its actor (`RayWorkerWrapper`, `EngineCore_DP0`, … when it names one), pid and ip. */
+  source?: { actor?: string; pid: number; ip?: string };
   phase?: VllmPhase;
 }
 

@@ -223,22 +223,18 @@ export class SshLease {
   private readonly keepMs: number;
   private readonly controller = new AbortController();
   private readonly held = new Set<HostEntry>();
-  private readonly outer: AbortSignal | undefined;
-  private readonly onOuterAbort = () => this.controller.abort(this.outer?.reason);
   private released = false;
+  /** Aborted by the activity's cancellation or by release(), whichever comes first. */
+  readonly signal: AbortSignal;
 
   constructor(
     private readonly pool: SharedSshPool,
     opts: SshLeaseOptions,
   ) {
     this.keepMs = opts.keepMs ?? 0;
-    this.outer = opts.signal;
-    if (this.outer?.aborted) this.onOuterAbort();
-    else this.outer?.addEventListener('abort', this.onOuterAbort, { once: true });
-  }
-
-  get signal(): AbortSignal {
-    return this.controller.signal;
+    this.signal = opts.signal
+      ? AbortSignal.any([opts.signal, this.controller.signal])
+      : this.controller.signal;
   }
 
   /** A session to `target`, connected (a connect error is raised here, as opening a session always did). */
@@ -258,8 +254,7 @@ export class SshLease {
   release(): void {
     if (this.released) return;
     this.released = true;
-    this.outer?.removeEventListener('abort', this.onOuterAbort);
-    if (!this.controller.signal.aborted) this.controller.abort(new Error('the activity ended'));
+    this.controller.abort(new Error('the activity ended'));
     for (const entry of this.held) this.pool.unuse(entry, this.keepMs);
     this.held.clear();
   }
