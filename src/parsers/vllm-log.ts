@@ -250,14 +250,11 @@ export type VllmLogOwner =
   | { backend: 'ray'; /** ray.env sets RAY_memory_monitor_refresh_ms to "0" */ memoryMonitorOff: boolean }
   | { backend: 'multiproc'; masterAddr: string; masterPort: number | undefined };
 
-export interface VllmFatalVerdict {
-  type: FailureTypeName;
-  /** The fatal line, with what it means where the kind says more than the line. */
-  message: string;
-}
-
 /** The one verdict on a fatal log line: its failure type, and the line with what to do about it. */
-export function judgeVllmFatal(fatal: VllmFatal, owner: VllmLogOwner): VllmFatalVerdict {
+export function judgeVllmFatal(
+  fatal: VllmFatal,
+  owner: VllmLogOwner,
+): { type: FailureTypeName; message: string } {
   if (owner.backend === 'ray') {
     const hint =
       fatal.kind === 'ray_oom' && !owner.memoryMonitorOff
