@@ -289,33 +289,26 @@ class LeasedSession implements SshSession {
 }
 
 /**
- * A SharedSshPool for one use (the `liftoff init` probe, `liftoff trust`'s jump hosts, a test): one connection per host, reused by every command (jump hosts included, shared by all hosts
- * behind them); closeAll at the end. A dropped connection is replaced on the next session() call; a failed
- * connect is not cached.
+ * A SharedSshPool for one use (the `liftoff init` probe, `liftoff trust`'s jump hosts, a test): one connection per
+ * host, reused by every command (jump hosts included, shared by all hosts behind them); closeAll at the end. A
+ * dropped connection is replaced on the next session() call; a failed connect is not cached.
  */
-export class SshPool {
-  private readonly shared: SharedSshPool;
-
+export class SshPool extends SharedSshPool {
   constructor(
     private readonly auth: SshAuth,
     opts?: SshConnectOptions,
   ) {
-    this.shared = new SharedSshPool({ ...opts, idleMs: 0 });
-  }
-
-  /** SSH handshakes this pool has started (each hop counts once). */
-  get connectionsOpened(): number {
-    return this.shared.connectionsOpened;
+    super({ ...opts, idleMs: 0 });
   }
 
   session(target: SshTarget): Promise<Ssh2Session> {
-    const entry = this.shared.entry(target, this.auth);
+    const entry = this.entry(target, this.auth);
     // Never released: the connection stays open until closeAll, whatever the idle time.
-    this.shared.use(entry);
-    return this.shared.connection(entry);
+    this.use(entry);
+    return this.connection(entry);
   }
 
   closeAll(): Promise<void> {
-    return this.shared.close();
+    return this.close();
   }
 }
