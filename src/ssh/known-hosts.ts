@@ -36,37 +36,29 @@ export function quoted(field: string): string {
 }
 
 function parseLine(line: string, lineNo: number): KnownHostEntry | InvalidKnownHostsLine {
+  const invalid = (reason: string, hostField?: string): InvalidKnownHostsLine => ({
+    line: lineNo,
+    reason,
+    ...(hostField ? { hostField } : {}),
+  });
   const fields = line.split(/[ \t]+/);
   let marker: KnownHostMarker | undefined;
   if (fields[0]?.startsWith('@')) {
     const word = fields.shift() ?? '';
     const name = word.slice(1);
     if (name !== 'revoked' && name !== 'cert-authority')
-      return {
-        line: lineNo,
-        reason: `unknown marker ${quoted(word)} (known_hosts has @cert-authority and @revoked)`,
-      };
+      return invalid(`unknown marker ${quoted(word)} (known_hosts has @cert-authority and @revoked)`);
     marker = name;
   }
   const [hostField, keyType, keyBase64] = fields;
-  if (!hostField || !keyType || !keyBase64) {
-    return {
-      line: lineNo,
-      reason: 'expected host patterns, a key type and a base64 key',
-      ...(hostField ? { hostField } : {}),
-    };
-  }
+  if (!hostField || !keyType || !keyBase64)
+    return invalid('expected host patterns, a key type and a base64 key', hostField);
   const key = Buffer.from(keyBase64, 'base64');
   // The blob starts with its own type string; a mismatch means a corrupt or hand-edited line.
-  if (key.length === 0 || blobKeyType(key) !== keyType) {
-    return {
-      line: lineNo,
-      reason: `field 3 is not a base64 ${quoted(keyType)} key`,
-      hostField,
-    };
-  }
+  if (key.length === 0 || blobKeyType(key) !== keyType)
+    return invalid(`field 3 is not a base64 ${quoted(keyType)} key`, hostField);
   const names = parseNames(hostField);
-  if (!names) return { line: lineNo, reason: `bad host field ${quoted(hostField)}`, hostField };
+  if (!names) return invalid(`bad host field ${quoted(hostField)}`, hostField);
   return { ...(marker ? { marker } : {}), names, keyType, key, line: lineNo };
 }
 
