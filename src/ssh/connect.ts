@@ -67,6 +67,11 @@ export async function connectConfig(target: SshTarget, auth: SshAuth, settings: 
   return { config, entries, knownHostsPath };
 }
 
+/** A refused login that retrying cannot mend: a credential missing, unreadable or unusable. */
+function authError(endpoint: SshErrorEndpoint, reason: string, advice: string): SshConnectError {
+  return new SshConnectError(endpoint, 'auth', reason, { advice });
+}
+
 async function readPrivateKey(path: string, endpoint: SshErrorEndpoint): Promise<Buffer> {
   const fullPath = expandHome(path);
   let key: Buffer;
@@ -74,26 +79,19 @@ async function readPrivateKey(path: string, endpoint: SshErrorEndpoint): Promise
     key = await readFile(fullPath);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code ?? 'error';
-    throw new SshConnectError(endpoint, 'auth', `cannot read private key file ${fullPath} (${code})`, {
-      advice: 'Check privateKeyPath in the spec and that the worker process may read that file.',
-    });
+    const advice = 'Check privateKeyPath in the spec and that the worker process may read that file.';
+    throw authError(endpoint, `cannot read private key file ${fullPath} (${code})`, advice);
   }
   // Only the parser's verdict is reported, never the content: its errors name the format, not the bytes.
   const parsed = sshUtils.parseKey(key);
+  if (parsed instanceof Error && /encrypted|passphrase/i.test(parsed.message)) {
+    const advice =
+      'Load it into ssh-agent (ssh-add) and set useAgent, or point privateKeyPath at a key without a passphrase.';
+    throw authError(endpoint, `private key ${fullPath} is protected by a passphrase`, advice);
+  }
   if (parsed instanceof Error) {
-    const encrypted = /encrypted|passphrase/i.test(parsed.message);
-    throw new SshConnectError(
-      endpoint,
-      'auth',
-      encrypted
-        ? `private key ${fullPath} is protected by a passphrase`
-        : `private key ${fullPath} cannot be parsed`,
-      {
-        advice: encrypted
-          ? 'Load it into ssh-agent (ssh-add) and set useAgent, or point privateKeyPath at a key without a passphrase.'
-          : 'Point privateKeyPath at an OpenSSH or PEM private key (ed25519, ecdsa or rsa).',
-      },
-    );
+    const advice = 'Point privateKeyPath at an OpenSSH or PEM private key (ed25519, ecdsa or rsa).';
+    throw authError(endpoint, `private key ${fullPath} cannot be parsed`, advice);
   }
   return key;
 }
@@ -128,18 +126,13 @@ export async function connectHop(hop: {
   if (auth.privateKeyPath) config.privateKey = await readPrivateKey(auth.privateKeyPath, endpoint);
   if (auth.useAgent) {
     const agent = process.env.SSH_AUTH_SOCK;
-    if (!agent) {
-      throw new SshConnectError(endpoint, 'auth', 'useAgent is set but SSH_AUTH_SOCK is not', {
-        advice: 'Start ssh-agent for the worker process and export SSH_AUTH_SOCK, or set privateKeyPath.',
-      });
-    }
+    const advice = 'Start ssh-agent for the worker process and export SSH_AUTH_SOCK, or set privateKeyPath.';
+    if (!agent) throw authError(endpoint, 'useAgent is set but SSH_AUTH_SOCK is not', advice);
     config.agent = agent;
   }
-  if (!config.privateKey && !config.agent) {
-    throw new SshConnectError(endpoint, 'auth', 'no credentials configured', {
-      advice: 'Set privateKeyPath or useAgent in the ssh section of the spec.',
-    });
-  }
+  const noCredentials = 'Set privateKeyPath or useAgent in the ssh section of the spec.';
+  if (!config.privateKey && !config.agent)
+    throw authError(endpoint, 'no credentials configured', noCredentials);
 
   let rejection: Error | undefined;
   config.hostVerifier = (key: Buffer) => {
