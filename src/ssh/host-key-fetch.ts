@@ -53,25 +53,21 @@ function keyExchangeOnly(config: ConnectConfig, endpoint: SshErrorEndpoint): Pro
   const client = new Client();
   return new Promise<OfferedHostKey>((resolve, reject) => {
     let offered: Buffer | undefined;
-    let outcome: { key: OfferedHostKey } | { error: Error } | undefined;
+    let outcome: OfferedHostKey | Error | undefined;
     const settle = () => {
-      outcome ??= {
-        error: new SshConnectError(endpoint, 'closed', 'connection closed during the key exchange'),
-      };
-      if ('key' in outcome) resolve(outcome.key);
-      else reject(outcome.error);
+      outcome ??= new SshConnectError(endpoint, 'closed', 'connection closed during the key exchange');
+      if (outcome instanceof Error) reject(outcome);
+      else resolve(outcome);
     };
     // Settle on 'close' only, so the socket (or the jump host's tunnel) is gone before the caller moves on.
     client.once('close', settle);
     client.on('error', (err: SshLevelError) => {
-      outcome ??= {
-        error: new SshConnectError(endpoint, classifyConnectError(err), err.message, { cause: err }),
-      };
+      outcome ??= new SshConnectError(endpoint, classifyConnectError(err), err.message, { cause: err });
     });
     client.on('handshake', () => {
       if (!offered) return;
       const keyType = blobKeyType(offered) ?? 'unknown-key-type';
-      outcome ??= { key: { keyType, key: offered, fingerprint: sshFingerprint(offered) } };
+      outcome ??= { keyType, key: offered, fingerprint: sshFingerprint(offered) };
       // ssh2 asks for the user-auth service right after this event; ending here means that request is never
       // written (the socket is no longer writable), and the server sees a disconnect before any login.
       client.end();
@@ -91,7 +87,7 @@ function keyExchangeOnly(config: ConnectConfig, endpoint: SshErrorEndpoint): Pro
         authHandler: [],
       });
     } catch (err) {
-      outcome = { error: new SshConnectError(endpoint, 'closed', (err as Error).message, { cause: err }) };
+      outcome = new SshConnectError(endpoint, 'closed', (err as Error).message, { cause: err });
       client.destroy();
       settle();
     }
