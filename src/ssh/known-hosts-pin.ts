@@ -75,16 +75,10 @@ function hostFieldProblem(field: string): string | undefined {
  */
 export function knownHostsLineProblems(text: string): InvalidKnownHostsLine[] {
   const { entries, invalidLines } = parseKnownHosts(text);
-  const problems = invalidLines.map(({ line, reason, hostField }): InvalidKnownHostsLine => {
-    if (hostField === undefined) return { line, reason };
-    const fieldProblem = hostFieldProblem(hostField);
-    if (fieldProblem !== undefined) return { line, reason: fieldProblem };
-    if (/^(?:ssh-|ecdsa-|sk-)/.test(hostField))
-      return {
-        line,
-        reason: `it starts with the key type ${quoted(hostField)}: an authorized_keys or .pub line`,
-      };
-    return { line, reason };
+  const problems = invalidLines.map(({ line, reason, hostField = '' }): InvalidKnownHostsLine => {
+    const keyTypeFirst = `it starts with the key type ${quoted(hostField)}: an authorized_keys or .pub line`;
+    const startsWithKeyType = /^(?:ssh-|ecdsa-|sk-)/.test(hostField);
+    return { line, reason: hostFieldProblem(hostField) ?? (startsWithKeyType ? keyTypeFirst : reason) };
   });
   for (const entry of entries) {
     if (entry.names.kind !== 'patterns') continue;
