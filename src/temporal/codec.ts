@@ -153,12 +153,11 @@ function bindingMismatch(bound: PayloadBinding | undefined, expected: PayloadBin
     `namespace ${JSON.stringify(b.namespace)}` +
     (b.workflowId === undefined ? '' : `, workflow ${JSON.stringify(b.workflowId)}`);
   if (!bound) return `it is not bound to a workflow, and is read for ${where(expected)}`;
-  if (bound.namespace !== expected.namespace) return `it belongs to ${where(bound)}, not ${where(expected)}`;
-  if (expected.workflowId === undefined) return undefined;
-  if (bound.workflowId === undefined || !sameWorkflow(bound.workflowId, expected.workflowId)) {
-    return `it belongs to ${where(bound)}, not ${where(expected)}`;
-  }
-  return undefined;
+  const workflowMatches =
+    expected.workflowId === undefined ||
+    (bound.workflowId !== undefined && sameWorkflow(bound.workflowId, expected.workflowId));
+  if (bound.namespace === expected.namespace && workflowMatches) return undefined;
+  return `it belongs to ${where(bound)}, not ${where(expected)}`;
 }
 
 /**
