@@ -96,7 +96,7 @@ type Timing = Pick<VllmLoadProgress, 'elapsedS' | 'etaS' | 'secPerIt'>;
 /** The figures that are known: a line or a summary never holds a timing key set to undefined. */
 function timing({ elapsedS, etaS, secPerIt }: Timing): Timing {
   const figures = Object.entries({ elapsedS, etaS, secPerIt }).filter(([, v]) => v !== undefined);
-  return Object.fromEntries(figures) as Timing;
+  return Object.fromEntries(figures);
 }
 
 // Specific causes first: the final line of a traceback often also matches the generic exception pattern.
