@@ -12,8 +12,6 @@ import { bindSshPool } from './activities/ssh-context.js';
 import { SharedSshPool } from './ssh/executor.js';
 import { sshIdleMsFromEnv } from './config/ssh-idle.js';
 
-export { workflowBundle, workflowsPath } from './temporal/workflow-bundle.js';
-
 export interface LiftoffWorkerOptions {
   connection: NativeConnection;
   namespace: string;

@@ -4,7 +4,7 @@
 import { activityFailure } from './activity-failure.js';
 import { FailureType } from '../shared/failures.js';
 import { judgeVllmFatal, summarizeVllmLog } from '../parsers/vllm-log.js';
-import { dockerSaid } from '../parsers/host-output.js';
+import { dockerSaid, listenerOf } from '../parsers/host-output.js';
 import { redactText, redactedTail, secretArgValues } from '../shared/secrets.js';
 import { sentence, tail } from '../shared/text.js';
 import type { ExecResult, SshSession } from '../ssh/executor.js';
@@ -28,7 +28,6 @@ import {
   rankRun,
 } from '../steps/start-rank.js';
 import { markerLookOf } from '../steps/launch-serve.js';
-import { listenerOf } from '../parsers/listeners.js';
 import { answerOf, execSectioned, runCommands } from './run-commands.js';
 import { containerOf, logChunkOf, tailLinesOf } from './health.js';
 import { rankPollCommand } from '../host-commands/polls.js';

@@ -25,13 +25,11 @@ export async function describeClusterDeploy(
   return { workflowId, handle, described };
 }
 
-export interface FailureSummary {
+export function describeFailure(err: WorkflowFailedError): {
   type: string;
   message: string;
   details: unknown[];
-}
-
-export function describeFailure(err: WorkflowFailedError): FailureSummary {
+} {
   let cause: TemporalFailure | Error | undefined = err.cause;
   while (
     cause &&

@@ -16,10 +16,6 @@ import {
 import type { Stats } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 
-function errnoOf(err: unknown): string | undefined {
-  return err instanceof Error && 'code' in err && typeof err.code === 'string' ? err.code : undefined;
-}
-
 /** What holds the name itself, not what a link there points to; undefined when nothing does. */
 function entryAt(path: string): Stats | undefined {
   return lstatSync(path, { throwIfNoEntry: false });
@@ -63,7 +59,7 @@ export function writeOutputFile(path: string, text: string, options: { replace: 
       try {
         linkSync(temp, path);
       } catch (err) {
-        if (errnoOf(err) === 'EEXIST') throw new OutputExistsError(path);
+        if ((err as NodeJS.ErrnoException).code === 'EEXIST') throw new OutputExistsError(path);
         throw err;
       }
     }

@@ -24,7 +24,9 @@ export function readChatCompletion(payload: string, httpStatus: number): ChatCom
     return refused(`HTTP ${httpStatus}, the answer is not JSON`);
   }
   if (httpStatus !== 200) {
-    const why = [field(parsed, 'error', 'message'), field(parsed, 'message')].find(isString) ?? body;
+    const why =
+      [field(parsed, 'error', 'message'), field(parsed, 'message')].find((w) => typeof w === 'string') ??
+      body;
     // The server answered, and said no: asking again gets the same answer, or none (vLLM's engine that fails a
     // request with 500 has died, and the server shuts down after it). Only the statuses of a passing condition
     // are worth another attempt.
@@ -43,7 +45,7 @@ export function readChatCompletion(payload: string, httpStatus: number): ChatCom
   }
   // The answer if there is one, else the reasoning (a short budget may be spent on reasoning alone).
   const text = [message.content, message.reasoning, message.reasoning_content].find(
-    (t): t is string => isString(t) && t.trim() !== '',
+    (t): t is string => typeof t === 'string' && t.trim() !== '',
   );
   return { ok: true, text: text ?? '', completionTokens: tokens };
 }
@@ -52,8 +54,4 @@ function field(value: unknown, ...path: string[]): unknown {
   let at = value;
   for (const key of path) at = isObject(at) ? at[key] : undefined;
   return at;
-}
-
-function isString(value: unknown): value is string {
-  return typeof value === 'string';
 }

@@ -54,3 +54,12 @@ export function dockerSaid(text: string): string {
     .join('\n')
     .trim();
 }
+
+/** The first listening socket `ss -Hltn 'sport = :PORT'` printed (at most 200 characters), or undefined. */
+export function listenerOf(ssOutput: string): string | undefined {
+  const line = ssOutput
+    .split('\n')
+    .map((l) => l.trim())
+    .find((l) => l !== '');
+  return line === undefined ? undefined : line.slice(0, 200);
+}

@@ -191,12 +191,8 @@ export function judgeGpusClear(look: GpuLook, limits: GpuClearLimits): GpuClearV
 
   const findings: string[] = [];
   if (look.processes.length > 0) {
-    const listed = look.processes
-      .map(
-        (p) =>
-          `pid ${p.pid} ${p.processName} (${p.usedMiB === null ? 'memory unknown' : `${p.usedMiB} MiB`})`,
-      )
-      .join(', ');
+    const memory = (p: ComputeApp) => (p.usedMiB === null ? 'memory unknown' : `${p.usedMiB} MiB`);
+    const listed = look.processes.map((p) => `pid ${p.pid} ${p.processName} (${memory(p)})`).join(', ');
     findings.push(`${look.processes.length} compute process(es) hold them: ${listed}`);
   }
   if (busyGpus.length > 0) {

@@ -24,13 +24,6 @@ export interface VllmFatal {
   kind: VllmFatalKind;
 }
 
-export interface VllmLogSource {
-  /** `RayWorkerWrapper`, `EngineCore_DP0`, … when the prefix names one. */
-  actor?: string;
-  pid: number;
-  ip?: string;
-}
-
 /** How far the load got and how fast it goes, as one line or a run of lines shows it. */
 export interface VllmLoadProgress {
   shard?: { done: number; total: number; percent: number };
@@ -44,7 +37,8 @@ export interface VllmLoadProgress {
 export interface VllmLogLine extends VllmLoadProgress {
   /** The line without its Ray prefix and colour codes. */
   text: string;
-  source?: VllmLogSource;
+  /** Ray's prefix: its actor (`RayWorkerWrapper`, `EngineCore_DP0`, … when it names one), pid and ip. */
+  source?: { actor?: string; pid: number; ip?: string };
   phase?: VllmPhase;
 }
 
@@ -101,11 +95,8 @@ type Timing = Pick<VllmLoadProgress, 'elapsedS' | 'etaS' | 'secPerIt'>;
 
 /** The figures that are known: a line or a summary never holds a timing key set to undefined. */
 function timing({ elapsedS, etaS, secPerIt }: Timing): Timing {
-  return {
-    ...(elapsedS !== undefined ? { elapsedS } : {}),
-    ...(etaS !== undefined ? { etaS } : {}),
-    ...(secPerIt !== undefined ? { secPerIt } : {}),
-  };
+  const figures = Object.entries({ elapsedS, etaS, secPerIt }).filter(([, v]) => v !== undefined);
+  return Object.fromEntries(figures);
 }
 
 // Specific causes first: the final line of a traceback often also matches the generic exception pattern.
@@ -256,14 +247,11 @@ export type VllmLogOwner =
   | { backend: 'ray'; /** ray.env sets RAY_memory_monitor_refresh_ms to "0" */ memoryMonitorOff: boolean }
   | { backend: 'multiproc'; masterAddr: string; masterPort: number | undefined };
 
-export interface VllmFatalVerdict {
-  type: FailureTypeName;
-  /** The fatal line, with what it means where the kind says more than the line. */
-  message: string;
-}
-
 /** The one verdict on a fatal log line: its failure type, and the line with what to do about it. */
-export function judgeVllmFatal(fatal: VllmFatal, owner: VllmLogOwner): VllmFatalVerdict {
+export function judgeVllmFatal(
+  fatal: VllmFatal,
+  owner: VllmLogOwner,
+): { type: FailureTypeName; message: string } {
   if (owner.backend === 'ray') {
     const hint =
       fatal.kind === 'ray_oom' && !owner.memoryMonitorOff

@@ -4,12 +4,13 @@ import { readFile } from 'node:fs/promises';
 import ssh2 from 'ssh2';
 import type { ConnectConfig } from 'ssh2';
 import {
+  classifyConnectError,
   HostKeyMismatchError,
   HostKeyUnknownError,
   SshConnectError,
   type SshErrorEndpoint,
+  type SshLevelError,
 } from './errors.js';
-import { classifyConnectError, type SshLevelError } from './classify.js';
 import { knownKeyTypes, loadKnownHosts, verifyHostKey } from './known-hosts.js';
 import { Ssh2Session } from './session.js';
 import { acceptsSshRsa, endpointOf, expandHome, type SshAuth, type SshTarget } from './target.js';
@@ -30,7 +31,7 @@ export interface SshConnectOptions {
 // Not `ssh-rsa`: that signs the key exchange with SHA-1. An RSA host key still works through rsa-sha2-256/512,
 // which every OpenSSH since 7.2 (2016) signs with; only a server older than that needs SHA-1, and gets it only
 // when the worker's policy lists it (sshRsaHostKeys), last, so a server that offers SHA-2 still uses SHA-2.
-export const hostKeyAlgorithms = [
+const hostKeyAlgorithms = [
   'ssh-ed25519',
   'ecdsa-sha2-nistp256',
   'ecdsa-sha2-nistp384',
@@ -40,9 +41,35 @@ export const hostKeyAlgorithms = [
 ] as const;
 type HostKeyAlgorithm = (typeof hostKeyAlgorithms)[number];
 
-export function algorithmsForKeyType(keyType: string): HostKeyAlgorithm[] {
+function algorithmsForKeyType(keyType: string): HostKeyAlgorithm[] {
   if (keyType === 'ssh-rsa') return ['rsa-sha2-512', 'rsa-sha2-256'];
   return hostKeyAlgorithms.filter((a) => a === keyType);
+}
+
+/**
+ * What a connection to `target` asks for, and the known_hosts entries it is judged on. The key types known_hosts
+ * lists for the host come first (as OpenSSH does), so a host with several keys offers the one we can check.
+ */
+export async function connectConfig(target: SshTarget, auth: SshAuth, settings: ConnectSettings) {
+  const knownHostsPath = expandHome(auth.knownHostsPath);
+  const { entries } = await loadKnownHosts(knownHostsPath);
+  const preferred = knownKeyTypes(entries, target.host, target.port).flatMap(algorithmsForKeyType);
+  const sha1 = acceptsSshRsa(auth, target.host) ? (['ssh-rsa'] as const) : [];
+  const config: ConnectConfig = {
+    host: target.host,
+    port: target.port,
+    username: target.user,
+    readyTimeout: settings.connectTimeoutMs,
+    keepaliveInterval: settings.keepaliveIntervalMs,
+    keepaliveCountMax: settings.keepaliveCountMax,
+    algorithms: { serverHostKey: [...new Set([...preferred, ...hostKeyAlgorithms, ...sha1])] },
+  };
+  return { config, entries, knownHostsPath };
+}
+
+/** A refused login that retrying cannot mend: a credential missing, unreadable or unusable. */
+function authError(endpoint: SshErrorEndpoint, reason: string, advice: string): SshConnectError {
+  return new SshConnectError(endpoint, 'auth', reason, { advice });
 }
 
 async function readPrivateKey(path: string, endpoint: SshErrorEndpoint): Promise<Buffer> {
@@ -52,26 +79,19 @@ async function readPrivateKey(path: string, endpoint: SshErrorEndpoint): Promise
     key = await readFile(fullPath);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code ?? 'error';
-    throw new SshConnectError(endpoint, 'auth', `cannot read private key file ${fullPath} (${code})`, {
-      advice: 'Check privateKeyPath in the spec and that the worker process may read that file.',
-    });
+    const advice = 'Check privateKeyPath in the spec and that the worker process may read that file.';
+    throw authError(endpoint, `cannot read private key file ${fullPath} (${code})`, advice);
   }
   // Only the parser's verdict is reported, never the content: its errors name the format, not the bytes.
   const parsed = sshUtils.parseKey(key);
+  if (parsed instanceof Error && /encrypted|passphrase/i.test(parsed.message)) {
+    const advice =
+      'Load it into ssh-agent (ssh-add) and set useAgent, or point privateKeyPath at a key without a passphrase.';
+    throw authError(endpoint, `private key ${fullPath} is protected by a passphrase`, advice);
+  }
   if (parsed instanceof Error) {
-    const encrypted = /encrypted|passphrase/i.test(parsed.message);
-    throw new SshConnectError(
-      endpoint,
-      'auth',
-      encrypted
-        ? `private key ${fullPath} is protected by a passphrase`
-        : `private key ${fullPath} cannot be parsed`,
-      {
-        advice: encrypted
-          ? 'Load it into ssh-agent (ssh-add) and set useAgent, or point privateKeyPath at a key without a passphrase.'
-          : 'Point privateKeyPath at an OpenSSH or PEM private key (ed25519, ecdsa or rsa).',
-      },
-    );
+    const advice = 'Point privateKeyPath at an OpenSSH or PEM private key (ed25519, ecdsa or rsa).';
+    throw authError(endpoint, `private key ${fullPath} cannot be parsed`, advice);
   }
   return key;
 }
@@ -93,52 +113,28 @@ function sha1OnlyAdvice(address: string): string {
 /** SshConnectOptions with every default filled in. */
 export type ConnectSettings = Required<SshConnectOptions>;
 
-export interface Hop {
+/** `via`: the verified session to the jump host, when this hop goes through one. */
+export async function connectHop(hop: {
   target: SshTarget;
   auth: SshAuth;
   settings: ConnectSettings;
-  /** The verified session to the jump host, when this hop goes through one. */
-  via?: Ssh2Session;
-}
-
-export async function connectHop(hop: Hop): Promise<Ssh2Session> {
+  via?: Ssh2Session | undefined;
+}): Promise<Ssh2Session> {
   const { target, auth, settings } = hop;
   const endpoint = endpointOf(target);
-  const knownHostsPath = expandHome(auth.knownHostsPath);
-
-  const config: ConnectConfig = {
-    host: target.host,
-    port: target.port,
-    username: target.user,
-    readyTimeout: settings.connectTimeoutMs,
-    keepaliveInterval: settings.keepaliveIntervalMs,
-    keepaliveCountMax: settings.keepaliveCountMax,
-  };
+  const { config, entries, knownHostsPath } = await connectConfig(target, auth, settings);
   if (auth.privateKeyPath) config.privateKey = await readPrivateKey(auth.privateKeyPath, endpoint);
   if (auth.useAgent) {
     const agent = process.env.SSH_AUTH_SOCK;
-    if (!agent) {
-      throw new SshConnectError(endpoint, 'auth', 'useAgent is set but SSH_AUTH_SOCK is not', {
-        advice: 'Start ssh-agent for the worker process and export SSH_AUTH_SOCK, or set privateKeyPath.',
-      });
-    }
+    const advice = 'Start ssh-agent for the worker process and export SSH_AUTH_SOCK, or set privateKeyPath.';
+    if (!agent) throw authError(endpoint, 'useAgent is set but SSH_AUTH_SOCK is not', advice);
     config.agent = agent;
   }
-  if (!config.privateKey && !config.agent) {
-    throw new SshConnectError(endpoint, 'auth', 'no credentials configured', {
-      advice: 'Set privateKeyPath or useAgent in the ssh section of the spec.',
-    });
-  }
+  const noCredentials = 'Set privateKeyPath or useAgent in the ssh section of the spec.';
+  if (!config.privateKey && !config.agent)
+    throw authError(endpoint, 'no credentials configured', noCredentials);
 
   let rejection: Error | undefined;
-  const { entries } = await loadKnownHosts(knownHostsPath);
-  const knownTypes = knownKeyTypes(entries, target.host, target.port);
-  const preferred = knownTypes.flatMap(algorithmsForKeyType);
-  const sha1 = acceptsSshRsa(auth, target.host) ? (['ssh-rsa'] as const) : [];
-  // Ask for a key type we know first, so a host with several keys offers the one we can check.
-  config.algorithms = {
-    serverHostKey: [...new Set([...preferred, ...hostKeyAlgorithms, ...sha1])],
-  };
   config.hostVerifier = (key: Buffer) => {
     const verdict = verifyHostKey(entries, target.host, target.port, key);
     switch (verdict.status) {

@@ -1,17 +1,16 @@
 // The host key a server offers, read without logging in (for `liftoff trust`).
 import ssh2 from 'ssh2';
 import type { ConnectConfig } from 'ssh2';
-import { SshConnectError, type SshErrorEndpoint } from './errors.js';
-import { classifyConnectError, type SshLevelError } from './classify.js';
 import {
-  algorithmsForKeyType,
-  hostKeyAlgorithms,
-  resolveSettings,
-  type SshConnectOptions,
-} from './connect.js';
-import { blobKeyType, knownKeyTypes, loadKnownHosts, sshFingerprint } from './known-hosts.js';
-import { SshPool } from './pool.js';
-import { endpointOf, expandHome, type SshAuth, type SshTarget } from './target.js';
+  classifyConnectError,
+  SshConnectError,
+  type SshErrorEndpoint,
+  type SshLevelError,
+} from './errors.js';
+import { connectConfig, resolveSettings, type SshConnectOptions } from './connect.js';
+import { blobKeyType, sshFingerprint } from './known-hosts.js';
+import { SshPool } from './shared-pool.js';
+import { endpointOf, type SshAuth, type SshTarget } from './target.js';
 
 const { Client } = ssh2;
 
@@ -42,15 +41,7 @@ export async function fetchOfferedHostKey(
   const jumps = new SshPool(auth, opts);
   try {
     const via = target.jump ? await jumps.session(target.jump) : undefined;
-    const { entries } = await loadKnownHosts(expandHome(auth.knownHostsPath));
-    const preferred = knownKeyTypes(entries, target.host, target.port).flatMap(algorithmsForKeyType);
-    const config: ConnectConfig = {
-      host: target.host,
-      port: target.port,
-      username: target.user,
-      readyTimeout: settings.connectTimeoutMs,
-      algorithms: { serverHostKey: [...new Set([...preferred, ...hostKeyAlgorithms])] },
-    };
+    const { config } = await connectConfig(target, auth, settings);
     if (via) config.sock = await via.tunnel(target.host, target.port, endpoint, settings.connectTimeoutMs);
     return await keyExchangeOnly(config, endpoint);
   } finally {
@@ -62,25 +53,21 @@ function keyExchangeOnly(config: ConnectConfig, endpoint: SshErrorEndpoint): Pro
   const client = new Client();
   return new Promise<OfferedHostKey>((resolve, reject) => {
     let offered: Buffer | undefined;
-    let outcome: { key: OfferedHostKey } | { error: Error } | undefined;
+    let outcome: OfferedHostKey | Error | undefined;
     const settle = () => {
-      outcome ??= {
-        error: new SshConnectError(endpoint, 'closed', 'connection closed during the key exchange'),
-      };
-      if ('key' in outcome) resolve(outcome.key);
-      else reject(outcome.error);
+      outcome ??= new SshConnectError(endpoint, 'closed', 'connection closed during the key exchange');
+      if (outcome instanceof Error) reject(outcome);
+      else resolve(outcome);
     };
     // Settle on 'close' only, so the socket (or the jump host's tunnel) is gone before the caller moves on.
     client.once('close', settle);
     client.on('error', (err: SshLevelError) => {
-      outcome ??= {
-        error: new SshConnectError(endpoint, classifyConnectError(err), err.message, { cause: err }),
-      };
+      outcome ??= new SshConnectError(endpoint, classifyConnectError(err), err.message, { cause: err });
     });
     client.on('handshake', () => {
       if (!offered) return;
       const keyType = blobKeyType(offered) ?? 'unknown-key-type';
-      outcome ??= { key: { keyType, key: offered, fingerprint: sshFingerprint(offered) } };
+      outcome ??= { keyType, key: offered, fingerprint: sshFingerprint(offered) };
       // ssh2 asks for the user-auth service right after this event; ending here means that request is never
       // written (the socket is no longer writable), and the server sees a disconnect before any login.
       client.end();
@@ -100,7 +87,7 @@ function keyExchangeOnly(config: ConnectConfig, endpoint: SshErrorEndpoint): Pro
         authHandler: [],
       });
     } catch (err) {
-      outcome = { error: new SshConnectError(endpoint, 'closed', (err as Error).message, { cause: err }) };
+      outcome = new SshConnectError(endpoint, 'closed', (err as Error).message, { cause: err });
       client.destroy();
       settle();
     }

@@ -75,16 +75,10 @@ function hostFieldProblem(field: string): string | undefined {
  */
 export function knownHostsLineProblems(text: string): InvalidKnownHostsLine[] {
   const { entries, invalidLines } = parseKnownHosts(text);
-  const problems = invalidLines.map(({ line, reason, hostField }): InvalidKnownHostsLine => {
-    if (hostField === undefined) return { line, reason };
-    const fieldProblem = hostFieldProblem(hostField);
-    if (fieldProblem !== undefined) return { line, reason: fieldProblem };
-    if (/^(?:ssh-|ecdsa-|sk-)/.test(hostField))
-      return {
-        line,
-        reason: `it starts with the key type ${quoted(hostField)}: an authorized_keys or .pub line`,
-      };
-    return { line, reason };
+  const problems = invalidLines.map(({ line, reason, hostField = '' }): InvalidKnownHostsLine => {
+    const keyTypeFirst = `it starts with the key type ${quoted(hostField)}: an authorized_keys or .pub line`;
+    const startsWithKeyType = /^(?:ssh-|ecdsa-|sk-)/.test(hostField);
+    return { line, reason: hostFieldProblem(hostField) ?? (startsWithKeyType ? keyTypeFirst : reason) };
   });
   for (const entry of entries) {
     if (entry.names.kind !== 'patterns') continue;
@@ -115,52 +109,52 @@ export class KnownHostsFileError extends Error {
   }
 }
 
-/** The file's text, once it is known to be a regular file whose every line reads as known_hosts. */
-async function checkedText(handle: FileHandle, path: string): Promise<string> {
-  if (!(await handle.stat()).isFile()) throw new KnownHostsFileError(path, [], 'is not a regular file');
-  const text = await handle.readFile('utf8');
-  const problems = knownHostsLineProblems(text);
-  if (problems.length > 0) throw new KnownHostsFileError(path, problems);
-  return text;
-}
-
 /**
- * Refuses (KnownHostsFileError) a pin target that exists and is not a regular file of known_hosts lines; a missing
- * one passes. Opened without blocking, so a FIFO cannot stall the caller.
+ * Opens `path` without blocking (a FIFO cannot stall the caller) and refuses (KnownHostsFileError) anything but a
+ * regular file whose every line reads as known_hosts; then `write` gets the handle and the text. A missing file
+ * passes when `flags` do not create it.
  */
-export async function checkPinTarget(path: string): Promise<void> {
+async function withCheckedFile(
+  path: string,
+  flags: number,
+  write?: (handle: FileHandle, text: string) => Promise<void>,
+): Promise<void> {
   let handle: FileHandle;
   try {
-    handle = await open(path, constants.O_RDONLY | constants.O_NONBLOCK);
+    handle = await open(path, flags | constants.O_NONBLOCK, 0o644);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
     throw err;
   }
   try {
-    await checkedText(handle, path);
+    if (!(await handle.stat()).isFile()) throw new KnownHostsFileError(path, [], 'is not a regular file');
+    const text = await handle.readFile('utf8');
+    const problems = knownHostsLineProblems(text);
+    if (problems.length > 0) throw new KnownHostsFileError(path, problems);
+    await write?.(handle, text);
   } finally {
     await handle.close();
   }
 }
 
-/** The hashed host field for `host`:`port`, lower-cased as ssh looks names up; `salt` is random unless given. */
-export function hashedHostField(host: string, port: number, salt: Buffer = randomBytes(20)): string {
-  const name = knownHostsName(host, port).toLowerCase();
-  return `|1|${salt.toString('base64')}|${hashKnownHostsName(salt, name).toString('base64')}`;
+/** Refuses (KnownHostsFileError) a pin target that exists and is not a regular file of known_hosts lines. */
+export function checkPinTarget(path: string): Promise<void> {
+  return withCheckedFile(path, constants.O_RDONLY);
 }
 
-/** One known_hosts line for a key, with the host field hashed. */
+/** One known_hosts line for a key, with the host field hashed (lower-cased, as ssh looks names up). */
 export function formatKnownHostsLine(host: string, port: number, blob: Buffer): string {
   const keyType = blobKeyType(blob);
   if (!keyType) throw new Error('formatKnownHostsLine: not an SSH public key blob');
-  return `${hashedHostField(host, port)} ${keyType} ${blob.toString('base64')}`;
+  const salt = randomBytes(20);
+  const hash = hashKnownHostsName(salt, knownHostsName(host, port).toLowerCase());
+  return `|1|${salt.toString('base64')}|${hash.toString('base64')} ${keyType} ${blob.toString('base64')}`;
 }
 
 /**
  * Appends the pinned line for `host`:`port` (creating the file, and its folder as ~/.ssh would be, when missing)
- * and returns it. The file is checked and written through one open handle: a regular file whose every line reads
- * as known_hosts (KnownHostsFileError otherwise, and nothing written). A last line without a newline gets one
- * first, so the two lines stay apart.
+ * and returns it. The file is checked and written through one open handle (withCheckedFile). A last line without
+ * a newline gets one first, so the two lines stay apart.
  */
 export async function appendKnownHostsLine(
   path: string,
@@ -170,17 +164,13 @@ export async function appendKnownHostsLine(
 ): Promise<string> {
   const line = formatKnownHostsLine(host, port, blob);
   await mkdir(dirname(path), { recursive: true, mode: 0o700 });
-  const handle = await open(
+  await withCheckedFile(
     path,
-    constants.O_RDWR | constants.O_APPEND | constants.O_CREAT | constants.O_NONBLOCK,
-    0o644,
+    constants.O_RDWR | constants.O_APPEND | constants.O_CREAT,
+    async (handle, text) => {
+      const separator = text === '' || text.endsWith('\n') ? '' : '\n';
+      await handle.write(`${separator}${line}\n`);
+    },
   );
-  try {
-    const current = await checkedText(handle, path);
-    const separator = current === '' || current.endsWith('\n') ? '' : '\n';
-    await handle.write(`${separator}${line}\n`);
-  } finally {
-    await handle.close();
-  }
   return line;
 }

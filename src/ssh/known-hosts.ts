@@ -30,52 +30,39 @@ export interface InvalidKnownHostsLine {
   hostField?: string;
 }
 
-export interface ParsedKnownHosts {
-  entries: KnownHostEntry[];
-  invalidLines: InvalidKnownHostsLine[];
-}
-
 /** A field of a line, shortened and quoted for a message. */
 export function quoted(field: string): string {
   return JSON.stringify(field.length > 40 ? `${field.slice(0, 40)}…` : field);
 }
 
 function parseLine(line: string, lineNo: number): KnownHostEntry | InvalidKnownHostsLine {
+  const invalid = (reason: string, hostField?: string): InvalidKnownHostsLine => ({
+    line: lineNo,
+    reason,
+    ...(hostField ? { hostField } : {}),
+  });
   const fields = line.split(/[ \t]+/);
   let marker: KnownHostMarker | undefined;
   if (fields[0]?.startsWith('@')) {
     const word = fields.shift() ?? '';
     const name = word.slice(1);
     if (name !== 'revoked' && name !== 'cert-authority')
-      return {
-        line: lineNo,
-        reason: `unknown marker ${quoted(word)} (known_hosts has @cert-authority and @revoked)`,
-      };
+      return invalid(`unknown marker ${quoted(word)} (known_hosts has @cert-authority and @revoked)`);
     marker = name;
   }
   const [hostField, keyType, keyBase64] = fields;
-  if (!hostField || !keyType || !keyBase64) {
-    return {
-      line: lineNo,
-      reason: 'expected host patterns, a key type and a base64 key',
-      ...(hostField ? { hostField } : {}),
-    };
-  }
+  if (!hostField || !keyType || !keyBase64)
+    return invalid('expected host patterns, a key type and a base64 key', hostField);
   const key = Buffer.from(keyBase64, 'base64');
   // The blob starts with its own type string; a mismatch means a corrupt or hand-edited line.
-  if (key.length === 0 || blobKeyType(key) !== keyType) {
-    return {
-      line: lineNo,
-      reason: `field 3 is not a base64 ${quoted(keyType)} key`,
-      hostField,
-    };
-  }
+  if (key.length === 0 || blobKeyType(key) !== keyType)
+    return invalid(`field 3 is not a base64 ${quoted(keyType)} key`, hostField);
   const names = parseNames(hostField);
-  if (!names) return { line: lineNo, reason: `bad host field ${quoted(hostField)}`, hostField };
+  if (!names) return invalid(`bad host field ${quoted(hostField)}`, hostField);
   return { ...(marker ? { marker } : {}), names, keyType, key, line: lineNo };
 }
 
-export function parseKnownHosts(text: string): ParsedKnownHosts {
+export function parseKnownHosts(text: string) {
   const entries: KnownHostEntry[] = [];
   const invalidLines: InvalidKnownHostsLine[] = [];
   text.split(/\r?\n/).forEach((rawLine, index) => {
@@ -223,7 +210,7 @@ export function knownKeyTypes(entries: readonly KnownHostEntry[], host: string, 
 }
 
 /** A file that does not exist yet is an empty one: every host is then unknown, with the fix in the error. */
-export async function loadKnownHosts(path: string): Promise<ParsedKnownHosts> {
+export async function loadKnownHosts(path: string): Promise<ReturnType<typeof parseKnownHosts>> {
   try {
     return parseKnownHosts(await readFile(path, 'utf8'));
   } catch (err) {

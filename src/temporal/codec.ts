@@ -10,8 +10,6 @@ import type { DataConverter, Payload, PayloadCodec, SerializationContext } from 
 import proto from '@temporalio/proto';
 import { PayloadKeyError } from './errors.js';
 
-export { PayloadKeyError };
-
 export const PAYLOAD_KEY_ENV = 'LIFTOFF_PAYLOAD_KEY';
 export const PAYLOAD_KEY_ID_ENV = 'LIFTOFF_PAYLOAD_KEY_ID';
 export const REQUIRE_ENCRYPTED_ENV = 'LIFTOFF_REQUIRE_ENCRYPTED';
@@ -155,12 +153,11 @@ function bindingMismatch(bound: PayloadBinding | undefined, expected: PayloadBin
     `namespace ${JSON.stringify(b.namespace)}` +
     (b.workflowId === undefined ? '' : `, workflow ${JSON.stringify(b.workflowId)}`);
   if (!bound) return `it is not bound to a workflow, and is read for ${where(expected)}`;
-  if (bound.namespace !== expected.namespace) return `it belongs to ${where(bound)}, not ${where(expected)}`;
-  if (expected.workflowId === undefined) return undefined;
-  if (bound.workflowId === undefined || !sameWorkflow(bound.workflowId, expected.workflowId)) {
-    return `it belongs to ${where(bound)}, not ${where(expected)}`;
-  }
-  return undefined;
+  const workflowMatches =
+    expected.workflowId === undefined ||
+    (bound.workflowId !== undefined && sameWorkflow(bound.workflowId, expected.workflowId));
+  if (bound.namespace === expected.namespace && workflowMatches) return undefined;
+  return `it belongs to ${where(bound)}, not ${where(expected)}`;
 }
 
 /**
@@ -258,11 +255,6 @@ export function requireEncryptedFromEnv(env: NodeJS.ProcessEnv = process.env): b
   );
 }
 
-export interface DataConverterOptions {
-  /** A worker honours LIFTOFF_REQUIRE_ENCRYPTED; clients read whatever they find. Default 'client'. */
-  role?: 'client' | 'worker';
-}
-
 /**
  * The one data converter of every production client and worker: when LIFTOFF_PAYLOAD_KEY is set, payloads are
  * encrypted and failure messages and stack traces encoded into a payload so they are encrypted too; otherwise
@@ -270,7 +262,8 @@ export interface DataConverterOptions {
  */
 export function liftoffDataConverter(
   env: NodeJS.ProcessEnv = process.env,
-  opts: DataConverterOptions = {},
+  /** A worker honours LIFTOFF_REQUIRE_ENCRYPTED; clients read whatever they find. */
+  opts: { role?: 'client' | 'worker' } = {},
 ): DataConverter {
   const key = payloadKeyFromEnv(env);
   const requireEncrypted = opts.role === 'worker' && requireEncryptedFromEnv(env);

@@ -8,8 +8,6 @@ import type { DataConverter } from '@temporalio/common';
 import { liftoffDataConverter } from './codec.js';
 import { TemporalUnreachableError } from './errors.js';
 
-export { TemporalUnreachableError };
-
 export const EMBEDDED_ADDRESS = '127.0.0.1:7233';
 export const DEFAULT_NAMESPACE = 'default';
 

@@ -57,25 +57,17 @@ export function prepareStateFiles(stateDir: string): { dbFile: string; logFile: 
 }
 
 function spawnServer(dbFile: string, opts: typeof defaults & DevServerOptions, logFd: number): ChildProcess {
+  const flags = {
+    '--db-filename': dbFile,
+    '--ip': opts.ip,
+    '--port': String(opts.port),
+    '--ui-port': String(opts.uiPort),
+    '--namespace': opts.namespace,
+    '--log-level': 'warn',
+  };
   return spawn(
     temporalCliPath(),
-    [
-      'server',
-      'start-dev',
-      '--db-filename',
-      dbFile,
-      '--ip',
-      opts.ip,
-      '--port',
-      String(opts.port),
-      '--ui-port',
-      String(opts.uiPort),
-      '--namespace',
-      opts.namespace,
-      '--log-level',
-      'warn',
-      ...searchAttributeFlags(),
-    ],
+    ['server', 'start-dev', ...Object.entries(flags).flat(), ...searchAttributeFlags()],
     { stdio: ['ignore', logFd, logFd] },
   );
 }

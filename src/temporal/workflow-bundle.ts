@@ -15,16 +15,16 @@ const srcDir = join(projectRoot, 'src');
 // Always the TypeScript sources (the package ships src/), also when this module runs compiled from dist/: the
 // sandbox runs the very code the replay tests check, and the bundle file is the same one either way.
 export const workflowsPath = join(srcDir, 'workflows', 'index.ts');
-// This module's sibling, run with tsx from src/ and by plain node from dist/ (which has no tsx to rely on).
+// The bundling child runs this module itself: with tsx from src/, by plain node from dist/ (which has no tsx).
 const compiled = import.meta.url.endsWith('.js');
-const bundlerEntry = fileURLToPath(new URL(`./bundle-workflows.${compiled ? 'js' : 'ts'}`, import.meta.url));
+const bundlerEntry = fileURLToPath(import.meta.url);
 const execFileAsync = promisify(execFile);
 
 /**
  * Bundles in this process (the child's side). `failureConverterPath`: a failure converter module for the sandbox
  * (src/temporal/codec.ts, when payloads are encrypted).
  */
-export async function bundleWorkflowsTo(file: string, failureConverterPath?: string): Promise<void> {
+async function bundleWorkflowsTo(file: string, failureConverterPath?: string): Promise<void> {
   const { code } = await bundleWorkflowCode({
     workflowsPath,
     ...(failureConverterPath ? { failureConverterPath } : {}),
@@ -109,3 +109,7 @@ async function buildBundleFile(failureConverterPath: string | undefined): Promis
   }
   return { codePath };
 }
+
+// The child's side: `node [--import tsx] workflow-bundle.(ts|js) FILE [FAILURE_CONVERTER]`, run by buildBundleFile.
+const [, main, file, failureConverter] = process.argv;
+if (main === bundlerEntry && file) await bundleWorkflowsTo(file, failureConverter);

@@ -6,7 +6,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { createServer, createConnection, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openSshSession, SshPool, type SshAuth, type SshTarget } from '../../src/ssh/executor.js';
+import { SshPool, type SshAuth, type SshTarget } from '../../src/ssh/executor.js';
 import {
   HostKeyMismatchError,
   HostKeyUnknownError,
@@ -16,7 +16,7 @@ import {
   toFailureDetails,
 } from '../../src/ssh/errors.js';
 import { raw, sh } from '../../src/ssh/quote.js';
-import { withSshSession } from '../helpers/ssh.js';
+import { openSshSession, withSshSession } from '../helpers/ssh.js';
 import { holdsWithin } from '../helpers/wait.js';
 import { rejectionOf } from '../helpers/rejection.js';
 import {

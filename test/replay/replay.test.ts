@@ -16,7 +16,7 @@ import {
 } from '@temporalio/worker';
 import { historyFromJSON, type History } from '@temporalio/common/lib/proto-utils.js';
 import { DeterminismViolationError } from '@temporalio/workflow';
-import { workflowBundle, workflowsPath } from '../../src/worker.js';
+import { workflowBundle, workflowsPath } from '../../src/temporal/workflow-bundle.js';
 import { patches, patchIds } from '../../src/workflows/patches.js';
 import { projectRoot } from '../../src/temporal/cli-path.js';
 import { decodedText } from '../../scripts/lib/history-export.js';

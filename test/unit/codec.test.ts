@@ -20,10 +20,10 @@ import {
   PayloadDecryptError,
   PlaintextPayloadError,
   WORKFLOW_ID_METADATA,
-  PayloadKeyError,
   payloadKeyFromEnv,
   type PayloadKey,
 } from '../../src/temporal/codec.js';
+import { PayloadKeyError } from '../../src/temporal/errors.js';
 import { readHistoryEvents } from '../../src/report/events.js';
 import { payloadValues } from '../../src/report/events.js';
 

@@ -7,12 +7,8 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import {
-  DEFAULT_NAMESPACE,
-  EMBEDDED_ADDRESS,
-  TemporalUnreachableError,
-  loadTemporalSettings,
-} from '../../src/temporal/connection.js';
+import { DEFAULT_NAMESPACE, EMBEDDED_ADDRESS, loadTemporalSettings } from '../../src/temporal/connection.js';
+import { TemporalUnreachableError } from '../../src/temporal/errors.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'liftoff-connection-settings-'));
 const certFile = join(dir, 'client.pem');
