@@ -7,8 +7,13 @@
 // output renderer (src/cli/render.ts), which escapes host text first.
 import { deploySteps } from '../workflows/steps.js';
 import { envTransport } from '../host-commands/env-transport.js';
-import { planPlaceholders, type HostPlan, type PlannedStep } from '../plan/host-plan.js';
-import type { PlannedCommand, PlannedPart } from '../steps/plan-entry.js';
+import type { HostPlan } from '../plan/host-plan.js';
+import {
+  planPlaceholders,
+  type PlannedCommand,
+  type PlannedPart,
+  type PlannedStep,
+} from '../steps/plan-entry.js';
 import type { PlanFindings, PlanResult } from '../workflows/index.js';
 import { planWidth, wrapCommand, wrapWords } from './plan-wrap.js';
 
