@@ -6,11 +6,10 @@
 // written, and an existing file is never replaced without --force; with it, a link at -o is replaced, not written through.
 import { userInfo } from 'node:os';
 import { Command } from 'commander';
-import { parseSpecText, SpecError } from '../config/load.js';
+import { parseSpecText } from '../config/load.js';
 import { deploySpecSchema, hostNamePattern, sshSchema, type HostSpec } from '../config/schema.js';
 import { resolveSshTarget } from '../config/targets.js';
-import { loadWorkerPolicy } from '../config/worker-policy.js';
-import { policyRefusals, refusalText } from '../config/policy-check.js';
+import { localPolicyAllowing } from '../config/policy-check.js';
 import { SshPool } from '../ssh/executor.js';
 import { emit } from '../cli/render.js';
 import { OutputExistsError, outputTaken, writeOutputFile } from '../cli/output-file.js';
@@ -158,10 +157,7 @@ export const initCommand = new Command('init')
         probedAt: new Date().toISOString(),
       });
       const spec = parseSpecText(deploySpecSchema, text, `the spec for ${opts.output}`);
-      const policy = loadWorkerPolicy(process.env);
-      const refusals = policyRefusals(spec, policy);
-      if (refusals.length > 0)
-        throw new SpecError(`the spec for ${opts.output} (not written) is ${refusalText(refusals, policy)}`);
+      localPolicyAllowing(spec, `the spec for ${opts.output} (not written)`);
       try {
         writeOutputFile(opts.output, text, { replace: opts.force === true });
       } catch (err) {

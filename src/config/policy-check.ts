@@ -8,10 +8,17 @@ import { constants, realpathSync, statSync, type Stats } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { formatPath } from './errors.js';
+import { SpecError } from './load.js';
 import type { EnvSpec, SecretRef } from './schema.js';
 import type { SshAuthRef } from './targets.js';
 import { checkWebhookUrl } from './webhook-policy.js';
-import { expandWorkerPath, isWorkerOwnVariable, settingHint, type WorkerPolicy } from './worker-policy.js';
+import {
+  expandWorkerPath,
+  isWorkerOwnVariable,
+  loadWorkerPolicy,
+  settingHint,
+  type WorkerPolicy,
+} from './worker-policy.js';
 
 export interface PolicyRefusal {
   /** The spec's field, formatPath syntax (ssh.knownHostsPath, serve.env.HF_TOKEN.fromFile). */
@@ -19,12 +26,9 @@ export interface PolicyRefusal {
   message: string;
 }
 
-/** The SSH settings a spec (or an activity's host reference) asks the worker to use. */
-export type SshAuthRequest = SshAuthRef;
-
 /** The parts of a spec that reach worker-side resources. */
 export interface PolicySubject {
-  ssh: SshAuthRequest;
+  ssh: SshAuthRef;
   ray?: { env: EnvSpec };
   serve?: { env: EnvSpec };
   /** A webhook URL may be a secret reference (a Slack URL is a credential). */
@@ -65,7 +69,7 @@ function listed(entries: readonly string[]): string {
 }
 
 export function sshAuthRefusals(
-  auth: SshAuthRequest,
+  auth: SshAuthRef,
   policy: WorkerPolicy,
   home: string = homedir(),
 ): PolicyRefusal[] {
@@ -189,6 +193,14 @@ export function policyRefusals(
 /** The refusals as one message: the policy, then a line per field, as spec errors are written. */
 export function refusalText(refusals: readonly PolicyRefusal[], policy: WorkerPolicy): string {
   return `refused by the worker policy (${policy.source}):\n${refusals.map((r) => `  ${r.field}: ${r.message}`).join('\n')}`;
+}
+
+/** The policy a worker started in this environment would apply; a SpecError about `source` if it refuses `spec`. */
+export function localPolicyAllowing(spec: PolicySubject, source: string): WorkerPolicy {
+  const policy = loadWorkerPolicy(process.env);
+  const refusals = policyRefusals(spec, policy);
+  if (refusals.length > 0) throw new SpecError(`${source} is ${refusalText(refusals, policy)}`);
+  return policy;
 }
 
 export class SecretFileError extends Error {
