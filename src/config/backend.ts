@@ -4,6 +4,7 @@
 import type { SpecIssue } from './errors.js';
 import { multiprocOwnedArgIssues } from './owned-flags.js';
 import { pipelineParallelSize } from './parallel.js';
+import type { DeploySpec } from './schema.js';
 
 export const launchBackends = ['ray', 'multiproc'] as const;
 export type LaunchBackend = (typeof launchBackends)[number];
@@ -68,25 +69,11 @@ export function writtenFieldIssues(raw: unknown): SpecIssue[] {
   return issues;
 }
 
-/** The parts of a parsed spec the multiproc rules read. */
-export interface BackendShape {
-  hosts: readonly unknown[];
-  gpu: { perHost: number };
-  ray: { port: number };
-  serve: {
-    backend: LaunchBackend;
-    port: number;
-    tensorParallelSize: number;
-    args: readonly string[];
-    masterPort?: number | undefined;
-  };
-}
-
 /**
  * What the multiproc launch needs of a parsed spec: a master port, serve.args that leave the flags it sets alone,
  * and one worker per GPU of the cluster.
  */
-export function multiprocIssues(spec: BackendShape): SpecIssue[] {
+export function multiprocIssues(spec: DeploySpec): SpecIssue[] {
   if (spec.serve.backend !== 'multiproc') return [];
   const issues: SpecIssue[] = [];
   const { masterPort, port, tensorParallelSize: tp } = spec.serve;
