@@ -3,7 +3,6 @@
 // the schema runs these checks, and it is imported by workflows.
 import type { SpecIssue } from './errors.js';
 import { multiprocOwnedArgIssues } from './owned-flags.js';
-import { pipelineParallelSize } from './parallel.js';
 import type { DeploySpec } from './schema.js';
 
 export const launchBackends = ['ray', 'multiproc'] as const;
@@ -32,6 +31,18 @@ export function backendOfInput(input: unknown): LaunchBackend {
 export const rayOnlyFields = { port: 6379, verifyTimeout: '90s' } as const;
 
 const multiprocOnlyFields = ['masterPort', 'distributedTimeout'] as const;
+
+/** `--pipeline-parallel-size N` / `-pp N` (or `=N`) in the serve args; 1 when absent or unreadable. */
+export function pipelineParallelSize(args: readonly string[]): number {
+  let size = 1;
+  args.forEach((arg, i) => {
+    const m = /^(?:--pipeline-parallel-size|-pp)(?:=(.*))?$/.exec(arg);
+    if (!m) return;
+    const n = Number(m[1] ?? args[i + 1]);
+    if (Number.isInteger(n) && n > 0) size = n;
+  });
+  return size;
+}
 
 function isRecord(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
