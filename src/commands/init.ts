@@ -7,14 +7,14 @@
 import { userInfo } from 'node:os';
 import { Command } from 'commander';
 import { parseSpecText } from '../config/load.js';
-import { deploySpecSchema, hostNamePattern, sshSchema, type HostSpec } from '../config/schema.js';
+import { deploySpecSchema, hostNamePattern, sshSchema } from '../config/schema.js';
 import { resolveSshTarget } from '../config/targets.js';
 import { localPolicyAllowing } from '../config/policy-check.js';
 import { SshPool } from '../ssh/executor.js';
 import { emit } from '../cli/render.js';
 import { OutputExistsError, outputTaken, writeOutputFile } from '../cli/output-file.js';
 import { runCommand, UsageError } from '../cli/run-command.js';
-import { chooseSpec, type InitChoices } from '../init/choose.js';
+import { chooseSpec, placement, type InitChoices } from '../init/choose.js';
 import { probeHost, type HostFacts } from '../init/probe.js';
 import { writeSpecText } from '../init/write-spec.js';
 
@@ -127,12 +127,7 @@ export const initCommand = new Command('init')
         throw new UsageError(
           `the SSH options are invalid: ${sshSpec.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`,
         );
-      const hostSpecs: HostSpec[] = hosts.map((h, i) => ({
-        name: h.name,
-        address: h.address,
-        role: i === 0 ? 'head' : 'worker',
-        ...(opts.jump !== undefined && h.name !== opts.jump ? { jumpHost: opts.jump } : {}),
-      }));
+      const hostSpecs = hosts.map((h, i) => ({ ...h, ...placement(i, h.name, opts.jump) }));
       const pool = new SshPool(sshSpec.data);
       let facts: HostFacts[];
       try {
