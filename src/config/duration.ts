@@ -43,9 +43,8 @@ export function formatDuration(ms: number): string {
 }
 
 interface DurationBounds {
-  /** Shortest allowed, in ms (at least 1). */
+  /** At least 1. */
   minMs: number;
-  /** Longest allowed, in ms. */
   maxMs: number;
   /** How the longest reads in an error, e.g. "168h (7 days)"; default formatDuration's. */
   maxText?: string;

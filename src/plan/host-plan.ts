@@ -44,7 +44,6 @@ export interface HostObservation {
   uid: string;
   /** The listed units systemd knows (LoadState other than not-found). */
   loadedUnits: string[];
-  /** Every container name on the host. */
   containers: string[];
   /** Containers an earlier liftoff launch of this cluster left (by label). */
   labelled: string[];
