@@ -50,8 +50,6 @@ interface Shown {
   prose?: true;
 }
 
-const key = (s: Shown): string => `${s.sign}\u0000${s.text}\u0000${s.comment ?? ''}`;
-
 function shown(text: string, change: boolean, verbose: boolean, comment?: string): Shown {
   const env = !verbose && text.startsWith(envPrelude);
   return {
@@ -231,7 +229,7 @@ function stepBlock(entries: HostStep[], found: PlanFindings[] | undefined): stri
   const firstShown = entries[0]?.shown ?? [];
   const sameAt = (i: number): boolean => {
     const first = firstShown[i];
-    return first !== undefined && entries.every((e) => key(e.shown[i] ?? noShown) === key(first));
+    return first !== undefined && entries.every((e) => JSON.stringify(e.shown[i]) === JSON.stringify(first));
   };
   let common = 0;
   while (sameAt(common)) common++;
@@ -264,8 +262,6 @@ function stepBlock(entries: HostStep[], found: PlanFindings[] | undefined): stri
   for (const e of own) lines.push(`  ${e.host.host}, also:`, ...commands(e.shown.slice(common)));
   return lines;
 }
-
-const noShown: Shown = { sign: '', text: '' };
 
 /** Every command of the plan, each part of a round trip on its own. */
 const allCommands = (result: PlanResult): { text: string; change: boolean }[] =>
