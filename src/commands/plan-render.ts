@@ -146,31 +146,14 @@ function proseLines(indent: string, label: string, text: string): string[] {
   );
 }
 
-/** What the step will do on this host: its own intent, or, from an older plan entry, the host plan's lists. */
+/** What the step will do on this host: its own intent, or for the steps that start something, the host plan's list. */
 function intentOf(step: PlannedStep, host: HostPlan): string[] {
   if (step.skipped) return [`skipped (${step.skipped})`];
   const lines = [...(step.note ? [step.note] : []), ...(step.intent ?? [])];
   if (step.intent) return lines;
-  const list = (xs: string[]) => xs.join(', ');
-  switch (step.step) {
-    case 'stopServices': {
-      const both = host.stop.length > 0 && host.disable.length === host.stop.length;
-      if (host.stop.length === 0) lines.push('stop nothing: no listed unit is loaded');
-      else lines.push(`stop ${both ? 'and disable ' : ''}${list(host.stop)}`);
-      if (!both && host.disable.length > 0) lines.push(`disable ${list(host.disable)}`);
-      break;
-    }
-    case 'removeContainers':
-      lines.push(host.remove.length > 0 ? `remove ${list(host.remove)}` : 'remove nothing: none is there');
-      break;
-    case 'startRayHead':
-    case 'startRayWorkers':
-      lines.push(...host.start.filter((s) => s.startsWith('Ray ')).map((s) => `start ${s}`));
-      break;
-    case 'launchServe':
-      lines.push(...host.start.filter((s) => !s.startsWith('Ray ')).map((s) => `start ${s}`));
-      break;
-  }
+  const ray = step.step === 'startRayHead' || step.step === 'startRayWorkers';
+  if (ray || step.step === 'launchServe')
+    lines.push(...host.start.filter((s) => s.startsWith('Ray ') === ray).map((s) => `start ${s}`));
   return lines;
 }
 
