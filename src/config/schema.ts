@@ -125,6 +125,7 @@ const deploySpecObject = z
     cluster: hostName,
     ssh: sshSchema,
     hosts: cappedList(deployHostSchema, maxHosts, 'hosts').min(1, 'expected at least one host'),
+    // An absent section is parsed from {} (.prefault), so it takes its fields' own defaults.
     cleanup: z
       .strictObject({
         services: cappedList(
@@ -135,7 +136,7 @@ const deploySpecObject = z
         disableServices: z.boolean().default(false),
         containers: cappedList(containerName, maxItems.cleanup, 'containers').default([]),
       })
-      .default({ services: [], disableServices: false, containers: [] }),
+      .prefault({}),
     gpu: z
       .strictObject({
         perHost: z.number().int().min(1).max(16).default(1),
@@ -146,7 +147,7 @@ const deploySpecObject = z
         /** How long to wait for memory to be freed after containers are removed. */
         clearTimeout: specTimeout('2m').default('2m'),
       })
-      .default({ perHost: 1, maxUsedMiB: 1024, minAvailableMiB: 65536, clearTimeout: '2m' }),
+      .prefault({}),
     ray: z.strictObject({
       image: imageRef,
       container: containerName,
@@ -227,7 +228,7 @@ const deploySpecObject = z
         prompt: cappedText(maxChars.prompt).min(1).default('Reply with one word: ready?'),
         maxTokens: z.number().int().min(1).max(4096).default(16),
       })
-      .default({ prompt: 'Reply with one word: ready?', maxTokens: 16 }),
+      .prefault({}),
     preflight: z
       .strictObject({
         minFreeDiskGiB: z.number().min(0).default(10),
@@ -236,7 +237,7 @@ const deploySpecObject = z
         /** Clock skew between hosts above this is a warning of preflight. */
         maxClockSkew: boundedDuration({ minMs: 1, maxMs: hour, example: '5s' }).default('5s'),
       })
-      .default({ minFreeDiskGiB: 10, hashWeights: false, maxClockSkew: '5s' }),
+      .prefault({}),
     onFailure: z.enum(['leave', 'teardown']).default('leave'),
     supervise: superviseSchema,
     notify: notifySchema,
