@@ -4,7 +4,7 @@
 // worker, and by `liftoff validate`. A path is allowed when it lies in a listed file or directory both as written
 // (after `~` and `..` are resolved) and, when it exists, once its symlinks are followed: a link cannot lead out.
 // `liftoff trust`, which writes, asks more: the known_hosts file must be listed itself (knownHostsWriteRefusal).
-import { constants, realpathSync, statSync, type Stats } from 'node:fs';
+import { constants, realpathSync, statSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { formatPath } from './errors.js';
@@ -39,21 +39,17 @@ function within(path: string, entry: string): boolean {
   return path === entry || path.startsWith(entry.endsWith('/') ? entry : `${entry}/`);
 }
 
-function realpathOf(path: string): string | undefined {
+/** What `read` returns, or undefined when it throws (nothing there, or nothing this worker may see). */
+function unlessThrown<T>(read: () => T): T | undefined {
   try {
-    return realpathSync(path);
+    return read();
   } catch {
     return undefined;
   }
 }
 
-function statOf(path: string): Stats | undefined {
-  try {
-    return statSync(path);
-  } catch {
-    return undefined;
-  }
-}
+const realpathOf = (path: string) => unlessThrown(() => realpathSync(path));
+const statOf = (path: string) => unlessThrown(() => statSync(path));
 
 /** Whether `path` lies in one of `entries`, as written and with its symlinks followed. */
 function allowedBy(path: string, entries: readonly string[], home: string): boolean {
@@ -148,18 +144,12 @@ function secretFileRefusal(path: string, policy: WorkerPolicy, home: string = ho
   return undefined;
 }
 
-function refRefusal(
-  field: string,
-  ref: SecretRef,
-  policy: WorkerPolicy,
-  home: string,
-): PolicyRefusal | undefined {
-  if ('fromEnv' in ref) {
-    const message = envRefusal(ref.fromEnv, policy);
-    return message ? { field: `${field}.fromEnv`, message } : undefined;
-  }
-  const message = secretFileRefusal(ref.fromFile, policy, home);
-  return message ? { field: `${field}.fromFile`, message } : undefined;
+function refRefusals(field: string, ref: SecretRef, policy: WorkerPolicy, home: string): PolicyRefusal[] {
+  const [source, message] =
+    'fromEnv' in ref
+      ? ['fromEnv', envRefusal(ref.fromEnv, policy)]
+      : ['fromFile', secretFileRefusal(ref.fromFile, policy, home)];
+  return message ? [{ field: `${field}.${source}`, message }] : [];
 }
 
 /** Every field of `spec` the policy refuses (none: the worker may do what the spec asks). */
@@ -172,8 +162,7 @@ export function policyRefusals(
   for (const section of ['ray', 'serve'] as const) {
     for (const [name, value] of Object.entries(spec[section]?.env ?? {})) {
       if (typeof value === 'string') continue;
-      const refusal = refRefusal(formatPath([section, 'env', name]), value, policy, home);
-      if (refusal) out.push(refusal);
+      out.push(...refRefusals(formatPath([section, 'env', name]), value, policy, home));
     }
   }
   (spec.notify?.webhooks ?? []).forEach(({ url }, i) => {
@@ -184,8 +173,7 @@ export function policyRefusals(
       if (!check.ok) out.push({ field, message: check.message });
       return;
     }
-    const refusal = refRefusal(field, url, policy, home);
-    if (refusal) out.push(refusal);
+    out.push(...refRefusals(field, url, policy, home));
   });
   return out;
 }
