@@ -5,7 +5,7 @@ import { join, relative } from 'node:path';
 import { downCluster, reseedCluster, setFaults, upCluster, type SimCluster } from '../sim/cluster.js';
 import { paths } from '../sim/host-state.js';
 import { deployWorkflowId, superviseWorkflowId } from '../src/shared/constants.js';
-import { superviseDefaults } from '../src/config/supervise.js';
+import { superviseSchema } from '../src/config/supervise.js';
 import { parseDuration } from '../src/config/duration.js';
 import { startWorkerProcess } from '../scripts/lib/worker-process.js';
 import {
@@ -188,7 +188,7 @@ export interface SupervisionResult {
  */
 export async function measureSupervision(env: Env, windowMs = 15_000): Promise<SupervisionResult> {
   const intervalS = 2;
-  const defaultIntervalS = (parseDuration(superviseDefaults.interval) ?? 30_000) / 1000;
+  const defaultIntervalS = (parseDuration(superviseSchema.parse(undefined).interval) ?? 30_000) / 1000;
   log(
     `supervision: 2 × ${windowMs / 1000} s of supervising a healthy 2-host cluster every ${intervalS} s, 2 × ${windowMs / 1000} s idle`,
   );

@@ -1,11 +1,11 @@
 // The name resolution a webhook POST connects through when the worker's policy does not list its origin: every
-// address the name resolves to must be public (config/ip-ranges.ts), and the connection goes to those checked
+// address the name resolves to must be public (config/webhook-policy.ts), and the connection goes to those checked
 // addresses, never to a second answer for the same name. Node's http(s) request calls it for each connection it
 // opens (and not at all for an IP literal, which webhook-policy.ts checks before), so a name that answers a
 // public address at validation and a private one at connect time (DNS rebinding) is refused at connect time.
 import { lookup as resolveName } from 'node:dns';
 import type { LookupFunction } from 'node:net';
-import { insideAddress, type InsideAddress } from '../config/ip-ranges.js';
+import { insideAddress, type InsideAddress } from '../config/webhook-policy.js';
 
 /** The name resolved to an address inside; what the refusal names is the range, never the address. */
 export class InsideAddressError extends Error {

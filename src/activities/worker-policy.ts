@@ -6,13 +6,8 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { activityFailure } from './activity-failure.js';
 import type { DeploySpec } from '../config/schema.js';
 import { loadWorkerPolicy, workerPolicyEnv, type WorkerPolicy } from '../config/worker-policy.js';
-import {
-  policyRefusals,
-  refusalText,
-  sshAuthRefusals,
-  type PolicySubject,
-  type SshAuthRequest,
-} from '../config/policy-check.js';
+import { policyRefusals, refusalText, sshAuthRefusals, type PolicySubject } from '../config/policy-check.js';
+import type { SshAuthRef } from '../config/targets.js';
 import { FailureType } from '../shared/failures.js';
 
 const bound = new AsyncLocalStorage<WorkerPolicy>();
@@ -40,7 +35,7 @@ export function activeWorkerPolicy(): WorkerPolicy {
 const refused = (text: string) => activityFailure(FailureType.invalidSpec, text, true);
 
 /** Throws the refusal, before any connection, when the policy does not allow these SSH settings. */
-export function assertSshAuthAllowed(auth: SshAuthRequest): void {
+export function assertSshAuthAllowed(auth: SshAuthRef): void {
   const policy = activeWorkerPolicy();
   const refusals = sshAuthRefusals(auth, policy);
   if (refusals.length > 0) throw refused(refusalText(refusals, policy));

@@ -30,9 +30,8 @@ export interface CancelReport {
 export function renderCancel(r: CancelReport): string {
   const supervisor = r.supervisor
     ? `supervisor ${r.supervisor.workflowId} (run ${r.supervisor.runId}) ${r.supervisor.outcome.toLowerCase()}`
-    : undefined;
-  const deploy = renderDeployCancel(r);
-  return supervisor ? (deploy ? `${supervisor}\n${deploy}` : supervisor) : deploy;
+    : '';
+  return [supervisor, renderDeployCancel(r)].filter((text) => text !== '').join('\n');
 }
 
 function renderDeployCancel(r: CancelReport): string {

@@ -6,16 +6,15 @@
 // written, and an existing file is never replaced without --force; with it, a link at -o is replaced, not written through.
 import { userInfo } from 'node:os';
 import { Command } from 'commander';
-import { parseSpecText, SpecError } from '../config/load.js';
-import { deploySpecSchema, hostNamePattern, sshSchema, type HostSpec } from '../config/schema.js';
+import { parseSpecText } from '../config/load.js';
+import { deploySpecSchema, hostNamePattern, sshSchema } from '../config/schema.js';
 import { resolveSshTarget } from '../config/targets.js';
-import { loadWorkerPolicy } from '../config/worker-policy.js';
-import { policyRefusals, refusalText } from '../config/policy-check.js';
+import { localPolicyAllowing } from '../config/policy-check.js';
 import { SshPool } from '../ssh/executor.js';
 import { emit } from '../cli/render.js';
 import { OutputExistsError, outputTaken, writeOutputFile } from '../cli/output-file.js';
 import { runCommand, UsageError } from '../cli/run-command.js';
-import { chooseSpec, type InitChoices } from '../init/choose.js';
+import { chooseSpec, placement, type InitChoices } from '../init/choose.js';
 import { probeHost, type HostFacts } from '../init/probe.js';
 import { writeSpecText } from '../init/write-spec.js';
 
@@ -128,12 +127,7 @@ export const initCommand = new Command('init')
         throw new UsageError(
           `the SSH options are invalid: ${sshSpec.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`,
         );
-      const hostSpecs: HostSpec[] = hosts.map((h, i) => ({
-        name: h.name,
-        address: h.address,
-        role: i === 0 ? 'head' : 'worker',
-        ...(opts.jump !== undefined && h.name !== opts.jump ? { jumpHost: opts.jump } : {}),
-      }));
+      const hostSpecs = hosts.map((h, i) => ({ ...h, ...placement(i, h.name, opts.jump) }));
       const pool = new SshPool(sshSpec.data);
       let facts: HostFacts[];
       try {
@@ -158,10 +152,7 @@ export const initCommand = new Command('init')
         probedAt: new Date().toISOString(),
       });
       const spec = parseSpecText(deploySpecSchema, text, `the spec for ${opts.output}`);
-      const policy = loadWorkerPolicy(process.env);
-      const refusals = policyRefusals(spec, policy);
-      if (refusals.length > 0)
-        throw new SpecError(`the spec for ${opts.output} (not written) is ${refusalText(refusals, policy)}`);
+      localPolicyAllowing(spec, `the spec for ${opts.output} (not written)`);
       try {
         writeOutputFile(opts.output, text, { replace: opts.force === true });
       } catch (err) {

@@ -7,8 +7,13 @@
 // output renderer (src/cli/render.ts), which escapes host text first.
 import { deploySteps } from '../workflows/steps.js';
 import { envTransport } from '../host-commands/env-transport.js';
-import { planPlaceholders, type HostPlan, type PlannedStep } from '../plan/host-plan.js';
-import type { PlannedCommand, PlannedPart } from '../steps/plan-entry.js';
+import type { HostPlan } from '../plan/host-plan.js';
+import {
+  planPlaceholders,
+  type PlannedCommand,
+  type PlannedPart,
+  type PlannedStep,
+} from '../steps/plan-entry.js';
 import type { PlanFindings, PlanResult } from '../workflows/index.js';
 import { planWidth, wrapCommand, wrapWords } from './plan-wrap.js';
 
@@ -44,8 +49,6 @@ interface Shown {
   /** Words about commands (a count of reads), not a command: wrapped as prose. */
   prose?: true;
 }
-
-const key = (s: Shown): string => `${s.sign}\u0000${s.text}\u0000${s.comment ?? ''}`;
 
 function shown(text: string, change: boolean, verbose: boolean, comment?: string): Shown {
   const env = !verbose && text.startsWith(envPrelude);
@@ -143,31 +146,14 @@ function proseLines(indent: string, label: string, text: string): string[] {
   );
 }
 
-/** What the step will do on this host: its own intent, or, from an older plan entry, the host plan's lists. */
+/** What the step will do on this host: its own intent, or for the steps that start something, the host plan's list. */
 function intentOf(step: PlannedStep, host: HostPlan): string[] {
   if (step.skipped) return [`skipped (${step.skipped})`];
   const lines = [...(step.note ? [step.note] : []), ...(step.intent ?? [])];
   if (step.intent) return lines;
-  const list = (xs: string[]) => xs.join(', ');
-  switch (step.step) {
-    case 'stopServices': {
-      const both = host.stop.length > 0 && host.disable.length === host.stop.length;
-      if (host.stop.length === 0) lines.push('stop nothing: no listed unit is loaded');
-      else lines.push(`stop ${both ? 'and disable ' : ''}${list(host.stop)}`);
-      if (!both && host.disable.length > 0) lines.push(`disable ${list(host.disable)}`);
-      break;
-    }
-    case 'removeContainers':
-      lines.push(host.remove.length > 0 ? `remove ${list(host.remove)}` : 'remove nothing: none is there');
-      break;
-    case 'startRayHead':
-    case 'startRayWorkers':
-      lines.push(...host.start.filter((s) => s.startsWith('Ray ')).map((s) => `start ${s}`));
-      break;
-    case 'launchServe':
-      lines.push(...host.start.filter((s) => !s.startsWith('Ray ')).map((s) => `start ${s}`));
-      break;
-  }
+  const ray = step.step === 'startRayHead' || step.step === 'startRayWorkers';
+  if (ray || step.step === 'launchServe')
+    lines.push(...host.start.filter((s) => s.startsWith('Ray ') === ray).map((s) => `start ${s}`));
   return lines;
 }
 
@@ -226,7 +212,7 @@ function stepBlock(entries: HostStep[], found: PlanFindings[] | undefined): stri
   const firstShown = entries[0]?.shown ?? [];
   const sameAt = (i: number): boolean => {
     const first = firstShown[i];
-    return first !== undefined && entries.every((e) => key(e.shown[i] ?? noShown) === key(first));
+    return first !== undefined && entries.every((e) => JSON.stringify(e.shown[i]) === JSON.stringify(first));
   };
   let common = 0;
   while (sameAt(common)) common++;
@@ -259,8 +245,6 @@ function stepBlock(entries: HostStep[], found: PlanFindings[] | undefined): stri
   for (const e of own) lines.push(`  ${e.host.host}, also:`, ...commands(e.shown.slice(common)));
   return lines;
 }
-
-const noShown: Shown = { sign: '', text: '' };
 
 /** Every command of the plan, each part of a round trip on its own. */
 const allCommands = (result: PlanResult): { text: string; change: boolean }[] =>

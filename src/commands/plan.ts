@@ -10,8 +10,7 @@ import { WorkflowFailedError } from '@temporalio/client';
 import { describeFailure } from '../cli/deploy-status.js';
 import { loadSpecFile, SpecError } from '../config/load.js';
 import { deploySpecSchema } from '../config/schema.js';
-import { loadWorkerPolicy } from '../config/worker-policy.js';
-import { policyRefusals, refusalText } from '../config/policy-check.js';
+import { localPolicyAllowing } from '../config/policy-check.js';
 import { withClient } from '../temporal/connection.js';
 import { TASK_QUEUE, searchAttributes } from '../shared/constants.js';
 import { FailureType } from '../shared/failures.js';
@@ -31,9 +30,7 @@ export const planCommand = new Command('plan')
   .action((opts: { config: string; json?: boolean; verbose?: boolean }) =>
     runCommand(opts, async () => {
       const spec = loadSpecFile(deploySpecSchema, opts.config);
-      const policy = loadWorkerPolicy(process.env);
-      const refusals = policyRefusals(spec, policy);
-      if (refusals.length > 0) throw new SpecError(`${opts.config} is ${refusalText(refusals, policy)}`);
+      localPolicyAllowing(spec, opts.config);
       const result = await withClient((client) =>
         client.workflow
           .execute(plan, {

@@ -2,10 +2,9 @@
 // then the worker policy a worker started in this environment would apply (LIFTOFF_WORKER_POLICY, or the
 // defaults), so on the worker's machine it refuses exactly what the deploy's validate step would.
 import { Command } from 'commander';
-import { loadSpecFile, SpecError } from '../config/load.js';
+import { loadSpecFile } from '../config/load.js';
 import { deploySpecSchema } from '../config/schema.js';
-import { loadWorkerPolicy } from '../config/worker-policy.js';
-import { policyRefusals, refusalText } from '../config/policy-check.js';
+import { localPolicyAllowing } from '../config/policy-check.js';
 import { emit } from '../cli/render.js';
 import { runCommand } from '../cli/run-command.js';
 
@@ -19,13 +18,7 @@ export const validateCommand = new Command('validate')
   .action((opts: { config: string; schemaOnly?: boolean; json?: boolean }) =>
     runCommand(opts, () => {
       const spec = loadSpecFile(deploySpecSchema, opts.config);
-      let workerPolicy: string | null = null;
-      if (!opts.schemaOnly) {
-        const policy = loadWorkerPolicy(process.env);
-        const refusals = policyRefusals(spec, policy);
-        if (refusals.length > 0) throw new SpecError(`${opts.config} is ${refusalText(refusals, policy)}`);
-        workerPolicy = policy.source;
-      }
+      const workerPolicy = opts.schemaOnly ? null : localPolicyAllowing(spec, opts.config).source;
       emit(opts, { valid: true, spec, workerPolicy }, (r) => {
         const head = r.spec.hosts.find((h) => h.role === 'head');
         const checked = r.workerPolicy === null ? 'not checked' : `allowed by ${r.workerPolicy}`;

@@ -3,7 +3,7 @@
 // the schema runs these checks, and it is imported by workflows.
 import type { SpecIssue } from './errors.js';
 import { multiprocOwnedArgIssues } from './owned-flags.js';
-import { pipelineParallelSize } from './parallel.js';
+import type { DeploySpec } from './schema.js';
 
 export const launchBackends = ['ray', 'multiproc'] as const;
 export type LaunchBackend = (typeof launchBackends)[number];
@@ -31,6 +31,18 @@ export function backendOfInput(input: unknown): LaunchBackend {
 export const rayOnlyFields = { port: 6379, verifyTimeout: '90s' } as const;
 
 const multiprocOnlyFields = ['masterPort', 'distributedTimeout'] as const;
+
+/** `--pipeline-parallel-size N` / `-pp N` (or `=N`) in the serve args; 1 when absent or unreadable. */
+export function pipelineParallelSize(args: readonly string[]): number {
+  let size = 1;
+  args.forEach((arg, i) => {
+    const m = /^(?:--pipeline-parallel-size|-pp)(?:=(.*))?$/.exec(arg);
+    if (!m) return;
+    const n = Number(m[1] ?? args[i + 1]);
+    if (Number.isInteger(n) && n > 0) size = n;
+  });
+  return size;
+}
 
 function isRecord(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -68,25 +80,11 @@ export function writtenFieldIssues(raw: unknown): SpecIssue[] {
   return issues;
 }
 
-/** The parts of a parsed spec the multiproc rules read. */
-export interface BackendShape {
-  hosts: readonly unknown[];
-  gpu: { perHost: number };
-  ray: { port: number };
-  serve: {
-    backend: LaunchBackend;
-    port: number;
-    tensorParallelSize: number;
-    args: readonly string[];
-    masterPort?: number | undefined;
-  };
-}
-
 /**
  * What the multiproc launch needs of a parsed spec: a master port, serve.args that leave the flags it sets alone,
  * and one worker per GPU of the cluster.
  */
-export function multiprocIssues(spec: BackendShape): SpecIssue[] {
+export function multiprocIssues(spec: DeploySpec): SpecIssue[] {
   if (spec.serve.backend !== 'multiproc') return [];
   const issues: SpecIssue[] = [];
   const { masterPort, port, tensorParallelSize: tp } = spec.serve;

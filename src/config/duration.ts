@@ -3,6 +3,7 @@
 // bound, and a value to write. Pure: workflows use it to compute deadlines, and validate with it.
 import { z } from 'zod';
 import { problemCheck, shown } from './errors.js';
+import { maxTimeoutMs } from './limits.js';
 
 const unitMs: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
 
@@ -42,9 +43,8 @@ export function formatDuration(ms: number): string {
 }
 
 interface DurationBounds {
-  /** Shortest allowed, in ms (at least 1). */
+  /** At least 1. */
   minMs: number;
-  /** Longest allowed, in ms. */
   maxMs: number;
   /** How the longest reads in an error, e.g. "168h (7 days)"; default formatDuration's. */
   maxText?: string;
@@ -74,4 +74,9 @@ export function boundedDuration(bounds: DurationBounds) {
       return undefined;
     }),
   );
+}
+
+/** A timeout or wait of the spec: at most a week (limits.ts says why). */
+export function specTimeout(example: string, minMs = 1) {
+  return boundedDuration({ minMs, maxMs: maxTimeoutMs, maxText: '168h (7 days)', example });
 }

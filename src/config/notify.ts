@@ -44,4 +44,4 @@ export const notifySchema = z
       })
       .default([]),
   })
-  .default({ webhooks: [] });
+  .prefault({});

@@ -4,14 +4,21 @@
 // worker, and by `liftoff validate`. A path is allowed when it lies in a listed file or directory both as written
 // (after `~` and `..` are resolved) and, when it exists, once its symlinks are followed: a link cannot lead out.
 // `liftoff trust`, which writes, asks more: the known_hosts file must be listed itself (knownHostsWriteRefusal).
-import { constants, realpathSync, statSync, type Stats } from 'node:fs';
+import { constants, realpathSync, statSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { formatPath } from './errors.js';
+import { SpecError } from './load.js';
 import type { EnvSpec, SecretRef } from './schema.js';
 import type { SshAuthRef } from './targets.js';
 import { checkWebhookUrl } from './webhook-policy.js';
-import { expandWorkerPath, isWorkerOwnVariable, settingHint, type WorkerPolicy } from './worker-policy.js';
+import {
+  expandWorkerPath,
+  isWorkerOwnVariable,
+  loadWorkerPolicy,
+  settingHint,
+  type WorkerPolicy,
+} from './worker-policy.js';
 
 export interface PolicyRefusal {
   /** The spec's field, formatPath syntax (ssh.knownHostsPath, serve.env.HF_TOKEN.fromFile). */
@@ -19,12 +26,9 @@ export interface PolicyRefusal {
   message: string;
 }
 
-/** The SSH settings a spec (or an activity's host reference) asks the worker to use. */
-export type SshAuthRequest = SshAuthRef;
-
 /** The parts of a spec that reach worker-side resources. */
 export interface PolicySubject {
-  ssh: SshAuthRequest;
+  ssh: SshAuthRef;
   ray?: { env: EnvSpec };
   serve?: { env: EnvSpec };
   /** A webhook URL may be a secret reference (a Slack URL is a credential). */
@@ -35,21 +39,17 @@ function within(path: string, entry: string): boolean {
   return path === entry || path.startsWith(entry.endsWith('/') ? entry : `${entry}/`);
 }
 
-function realpathOf(path: string): string | undefined {
+/** What `read` returns, or undefined when it throws (nothing there, or nothing this worker may see). */
+function unlessThrown<T>(read: () => T): T | undefined {
   try {
-    return realpathSync(path);
+    return read();
   } catch {
     return undefined;
   }
 }
 
-function statOf(path: string): Stats | undefined {
-  try {
-    return statSync(path);
-  } catch {
-    return undefined;
-  }
-}
+const realpathOf = (path: string) => unlessThrown(() => realpathSync(path));
+const statOf = (path: string) => unlessThrown(() => statSync(path));
 
 /** Whether `path` lies in one of `entries`, as written and with its symlinks followed. */
 function allowedBy(path: string, entries: readonly string[], home: string): boolean {
@@ -65,7 +65,7 @@ function listed(entries: readonly string[]): string {
 }
 
 export function sshAuthRefusals(
-  auth: SshAuthRequest,
+  auth: SshAuthRef,
   policy: WorkerPolicy,
   home: string = homedir(),
 ): PolicyRefusal[] {
@@ -144,18 +144,12 @@ function secretFileRefusal(path: string, policy: WorkerPolicy, home: string = ho
   return undefined;
 }
 
-function refRefusal(
-  field: string,
-  ref: SecretRef,
-  policy: WorkerPolicy,
-  home: string,
-): PolicyRefusal | undefined {
-  if ('fromEnv' in ref) {
-    const message = envRefusal(ref.fromEnv, policy);
-    return message ? { field: `${field}.fromEnv`, message } : undefined;
-  }
-  const message = secretFileRefusal(ref.fromFile, policy, home);
-  return message ? { field: `${field}.fromFile`, message } : undefined;
+function refRefusals(field: string, ref: SecretRef, policy: WorkerPolicy, home: string): PolicyRefusal[] {
+  const [source, message] =
+    'fromEnv' in ref
+      ? ['fromEnv', envRefusal(ref.fromEnv, policy)]
+      : ['fromFile', secretFileRefusal(ref.fromFile, policy, home)];
+  return message ? [{ field: `${field}.${source}`, message }] : [];
 }
 
 /** Every field of `spec` the policy refuses (none: the worker may do what the spec asks). */
@@ -168,8 +162,7 @@ export function policyRefusals(
   for (const section of ['ray', 'serve'] as const) {
     for (const [name, value] of Object.entries(spec[section]?.env ?? {})) {
       if (typeof value === 'string') continue;
-      const refusal = refRefusal(formatPath([section, 'env', name]), value, policy, home);
-      if (refusal) out.push(refusal);
+      out.push(...refRefusals(formatPath([section, 'env', name]), value, policy, home));
     }
   }
   (spec.notify?.webhooks ?? []).forEach(({ url }, i) => {
@@ -180,8 +173,7 @@ export function policyRefusals(
       if (!check.ok) out.push({ field, message: check.message });
       return;
     }
-    const refusal = refRefusal(field, url, policy, home);
-    if (refusal) out.push(refusal);
+    out.push(...refRefusals(field, url, policy, home));
   });
   return out;
 }
@@ -189,6 +181,14 @@ export function policyRefusals(
 /** The refusals as one message: the policy, then a line per field, as spec errors are written. */
 export function refusalText(refusals: readonly PolicyRefusal[], policy: WorkerPolicy): string {
   return `refused by the worker policy (${policy.source}):\n${refusals.map((r) => `  ${r.field}: ${r.message}`).join('\n')}`;
+}
+
+/** The policy a worker started in this environment would apply; a SpecError about `source` if it refuses `spec`. */
+export function localPolicyAllowing(spec: PolicySubject, source: string): WorkerPolicy {
+  const policy = loadWorkerPolicy(process.env);
+  const refusals = policyRefusals(spec, policy);
+  if (refusals.length > 0) throw new SpecError(`${source} is ${refusalText(refusals, policy)}`);
+  return policy;
 }
 
 export class SecretFileError extends Error {

@@ -12,11 +12,11 @@ import {
 import { superviseSchema } from './supervise.js';
 import { notifySchema } from './notify.js';
 import { launchBackends, multiprocIssues, rayOnlyFields, writtenFieldIssues } from './backend.js';
-import { boundedDuration } from './duration.js';
+import { boundedDuration, specTimeout } from './duration.js';
 import { envMap } from './env-schema.js';
 import { problemCheck, shown } from './errors.js';
 import { hostIssues, jumpChainIssues } from './host-rules.js';
-import { hour, maxChars, maxHosts, maxItems, maxRenderedBytes, maxTimeoutMs, second } from './limits.js';
+import { hour, maxChars, maxHosts, maxItems, maxRenderedBytes, second } from './limits.js';
 import { argText, cappedList, cappedText, hostPath, utf8Bytes, workerPath } from './text-fields.js';
 
 export { secretRefSchema, type SecretRef, type EnvValue, type EnvSpec } from './env-schema.js';
@@ -44,11 +44,6 @@ const ipv4 = cappedText(15).refine(
       `${JSON.stringify(issue.input)} is not an IPv4 address (four numbers 0-255, no leading zeros)`,
   },
 );
-
-/** A timeout or wait of the spec: at least 1 ms, at most a week (limits.ts says why). */
-function timeout(example: string) {
-  return boundedDuration({ minMs: 1, maxMs: maxTimeoutMs, maxText: '168h (7 days)', example });
-}
 
 /** What docker accepts as a container name: its pattern needs at least two characters. */
 const containerName = cappedText(maxChars.containerName).regex(
@@ -130,6 +125,7 @@ const deploySpecObject = z
     cluster: hostName,
     ssh: sshSchema,
     hosts: cappedList(deployHostSchema, maxHosts, 'hosts').min(1, 'expected at least one host'),
+    // An absent section is parsed from {} (.prefault), so it takes its fields' own defaults.
     cleanup: z
       .strictObject({
         services: cappedList(
@@ -140,7 +136,7 @@ const deploySpecObject = z
         disableServices: z.boolean().default(false),
         containers: cappedList(containerName, maxItems.cleanup, 'containers').default([]),
       })
-      .default({ services: [], disableServices: false, containers: [] }),
+      .prefault({}),
     gpu: z
       .strictObject({
         perHost: z.number().int().min(1).max(16).default(1),
@@ -149,9 +145,9 @@ const deploySpecObject = z
         /** Unified-memory hosts (GB10): MemAvailable needed before the load. */
         minAvailableMiB: z.number().int().min(0).default(65536),
         /** How long to wait for memory to be freed after containers are removed. */
-        clearTimeout: timeout('2m').default('2m'),
+        clearTimeout: specTimeout('2m').default('2m'),
       })
-      .default({ perHost: 1, maxUsedMiB: 1024, minAvailableMiB: 65536, clearTimeout: '2m' }),
+      .prefault({}),
     ray: z.strictObject({
       image: imageRef,
       container: containerName,
@@ -169,7 +165,7 @@ const deploySpecObject = z
         .regex(/^\d+[bkmg]?$/i, 'expected a size such as 10g')
         .optional(),
       /** How long the Ray cluster may take to show every node and GPU. */
-      verifyTimeout: timeout('90s').default(rayOnlyFields.verifyTimeout),
+      verifyTimeout: specTimeout('90s').default(rayOnlyFields.verifyTimeout),
     }),
     serve: z.strictObject({
       /** ray: a Ray cluster in Docker, vLLM placed over it. multiproc: vLLM's own multi-node mode, one rank a host. */
@@ -177,7 +173,7 @@ const deploySpecObject = z
       /** multiproc: where rank 0's torch.distributed store listens on the head (vLLM's --master-port). */
       masterPort: port.optional(),
       /** multiproc: how long a rank waits for the others at the rendezvous (vLLM's --distributed-timeout-seconds). */
-      distributedTimeout: timeout('2m').optional(),
+      distributedTimeout: specTimeout('2m').optional(),
       model: cappedText(maxChars.model).regex(
         /^[A-Za-z0-9][A-Za-z0-9._/-]*$/,
         'expected a model id such as Org/Model-Name',
@@ -214,13 +210,13 @@ const deploySpecObject = z
       logPath: hostPath.superRefine(problemCheck(logPathProblem)),
       /** Where the weights live on each host; default: the Hugging Face cache of a mounted volume. */
       modelPath: hostPath.optional(),
-      loadTimeout: timeout('25m').default('25m'),
+      loadTimeout: specTimeout('25m').default('25m'),
       /** One remote command on the head per poll: more often than once a second is load on the head, not news. */
       pollInterval: boundedDuration({ minMs: second, maxMs: hour, example: '10s' }).default('10s'),
       /** A log that does not move for this long, with the process alive, is a hang. */
-      stallTimeout: timeout('5m').default('5m'),
+      stallTimeout: specTimeout('5m').default('5m'),
       /** A worker host that cannot be reached (or its Ray container is gone) for this long fails the load. */
-      hostUnreachableTimeout: timeout('2m').default('2m'),
+      hostUnreachableTimeout: specTimeout('2m').default('2m'),
       /**
        * The head is polled every serve.pollInterval; the other hosts (their Ray containers, or ranks) every this
        * many polls, and at every poll while one does not answer.
@@ -232,7 +228,7 @@ const deploySpecObject = z
         prompt: cappedText(maxChars.prompt).min(1).default('Reply with one word: ready?'),
         maxTokens: z.number().int().min(1).max(4096).default(16),
       })
-      .default({ prompt: 'Reply with one word: ready?', maxTokens: 16 }),
+      .prefault({}),
     preflight: z
       .strictObject({
         minFreeDiskGiB: z.number().min(0).default(10),
@@ -241,7 +237,7 @@ const deploySpecObject = z
         /** Clock skew between hosts above this is a warning of preflight. */
         maxClockSkew: boundedDuration({ minMs: 1, maxMs: hour, example: '5s' }).default('5s'),
       })
-      .default({ minFreeDiskGiB: 10, hashWeights: false, maxClockSkew: '5s' }),
+      .prefault({}),
     onFailure: z.enum(['leave', 'teardown']).default('leave'),
     supervise: superviseSchema,
     notify: notifySchema,

@@ -1,17 +1,8 @@
 // The `supervise` section of the spec: how the supervising workflow probes a serving cluster, when it calls the
 // cluster lost, and how many whole-cluster relaunches it may make. Pure (workflows validate with it).
 import { z } from 'zod';
-import { boundedDuration, parseDuration } from './duration.js';
-import { day, hour, maxTimeoutMs, minute, second } from './limits.js';
-
-export const superviseDefaults = {
-  enabled: true,
-  interval: '30s',
-  failureThreshold: 3,
-  maxRelaunches: 3,
-  window: '1h',
-  backoff: '1m',
-} as const;
+import { boundedDuration, parseDuration, specTimeout } from './duration.js';
+import { day, hour, minute, second } from './limits.js';
 
 /** The completion probe's timeout when the spec sets none: 10 s, or the interval when that is shorter. */
 const defaultProbeTimeoutMs = 10_000;
@@ -19,39 +10,27 @@ const defaultProbeTimeoutMs = 10_000;
 export const superviseSchema = z
   .strictObject({
     /** Start the supervising workflow after a successful deploy (`liftoff deploy --no-supervise` overrides). */
-    enabled: z.boolean().default(superviseDefaults.enabled),
+    enabled: z.boolean().default(true),
     /** Time between probe rounds. */
-    interval: boundedDuration({ minMs: second, maxMs: day, maxText: '24h', example: '30s' }).default(
-      superviseDefaults.interval,
-    ),
+    interval: boundedDuration({ minMs: second, maxMs: day, maxText: '24h', example: '30s' }).default('30s'),
     /** Consecutive failed rounds after which the cluster is lost. */
     failureThreshold: z
       .number()
       .int('expected a whole number of rounds')
       .min(1, 'expected at least 1 round')
       .max(100, 'expected at most 100 rounds; raise supervise.interval instead')
-      .default(superviseDefaults.failureThreshold),
+      .default(3),
     /** Relaunches allowed within `window`; past them the cluster is left degraded. 0: never relaunch. */
     maxRelaunches: z
       .number()
       .int('expected a whole number of relaunches')
       .min(0, 'expected 0 or more (0: never relaunch, only report)')
       .max(20, 'expected at most 20: a cluster that needs more relaunches than that needs a person')
-      .default(superviseDefaults.maxRelaunches),
+      .default(3),
     /** The window the relaunch budget counts over. */
-    window: boundedDuration({
-      minMs: minute,
-      maxMs: maxTimeoutMs,
-      maxText: '168h (7 days)',
-      example: '1h',
-    }).default(superviseDefaults.window),
+    window: specTimeout('1h', minute).default('1h'),
     /** Wait before the second relaunch in the window; doubles for each further one. */
-    backoff: boundedDuration({
-      minMs: second,
-      maxMs: maxTimeoutMs,
-      maxText: '168h (7 days)',
-      example: '1m',
-    }).default(superviseDefaults.backoff),
+    backoff: specTimeout('1m', second).default('1m'),
     /** How long the one-token completion probe may take; default 10s, or the interval when shorter. */
     probeTimeout: boundedDuration({ minMs: second, maxMs: hour, maxText: '1h', example: '10s' }).optional(),
   })
@@ -72,7 +51,8 @@ export const superviseSchema = z
       });
     }
   })
-  .default(superviseDefaults);
+  // Parsed from nothing, so an absent section takes each field's default.
+  .prefault({});
 
 export type SuperviseSpec = z.infer<typeof superviseSchema>;
 

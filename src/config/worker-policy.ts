@@ -17,11 +17,7 @@ export const workerPolicyEnv = 'LIFTOFF_WORKER_POLICY';
  * Variables no spec may read, whatever the policy lists: liftoff's own settings (LIFTOFF_PAYLOAD_KEY) and
  * Temporal's (TEMPORAL_API_KEY, TEMPORAL_TLS_*), which would hand the spec's author the history or the server.
  */
-const workerOwnVariable = /^(LIFTOFF_|TEMPORAL_)/i;
-
-export function isWorkerOwnVariable(name: string): boolean {
-  return workerOwnVariable.test(name);
-}
+export const isWorkerOwnVariable = (name: string): boolean => /^(LIFTOFF_|TEMPORAL_)/i.test(name);
 
 /** How to allow something: the setting, in the policy file the worker reads or in one it would read. */
 export function settingHint(setting: string, policy: WorkerPolicy): string {

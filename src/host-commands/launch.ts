@@ -1,7 +1,7 @@
 // The remote commands of steps 5–11 (the Ray containers, `vllm serve`, the health polls and the smoke test),
 // shared by the activities that run them and by `liftoff plan`, which shows them.
 import { raw, sh, type RawShell, type RemoteCommand } from '../ssh/quote.js';
-import { pipelineParallelSize } from '../config/parallel.js';
+import { pipelineParallelSize } from '../config/backend.js';
 import type { EnvTransport } from './env-transport.js';
 import type { EnvSpec } from '../config/schema.js';
 import type { HostRef } from '../config/targets.js';

@@ -145,6 +145,14 @@ function pickModel(hosts: HostFacts[], warnings: string[]): InitChoices['model']
   };
 }
 
+/** Where a host sits in the spec: the first is the head, every other reached through `jump` if given. */
+export function placement(i: number, name: string, jump: string | undefined) {
+  return {
+    role: i === 0 ? ('head' as const) : ('worker' as const),
+    ...(jump !== undefined && name !== jump ? { jumpHost: jump } : {}),
+  };
+}
+
 /** Each name `pick` finds on any host, once, with every host that reported it. */
 function suggest(hosts: HostFacts[], pick: (h: HostFacts) => string[]): CleanupSuggestion[] {
   const byName = new Map<string, string[]>();
@@ -165,13 +173,7 @@ export function chooseSpec(hosts: HostFacts[], jump: string | undefined): InitCh
       warnings.push(
         `${h.name} has no IPv4 address outside loopback and container bridges: set its clusterIp`,
       );
-    return {
-      name: h.name,
-      address: h.address,
-      role: i === 0 ? 'head' : 'worker',
-      ...(jump !== undefined && h.name !== jump ? { jumpHost: jump } : {}),
-      cluster,
-    };
+    return { name: h.name, address: h.address, ...placement(i, h.name, jump), cluster };
   });
   const names = [...new Set(hostChoices.flatMap((h) => (h.cluster ? [h.cluster.value.iface] : [])))];
   if (names.length > 1) {

@@ -51,12 +51,10 @@ const modelFolder = /^(\/[^\s]*)\/hub\/models--([A-Za-z0-9][A-Za-z0-9._-]*)--([A
 const plainWord = /^[A-Za-z0-9][A-Za-z0-9._:/@-]*$/;
 
 export function parseModels(text: string): CachedModel[] {
-  const out: CachedModel[] = [];
-  for (const line of hostLines(text)) {
+  return hostLines(text).flatMap((line) => {
     const m = modelFolder.exec(line.trim());
-    if (m?.[1] && m[2] && m[3]) out.push({ id: `${m[2]}/${m[3]}`, cacheDir: m[1] });
-  }
-  return out;
+    return m?.[1] && m[2] && m[3] ? [{ id: `${m[2]}/${m[3]}`, cacheDir: m[1] }] : [];
+  });
 }
 
 /** nvidia-smi's GPU list; output that does not parse reads as no GPU, like a probe that failed. */

@@ -7,17 +7,11 @@
 import type { Choice, CleanupSuggestion, InitChoices } from './choose.js';
 import { rayContainerName } from './choose.js';
 import type { HostFacts } from './probe.js';
-
-export interface InitSshOptions {
-  user: string;
-  privateKeyPath?: string;
-  useAgent?: boolean;
-  knownHostsPath: string;
-}
+import type { SshSpec } from '../config/schema.js';
 
 export interface WriteSpecInput {
   cluster: string;
-  ssh: InitSshOptions;
+  ssh: Pick<SshSpec, 'user' | 'knownHostsPath'> & Partial<SshSpec>;
   choices: InitChoices;
   facts: HostFacts[];
   /** Shown in the header: when the hosts were probed. */

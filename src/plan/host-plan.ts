@@ -1,6 +1,8 @@
 // What the deploy would run on one host, step by step, built with the deploy's own command builders
 // (src/host-commands) from the spec and what a read-only look at the host found (its login's uid, which
-// listed units are loaded, which containers exist). Pure: the plan activity reads, this writes the list.
+// listed units are loaded, which containers exist). With serve.backend: multiproc (vLLM's own multi-node mode)
+// the Ray steps show skipped with the deploy's reason. Pure: the plan activity reads, this writes the list.
+import { multiprocSkipsRay } from '../config/backend.js';
 import type { DeploySpec } from '../config/schema.js';
 import { raw } from '../ssh/quote.js';
 import { planStopServices } from '../steps/stop-services.js';
@@ -11,7 +13,7 @@ import { startRayPlan } from '../steps/start-ray.js';
 import { verifyRayPlan } from '../steps/verify-ray.js';
 import { launchServePlan } from '../steps/launch-serve.js';
 import { smokePlan } from '../steps/smoke.js';
-import { headPollCommand, rayWorkerWatchCommand } from '../host-commands/polls.js';
+import { headPollCommand, rankPollCommand, rayWorkerWatchCommand } from '../host-commands/polls.js';
 import { imageVersionsCommand } from '../host-commands/agreement.js';
 import { plannedPreflightInput, preflightPlan } from '../steps/preflight.js';
 import { listenerCommand, rank0ContainersCommand } from '../host-commands/multiproc.js';
@@ -23,17 +25,9 @@ import {
   type PlanHost,
   type PlannedStep,
 } from '../steps/plan-entry.js';
-import { rankOf, rankPollStep, skippedRaySteps } from './multiproc-plan.js';
 import { startRankPlan } from '../steps/start-rank.js';
 import { hostSteps } from '../steps/host-steps.js';
 import { runsOn, type HostStep, type HostStepInput } from '../steps/host-step.js';
-
-export {
-  planPlaceholders,
-  type PlanHost,
-  type PlannedCommand,
-  type PlannedStep,
-} from '../steps/plan-entry.js';
 
 export interface HostPlan {
   host: string;
@@ -50,7 +44,6 @@ export interface HostObservation {
   uid: string;
   /** The listed units systemd knows (LoadState other than not-found). */
   loadedUnits: string[];
-  /** Every container name on the host. */
   containers: string[];
   /** Containers an earlier liftoff launch of this cluster left (by label). */
   labelled: string[];
@@ -58,8 +51,9 @@ export interface HostObservation {
   clusterIface?: string;
 }
 
-export function launchIdOf(spec: DeploySpec): string {
-  return `liftoff-${spec.cluster}:${planPlaceholders.runId}`;
+/** Rank 0 is the head; the other hosts take ranks 1.. in the spec's order (as the deploy's rankFollowers). */
+function rankOf(host: PlanHost, workers: readonly PlanHost[]): number {
+  return host.role === 'head' ? 0 : workers.findIndex((w) => w.name === host.name) + 1;
 }
 
 function preflightCommands(spec: DeploySpec, host: PlanHost, head: PlanHost): PlannedStep {
@@ -90,7 +84,7 @@ export function planHost(
   workers: readonly PlanHost[],
   seen: HostObservation,
 ): HostPlan {
-  const launchId = launchIdOf(spec);
+  const launchId = `liftoff-${spec.cluster}:${planPlaceholders.runId}`;
   const steps: PlannedStep[] = [preflightCommands(spec, host, head)];
   const units = [...new Set(spec.cleanup.services)];
   const stop = units.filter((u) => seen.loadedUnits.includes(u));
@@ -105,8 +99,9 @@ export function planHost(
   const multiproc = spec.serve.backend === 'multiproc';
   const start: string[] = [];
   if (multiproc) {
+    const startRay = host.role === 'head' ? 'startRayHead' : 'startRayWorkers';
     steps.push(
-      ...skippedRaySteps(host),
+      ...[startRay, 'verifyRayCluster'].map((step) => ({ step, commands: [], skipped: multiprocSkipsRay })),
       startRankPlan(
         spec,
         launchId,
@@ -150,9 +145,12 @@ export function planHost(
         : `vllm serve ${spec.serve.model} in ${container}, log ${spec.serve.logPath}, endpoint ${url}/v1`,
     );
   } else if (multiproc) {
-    steps.push(
-      rankPollStep(spec, `${untilHealthy.replace('until', 'until rank 0')}; a fatal line here fails it`),
-    );
+    // A headless rank's polls: its container, what its log said since the last poll (from the run's offset).
+    const untilRank0 = `${untilHealthy.replace('until', 'until rank 0')}; a fatal line here fails it`;
+    steps.push({
+      step: 'waitHealthy',
+      commands: [read(rankPollCommand(container, spec.serve.logPath, 0).command, untilRank0)],
+    });
     start.push(
       `vLLM rank ${rankOf(host, workers)} (headless) container ${container} (${spec.ray.image}), before rank 0; log ${spec.serve.logPath}`,
     );

@@ -16,8 +16,7 @@ import { deploySpecSchema } from '../../src/config/schema.js';
 import { simDeploySpec } from '../../sim/spec.js';
 import { TASK_QUEUE } from '../../src/shared/constants.js';
 import { deploy, type PlanResult } from '../../src/workflows/index.js';
-import { planPlaceholders } from '../../src/plan/host-plan.js';
-import type { PlannedCommand } from '../../src/steps/plan-entry.js';
+import { planPlaceholders, type PlannedCommand } from '../../src/steps/plan-entry.js';
 import { containersLogPath, type ContainerCreation } from '../../sim/tools/docker/state.js';
 import { hostLogLines } from '../helpers/host-logs.js';
 

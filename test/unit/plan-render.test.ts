@@ -2,10 +2,10 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { deploySpecSchema } from '../../src/config/schema.js';
-import { planHost, type HostObservation, type PlanHost } from '../../src/plan/host-plan.js';
+import { planHost, type HostObservation } from '../../src/plan/host-plan.js';
 import { renderPlan } from '../../src/commands/plan-render.js';
 import { planWidth, wrapCommand } from '../../src/commands/plan-wrap.js';
-import { plannedRun } from '../../src/steps/plan-entry.js';
+import { plannedRun, type PlanHost } from '../../src/steps/plan-entry.js';
 import { sh } from '../../src/ssh/quote.js';
 import type { PlanResult } from '../../src/workflows/index.js';
 import { rankPollCommand } from '../../src/host-commands/polls.js';

@@ -1,7 +1,7 @@
 // The `vllm serve` argv liftoff sends: the Ray executor only when more than one worker process serves.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { pipelineParallelSize } from '../../src/config/parallel.js';
+import { pipelineParallelSize } from '../../src/config/backend.js';
 import { serveArgv } from '../../src/host-commands/launch.js';
 import type { LaunchServeInput } from '../../src/host-commands/launch.js';
 

@@ -8,7 +8,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse, stringify } from 'yaml';
-import { insideAddress } from '../../src/config/ip-ranges.js';
+import { insideAddress } from '../../src/config/webhook-policy.js';
 import { workerPolicyFrom, workerPolicySettingsSchema } from '../../src/config/worker-policy.js';
 import { policyRefusals } from '../../src/config/policy-check.js';
 import { deploySpecSchema } from '../../src/config/schema.js';
