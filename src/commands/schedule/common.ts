@@ -7,7 +7,6 @@ import {
   type Client,
   type ScheduleDescription,
   type ScheduleExecutionResult,
-  type ScheduleHandle,
 } from '@temporalio/client';
 import { deployWorkflowId, searchAttributes } from '../../shared/constants.js';
 import { redactDeep, secretsOfSpec } from '../../shared/secrets.js';
@@ -18,10 +17,8 @@ import { describeFailure } from '../../cli/deploy-status.js';
 import { listedRunOutcome } from '../../report/outcome.js';
 import type { Outcome } from '../../report/model.js';
 
-/** The default schedule id of a cluster. */
-export function scheduleIdFor(cluster: string): string {
-  return deployWorkflowId(cluster);
-}
+/** The default schedule id of a cluster: its deploy's workflow id. */
+export const scheduleIdFor = deployWorkflowId;
 
 /** The workflow id prefix of scheduled runs; Temporal appends the scheduled time to it. */
 export function scheduledWorkflowIdFor(cluster: string): string {
@@ -64,12 +61,6 @@ export function scheduleSummary(description: ScheduleDescription, memo: Schedule
   };
 }
 
-export interface FoundSchedule {
-  handle: ScheduleHandle;
-  description: ScheduleDescription;
-  memo: ScheduleMemo;
-}
-
 /** The schedule as Temporal holds it now; undefined when there is none. */
 export function describeIfExists(
   client: Client,
@@ -84,7 +75,7 @@ export function describeIfExists(
     });
 }
 
-async function liftoffSchedule(client: Client, scheduleId: string): Promise<FoundSchedule | undefined> {
+async function liftoffSchedule(client: Client, scheduleId: string) {
   const description = await describeIfExists(client, scheduleId);
   if (!description) return undefined;
   const memo = memoOf(description);
@@ -94,7 +85,7 @@ async function liftoffSchedule(client: Client, scheduleId: string): Promise<Foun
 }
 
 /** A schedule named by its id, or by its cluster (the default id, else the one schedule of that cluster). */
-export async function findSchedule(client: Client, ref: string): Promise<FoundSchedule> {
+export async function findSchedule(client: Client, ref: string) {
   const byId = (await liftoffSchedule(client, ref)) ?? (await liftoffSchedule(client, scheduleIdFor(ref)));
   if (byId) return byId;
   const ids: string[] = [];
@@ -113,8 +104,6 @@ export async function findSchedule(client: Client, ref: string): Promise<FoundSc
   );
 }
 
-export type RunOutcome = Outcome | 'unknown';
-
 /** One run a schedule started, and how it ended, read from its workflow. */
 export interface ScheduledRun {
   workflowId: string;
@@ -123,7 +112,7 @@ export interface ScheduledRun {
   scheduledAt: string;
   /** When the schedule started it (ISO). */
   startedAt: string;
-  outcome: RunOutcome;
+  outcome: Outcome | 'unknown';
   /** Why it failed or was refused (first line of the workflow's failure). */
   message?: string;
   /** The deploy it ran as a child, under the cluster's id. */
@@ -148,7 +137,7 @@ export async function scheduledRun(client: Client, action: ScheduleExecutionResu
     if (typeof memo.deployWorkflowId === 'string') run.deployWorkflowId = memo.deployWorkflowId;
     // The workflow's own verdict first: a refused run is FAILED to Temporal but not a failed deploy.
     const recorded = described.typedSearchAttributes.get(searchAttributes.outcome);
-    run.outcome = (listedRunOutcome(status, recorded) as RunOutcome | undefined) ?? 'unknown';
+    run.outcome = (listedRunOutcome(status, recorded) as Outcome | undefined) ?? 'unknown';
   } catch (err) {
     if (!(err instanceof WorkflowNotFoundError)) throw err;
     run.message = 'the workflow is no longer kept by Temporal (past the namespace retention)';

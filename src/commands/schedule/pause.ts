@@ -1,5 +1,6 @@
 // `liftoff schedule pause ID|CLUSTER [--note TEXT]`: no scheduled run starts until it is unpaused; a run already
-// going is not touched (`liftoff cancel CLUSTER` stops a deploy).
+// going is not touched (`liftoff cancel CLUSTER` stops a deploy). `liftoff schedule unpause`: scheduled runs start
+// again from the next matching time; fires missed while paused are not made up.
 import { Command } from 'commander';
 import type { Client } from '@temporalio/client';
 import { emit } from '../../cli/render.js';
@@ -24,7 +25,7 @@ export function renderPause(r: SchedulePauseReport): string {
 }
 
 /** Pauses or unpauses, then reads the schedule back so the report shows what Temporal now holds. */
-export async function setPaused(
+async function setPaused(
   client: Client,
   ref: string,
   paused: boolean,
@@ -45,7 +46,7 @@ export async function setPaused(
 }
 
 /** `pause` and `unpause`: one command but for the state it sets. */
-export function setPausedCommand(paused: boolean): Command {
+function setPausedCommand(paused: boolean): Command {
   const verb = paused ? 'pause' : 'unpause';
   return new Command(verb)
     .description(
@@ -69,3 +70,4 @@ export function setPausedCommand(paused: boolean): Command {
 }
 
 export const schedulePauseCommand = setPausedCommand(true);
+export const scheduleUnpauseCommand = setPausedCommand(false);
