@@ -31,13 +31,7 @@ export type HostProbe =
   /** The host could not be reached (or its probe could not run): why, as the SSH layer or the host said it. */
   | { host: string; ok: false; error: string };
 
-export interface ProbeServingClusterResult {
-  hosts: HostProbe[];
-}
-
-export async function probeServingCluster(
-  input: ProbeServingClusterInput,
-): Promise<ProbeServingClusterResult> {
+export async function probeServingCluster(input: ProbeServingClusterInput): Promise<{ hosts: HostProbe[] }> {
   const keep = input.keepConnectionsMs !== undefined ? { idleMs: input.keepConnectionsMs } : undefined;
   // The spec's env secrets, which nothing the probes report may show (a server's error body can quote them).
   const secrets = await secretValues(...(input.head.secretEnv ?? []));

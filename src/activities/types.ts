@@ -115,10 +115,6 @@ export interface CheckServeResult {
   readProblems?: string[];
 }
 
-export interface CheckRayWorkerInput {
-  host: HostRef;
-  container: string;
-}
 export interface CheckRayWorkerResult {
   host: string;
   containerRunning: boolean;
@@ -211,7 +207,4 @@ export interface WebhookInput {
   slack: boolean;
   /** The event's facts, sent as they are. */
   details: Record<string, unknown>;
-}
-export interface WebhookResult {
-  status: number;
 }

@@ -6,16 +6,14 @@ import type { Client } from '@temporalio/client';
 import { emit } from '../../cli/render.js';
 import { runCommand } from '../../cli/run-command.js';
 import { withClient } from '../../temporal/connection.js';
-import { findSchedule, formatInZone } from './common.js';
+import { findSchedule, formatInZone, type ScheduleSummary } from './common.js';
 
-export interface SchedulePauseReport {
-  scheduleId: string;
-  cluster: string;
-  paused: boolean;
-  note?: string;
+export interface SchedulePauseReport extends Pick<
+  ScheduleSummary,
+  'scheduleId' | 'cluster' | 'paused' | 'note' | 'timezone'
+> {
   /** ISO time of the next run once unpaused. */
   nextRun?: string;
-  timezone: string;
 }
 
 export function renderPause(r: SchedulePauseReport): string {
