@@ -207,22 +207,11 @@ export function specSummary(spec: DeploySpec): string[] {
   ];
 }
 
-/** "2026-12-04 04:00 Europe/Paris": a time as the schedule's own zone reads it. */
+/**
+ * "2026-12-04 04:00 Europe/Paris": a time as the schedule's own zone reads it, with seconds only when there are
+ * some. Swedish dates are written in ISO order ("2026-12-04 04:00:00").
+ */
 export function formatInZone(iso: string, zone: string): string {
-  const parts = Object.fromEntries(
-    new Intl.DateTimeFormat('en-CA', {
-      timeZone: zone,
-      year: 'numeric',
-      month: '2-digit',
-      day: '2-digit',
-      hour: '2-digit',
-      minute: '2-digit',
-      second: '2-digit',
-      hourCycle: 'h23',
-    })
-      .formatToParts(new Date(iso))
-      .map((p) => [p.type, p.value]),
-  );
-  const seconds = parts.second && parts.second !== '00' ? `:${parts.second}` : '';
-  return `${parts.year}-${parts.month}-${parts.day} ${parts.hour}:${parts.minute}${seconds} ${zone}`;
+  const local = new Date(iso).toLocaleString('sv-SE', { timeZone: zone, hourCycle: 'h23' });
+  return `${local.replace(/:00$/, '')} ${zone}`;
 }
