@@ -74,15 +74,11 @@ export function healthOf(s: ParsedSection | undefined): CheckServeResult['health
   return 'error';
 }
 
-interface ModelList {
-  data?: Array<{ id?: unknown; root?: unknown }>;
-}
-
 /** Whether the models section lists `model`; a missing, failed, cut or unparsable one does not. */
 export function modelListedIn(s: ParsedSection | undefined, model: string): boolean {
   if (!s || sectionProblem(s, 'models') || s.exitCode !== 0 || s.cut) return false;
   try {
-    const list = JSON.parse(s.text) as ModelList;
+    const list = JSON.parse(s.text) as { data?: Array<{ id?: unknown; root?: unknown }> };
     return Array.isArray(list.data) && list.data.some((m) => m?.id === model || m?.root === model);
   } catch {
     return false;

@@ -86,16 +86,13 @@ export interface LaunchServeResult {
   reused: boolean;
 }
 
+/** The head's server, as the smoke test reaches it. */
+type ServerTarget = Omit<SmokeTestInput, 'prompt' | 'maxTokens'>;
+
 /** logOffset: the bytes of the log already read. */
-export interface CheckServeInput extends Omit<HeadPollCommandInput, 'url'> {
-  head: HostRef;
-  clusterIp: string;
-  port: number;
-  model: string;
+export interface CheckServeInput extends Omit<HeadPollCommandInput, 'url'>, ServerTarget {
   /** The spec's ray.env and serve.env: the secrets among them are redacted from the log tail. */
   secretEnv?: EnvSpec[];
-  /** serve.env.VLLM_API_KEY: the server then wants it on /v1 routes. */
-  apiKey?: EnvValue;
 }
 export interface CheckServeResult {
   processAlive: boolean;
@@ -167,7 +164,7 @@ export interface ProbeCheck {
 }
 
 /** The smoke test's target, asked a one-token completion. */
-export interface ProbeServingInput extends Omit<SmokeTestInput, 'prompt' | 'maxTokens'> {
+export interface ProbeServingInput extends ServerTarget {
   container: string;
   /**
    * The spec's ray.env and serve.env: the secrets among them are redacted from everything the probe reports, as
