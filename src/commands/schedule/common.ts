@@ -8,6 +8,7 @@ import {
   type ScheduleDescription,
   type ScheduleExecutionResult,
 } from '@temporalio/client';
+import { z } from 'zod';
 import { deployWorkflowId, searchAttributes } from '../../shared/constants.js';
 import { redactDeep, secretsOfSpec } from '../../shared/secrets.js';
 import { cutWebhookUrls } from '../../shared/webhook-shown.js';
@@ -29,20 +30,16 @@ export function scheduledWorkflowIdFor(cluster: string): string {
  * Kept on the schedule because Temporal stores a cron string as calendars and never gives the text back; the
  * memo also marks a schedule as liftoff's.
  */
-export interface ScheduleMemo {
-  cluster: string;
-  cron: string;
-  timezone: string;
-}
+const scheduleMemo = z.object({
+  cluster: z.string(),
+  cron: z.string().catch(''),
+  timezone: z.string().min(1).catch('UTC'),
+});
+export type ScheduleMemo = z.infer<typeof scheduleMemo>;
 
 export function memoOf(description: { memo?: Record<string, unknown> }): ScheduleMemo | undefined {
-  const memo = description.memo;
-  if (!memo || typeof memo.cluster !== 'string') return undefined;
-  return {
-    cluster: memo.cluster,
-    cron: typeof memo.cron === 'string' ? memo.cron : '',
-    timezone: typeof memo.timezone === 'string' && memo.timezone !== '' ? memo.timezone : 'UTC',
-  };
+  const memo = scheduleMemo.safeParse(description.memo);
+  return memo.success ? memo.data : undefined;
 }
 
 /** What `schedule list` and `schedule describe` both say of a schedule. */
