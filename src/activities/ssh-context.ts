@@ -9,7 +9,7 @@ import { currentContext, heartbeat, keepAliveMs } from './heartbeat.js';
 import { activeWorkerPolicy, assertSshAuthAllowed } from './worker-policy.js';
 
 /** The spec's credential references, plus what only the worker's policy decides: the hosts that may sign with SHA-1. */
-export function toSshAuth(ref: SshAuthRef): SshAuth {
+function toSshAuth(ref: SshAuthRef): SshAuth {
   const sshRsaHostKeys = activeWorkerPolicy().sshRsaHostKeys;
   return {
     privateKeyPath: ref.privateKeyPath,
@@ -101,7 +101,7 @@ export async function onHosts<T>(
   );
 }
 
-export function sshFailure(err: SshError): ApplicationFailure {
+function sshFailure(err: SshError): ApplicationFailure {
   const details = toFailureDetails(err);
   const failure = ApplicationFailure.create({
     type: details.type,

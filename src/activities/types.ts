@@ -7,10 +7,9 @@ import type { GpuClearLimits } from '../parsers/nvidia-smi.js';
 import type { VllmLogSummary } from '../parsers/vllm-log.js';
 import type { HeadLook } from '../steps/launch-serve.js';
 import type { ContainerLists } from '../steps/remove-containers.js';
-import type { SmokeTestResult } from '../steps/smoke.js';
 import type { HeadPollInput } from '../steps/verify-ray.js';
 
-export type { ContainerLists, SmokeTestResult };
+export type { ContainerLists };
 
 export interface NamedHost {
   name: string;
