@@ -97,12 +97,7 @@ async function readImageVersions(session: SshSession, image: string): Promise<Ho
   return parseVersions(answers.get(read.name)?.stdout ?? '');
 }
 
-interface Deferred<T> {
-  promise: Promise<T>;
-  resolve(value: T): void;
-}
-
-function deferred<T>(): Deferred<T> {
+function deferred<T>(): { promise: Promise<T>; resolve(value: T): void } {
   let resolve: (value: T) => void = () => undefined;
   const promise = new Promise<T>((r) => (resolve = r));
   return { promise, resolve };

@@ -1,18 +1,23 @@
-// One probe round of the supervisor in one (local) activity: the head's probes (serving-probe.ts) and every
+// One probe round of the supervisor in one (local) activity: the head's probes (probeHead below) and every
 // worker's Ray container, in parallel, over one SSH pool, so a worker behind the head as its jump host rides the
 // head's connection (one handshake per host), and a round costs one workflow task instead of an activity task
 // per host and a workflow task per result. The connections are the worker's (ssh-context.ts), kept open at least
 // until the next round. Each host's outcome stays its own: a host that cannot be reached is
 // reported with the error, never failing the others, so the workflow still counts each against its
 // unreachable window.
-import { redactedTail } from '../shared/secrets.js';
-import { toFailureDetails } from '../ssh/errors.js';
-import { inspectContainer } from './docker.js';
-import { containerCheck, probeHead } from './serving-probe.js';
-import { secretValues } from './secrets.js';
-import { onHosts } from './ssh-context.js';
 import type { HostRef } from '../config/targets.js';
-import type { ProbeCheck, ProbeServingInput } from './types.js';
+import { baseUrl } from '../host-commands/launch.js';
+import { judgeContainer } from '../parsers/container-state.js';
+import { redactedTail } from '../shared/secrets.js';
+import { SshConnectError, toFailureDetails } from '../ssh/errors.js';
+import type { SshSession } from '../ssh/executor.js';
+import { sh } from '../ssh/quote.js';
+import { containerSecrets, inspectContainer, type ContainerState } from './docker.js';
+import { readRayStatus } from './ray-cluster.js';
+import { resolveValue, secretValues } from './secrets.js';
+import { chatCompletion } from './smoke.js';
+import { onHosts } from './ssh-context.js';
+import type { ProbeCheck, ProbeName, ProbeServingInput } from './types.js';
 
 export interface ProbeServingClusterInput {
   head: ProbeServingInput;
@@ -31,13 +36,7 @@ export type HostProbe =
   /** The host could not be reached (or its probe could not run): why, as the SSH layer or the host said it. */
   | { host: string; ok: false; error: string };
 
-export interface ProbeServingClusterResult {
-  hosts: HostProbe[];
-}
-
-export async function probeServingCluster(
-  input: ProbeServingClusterInput,
-): Promise<ProbeServingClusterResult> {
+export async function probeServingCluster(input: ProbeServingClusterInput): Promise<{ hosts: HostProbe[] }> {
   const keep = input.keepConnectionsMs !== undefined ? { idleMs: input.keepConnectionsMs } : undefined;
   // The spec's env secrets, which nothing the probes report may show (a server's error body can quote them).
   const secrets = await secretValues(...(input.head.secretEnv ?? []));
@@ -66,4 +65,110 @@ export async function probeServingCluster(
     },
     keep,
   );
+}
+
+// The head's probes, over one SSH session: the Ray container runs, `/health` answers 200, a real one-token
+// completion comes back within a short timeout (a server can be healthy and still unable to generate), and `ray
+// status` shows the nodes and GPUs the launch verified. The workflow decides what a failed round means; this only
+// observes.
+const healthTimeoutS = 5;
+
+/**
+ * Each probe is judged on its own; a lost connection throws, so the workflow counts the head against its
+ * unreachable window. What a check reports is redacted with `configured` (the spec's env secrets), the
+ * container's env secrets and the API key.
+ */
+async function probeHead(
+  session: SshSession,
+  input: ProbeServingInput,
+  configured: readonly string[],
+): Promise<ProbeCheck[]> {
+  const host = input.head.target.name;
+  let secrets: string[] = [...configured];
+  const checks: ProbeCheck[] = [];
+  const probe = async (name: ProbeName, body: () => Promise<Omit<ProbeCheck, 'name' | 'host'>>) => {
+    const started = Date.now();
+    let seen: Omit<ProbeCheck, 'name' | 'host'>;
+    try {
+      seen = await body();
+    } catch (err) {
+      if (err instanceof SshConnectError) throw err;
+      seen = { ok: false, error: err instanceof Error ? err.message : String(err) };
+    }
+    checks.push({
+      name,
+      host,
+      latencyMs: Date.now() - started,
+      ...seen,
+      ...(seen.error !== undefined ? { error: redactedTail(seen.error, secrets, 2048) } : {}),
+      ...(seen.detail !== undefined ? { detail: redactedTail(seen.detail, secrets, 2048) } : {}),
+    });
+  };
+  await probe('container', async () => {
+    const state = await inspectContainer(session, input.container);
+    secrets = [...secrets, ...containerSecrets(state)];
+    return containerCheck(state, input.backend, 0, input.container);
+  });
+  const url = baseUrl(input.clusterIp, input.port);
+  await probe('health', () => health(session, url));
+  await probe('completion', async () => {
+    const apiKey = await resolveValue('serve.env.VLLM_API_KEY', input.apiKey);
+    if (apiKey) secrets = [...secrets, apiKey];
+    const started = Date.now();
+    const r = await chatCompletion(
+      session,
+      { ...input, prompt: 'ping', maxTokens: 1 },
+      input.completionTimeoutS,
+    );
+    return {
+      ok: true,
+      latencyMs: r.seconds > 0 ? Math.round(r.seconds * 1000) : Date.now() - started,
+      detail: `${r.completionTokens} token(s)`,
+    };
+  });
+  // A multiproc cluster has no Ray: its ranks are judged by their containers, each on its own host.
+  if (input.backend === 'multiproc') return checks;
+  await probe('rayStatus', async () => {
+    const verdict = await readRayStatus(session, input.container, {
+      nodes: input.expectedNodes,
+      gpus: input.expectedGpus,
+    });
+    if (!('seen' in verdict)) return { ok: false, error: verdict.message };
+    const { nodes, gpus } = verdict.seen;
+    const detail = `${nodes} of ${input.expectedNodes} nodes, ${gpus} of ${input.expectedGpus} GPUs`;
+    return verdict.ok ? { ok: true, detail } : { ok: false, detail, error: verdict.message };
+  });
+  return checks;
+}
+
+/** The container probe's verdict; a failure names the Ray container, or (multiproc) the host's rank. */
+function containerCheck(
+  state: ContainerState,
+  backend: 'multiproc' | undefined,
+  rank: number,
+  container: string,
+): { ok: boolean; error?: string } {
+  const what = backend === 'multiproc' ? `rank ${rank}'s container` : 'the Ray container';
+  const verdict = judgeContainer(state, `${what} ${container}`);
+  return verdict.ok ? { ok: true } : { ok: false, error: verdict.message };
+}
+
+/** `/health`: 200 within a few seconds; anything else is the error, as curl or the server said it. */
+async function health(session: SshSession, url: string): Promise<Omit<ProbeCheck, 'name' | 'host'>> {
+  const res = await session.exec(
+    sh`curl -sS --max-time ${healthTimeoutS} -o /dev/null -w ${'%{http_code} %{time_total}'} ${`${url}/health`}`,
+    { timeoutMs: (healthTimeoutS + 10) * 1000, check: false },
+  );
+  const [code = '', seconds = ''] = res.stdout.trim().split(' ');
+  const latencyMs = Number.isFinite(Number(seconds)) ? Math.round(Number(seconds) * 1000) : undefined;
+  if (res.exitCode === 0 && code === '200')
+    return { ok: true, ...(latencyMs !== undefined ? { latencyMs } : {}) };
+  const said = res.stderr.trim().split('\n')[0] ?? '';
+  return {
+    ok: false,
+    error:
+      res.exitCode === 0
+        ? `GET /health answered HTTP ${code}`
+        : `GET /health failed (curl exit ${res.exitCode}${said ? `: ${said}` : ''})`,
+  };
 }

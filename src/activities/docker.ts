@@ -72,15 +72,13 @@ export function containerStateOf(
     entry = undefined;
   }
   if (!entry || typeof entry !== 'object') return { exists: false, running: false, labels: {}, env: [] };
-  const labels: Record<string, string> = {};
-  if (entry.Config?.Labels && typeof entry.Config.Labels === 'object') {
-    for (const [k, v] of Object.entries(entry.Config.Labels as Record<string, unknown>)) {
-      if (typeof v === 'string') labels[k] = v;
-    }
-  }
-  const env = Array.isArray(entry.Config?.Env)
-    ? entry.Config.Env.filter((e): e is string => typeof e === 'string')
-    : [];
+  const { Labels, Env } = entry.Config ?? {};
+  const labels = Object.fromEntries(
+    Object.entries(Labels && typeof Labels === 'object' ? Labels : {}).filter(
+      ([, v]) => typeof v === 'string',
+    ),
+  ) as Record<string, string>;
+  const env = Array.isArray(Env) ? Env.filter((e): e is string => typeof e === 'string') : [];
   return {
     exists: true,
     ...(typeof entry.Id === 'string' ? { id: entry.Id } : {}),

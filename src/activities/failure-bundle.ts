@@ -13,7 +13,7 @@ import { containerSecrets, inspectContainer } from './docker.js';
 import { firstLine } from './diagnostics.js';
 import { onHost } from './ssh-context.js';
 import { secretValues } from './secrets.js';
-import type { FailureBundle, FailureBundleInput, HostBundle, NamedHost } from './types.js';
+import type { DiagnosticsInput, FailureBundle, HostBundle, NamedHost } from './types.js';
 
 /** Each part is cut to this much: a bundle from every host must fit in one history event. */
 const partBytes = 6 * 1024;
@@ -21,7 +21,7 @@ const serveLogLines = 200;
 const containerLogLines = 40;
 const kernelLines = 20;
 
-async function bundleOf(input: FailureBundleInput, host: NamedHost): Promise<HostBundle> {
+async function bundleOf(input: DiagnosticsInput, host: NamedHost): Promise<HostBundle> {
   const errors: string[] = [];
   // The spec's secrets, then the container's own once inspected: every text kept is redacted before it is cut.
   let secrets: string[] = [];
@@ -93,7 +93,7 @@ function dropUndefined(b: { [K in keyof HostBundle]: HostBundle[K] | undefined }
   return Object.fromEntries(Object.entries(b).filter(([, v]) => v !== undefined)) as unknown as HostBundle;
 }
 
-export async function collectFailureBundle(input: FailureBundleInput): Promise<FailureBundle> {
+export async function collectFailureBundle(input: DiagnosticsInput): Promise<FailureBundle> {
   const hosts = await Promise.all(input.hosts.map((h) => bundleOf(input, h)));
   return { collectedAtMs: Date.now(), hosts };
 }

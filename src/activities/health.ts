@@ -3,15 +3,9 @@
 // decides; this activity only observes.
 import { summarizeVllmLog } from '../parsers/vllm-log.js';
 import { activityFailure } from './activity-failure.js';
-import type { SshSession } from '../ssh/executor.js';
+import type { HostRef } from '../config/targets.js';
 import { baseUrl, maxLogChunkBytes } from '../host-commands/launch.js';
-import {
-  headPollCommand,
-  logChunkPart,
-  maxInspectBytes,
-  rayWorkerWatchCommand,
-} from '../host-commands/polls.js';
-import { sectionScript } from '../host-commands/sections.js';
+import { headPollCommand, maxInspectBytes, rayWorkerWatchCommand } from '../host-commands/polls.js';
 import { sectionProblem, splitStderr, type ParsedSection, type ParsedSections } from '../parsers/sections.js';
 import { FailureType } from '../shared/failures.js';
 import { redactText, redactedTail } from '../shared/secrets.js';
@@ -19,17 +13,11 @@ import { containerSecrets, containerStateOf, type ContainerState } from './docke
 import { onHost } from './ssh-context.js';
 import { execSectioned } from './run-commands.js';
 import { resolveValue, secretValues } from './secrets.js';
-import type {
-  CheckRayWorkerInput,
-  CheckRayWorkerResult,
-  CheckServeInput,
-  CheckServeResult,
-} from './types.js';
+import type { CheckRayWorkerResult, CheckServeInput, CheckServeResult } from './types.js';
 
 export interface LogChunk {
   /** Complete lines read (a tqdm bar's `\r` segments stay in their line). */
   lines: string[];
-  /** The offset to read from next time. */
   nextOffset: number;
   /** The file is smaller than the offset: it was replaced or truncated, and was read from the start. */
   restarted: boolean;
@@ -60,14 +48,6 @@ export function logChunkOf(rest: ParsedSections['rest'], offset: number): LogChu
   return { lines: splitLines(bytes.subarray(0, consumed)), nextOffset: from + consumed, restarted };
 }
 
-/** Reads the log from `offset` in one remote command (see logChunkOf). */
-export async function readLogFrom(session: SshSession, logPath: string, offset: number): Promise<LogChunk> {
-  const command = sectionScript([logChunkPart(logPath, offset)]);
-  const read = { command, bounds: {}, maxOutputBytes: maxLogChunkBytes + 4096 };
-  const out = await execSectioned(session, read, { timeoutMs: 30_000 });
-  return logChunkOf(out.rest, offset);
-}
-
 /** Splits on newline bytes, then decodes each line; blank lines are dropped. */
 function splitLines(bytes: Buffer): string[] {
   const lines: string[] = [];
@@ -94,15 +74,11 @@ export function healthOf(s: ParsedSection | undefined): CheckServeResult['health
   return 'error';
 }
 
-interface ModelList {
-  data?: Array<{ id?: unknown; root?: unknown }>;
-}
-
 /** Whether the models section lists `model`; a missing, failed, cut or unparsable one does not. */
 export function modelListedIn(s: ParsedSection | undefined, model: string): boolean {
   if (!s || sectionProblem(s, 'models') || s.exitCode !== 0 || s.cut) return false;
   try {
-    const list = JSON.parse(s.text) as ModelList;
+    const list = JSON.parse(s.text) as { data?: Array<{ id?: unknown; root?: unknown }> };
     return Array.isArray(list.data) && list.data.some((m) => m?.id === model || m?.root === model);
   } catch {
     return false;
@@ -206,7 +182,10 @@ export async function checkServeHealth(input: CheckServeInput): Promise<CheckSer
  * stays unreachable); a stopped container does not. A container docker calls running whose main process the
  * kernel no longer has is reported as not running: the node is gone either way.
  */
-export async function checkRayWorker(input: CheckRayWorkerInput): Promise<CheckRayWorkerResult> {
+export async function checkRayWorker(input: {
+  host: HostRef;
+  container: string;
+}): Promise<CheckRayWorkerResult> {
   return onHost(input.host, async (session) => {
     const host = input.host.target.name;
     const watch = rayWorkerWatchCommand(input.container);

@@ -1,9 +1,10 @@
 // Heartbeats let Temporal notice a dead worker within the activity's heartbeatTimeout instead of its
 // startToCloseTimeout, and carry cancellation to a running activity. Every activity heartbeats while it
-// waits on a host (`keepHeartbeating`); the last details an activity reported are repeated, not erased.
+// waits on a host (ssh-context.ts); the last details an activity reported are repeated, not erased.
 import { Context } from '@temporalio/activity';
 
-const keepAliveMs = 2_000;
+/** How often an activity heartbeats while it waits on a host. */
+export const keepAliveMs = 2_000;
 const lastDetails = new WeakMap<Context, unknown>();
 
 /** The running activity's context; undefined outside an activity (CLI, plain tests). */
@@ -22,17 +23,4 @@ export function heartbeat(details?: unknown): void {
   if (!ctx || ctx.info.isLocal) return;
   if (details !== undefined) lastDetails.set(ctx, details);
   ctx.heartbeat(lastDetails.get(ctx));
-}
-
-/** Runs `fn`, heartbeating every 2 s until it settles. */
-export async function keepHeartbeating<T>(fn: () => Promise<T>): Promise<T> {
-  const ctx = currentContext();
-  if (!ctx) return fn();
-  heartbeat();
-  const timer = setInterval(() => heartbeat(), keepAliveMs);
-  try {
-    return await fn();
-  } finally {
-    clearInterval(timer);
-  }
 }

@@ -46,12 +46,6 @@ export interface StartRankResult {
   reused: boolean;
 }
 
-export interface MasterPortInput {
-  host: HostRef;
-  cluster: string;
-  port: number;
-}
-
 export interface MasterPortResult {
   host: string;
   free: boolean;
@@ -59,13 +53,6 @@ export interface MasterPortResult {
   listener?: string;
   /** An earlier multiproc launch's rank 0 of this cluster runs on the host: step 3 removes it. */
   earlierRank0?: string;
-}
-
-export interface CheckRankInput {
-  host: HostRef;
-  container: string;
-  logPath: string;
-  logOffset: number;
 }
 
 export interface CheckRankResult {
@@ -86,7 +73,11 @@ async function readListener(session: SshSession, port: number): Promise<ExecResu
 }
 
 /** Preflight on the head: is serve.masterPort free (or held by this cluster's earlier rank 0, removed in step 3)? */
-export async function checkMasterPort(input: MasterPortInput): Promise<MasterPortResult> {
+export async function checkMasterPort(input: {
+  host: HostRef;
+  cluster: string;
+  port: number;
+}): Promise<MasterPortResult> {
   const host = input.host.target.name;
   return onHost(input.host, async (session) => {
     const held = listenerOf((await readListener(session, input.port)).stdout);
@@ -193,7 +184,12 @@ export async function startRank(input: StartRankInput): Promise<StartRankResult>
  * the log's tail, and what the log said since the last poll. A docker that fails leaves the log's answer
  * standing: a fatal line is reported whatever the container; without one, an unknown state fails the poll.
  */
-export async function checkRank(input: CheckRankInput): Promise<CheckRankResult> {
+export async function checkRank(input: {
+  host: HostRef;
+  container: string;
+  logPath: string;
+  logOffset: number;
+}): Promise<CheckRankResult> {
   return onHost(input.host, async (session) => {
     const host = input.host.target.name;
     const poll = rankPollCommand(input.container, input.logPath, input.logOffset);

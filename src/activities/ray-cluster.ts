@@ -22,15 +22,6 @@ const verifyIntervalMs = 1_000;
 /** While nodes are missing, the workers' container logs are read this often for a definitive error. */
 const workerCheckIntervalMs = 2_000;
 
-// The head's container may be gone by now (nothing to redact then, and nothing of its log to read).
-async function headSecrets(session: SshSession, container: string): Promise<string[]> {
-  try {
-    return containerSecrets(await inspectContainer(session, container));
-  } catch {
-    return [];
-  }
-}
-
 /** The head's `ray status`, judged against what the cluster must show. */
 export async function readRayStatus(
   session: SshSession,
@@ -153,15 +144,10 @@ export async function verifyRayCluster(input: VerifyRayClusterInput): Promise<Ra
         }
       }
       if (('headContainerDown' in verdict && verdict.headContainerDown) || Date.now() >= deadline) {
+        // The head's container may be gone by now (nothing to redact then, and nothing of its log to read).
+        const secrets = () => inspectContainer(session, input.container).then(containerSecrets, () => []);
         const headLog =
-          'seen' in verdict
-            ? ''
-            : await containerLogTail(
-                session,
-                input.container,
-                await headSecrets(session, input.container),
-                30,
-              );
+          'seen' in verdict ? '' : await containerLogTail(session, input.container, await secrets(), 30);
         return { done: false as const, verdict, headLog, findings: undefined };
       }
       await pause(verifyIntervalMs);

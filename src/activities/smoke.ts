@@ -5,8 +5,8 @@ import type { SshSession } from '../ssh/executor.js';
 import { onHost } from './ssh-context.js';
 import { answerOf, runCommands } from './run-commands.js';
 import { smokeRequestTimeoutS } from '../host-commands/launch.js';
-import { chatCommands, chatUrl, judgeChat } from '../steps/smoke.js';
-import type { SmokeTestInput, SmokeTestResult } from './types.js';
+import { chatCommands, chatUrl, judgeChat, type SmokeTestResult } from '../steps/smoke.js';
+import type { SmokeTestInput } from './types.js';
 
 export async function smokeTest(input: SmokeTestInput): Promise<SmokeTestResult> {
   return onHost(input.head, (session) => chatCompletion(session, input, smokeRequestTimeoutS));

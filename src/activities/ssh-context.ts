@@ -5,11 +5,11 @@ import { ApplicationFailure } from '@temporalio/common';
 import { SharedSshPool, type SshAuth, type SshLease, type SshSession } from '../ssh/executor.js';
 import { SshError, toFailureDetails } from '../ssh/errors.js';
 import type { HostRef, SshAuthRef } from '../config/targets.js';
-import { currentContext, keepHeartbeating } from './heartbeat.js';
+import { currentContext, heartbeat, keepAliveMs } from './heartbeat.js';
 import { activeWorkerPolicy, assertSshAuthAllowed } from './worker-policy.js';
 
 /** The spec's credential references, plus what only the worker's policy decides: the hosts that may sign with SHA-1. */
-export function toSshAuth(ref: SshAuthRef): SshAuth {
+function toSshAuth(ref: SshAuthRef): SshAuth {
   const sshRsaHostKeys = activeWorkerPolicy().sshRsaHostKeys;
   return {
     privateKeyPath: ref.privateKeyPath,
@@ -48,11 +48,14 @@ async function withLease<T>(fn: (lease: SshLease) => Promise<T>, keepMs?: number
     ...(signal ? { signal } : {}),
     ...(keepMs !== undefined ? { keepMs } : {}),
   });
+  const beating = setInterval(() => heartbeat(), keepAliveMs);
   try {
-    return await keepHeartbeating(() => fn(lease));
+    heartbeat();
+    return await fn(lease);
   } catch (err) {
     throw err instanceof SshError ? sshFailure(err) : err;
   } finally {
+    clearInterval(beating);
     lease.release();
     if (!shared) await pool.close();
   }
@@ -61,8 +64,6 @@ async function withLease<T>(fn: (lease: SshLease) => Promise<T>, keepMs?: number
 /**
  * Runs `fn` with an SSH session to the host: the worker's one connection to it, opened by the first activity that
  * needs it and reused by the next ones, so a deploy costs about one handshake per host.
- *
- * Nothing connects before the worker's policy allows the host reference's known_hosts, key and agent.
  *
  * This is where the SSH layer's errors meet Temporal: each becomes an ApplicationFailure of its class name,
  * final exactly when the error says retrying cannot help (a host key, a refused login), so no workflow keeps
@@ -100,7 +101,7 @@ export async function onHosts<T>(
   );
 }
 
-export function sshFailure(err: SshError): ApplicationFailure {
+function sshFailure(err: SshError): ApplicationFailure {
   const details = toFailureDetails(err);
   const failure = ApplicationFailure.create({
     type: details.type,

@@ -2,12 +2,14 @@
 // Credentials appear only as references (paths); activities resolve them.
 import type { EnvSpec, EnvValue } from '../config/schema.js';
 import type { HostRef } from '../config/targets.js';
+import type { HeadPollCommandInput } from '../host-commands/polls.js';
+import type { GpuClearLimits } from '../parsers/nvidia-smi.js';
 import type { VllmLogSummary } from '../parsers/vllm-log.js';
 import type { HeadLook } from '../steps/launch-serve.js';
 import type { ContainerLists } from '../steps/remove-containers.js';
-import type { SmokeTestResult } from '../steps/smoke.js';
+import type { HeadPollInput } from '../steps/verify-ray.js';
 
-export type { ContainerLists, SmokeTestResult };
+export type { ContainerLists };
 
 export interface NamedHost {
   name: string;
@@ -51,10 +53,8 @@ export interface RemoveContainersResult {
   removed: string[];
 }
 
-export interface VerifyGpusClearInput {
+export interface VerifyGpusClearInput extends GpuClearLimits {
   host: HostRef;
-  maxUsedMiB: number;
-  minAvailableMiB: number;
 }
 
 export interface RayContainerResult {
@@ -64,17 +64,10 @@ export interface RayContainerResult {
   reused: boolean;
 }
 
-export interface VerifyRayClusterInput {
+/** With launchMarkerPath (serve.logPath + .liftoff.json), the last poll's look is RayClusterState.headLook. */
+export interface VerifyRayClusterInput extends HeadPollInput {
   head: NamedHost;
   workers: NamedHost[];
-  container: string;
-  expectedNodes: number;
-  expectedGpus: number;
-  /**
-   * The launch's marker on the head (serve.logPath + .liftoff.json): read with Ray's state on each poll; the last
-   * look is returned (RayClusterState.headLook) for the workflow to pass to launchServe.
-   */
-  launchMarkerPath?: string;
 }
 export interface RayClusterState {
   nodes: number;
@@ -92,20 +85,13 @@ export interface LaunchServeResult {
   reused: boolean;
 }
 
-export interface CheckServeInput {
-  head: HostRef;
-  clusterIp: string;
-  container: string;
-  pid: number;
-  logPath: string;
-  /** Byte offset of the log already read. */
-  logOffset: number;
-  port: number;
-  model: string;
+/** The head's server, as the smoke test reaches it. */
+type ServerTarget = Omit<SmokeTestInput, 'prompt' | 'maxTokens'>;
+
+/** logOffset: the bytes of the log already read. */
+export interface CheckServeInput extends Omit<HeadPollCommandInput, 'url'>, ServerTarget {
   /** The spec's ray.env and serve.env: the secrets among them are redacted from the log tail. */
   secretEnv?: EnvSpec[];
-  /** serve.env.VLLM_API_KEY: the server then wants it on /v1 routes. */
-  apiKey?: EnvValue;
 }
 export interface CheckServeResult {
   processAlive: boolean;
@@ -125,10 +111,6 @@ export interface CheckServeResult {
   readProblems?: string[];
 }
 
-export interface CheckRayWorkerInput {
-  host: HostRef;
-  container: string;
-}
 export interface CheckRayWorkerResult {
   host: string;
   containerRunning: boolean;
@@ -180,14 +162,9 @@ export interface ProbeCheck {
   detail?: string;
 }
 
-export interface ProbeServingInput {
-  head: HostRef;
-  clusterIp: string;
+/** The smoke test's target, asked a one-token completion. */
+export interface ProbeServingInput extends ServerTarget {
   container: string;
-  port: number;
-  model: string;
-  /** serve.env.VLLM_API_KEY: the server then wants it on /v1 routes. */
-  apiKey?: EnvValue;
   /**
    * The spec's ray.env and serve.env: the secrets among them are redacted from everything the probe reports, as
    * the load poll's (a server's error body may quote its settings).
@@ -201,22 +178,15 @@ export interface ProbeServingInput {
   backend?: 'multiproc';
 }
 
-export type FailureBundleInput = DiagnosticsInput;
 /** What a host showed when the cluster was declared lost, before anything was removed. */
-export interface HostBundle {
-  host: string;
-  reachable: boolean;
+export interface HostBundle extends Omit<HostDiagnostics, 'nvidiaSmi'> {
   container?: { exists: boolean; running: boolean; status?: string; exitCode?: number };
-  /** Head only: the serve log's last lines, and the exception that caused the failure (not vLLM's wrapper). */
-  serveLogTail?: string;
+  /** Head only, beside the serve log's tail: the exception that caused the failure (not vLLM's wrapper). */
   rootException?: string;
-  rayStatus?: string;
   /** `nvidia-smi --query-compute-apps`: who holds the GPUs. */
   gpuApps?: string;
-  containerLogTail?: string;
   /** OOM-killer and out-of-memory lines of the kernel log, where the login may read it. */
   kernelOom?: string;
-  errors: string[];
 }
 export interface FailureBundle {
   collectedAtMs: number;
@@ -233,7 +203,4 @@ export interface WebhookInput {
   slack: boolean;
   /** The event's facts, sent as they are. */
   details: Record<string, unknown>;
-}
-export interface WebhookResult {
-  status: number;
 }

@@ -12,7 +12,7 @@ import { checkWebhookUrl, insideRefusal, type WebhookTarget } from '../config/we
 import { FailureType } from '../shared/failures.js';
 import { checkedLookup, InsideAddressError } from './checked-lookup.js';
 import { resolveValue } from './secrets.js';
-import type { WebhookInput, WebhookResult } from './types.js';
+import type { WebhookInput } from './types.js';
 import { activeWorkerPolicy } from './worker-policy.js';
 
 const timeoutMs = 10_000;
@@ -47,7 +47,7 @@ function post(target: WebhookTarget, body: string): Promise<number> {
   });
 }
 
-export async function postWebhook(input: WebhookInput): Promise<WebhookResult> {
+export async function postWebhook(input: WebhookInput): Promise<{ status: number }> {
   const url = (await resolveValue('notify.webhooks[].url', input.url)) ?? '';
   const policy = activeWorkerPolicy();
   // A literal URL was checked at validation; one from a secret reference is checked here, by the same rules.

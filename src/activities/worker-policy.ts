@@ -6,7 +6,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { activityFailure } from './activity-failure.js';
 import type { DeploySpec } from '../config/schema.js';
 import { loadWorkerPolicy, workerPolicyEnv, type WorkerPolicy } from '../config/worker-policy.js';
-import { policyRefusals, refusalText, sshAuthRefusals, type PolicySubject } from '../config/policy-check.js';
+import { policyRefusals, refusalText, sshAuthRefusals } from '../config/policy-check.js';
 import type { SshAuthRef } from '../config/targets.js';
 import { FailureType } from '../shared/failures.js';
 
@@ -41,24 +41,14 @@ export function assertSshAuthAllowed(auth: SshAuthRef): void {
   if (refusals.length > 0) throw refused(refusalText(refusals, policy));
 }
 
-export interface CheckWorkerPolicyInput {
-  spec: DeploySpec;
-}
-
-export interface CheckWorkerPolicyResult {
-  /** Which policy allowed the spec (a file, or the defaults). */
-  policy: string;
-}
-
 /**
  * The validate step's check on the worker: the spec's known_hosts, key, agent and secret references against
  * this worker's policy, before any SSH. A refusal names each field and the worker setting that would allow it;
- * it holds paths and variable names, never a value.
+ * it holds paths and variable names, never a value. Passed, it names the policy (a file, or the defaults).
  */
-export function checkWorkerPolicy(input: CheckWorkerPolicyInput): Promise<CheckWorkerPolicyResult> {
+export function checkWorkerPolicy(input: { spec: DeploySpec }): Promise<{ policy: string }> {
   const policy = activeWorkerPolicy();
-  const subject: PolicySubject = input.spec;
-  const refusals = policyRefusals(subject, policy);
+  const refusals = policyRefusals(input.spec, policy);
   if (refusals.length > 0) return Promise.reject(refused(refusalText(refusals, policy)));
   return Promise.resolve({ policy: policy.source });
 }

@@ -2,6 +2,7 @@
 // --output json` (and the UI's download) writes, or the protobuf messages `handle.fetchHistory()` returns.
 // Everything after this file sees only HistoryEventView.
 import proto from '@temporalio/proto';
+import { isObject as isRecord } from '../shared/secrets.js';
 import {
   decryptPayload,
   ENCRYPTED_ENCODING,
@@ -10,6 +11,8 @@ import {
   payloadKeyFromEnv,
   type PayloadKey,
 } from '../temporal/codec.js';
+
+export { isRecord };
 
 /** One history event: its id, time, and the `…EventAttributes` object that says what happened. */
 export interface HistoryEventView {
@@ -154,8 +157,4 @@ export function fieldValues(holder: unknown, key: 'indexedFields' | 'fields'): R
   const fields = isRecord(holder) ? holder[key] : undefined;
   if (!isRecord(fields)) return {};
   return Object.fromEntries(Object.entries(fields).map(([name, p]) => [name, payloadValue(p)]));
-}
-
-export function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }

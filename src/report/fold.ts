@@ -46,7 +46,7 @@ export interface RunRecord {
   close?: HistoryEventView;
 }
 
-const stepIndex = new Map<string, number>(deploySteps.map((s, i) => [s.name, i]));
+export const stepIndex = new Map<string, number>(deploySteps.map((s, i) => [s.name, i]));
 
 interface Fold {
   record: RunRecord;

@@ -43,7 +43,8 @@ export function renderMarkdown(pm: Postmortem): string {
     '| # | step | status | start | end | duration | attempts | |',
     '|---|---|---|---|---|---|---|---|',
   );
-  const span = Math.max(1, (pm.endedAtMs ?? lastTime(pm)) - t0);
+  const lastTime = Math.max(t0, ...pm.steps.map((s) => s.endedAtMs ?? s.startedAtMs ?? 0));
+  const span = Math.max(1, (pm.endedAtMs ?? lastTime) - t0);
   pm.steps.forEach((s, i) => {
     const c = stepCells(s, i, t0);
     out.push(
@@ -142,10 +143,6 @@ function bar(s: StepTimeline, t0: number, span: number): string {
   const from = Math.floor(((s.startedAtMs - t0) / span) * width);
   const to = Math.max(from + 1, Math.ceil((((s.endedAtMs ?? s.startedAtMs) - t0) / span) * width));
   return `\`${' '.repeat(from)}${(s.outcome === 'failed' ? 'x' : '█').repeat(Math.min(width, to) - from)}${' '.repeat(Math.max(0, width - to))}\``;
-}
-
-function lastTime(pm: Postmortem): number {
-  return Math.max(pm.startedAtMs, ...pm.steps.map((s) => s.endedAtMs ?? s.startedAtMs ?? 0));
 }
 
 function fence(text: string, lang: string): string {

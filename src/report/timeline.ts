@@ -3,15 +3,13 @@
 // and started the deploy as a child has two steps: validate, and the child.
 import { aftermathSteps, deploySteps } from '../workflows/steps.js';
 import { backendOfInput, multiprocSkipsRay, rayOnlySteps } from '../config/backend.js';
-import type { ChildRun, RunRecord } from './fold.js';
+import { stepIndex, type ChildRun, type RunRecord } from './fold.js';
 import type { ActivityRun, Outcome, StepOutcome, StepTimeline } from './model.js';
 import { dropUndefined } from './values.js';
 
 const aftermathTitles = new Map<string, string>(aftermathSteps.map((s) => [s.name, s.title]));
 
-const stepIndex = new Map<string, number>(deploySteps.map((s, i) => [s.name, i]));
-
-export interface RunEnd {
+interface RunEnd {
   outcome: Outcome;
   /** The step the run failed or was cancelled in. */
   endedStep?: string;
@@ -175,16 +173,14 @@ const childOutcomes = new Map<string, StepOutcome>([
 
 function delegatedSteps(record: RunRecord, child: ChildRun, outcome: Outcome): StepTimeline[] {
   const validate = deploySteps[0];
+  const held = { attempts: 1, retries: 0, activities: [], aftermath: false };
   return [
     withTimes(
       {
         name: validate.name,
         title: validate.title,
         outcome: record.validatedAtMs !== undefined ? 'done' : 'failed',
-        attempts: 1,
-        retries: 0,
-        activities: [],
-        aftermath: false,
+        ...held,
       },
       record.start.timeMs,
       record.validatedAtMs,
@@ -194,10 +190,7 @@ function delegatedSteps(record: RunRecord, child: ChildRun, outcome: Outcome): S
         name: 'childDeploy',
         title: `Run the deploy as ${child.workflowId}`,
         outcome: outcome === 'running' ? 'running' : (childOutcomes.get(child.outcome ?? '') ?? 'failed'),
-        attempts: 1,
-        retries: 0,
-        activities: [],
-        aftermath: false,
+        ...held,
         detail:
           child.outcome === 'refused' ? 'refused: a deploy of the cluster was already running' : undefined,
       },

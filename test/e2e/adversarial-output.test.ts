@@ -17,7 +17,7 @@ import { simDeploySpec } from '../../sim/spec.js';
 import { TASK_QUEUE, deployWorkflowId } from '../../src/shared/constants.js';
 import { FailureType } from '../../src/shared/failures.js';
 import { deploy } from '../../src/workflows/index.js';
-import { readLogFrom } from '../../src/activities/health.js';
+import { readLogFrom } from '../helpers/read-log.js';
 import { maxLogChunkBytes } from '../../src/host-commands/launch.js';
 import { summarizeVllmLog } from '../../src/parsers/vllm-log.js';
 import type { SshSession } from '../../src/ssh/executor.js';

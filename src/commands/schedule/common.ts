@@ -7,8 +7,8 @@ import {
   type Client,
   type ScheduleDescription,
   type ScheduleExecutionResult,
-  type ScheduleHandle,
 } from '@temporalio/client';
+import { z } from 'zod';
 import { deployWorkflowId, searchAttributes } from '../../shared/constants.js';
 import { redactDeep, secretsOfSpec } from '../../shared/secrets.js';
 import { cutWebhookUrls } from '../../shared/webhook-shown.js';
@@ -18,10 +18,8 @@ import { describeFailure } from '../../cli/deploy-status.js';
 import { listedRunOutcome } from '../../report/outcome.js';
 import type { Outcome } from '../../report/model.js';
 
-/** The default schedule id of a cluster. */
-export function scheduleIdFor(cluster: string): string {
-  return deployWorkflowId(cluster);
-}
+/** The default schedule id of a cluster: its deploy's workflow id. */
+export const scheduleIdFor = deployWorkflowId;
 
 /** The workflow id prefix of scheduled runs; Temporal appends the scheduled time to it. */
 export function scheduledWorkflowIdFor(cluster: string): string {
@@ -32,20 +30,16 @@ export function scheduledWorkflowIdFor(cluster: string): string {
  * Kept on the schedule because Temporal stores a cron string as calendars and never gives the text back; the
  * memo also marks a schedule as liftoff's.
  */
-export interface ScheduleMemo {
-  cluster: string;
-  cron: string;
-  timezone: string;
-}
+const scheduleMemo = z.object({
+  cluster: z.string(),
+  cron: z.string().catch(''),
+  timezone: z.string().min(1).catch('UTC'),
+});
+export type ScheduleMemo = z.infer<typeof scheduleMemo>;
 
 export function memoOf(description: { memo?: Record<string, unknown> }): ScheduleMemo | undefined {
-  const memo = description.memo;
-  if (!memo || typeof memo.cluster !== 'string') return undefined;
-  return {
-    cluster: memo.cluster,
-    cron: typeof memo.cron === 'string' ? memo.cron : '',
-    timezone: typeof memo.timezone === 'string' && memo.timezone !== '' ? memo.timezone : 'UTC',
-  };
+  const memo = scheduleMemo.safeParse(description.memo);
+  return memo.success ? memo.data : undefined;
 }
 
 /** What `schedule list` and `schedule describe` both say of a schedule. */
@@ -64,12 +58,6 @@ export function scheduleSummary(description: ScheduleDescription, memo: Schedule
   };
 }
 
-export interface FoundSchedule {
-  handle: ScheduleHandle;
-  description: ScheduleDescription;
-  memo: ScheduleMemo;
-}
-
 /** The schedule as Temporal holds it now; undefined when there is none. */
 export function describeIfExists(
   client: Client,
@@ -84,7 +72,7 @@ export function describeIfExists(
     });
 }
 
-async function liftoffSchedule(client: Client, scheduleId: string): Promise<FoundSchedule | undefined> {
+async function liftoffSchedule(client: Client, scheduleId: string) {
   const description = await describeIfExists(client, scheduleId);
   if (!description) return undefined;
   const memo = memoOf(description);
@@ -94,7 +82,7 @@ async function liftoffSchedule(client: Client, scheduleId: string): Promise<Foun
 }
 
 /** A schedule named by its id, or by its cluster (the default id, else the one schedule of that cluster). */
-export async function findSchedule(client: Client, ref: string): Promise<FoundSchedule> {
+export async function findSchedule(client: Client, ref: string) {
   const byId = (await liftoffSchedule(client, ref)) ?? (await liftoffSchedule(client, scheduleIdFor(ref)));
   if (byId) return byId;
   const ids: string[] = [];
@@ -113,8 +101,6 @@ export async function findSchedule(client: Client, ref: string): Promise<FoundSc
   );
 }
 
-export type RunOutcome = Outcome | 'unknown';
-
 /** One run a schedule started, and how it ended, read from its workflow. */
 export interface ScheduledRun {
   workflowId: string;
@@ -123,7 +109,7 @@ export interface ScheduledRun {
   scheduledAt: string;
   /** When the schedule started it (ISO). */
   startedAt: string;
-  outcome: RunOutcome;
+  outcome: Outcome | 'unknown';
   /** Why it failed or was refused (first line of the workflow's failure). */
   message?: string;
   /** The deploy it ran as a child, under the cluster's id. */
@@ -148,7 +134,7 @@ export async function scheduledRun(client: Client, action: ScheduleExecutionResu
     if (typeof memo.deployWorkflowId === 'string') run.deployWorkflowId = memo.deployWorkflowId;
     // The workflow's own verdict first: a refused run is FAILED to Temporal but not a failed deploy.
     const recorded = described.typedSearchAttributes.get(searchAttributes.outcome);
-    run.outcome = (listedRunOutcome(status, recorded) as RunOutcome | undefined) ?? 'unknown';
+    run.outcome = (listedRunOutcome(status, recorded) as Outcome | undefined) ?? 'unknown';
   } catch (err) {
     if (!(err instanceof WorkflowNotFoundError)) throw err;
     run.message = 'the workflow is no longer kept by Temporal (past the namespace retention)';
@@ -218,22 +204,11 @@ export function specSummary(spec: DeploySpec): string[] {
   ];
 }
 
-/** "2026-12-04 04:00 Europe/Paris": a time as the schedule's own zone reads it. */
+/**
+ * "2026-12-04 04:00 Europe/Paris": a time as the schedule's own zone reads it, with seconds only when there are
+ * some. Swedish dates are written in ISO order ("2026-12-04 04:00:00").
+ */
 export function formatInZone(iso: string, zone: string): string {
-  const parts = Object.fromEntries(
-    new Intl.DateTimeFormat('en-CA', {
-      timeZone: zone,
-      year: 'numeric',
-      month: '2-digit',
-      day: '2-digit',
-      hour: '2-digit',
-      minute: '2-digit',
-      second: '2-digit',
-      hourCycle: 'h23',
-    })
-      .formatToParts(new Date(iso))
-      .map((p) => [p.type, p.value]),
-  );
-  const seconds = parts.second && parts.second !== '00' ? `:${parts.second}` : '';
-  return `${parts.year}-${parts.month}-${parts.day} ${parts.hour}:${parts.minute}${seconds} ${zone}`;
+  const local = new Date(iso).toLocaleString('sv-SE', { timeZone: zone, hourCycle: 'h23' });
+  return `${local.replace(/:00$/, '')} ${zone}`;
 }

@@ -30,7 +30,7 @@ export interface ScheduleCreated extends Omit<ScheduleSummary, 'note'> {
   nextRuns: string[];
 }
 
-export function renderCreated(r: ScheduleCreated): string {
+function renderCreated(r: ScheduleCreated): string {
   const next = r.nextRuns.slice(0, 3).map((t) => formatInZone(t, r.timezone));
   return [
     `created schedule ${r.scheduleId} for cluster ${r.cluster}: ${JSON.stringify(r.cron)} (${r.timezone})${r.paused ? ', paused' : ''}`,

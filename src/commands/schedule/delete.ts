@@ -13,7 +13,7 @@ export interface ScheduleDeleteReport {
   stillRunning: string[];
 }
 
-export function renderDelete(r: ScheduleDeleteReport): string {
+function renderDelete(r: ScheduleDeleteReport): string {
   const lines = [`deleted schedule ${r.scheduleId} (cluster ${r.cluster})`];
   if (r.stillRunning.length > 0)
     lines.push(
@@ -22,7 +22,7 @@ export function renderDelete(r: ScheduleDeleteReport): string {
   return lines.join('\n');
 }
 
-export async function deleteSchedule(client: Client, ref: string): Promise<ScheduleDeleteReport> {
+async function deleteSchedule(client: Client, ref: string): Promise<ScheduleDeleteReport> {
   const { handle, description, memo } = await findSchedule(client, ref);
   await handle.delete();
   return {

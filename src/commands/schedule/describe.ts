@@ -71,7 +71,7 @@ export function renderDetails(d: ScheduleDetails): string {
   return lines.join('\n');
 }
 
-export async function describeSchedule(client: Client, ref: string): Promise<ScheduleDetails> {
+async function describeSchedule(client: Client, ref: string): Promise<ScheduleDetails> {
   const { description, memo } = await findSchedule(client, ref);
   const spec = storedSpec(description);
   return {

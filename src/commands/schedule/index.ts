@@ -3,8 +3,7 @@ import { Command } from 'commander';
 import { scheduleCreateCommand } from './create.js';
 import { scheduleListCommand } from './list.js';
 import { scheduleDescribeCommand } from './describe.js';
-import { schedulePauseCommand } from './pause.js';
-import { scheduleUnpauseCommand } from './unpause.js';
+import { schedulePauseCommand, scheduleUnpauseCommand } from './pause.js';
 import { scheduleTriggerCommand } from './trigger.js';
 import { scheduleDeleteCommand } from './delete.js';
 

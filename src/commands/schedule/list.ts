@@ -35,7 +35,7 @@ export function renderList(entries: ScheduleListEntry[]): string {
   ]);
 }
 
-export async function listSchedules(client: Client): Promise<ScheduleListEntry[]> {
+async function listSchedules(client: Client): Promise<ScheduleListEntry[]> {
   const ids: string[] = [];
   for await (const summary of client.schedule.list()) {
     if (memoOf(summary)) ids.push(summary.scheduleId);

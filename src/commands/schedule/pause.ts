@@ -1,20 +1,19 @@
 // `liftoff schedule pause ID|CLUSTER [--note TEXT]`: no scheduled run starts until it is unpaused; a run already
-// going is not touched (`liftoff cancel CLUSTER` stops a deploy).
+// going is not touched (`liftoff cancel CLUSTER` stops a deploy). `liftoff schedule unpause`: scheduled runs start
+// again from the next matching time; fires missed while paused are not made up.
 import { Command } from 'commander';
 import type { Client } from '@temporalio/client';
 import { emit } from '../../cli/render.js';
 import { runCommand } from '../../cli/run-command.js';
 import { withClient } from '../../temporal/connection.js';
-import { findSchedule, formatInZone } from './common.js';
+import { findSchedule, formatInZone, type ScheduleSummary } from './common.js';
 
-export interface SchedulePauseReport {
-  scheduleId: string;
-  cluster: string;
-  paused: boolean;
-  note?: string;
+export interface SchedulePauseReport extends Pick<
+  ScheduleSummary,
+  'scheduleId' | 'cluster' | 'paused' | 'note' | 'timezone'
+> {
   /** ISO time of the next run once unpaused. */
   nextRun?: string;
-  timezone: string;
 }
 
 export function renderPause(r: SchedulePauseReport): string {
@@ -24,7 +23,7 @@ export function renderPause(r: SchedulePauseReport): string {
 }
 
 /** Pauses or unpauses, then reads the schedule back so the report shows what Temporal now holds. */
-export async function setPaused(
+async function setPaused(
   client: Client,
   ref: string,
   paused: boolean,
@@ -45,7 +44,7 @@ export async function setPaused(
 }
 
 /** `pause` and `unpause`: one command but for the state it sets. */
-export function setPausedCommand(paused: boolean): Command {
+function setPausedCommand(paused: boolean): Command {
   const verb = paused ? 'pause' : 'unpause';
   return new Command(verb)
     .description(
@@ -69,3 +68,4 @@ export function setPausedCommand(paused: boolean): Command {
 }
 
 export const schedulePauseCommand = setPausedCommand(true);
+export const scheduleUnpauseCommand = setPausedCommand(false);

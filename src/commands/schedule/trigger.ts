@@ -20,7 +20,7 @@ export interface ScheduleTriggerReport {
   running?: string[];
 }
 
-export function renderTrigger(r: ScheduleTriggerReport): string {
+function renderTrigger(r: ScheduleTriggerReport): string {
   if (r.outcome === 'skipped')
     return `schedule ${r.scheduleId}: nothing started (overlap policy SKIP): its run ${(r.running ?? []).join(', ') || '(unknown)'} is still going`;
   const run = r.run;
