@@ -116,14 +116,17 @@ export function rayRunCommand(
   role: RayRole,
   transport: EnvTransport,
 ): RemoteCommand {
-  const labels = [
-    `liftoff.cluster=${input.cluster}`,
-    `liftoff.launch=${input.launchId}`,
-    `liftoff.role=${role}`,
-  ].flatMap((l) => ['--label', l]);
-  const volumes = input.volumes.flatMap((v) => ['-v', v]);
-  return sh`${transport.prelude} docker run -d --name ${input.container} --gpus all --network host --ipc host ${labels} ${transport.flags} ${volumes} --entrypoint ray ${input.image} ${rayStartArgs(input, role)}`;
+  return sh`${transport.prelude} docker run -d --name ${input.container} --gpus all --network host --ipc host ${launchLabels(input, `liftoff.role=${role}`)} ${transport.flags} ${volumeFlags(input.volumes)} --entrypoint ray ${input.image} ${rayStartArgs(input, role)}`;
 }
+
+/** The labels cleanup and teardown find a launch's containers by: its cluster, its launch and its role. */
+export const launchLabels = (input: { cluster: string; launchId: string }, ...more: string[]): string[] =>
+  [`liftoff.cluster=${input.cluster}`, `liftoff.launch=${input.launchId}`, ...more].flatMap((l) => [
+    '--label',
+    l,
+  ]);
+
+export const volumeFlags = (volumes: readonly string[]): string[] => volumes.flatMap((v) => ['-v', v]);
 
 /** How often the confirm looks for `ray start`'s banner, and how long it waits for it in all. */
 export const rayConfirmPollSeconds = 0.25;
@@ -191,19 +194,33 @@ export const serveLogTailCommand = (logPath: string, lines: number = serveTailLi
   sh`tail -n ${lines} -- ${logPath} | tail -c ${maxTailBytes}`;
 
 /**
- * One command starts the server and writes the marker, so no retry can fall between the two. It truncates the
- * log and writes the marker only if neither is a symbolic link (which would truncate its target). `startedAt`
- * is the launch time in ms; `liftoff plan`, which runs nothing, passes a named placeholder instead.
+ * One command runs `start` (ending in the detached process whose output is the log) and writes the marker with
+ * that process's pid, so no retry can fall between the two. It truncates the log and writes the marker only if
+ * neither is a symbolic link (which would truncate its target). `startedAt` is the launch time in ms; `liftoff
+ * plan`, which runs nothing, passes a named placeholder instead.
  */
-export function serveLaunchCommand(
-  input: LaunchServeInput,
+export function markedLaunchCommand(
+  input: { logPath: string; launchId: string },
   transport: EnvTransport,
   startedAt: number | RawShell,
+  start: RemoteCommand,
 ): RemoteCommand {
   const markerPath = markerPathFor(input.logPath);
   const markerFormat = '{"launchId":%s,"pid":%s,"startedAt":%s}\n';
-  return sh`${transport.prelude} if [ -L ${input.logPath} ] || [ -L ${markerPath} ]; then exit ${symlinkExit}; fi; : > ${input.logPath} || exit 3; setsid nohup docker exec ${transport.flags} ${input.container} ${serveArgv(input)} > ${input.logPath} 2>&1 < /dev/null & pid=$!; printf ${markerFormat} ${JSON.stringify(input.launchId)} ${raw('"$pid"')} ${startedAt} > ${markerPath} && echo "$pid"`;
+  return sh`${transport.prelude} if [ -L ${input.logPath} ] || [ -L ${markerPath} ]; then exit ${symlinkExit}; fi; : > ${input.logPath} || exit 3; ${start} > ${input.logPath} 2>&1 < /dev/null & pid=$!; printf ${markerFormat} ${JSON.stringify(input.launchId)} ${raw('"$pid"')} ${startedAt} > ${markerPath} && echo "$pid"`;
 }
+
+export const serveLaunchCommand = (
+  input: LaunchServeInput,
+  transport: EnvTransport,
+  startedAt: number | RawShell,
+): RemoteCommand =>
+  markedLaunchCommand(
+    input,
+    transport,
+    startedAt,
+    sh`setsid nohup docker exec ${transport.flags} ${input.container} ${serveArgv(input)}`,
+  );
 
 export const healthCommand = (url: string): RemoteCommand =>
   sh`curl -sS --max-time 5 -o /dev/null -w ${'%{http_code}'} ${`${url}/health`}`;

@@ -8,9 +8,9 @@
 // `--headless` and ignores it, so the follower built an API server and a whole engine of its own, which died on
 // `AssertionError: collective_rpc should not be called on follower node`. The CLI's `serve --headless` runs only
 // the rank's workers ("Launching vLLM … headless multiproc executor, with head node address …").
-import { raw, sh, type RawShell, type RemoteCommand } from '../ssh/quote.js';
+import { sh, type RawShell, type RemoteCommand } from '../ssh/quote.js';
 import type { EnvTransport } from './env-transport.js';
-import { markerPathFor, symlinkExit } from './launch.js';
+import { launchLabels, markedLaunchCommand, volumeFlags } from './launch.js';
 import type { EnvSpec } from '../config/schema.js';
 import type { HostRef } from '../config/targets.js';
 
@@ -124,25 +124,18 @@ export interface StartRankInput extends RankRunInput {
   env: EnvSpec[];
 }
 
-/**
- * One command starts the container, the copy of its output to the log and the marker, so no retry falls between
- * them. Neither the log nor the marker may be a symbolic link: the launch truncates the log. Labelled as a Ray
- * container is (cluster, launch, role), so cleanup and teardown find it. `startedAt` is the launch time in ms;
- * `liftoff plan`, which runs nothing, passes a named placeholder instead.
- */
+/** The rank's container, then the copy of its output to the log, as one marked launch (markedLaunchCommand). */
 export function rankRunCommand(
   input: RankRunInput,
   transport: EnvTransport,
   startedAt: number | RawShell,
 ): RemoteCommand {
-  const markerPath = markerPathFor(input.logPath);
-  const labels = [
-    `liftoff.cluster=${input.cluster}`,
-    `liftoff.launch=${input.launchId}`,
-    `liftoff.role=rank${input.rank}`,
-    'liftoff.backend=multiproc',
-  ].flatMap((l) => ['--label', l]);
-  const volumes = input.volumes.flatMap((v) => ['-v', v]);
-  const markerFormat = '{"launchId":%s,"pid":%s,"startedAt":%s}\n';
-  return sh`${transport.prelude} if [ -L ${input.logPath} ] || [ -L ${markerPath} ]; then exit ${symlinkExit}; fi; : > ${input.logPath} || exit 3; docker run -d --name ${input.container} --gpus all --network host --ipc host ${labels} ${transport.flags} ${volumes} --entrypoint vllm ${input.image} ${rankArgv(input)} > /dev/null || exit 5; setsid nohup docker logs -f ${input.container} > ${input.logPath} 2>&1 < /dev/null & pid=$!; printf ${markerFormat} ${JSON.stringify(input.launchId)} ${raw('"$pid"')} ${startedAt} > ${markerPath} && echo "$pid"`;
+  const labels = launchLabels(input, `liftoff.role=rank${input.rank}`, 'liftoff.backend=multiproc');
+  const run = sh`docker run -d --name ${input.container} --gpus all --network host --ipc host ${labels} ${transport.flags} ${volumeFlags(input.volumes)} --entrypoint vllm ${input.image} ${rankArgv(input)} > /dev/null || exit 5`;
+  return markedLaunchCommand(
+    input,
+    transport,
+    startedAt,
+    sh`${run}; setsid nohup docker logs -f ${input.container}`,
+  );
 }
