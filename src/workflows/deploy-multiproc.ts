@@ -125,12 +125,7 @@ export function rankFollowers(
 
 /** A rank that failed leaves the others waiting for it for ever, holding their GPUs: they are removed. */
 export function isRankFailure(err: unknown): boolean {
-  const type = rootApplicationFailure(err)?.type;
-  return (
-    type === FailureType.rankExited ||
-    type === FailureType.rankFailed ||
-    type === FailureType.masterUnreachable ||
-    type === FailureType.serverExited ||
-    type === FailureType.serverFatal
-  );
+  const { rankExited, rankFailed, masterUnreachable, serverExited, serverFatal } = FailureType;
+  const rankFailures: string[] = [rankExited, rankFailed, masterUnreachable, serverExited, serverFatal];
+  return rankFailures.includes(rootApplicationFailure(err)?.type ?? '');
 }

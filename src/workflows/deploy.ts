@@ -15,6 +15,7 @@ import {
 import type { ContainerLists, NamedHost } from '../activities/types.js';
 import type { HeadLook } from '../host-commands/launch.js';
 import { deploySpecSchema, hostNamePattern, type DeploySpec } from '../config/schema.js';
+import type { ZodType } from 'zod';
 import { formatIssues } from '../config/errors.js';
 import { resolveSshTarget } from '../config/targets.js';
 import { FailureType, type DeployTriggerName } from '../shared/failures.js';
@@ -92,15 +93,17 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
 
   const clusterWorkflowId = deployWorkflowId(spec.cluster);
   if (info.workflowId !== clusterWorkflowId) {
-    return runUnderClusterId(deploy, input, trigger, clusterWorkflowId, progress);
+    return runUnderClusterId(input, trigger, clusterWorkflowId, progress);
   }
 
   const acts = stepActivities(spec);
-  const hosts = clusterHosts(spec);
-  const head = hosts.find((h) => h.role === 'head');
-  if (!head) throw ApplicationFailure.nonRetryable('no head host', FailureType.invalidSpec);
-  const workers = hosts.filter((h) => h !== head);
+  const { hosts, head, workers } = clusterOf(spec);
 
+  const failed = async (failure: ApplicationFailure): Promise<ApplicationFailure> => {
+    const text = notifyText.deployFailed(spec.cluster, failure.message);
+    await sendNotification(spec, 'deployFailed', text, { launchId, trigger });
+    return failure;
+  };
   const multiproc = spec.serve.backend === 'multiproc';
   if (multiproc) deprecatePatch(patches.multiprocBackend);
   // 1–4: read, stop, remove, check. Nothing of this launch runs yet, so a failure leaves nothing to tear down.
@@ -124,12 +127,7 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
     if (isCancellation(err)) {
       throw tracker.cancelled(err, ['nothing to tear down: no container of this launch had started']);
     }
-    const failure = tracker.fail(err, undefined);
-    await sendNotification(spec, 'deployFailed', notifyText.deployFailed(spec.cluster, failure.message), {
-      launchId,
-      trigger,
-    });
-    throw failure;
+    throw await failed(tracker.fail(err, undefined));
   }
 
   // 5–11. From here on, containers run on the hosts: a failure carries diagnostics from every host.
@@ -156,7 +154,7 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
     );
     const loadSeconds = (Date.now() - loadStartedAtMs) / 1000;
     const modelId = spec.serve.servedModelName ?? spec.serve.model;
-    const smoke = await tracker.run('smokeTest', () =>
+    const { text, completionTokens, tokensPerSecond } = await tracker.run('smokeTest', () =>
       acts('smokeTest').smokeTest({
         head: head.ref,
         clusterIp: head.clusterIp,
@@ -182,7 +180,7 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
           model: modelId,
           loadSeconds,
           totalSeconds: (Date.now() - progress.startedAtMs) / 1000,
-          tokensPerSecond: smoke.tokensPerSecond,
+          tokensPerSecond,
         },
       });
       const result: DeployResult = {
@@ -193,11 +191,7 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
         stepDurationsMs: tracker.durations(),
         totalSeconds: (Date.now() - progress.startedAtMs) / 1000,
         loadSeconds,
-        smoke: {
-          text: smoke.text,
-          completionTokens: smoke.completionTokens,
-          tokensPerSecond: smoke.tokensPerSecond,
-        },
+        smoke: { text, completionTokens, tokensPerSecond },
       };
       if (multiproc) deprecatePatch(patches.multiprocSupervision);
       result.supervision = await startSupervision(
@@ -207,17 +201,8 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
         { spec: spec.supervise.enabled, option: options.supervise !== false },
       );
       tracker.detail('record', result.supervision);
-      await sendNotification(
-        spec,
-        'deploySucceeded',
-        notifyText.deploySucceeded(spec.cluster, modelId, endpoint),
-        {
-          launchId,
-          endpoint,
-          trigger,
-          loadSeconds,
-        },
-      );
+      const served = notifyText.deploySucceeded(spec.cluster, modelId, endpoint);
+      await sendNotification(spec, 'deploySucceeded', served, { launchId, endpoint, trigger, loadSeconds });
       return result;
     });
   } catch (err) {
@@ -235,17 +220,17 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
       spec.onFailure === 'teardown' || (multiproc && isRankFailure(err))
         ? await CancellationScope.nonCancellable(() => tearDown(spec, hosts, acts))
         : ['left for inspection (onFailure: leave)'];
-    const failure = tracker.fail(err, diagnostics, teardown);
-    await sendNotification(spec, 'deployFailed', notifyText.deployFailed(spec.cluster, failure.message), {
-      launchId,
-      trigger,
-    });
-    throw failure;
+    throw await failed(tracker.fail(err, diagnostics, teardown));
   }
 }
 
 export function validate(input: unknown): DeploySpec {
-  const parsed = deploySpecSchema.safeParse(input);
+  return parseSpec(deploySpecSchema, input);
+}
+
+/** `input` as `schema` reads it, or the refusal the CLI gives, for a spec pasted into the Temporal UI too. */
+export function parseSpec<T>(schema: ZodType<T>, input: unknown): T {
+  const parsed = schema.safeParse(input);
   if (!parsed.success) {
     throw ApplicationFailure.create({
       type: FailureType.invalidSpec,
@@ -254,6 +239,18 @@ export function validate(input: unknown): DeploySpec {
     });
   }
   return parsed.data;
+}
+
+/** The spec's hosts split into the head and the others, as the workflows address them. */
+export function clusterOf(spec: DeploySpec): {
+  hosts: ClusterHost[];
+  head: ClusterHost;
+  workers: ClusterHost[];
+} {
+  const hosts = clusterHosts(spec);
+  const head = hosts.find((h) => h.role === 'head');
+  if (!head) throw ApplicationFailure.nonRetryable('no head host', FailureType.invalidSpec);
+  return { hosts, head, workers: hosts.filter((h) => h !== head) };
 }
 
 /** The spec's hosts as activities address them: SSH target (jump chain resolved) and key references. */

@@ -23,7 +23,7 @@ import type { DeploySpec } from '../config/schema.js';
 import { deployWorkflowId } from '../shared/constants.js';
 import { FailureType } from '../shared/failures.js';
 import { stepActivities } from './activity-options.js';
-import { clusterHosts, validate } from './deploy.js';
+import { clusterOf, validate, type ClusterHost } from './deploy.js';
 import { messageOf } from './failures.js';
 import { sendNotification } from './notify.js';
 import { notifyText } from './notify-text.js';
@@ -54,10 +54,7 @@ export interface SuperviseResult {
 export async function supervise(input: SuperviseInput): Promise<SuperviseResult> {
   const spec = validate(input.spec);
   const state: SuperviseState = input.carry ?? initialState(spec.cluster, input.launch, Date.now());
-  const hosts = clusterHosts(spec);
-  const head = hosts.find((h) => h.role === 'head');
-  if (!head) throw ApplicationFailure.nonRetryable('no head host', FailureType.invalidSpec);
-  const workers = hosts.filter((h) => h !== head);
+  const { hosts, head, workers } = clusterOf(spec);
   const intervalMs = parseDuration(spec.supervise.interval) ?? 30_000;
   const budget: Budget = {
     maxRelaunches: spec.supervise.maxRelaunches,
@@ -228,7 +225,7 @@ export async function supervise(input: SuperviseInput): Promise<SuperviseResult>
 /** Past the budget: tear down or leave as onFailure says, then end degraded with the reason and every bundle. */
 async function degrade(
   spec: DeploySpec,
-  hosts: ReturnType<typeof clusterHosts>,
+  hosts: ClusterHost[],
   state: SuperviseState,
   end: (status: 'degraded', reason: string) => void,
 ): Promise<never> {
