@@ -72,7 +72,6 @@ export const readWhen = (cmd: RemoteCommand, when: string): PlannedCommand => ({
   change: false,
   when,
 });
-export const change = (cmd: RemoteCommand): PlannedCommand => ({ text: cmd.text, change: true });
 
 /**
  * A step's commands as the runner (activities/run-commands.ts) runs them: one round trip when there are several,

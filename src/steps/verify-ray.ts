@@ -10,10 +10,11 @@ import {
   markerPathFor,
   rayStatusCommand,
   workerJoinLogLines,
+  type HeadLook,
 } from '../host-commands/launch.js';
-import type { Answers, StepCommand } from '../host-commands/step-command.js';
+import { answerOf, type Answers, type StepCommand } from '../host-commands/step-command.js';
 import { plannedRun, type PlanHost, type PlannedStep } from './plan-entry.js';
-import { markerLookOf, preReadCommands, type HeadLook } from './launch-serve.js';
+import { markerLookOf, preReadCommands } from './launch-serve.js';
 
 export interface HeadPollInput {
   container: string;
@@ -37,10 +38,8 @@ export function judgeHeadPoll(
   host: string,
   nowMs: number,
 ): { verdict: RayVerdict; look?: HeadLook } {
-  const ray = answers.get('ray-status');
-  if (!ray) throw new Error('no answer for ray-status: the head poll did not run it');
   const verdict = judgeRayStatus(
-    ray,
+    answerOf(answers, 'ray-status'),
     { nodes: input.expectedNodes, gpus: input.expectedGpus },
     { host, container: input.container },
   );

@@ -2,12 +2,6 @@
 // it runs under (activity-options.ts holds the profiles' numbers). Pure: the workflow, `--follow`, `status` and
 // the postmortem all read it.
 
-/**
- * hostStep: short host commands, a few retries ride out an sshd restart. agreement: the reads of every host at
- * once, long when preflight.hashWeights reads every byte of the weights. gpuClear and rayCheck: attempts fitted
- * to a budget of the spec (gpu.clearTimeout, ray.verifyTimeout). launch: idempotent start of the server.
- * poll / workerPoll: one poll of the load; a silent host is counted by the workflow, not by retries.
- */
 export type RetryProfileName =
   'hostStep' | 'agreement' | 'gpuClear' | 'rayCheck' | 'launch' | 'poll' | 'workerPoll';
 
