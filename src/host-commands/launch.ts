@@ -116,17 +116,14 @@ export function rayRunCommand(
   role: RayRole,
   transport: EnvTransport,
 ): RemoteCommand {
-  return sh`${transport.prelude} docker run -d --name ${input.container} --gpus all --network host --ipc host ${launchLabels(input, `liftoff.role=${role}`)} ${transport.flags} ${volumeFlags(input.volumes)} --entrypoint ray ${input.image} ${rayStartArgs(input, role)}`;
+  return sh`${transport.prelude} docker run -d --name ${input.container} --gpus all --network host --ipc host ${launchLabels(input, `liftoff.role=${role}`)} ${transport.flags} ${input.volumes.flatMap((v) => ['-v', v])} --entrypoint ray ${input.image} ${rayStartArgs(input, role)}`;
 }
 
 /** The labels cleanup and teardown find a launch's containers by: its cluster, its launch and its role. */
-export const launchLabels = (input: { cluster: string; launchId: string }, ...more: string[]): string[] =>
-  [`liftoff.cluster=${input.cluster}`, `liftoff.launch=${input.launchId}`, ...more].flatMap((l) => [
-    '--label',
-    l,
-  ]);
-
-export const volumeFlags = (volumes: readonly string[]): string[] => volumes.flatMap((v) => ['-v', v]);
+export function launchLabels(input: { cluster: string; launchId: string }, ...more: string[]): string[] {
+  const labels = [`liftoff.cluster=${input.cluster}`, `liftoff.launch=${input.launchId}`, ...more];
+  return labels.flatMap((l) => ['--label', l]);
+}
 
 /** How often the confirm looks for `ray start`'s banner, and how long it waits for it in all. */
 export const rayConfirmPollSeconds = 0.25;
@@ -194,10 +191,9 @@ export const serveLogTailCommand = (logPath: string, lines: number = serveTailLi
   sh`tail -n ${lines} -- ${logPath} | tail -c ${maxTailBytes}`;
 
 /**
- * One command runs `start` (ending in the detached process whose output is the log) and writes the marker with
- * that process's pid, so no retry can fall between the two. It truncates the log and writes the marker only if
- * neither is a symbolic link (which would truncate its target). `startedAt` is the launch time in ms; `liftoff
- * plan`, which runs nothing, passes a named placeholder instead.
+ * One command runs `start` (its last process detached, its output the log) and writes the marker with that pid, so
+ * no retry can fall between the two; only if neither the log nor the marker is a symbolic link (the log is
+ * truncated). `startedAt` is the launch time in ms; `liftoff plan`, which runs nothing, passes a placeholder.
  */
 export function markedLaunchCommand(
   input: { logPath: string; launchId: string },
@@ -210,17 +206,14 @@ export function markedLaunchCommand(
   return sh`${transport.prelude} if [ -L ${input.logPath} ] || [ -L ${markerPath} ]; then exit ${symlinkExit}; fi; : > ${input.logPath} || exit 3; ${start} > ${input.logPath} 2>&1 < /dev/null & pid=$!; printf ${markerFormat} ${JSON.stringify(input.launchId)} ${raw('"$pid"')} ${startedAt} > ${markerPath} && echo "$pid"`;
 }
 
-export const serveLaunchCommand = (
+export function serveLaunchCommand(
   input: LaunchServeInput,
   transport: EnvTransport,
   startedAt: number | RawShell,
-): RemoteCommand =>
-  markedLaunchCommand(
-    input,
-    transport,
-    startedAt,
-    sh`setsid nohup docker exec ${transport.flags} ${input.container} ${serveArgv(input)}`,
-  );
+): RemoteCommand {
+  const start = sh`setsid nohup docker exec ${transport.flags} ${input.container} ${serveArgv(input)}`;
+  return markedLaunchCommand(input, transport, startedAt, start);
+}
 
 export const healthCommand = (url: string): RemoteCommand =>
   sh`curl -sS --max-time 5 -o /dev/null -w ${'%{http_code}'} ${`${url}/health`}`;

@@ -10,7 +10,7 @@
 // the rank's workers ("Launching vLLM … headless multiproc executor, with head node address …").
 import { sh, type RawShell, type RemoteCommand } from '../ssh/quote.js';
 import type { EnvTransport } from './env-transport.js';
-import { launchLabels, markedLaunchCommand, volumeFlags } from './launch.js';
+import { launchLabels, markedLaunchCommand } from './launch.js';
 import type { EnvSpec } from '../config/schema.js';
 import type { HostRef } from '../config/targets.js';
 
@@ -131,7 +131,7 @@ export function rankRunCommand(
   startedAt: number | RawShell,
 ): RemoteCommand {
   const labels = launchLabels(input, `liftoff.role=rank${input.rank}`, 'liftoff.backend=multiproc');
-  const run = sh`docker run -d --name ${input.container} --gpus all --network host --ipc host ${labels} ${transport.flags} ${volumeFlags(input.volumes)} --entrypoint vllm ${input.image} ${rankArgv(input)} > /dev/null || exit 5`;
+  const run = sh`docker run -d --name ${input.container} --gpus all --network host --ipc host ${labels} ${transport.flags} ${input.volumes.flatMap((v) => ['-v', v])} --entrypoint vllm ${input.image} ${rankArgv(input)} > /dev/null || exit 5`;
   return markedLaunchCommand(
     input,
     transport,
