@@ -132,10 +132,6 @@ export function rankRunCommand(
 ): RemoteCommand {
   const labels = launchLabels(input, `liftoff.role=rank${input.rank}`, 'liftoff.backend=multiproc');
   const run = sh`docker run -d --name ${input.container} --gpus all --network host --ipc host ${labels} ${transport.flags} ${input.volumes.flatMap((v) => ['-v', v])} --entrypoint vllm ${input.image} ${rankArgv(input)} > /dev/null || exit 5`;
-  return markedLaunchCommand(
-    input,
-    transport,
-    startedAt,
-    sh`${run}; setsid nohup docker logs -f ${input.container}`,
-  );
+  const copy = sh`setsid nohup docker logs -f ${input.container}`;
+  return markedLaunchCommand(input, transport, startedAt, sh`${run}; ${copy}`);
 }
