@@ -12,6 +12,7 @@ import { sh, type RawShell, type RemoteCommand } from '../ssh/quote.js';
 import type { EnvTransport } from './env-transport.js';
 import { launchLabels, markedLaunchCommand } from './launch.js';
 import type { EnvSpec } from '../config/schema.js';
+import { parseIpv4Addresses } from '../parsers/ip-addr.js';
 import type { HostRef } from '../config/targets.js';
 
 export interface RankCommandInput {
@@ -87,13 +88,8 @@ export function rankEnv(
 }
 
 /** The interface of `ip -o -4 addr show` that carries `ip`; undefined when none does. */
-export function interfaceOf(ipAddrOutput: string, ip: string): string | undefined {
-  for (const line of ipAddrOutput.split('\n')) {
-    const m = /^\d+:\s+(\S+)\s+inet\s+([0-9.]+)\//.exec(line.slice(0, 512));
-    if (m?.[2] === ip) return m[1]?.replace(/@.*$/, '');
-  }
-  return undefined;
-}
+export const interfaceOf = (ipAddrOutput: string, ip: string): string | undefined =>
+  parseIpv4Addresses(ipAddrOutput).find((a) => a.address === ip)?.iface;
 
 /** Lines of a headless rank's log each load poll returns. */
 export const rankTailLines = 30;
