@@ -12,7 +12,7 @@ import { judgeVllmFatal } from '../parsers/vllm-log.js';
 import { FailureType } from '../shared/failures.js';
 import type { StepActivities } from './activity-options.js';
 import { loadFailure, rootApplicationFailure } from './failures.js';
-import type { StepTracker } from './step-tracker.js';
+import type { DeployRun } from './deploy.js';
 import { patches } from './patches.js';
 import { nameLostFollower, type Followers } from './wait-healthy.js';
 
@@ -38,14 +38,8 @@ export async function checkMasterPortFree(
  * Steps 5–8 for multiproc: the Ray steps are shown skipped, then every rank's container starts in launchServe.
  * Returns rank 0's pid (the copy of its container's output to serve.logPath, which lives as long as it).
  */
-export async function launchRanks(
-  spec: DeploySpec,
-  head: NamedHost,
-  workers: readonly NamedHost[],
-  launchId: string,
-  acts: StepActivities,
-  tracker: StepTracker,
-): Promise<number> {
+export async function launchRanks(run: DeployRun): Promise<number> {
+  const { spec, head, workers, launchId, acts, tracker } = run;
   for (const step of rayOnlySteps) tracker.skip(step, multiprocSkipsRay);
   const { startRank } = acts('launchServe', 'startRank');
   // The inputs are built where `liftoff plan` builds them too (src/host-commands/step-inputs.ts).
@@ -62,7 +56,7 @@ export async function launchRanks(
       // "connection reset by peer"): a rank whose container is gone is named instead.
       if (workers.length > 0) {
         deprecatePatch(patches.lostHostBeforeHeadFailure);
-        await nameLostFollower(rankFollowers(spec, head, workers, acts), workers, {
+        await nameLostFollower(rankFollowers(run), workers, {
           where: 'phase starting',
           tail: [],
           load: { phase: 'starting', elapsedS: 0, health: 'unknown', lastLogAtMs: Date.now() },
@@ -78,16 +72,11 @@ export async function launchRanks(
 }
 
 /** waitHealthy's view of the headless ranks: a fatal line in a rank's log or its container's end fails the load. */
-export function rankFollowers(
-  spec: DeploySpec,
-  head: NamedHost,
-  workers: readonly NamedHost[],
-  acts: StepActivities,
-): Followers<CheckRankResult> {
+export function rankFollowers({ spec, head, workers, acts }: DeployRun): Followers<CheckRankResult> {
   const offsets = new Map<string, number>();
   const { checkRank } = acts('waitHealthy', 'checkRank');
   // Rank 0 is the head; the other hosts take ranks 1.. in the spec's order.
-  const rankOf = (host: NamedHost) => (host === head ? 0 : workers.indexOf(host) + 1);
+  const rankOf = (host: NamedHost) => (host === head ? 0 : workers.findIndex((w) => w === host) + 1);
   return {
     poll: (host) =>
       checkRank({

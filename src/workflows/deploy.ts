@@ -48,16 +48,23 @@ export interface DeployOptions {
 
 export type ClusterHost = NamedHost & { role: 'head' | 'worker'; address: string };
 
+/** What the steps of one deploy work with. */
+export type DeployRun = ReturnType<typeof clusterOf> & {
+  spec: DeploySpec;
+  launchId: string;
+  acts: StepActivities;
+  tracker: StepTracker;
+  progress: DeployProgress;
+};
+
 export async function deploy(input: unknown, options: DeployOptions = {}): Promise<DeployResult> {
   const info = workflowInfo();
   const launchId = `${info.workflowId}:${info.runId}`;
   const scheduled = info.typedSearchAttributes.get(scheduledByIdKey) !== undefined;
   const trigger: DeployTrigger = options.trigger ?? (scheduled ? 'schedule' : 'ui');
   // Only a name the schema would accept: a refused spec's cluster still goes into a search attribute.
-  const clusterGuess =
-    isRecord(input) && typeof input.cluster === 'string' && hostNamePattern.test(input.cluster)
-      ? input.cluster
-      : '(unknown)';
+  const named = typeof input === 'object' && input !== null && 'cluster' in input ? input.cluster : undefined;
+  const clusterGuess = typeof named === 'string' && hostNamePattern.test(named) ? named : '(unknown)';
   const progress: DeployProgress = {
     cluster: clusterGuess,
     launchId,
@@ -97,7 +104,8 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
   }
 
   const acts = stepActivities(spec);
-  const { hosts, head, workers } = clusterOf(spec);
+  const run: DeployRun = { ...clusterOf(spec), spec, launchId, acts, tracker, progress };
+  const { hosts, head } = run;
 
   const failed = async (failure: ApplicationFailure): Promise<ApplicationFailure> => {
     const text = notifyText.deployFailed(spec.cluster, failure.message);
@@ -116,8 +124,8 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
     // Every host passed, so this deploy goes ahead: the old supervisor must not relaunch what it removes.
     deprecatePatch(patches.supervision);
     await takeOverSupervision(spec.cluster, trigger);
-    const lists = await tracker.run('stopServices', () => stopServices(spec, hosts, acts, tracker));
-    await tracker.run('removeContainers', () => removeOldContainers(spec, hosts, lists, acts, tracker));
+    const lists = await tracker.run('stopServices', () => stopServices(run));
+    await tracker.run('removeContainers', () => removeOldContainers(run, lists));
     await tracker.run('verifyGpusClear', async () => {
       const { verifyGpusClear } = acts('verifyGpusClear');
       const { maxUsedMiB, minAvailableMiB } = spec.gpu;
@@ -132,12 +140,10 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
 
   // 5–11. From here on, containers run on the hosts: a failure carries diagnostics from every host.
   try {
-    const headLook = multiproc
-      ? undefined
-      : await startRayCluster(spec, head, workers, hosts.length, launchId, acts, tracker);
+    const headLook = multiproc ? undefined : await startRayCluster(run);
     await runHostStep('checkServePort', spec, hosts, tracker);
     const pid = multiproc
-      ? await launchRanks(spec, head, workers, launchId, acts, tracker)
+      ? await launchRanks(run)
       : (
           await tracker.run('launchServe', () =>
             acts('launchServe').launchServe({
@@ -148,9 +154,7 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
         ).pid;
     const loadStartedAtMs = Date.now();
     await tracker.run('waitHealthy', () =>
-      multiproc
-        ? waitHealthy(spec, head, workers, pid, progress, acts, rankFollowers(spec, head, workers, acts))
-        : waitHealthy(spec, head, workers, pid, progress, acts, rayWorkers(spec, acts)),
+      multiproc ? waitHealthy(run, pid, rankFollowers(run)) : waitHealthy(run, pid, rayWorkers(run)),
     );
     const loadSeconds = (Date.now() - loadStartedAtMs) / 1000;
     const modelId = spec.serve.servedModelName ?? spec.serve.model;
@@ -255,11 +259,8 @@ export function clusterOf(spec: DeploySpec): {
 
 /** The spec's hosts as activities address them: SSH target (jump chain resolved) and key references. */
 export function clusterHosts(spec: DeploySpec): ClusterHost[] {
-  const auth = {
-    privateKeyPath: spec.ssh.privateKeyPath,
-    useAgent: spec.ssh.useAgent,
-    knownHostsPath: spec.ssh.knownHostsPath,
-  };
+  const { privateKeyPath, useAgent, knownHostsPath } = spec.ssh;
+  const auth = { privateKeyPath, useAgent, knownHostsPath };
   return spec.hosts.map((h) => ({
     name: h.name,
     role: h.role,
@@ -273,12 +274,7 @@ export function clusterHosts(spec: DeploySpec): ClusterHost[] {
  * 2. `systemctl stop` (and `disable`) of the listed units, then a check that they are inactive. Returns each
  * host's container lists as read after its stop, for the removal.
  */
-async function stopServices(
-  spec: DeploySpec,
-  hosts: NamedHost[],
-  acts: StepActivities,
-  tracker: StepTracker,
-): Promise<Map<string, ContainerLists>> {
+async function stopServices({ spec, hosts, acts, tracker }: DeployRun): Promise<Map<string, ContainerLists>> {
   const lists = new Map<string, ContainerLists>();
   if (spec.cleanup.services.length === 0) {
     tracker.skip('stopServices', 'no services listed');
@@ -301,11 +297,8 @@ async function stopServices(
 
 /** 3. `docker rm -f` of the listed containers, this deploy's Ray container and earlier liftoff launches'. */
 async function removeOldContainers(
-  spec: DeploySpec,
-  hosts: NamedHost[],
+  { spec, hosts, acts, tracker }: DeployRun,
   lists: ReadonlyMap<string, ContainerLists>,
-  acts: StepActivities,
-  tracker: StepTracker,
 ): Promise<void> {
   const names = [...new Set([...spec.cleanup.containers, spec.ray.container])];
   const { removeContainers } = acts('removeContainers');
@@ -327,15 +320,9 @@ async function removeOldContainers(
 }
 
 /** Steps 5–7 of the Ray backend: the head, the workers, the cluster's check, whose last look at the head it returns. */
-async function startRayCluster(
-  spec: DeploySpec,
-  head: ClusterHost,
-  workers: ClusterHost[],
-  hostCount: number,
-  launchId: string,
-  acts: StepActivities,
-  tracker: StepTracker,
-): Promise<HeadLook | undefined> {
+async function startRayCluster(run: DeployRun): Promise<HeadLook | undefined> {
+  const { spec, head, workers, launchId, acts, tracker } = run;
+  const hostCount = run.hosts.length;
   await tracker.run('startRayHead', () =>
     acts('startRayHead').startRayHead(rayContainerInput(spec, launchId, head)),
   );
@@ -359,10 +346,6 @@ async function startRayCluster(
     tracker.detail('verifyRayCluster', `${state.nodes} nodes, ${state.gpusTotal} GPUs`);
     return state.headLook;
   });
-}
-
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null;
 }
 
 const scheduledByIdKey = { name: 'TemporalScheduledById', type: 'KEYWORD' } as const;
