@@ -101,28 +101,24 @@ export const listenerCommand = (port: number): RemoteCommand => sh`ss -Hltn ${`s
 export const rank0ContainersCommand = (cluster: string): RemoteCommand =>
   sh`docker ps --filter ${`label=liftoff.cluster=${cluster}`} --filter label=liftoff.role=rank0 --format ${'{{.Names}}'}`;
 
-/** What one rank's container is started from; the activity's input, built by rankInput (step-inputs.ts). */
-export interface RankRunInput extends RankCommandInput {
+/** One rank's start, on which host, with which env: the activity's input, built by rankInput (step-inputs.ts). */
+export interface StartRankInput extends RankCommandInput {
+  host: HostRef;
   cluster: string;
   launchId: string;
   image: string;
   container: string;
+  clusterIp: string;
+  /** ray.env then serve.env: a rank's container runs vllm itself, so it gets both. */
+  env: EnvSpec[];
   volumes: readonly string[];
   /** This rank's log on its own host (serve.logPath); the container's output is copied there. */
   logPath: string;
 }
 
-/** One rank's start: what its container is run from (above), on which host, with which env. */
-export interface StartRankInput extends RankRunInput {
-  host: HostRef;
-  clusterIp: string;
-  /** ray.env then serve.env: a rank's container runs vllm itself, so it gets both. */
-  env: EnvSpec[];
-}
-
 /** The rank's container, then the copy of its output to the log, as one marked launch (markedLaunchCommand). */
 export function rankRunCommand(
-  input: RankRunInput,
+  input: StartRankInput,
   transport: EnvTransport,
   startedAt: number | RawShell,
 ): RemoteCommand {
