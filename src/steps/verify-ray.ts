@@ -68,24 +68,15 @@ export function verifyRayPlan(spec: DeploySpec, host: PlanHost, workers: readonl
   const nodes = workers.length + 1;
   const until = `until ${nodes} nodes and their GPUs have joined (ray.verifyTimeout ${spec.ray.verifyTimeout})`;
   const container = spec.ray.container;
-  return host.role === 'head'
-    ? {
-        step: 'verifyRayCluster',
-        commands: [
-          plannedRun(
-            headPollCommands({
-              container,
-              expectedNodes: nodes,
-              expectedGpus: nodes * spec.gpu.perHost,
-              launchMarkerPath: markerPathFor(spec.serve.logPath),
-            }),
-            { repeats: until },
-          ),
-        ],
-      }
-    : {
-        step: 'verifyRayCluster',
-
-        commands: [plannedRun(workerReadCommands(container), { repeats: 'while this node has not joined' })],
-      };
+  const headPolls = headPollCommands({
+    container,
+    expectedNodes: nodes,
+    expectedGpus: nodes * spec.gpu.perHost,
+    launchMarkerPath: markerPathFor(spec.serve.logPath),
+  });
+  const commands =
+    host.role === 'head'
+      ? plannedRun(headPolls, { repeats: until })
+      : plannedRun(workerReadCommands(container), { repeats: 'while this node has not joined' });
+  return { step: 'verifyRayCluster', commands: [commands] };
 }

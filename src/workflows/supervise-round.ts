@@ -1,7 +1,6 @@
-// One probe round of the supervisor: the head's probes (container, /health, a one-token completion,
-// `ray status`, which a multiproc cluster has not) and every worker's container (Ray's, or its rank), in
-// parallel, judged into a ProbeRound. A host that does not
-// answer is given serve.hostUnreachableTimeout, as during the load, before its silence fails the round.
+// One probe round of the supervisor: the head's probes (container, /health, a one-token completion, `ray status`,
+// which a multiproc cluster has not) and every worker's container (Ray's, or its rank), in parallel, judged into a
+// ProbeRound. A silent host is given serve.hostUnreachableTimeout, as during the load, before it fails the round.
 import { deprecatePatch, isCancellation, proxyLocalActivities } from '@temporalio/workflow';
 import type { HostProbe } from '../activities/cluster-probe.js';
 import type { NamedHost, ProbeCheck, ProbeServingInput } from '../activities/types.js';
