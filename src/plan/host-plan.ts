@@ -13,7 +13,8 @@ import { launchServePlan } from '../steps/launch-serve.js';
 import { smokePlan } from '../steps/smoke.js';
 import { headPollCommand, rayWorkerWatchCommand } from '../host-commands/polls.js';
 import { imageVersionsCommand } from '../host-commands/agreement.js';
-import { plannedPreflightInput, preflightPlan } from '../steps/preflight.js';
+import { preflightPlan } from '../steps/preflight.js';
+import { preflightInputOf } from '../steps/preflight-input.js';
 import { listenerCommand, rank0ContainersCommand } from '../host-commands/multiproc.js';
 import {
   planPlaceholders,
@@ -63,7 +64,7 @@ export function launchIdOf(spec: DeploySpec): string {
 }
 
 function preflightCommands(spec: DeploySpec, host: PlanHost, head: PlanHost): PlannedStep {
-  return preflightPlan(plannedPreflightInput(spec, host, head), [
+  return preflightPlan(preflightInputOf(spec, host, head), [
     // Hosts of one image share its versions: another host reads them only for an image ID the head lacks.
     ...(host.role === 'head'
       ? []

@@ -11,7 +11,8 @@ import { FailureType } from '../shared/failures.js';
 import type { StepActivities } from './activity-options.js';
 import { messageOf } from './failures.js';
 import { patches } from './patches.js';
-import { hostReadOf, type AgreementHost } from '../preflight/agreement.js';
+import type { AgreementHost } from '../preflight/agreement.js';
+import type { PlanHost } from '../steps/plan-entry.js';
 import { preflightInputOf } from '../steps/preflight-input.js';
 
 export interface PreflightPassed {
@@ -24,8 +25,8 @@ export interface PreflightPassed {
 /** Passes when every check on every host passed; else throws preflightFailed with every problem. */
 export async function preflight(
   spec: DeploySpec,
-  hosts: NamedHost[],
-  head: NamedHost,
+  hosts: PlanHost[],
+  head: PlanHost,
   acts: StepActivities,
 ): Promise<PreflightPassed> {
   const modelPath = modelPathFor(spec) ?? '';
@@ -36,11 +37,7 @@ export async function preflight(
   const expected = agreementInput(spec, hosts, head, modelPath);
   // Each host's agreement read rides in its preflightHost's round trip; the comparison follows, with those facts.
   deprecatePatch(patches.preflightOneTrip);
-  const reports = await Promise.allSettled(
-    hosts.map((h) =>
-      preflightHost(preflightInputOf(spec, h, h === head, hostReadOf(expected, roleOf(h, head)))),
-    ),
-  );
+  const reports = await Promise.allSettled(hosts.map((h) => preflightHost(preflightInputOf(spec, h, head))));
   // The facts each host's trip read go to the comparison as its input; a host without them is read there.
   const agreement = checkHostsAgree({ ...expected, facts: passedFacts(reports) });
   const problems: string[] = [];
