@@ -7,6 +7,8 @@ import {
   defineQuery,
   deprecatePatch,
   isCancellation,
+  patched,
+  proxyActivities,
   setHandler,
   upsertMemo,
   upsertSearchAttributes,
@@ -20,7 +22,7 @@ import { formatIssues } from '../config/errors.js';
 import { resolveSshTarget } from '../config/targets.js';
 import { FailureType, type DeployTriggerName } from '../shared/failures.js';
 import { deployWorkflowId, searchAttributes } from '../shared/constants.js';
-import { stepActivities, type StepActivities } from './activity-options.js';
+import { retryProfiles, stepActivities, type StepActivities } from './activity-options.js';
 import { preflight } from './preflight.js';
 import { StepTracker } from './step-tracker.js';
 import { collectDiagnostics, tearDown } from './teardown.js';
@@ -29,9 +31,17 @@ import { startSupervision, takeOverSupervision } from './supervise-handoff.js';
 import { runUnderClusterId } from './under-cluster-id.js';
 import { rayWorkers, waitHealthy } from './wait-healthy.js';
 import { checkMasterPortFree, isRankFailure, launchRanks, rankFollowers } from './deploy-multiproc.js';
-import { deploySteps, type DeployProgress, type DeployResult, type StepState } from './steps.js';
+import {
+  deploySteps,
+  retryProfileOf,
+  type DeployProgress,
+  type DeployResult,
+  type StepName,
+  type StepState,
+} from './steps.js';
 import { patches } from './patches.js';
-import { runHostStep } from './host-step.js';
+import { hostStepNamed, type HostStepInput } from '../steps/host-steps.js';
+import { runsOn } from '../steps/host-step.js';
 import { headAddressOf, launchServeInput, rayContainerInput } from '../host-commands/step-inputs.js';
 import { markerPathFor } from '../host-commands/launch.js';
 
@@ -140,7 +150,7 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
   // 5–11. From here on, containers run on the hosts: a failure carries diagnostics from every host.
   try {
     const headLook = multiproc ? undefined : await startRayCluster(run);
-    await runHostStep('checkServePort', spec, hosts, tracker);
+    await runHostStep(run, 'checkServePort');
     const pid = multiproc
       ? await launchRanks(run)
       : (
@@ -348,3 +358,27 @@ async function startRayCluster(run: DeployRun): Promise<HeadLook | undefined> {
 }
 
 const scheduledByIdKey = { name: 'TemporalScheduledById', type: 'KEYWORD' } as const;
+
+type HostStepActivities = Record<string, (input: HostStepInput) => Promise<string>>;
+
+/**
+ * A host step (src/steps/host-step.ts): skipped where the spec does not run it or the run predates it (its patch),
+ * else its activity on each of its hosts at once, their details joined.
+ */
+async function runHostStep({ spec, hosts, tracker }: DeployRun, name: StepName): Promise<void> {
+  const step = hostStepNamed(name);
+  const skipped = step.skippedFor(spec);
+  if (skipped !== undefined) return tracker.skip(name, skipped);
+  if (!patched(step.patch)) return tracker.skip(name, 'not a step of the version this deploy started on');
+  await tracker.run(name, async () => {
+    const activity = proxyActivities<HostStepActivities>(retryProfiles(spec)[retryProfileOf(name)])[name];
+    if (!activity) throw new Error(`no activity for host step ${name}`);
+    const on = hosts.filter((h) => runsOn(step, h.role));
+    const details = await Promise.all(
+      on.map((h) =>
+        activity({ spec, host: { name: h.name, role: h.role, clusterIp: h.clusterIp, ref: h.ref } }),
+      ),
+    );
+    tracker.detail(name, details.join('; '));
+  });
+}
