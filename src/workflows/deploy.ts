@@ -15,7 +15,6 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { ContainerLists, NamedHost } from '../activities/types.js';
-import type { HeadLook } from '../host-commands/launch.js';
 import { deploySpecSchema, hostNamePattern, type DeploySpec } from '../config/schema.js';
 import type { ZodType } from 'zod';
 import { formatIssues } from '../config/errors.js';
@@ -37,13 +36,12 @@ import {
   type DeployProgress,
   type DeployResult,
   type StepName,
-  type StepState,
 } from './steps.js';
 import { patches } from './patches.js';
 import { hostStepNamed, type HostStepInput } from '../steps/host-steps.js';
 import { runsOn } from '../steps/host-step.js';
 import { headAddressOf, launchServeInput, rayContainerInput } from '../host-commands/step-inputs.js';
-import { markerPathFor } from '../host-commands/launch.js';
+import { markerPathFor, type HeadLook } from '../host-commands/launch.js';
 
 export const progressQuery = defineQuery<DeployProgress>('progress');
 
@@ -80,7 +78,7 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
     trigger,
     status: 'running',
     startedAtMs: Date.now(),
-    steps: deploySteps.map((s): StepState => ({ name: s.name, title: s.title, status: 'pending' })),
+    steps: deploySteps.map((s) => ({ name: s.name, title: s.title, status: 'pending' })),
   };
   setHandler(progressQuery, () => progress);
   upsertSearchAttributes([{ key: searchAttributes.trigger, value: trigger }]);
