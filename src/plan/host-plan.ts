@@ -26,7 +26,7 @@ import {
 } from '../steps/plan-entry.js';
 import { rankOf, rankPollStep, skippedRaySteps } from './multiproc-plan.js';
 import { startRankPlan } from '../steps/start-rank.js';
-import { hostSteps } from '../steps/host-steps.js';
+import { hostSteps } from '../steps/host-step.js';
 import { runsOn, type HostStep, type HostStepInput } from '../steps/host-step.js';
 
 export {
