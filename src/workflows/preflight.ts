@@ -11,7 +11,6 @@ import { FailureType } from '../shared/failures.js';
 import type { StepActivities } from './activity-options.js';
 import { messageOf } from './failures.js';
 import { patches } from './patches.js';
-import type { AgreementHost } from '../preflight/agreement.js';
 import type { PlanHost } from '../steps/plan-entry.js';
 import { preflightInputOf } from '../steps/preflight-input.js';
 
@@ -116,7 +115,7 @@ export function agreementInput(
   if (serveIp !== undefined) vllmHostIps.push({ field: 'serve.env', value: serveIp, hosts: [head.name] });
   return {
     refs: Object.fromEntries(hosts.map((h) => [h.name, h.ref])),
-    hosts: hosts.map((h) => roleOf(h, head)),
+    hosts: hosts.map((h) => ({ name: h.name, clusterIp: h.clusterIp, role: h === head ? 'head' : 'worker' })),
     image: spec.ray.image,
     modelPath,
     hashWeights: spec.preflight.hashWeights,
@@ -125,10 +124,6 @@ export function agreementInput(
     vllmHostIps,
     maxClockSkewMs: parseDuration(spec.preflight.maxClockSkew) ?? 5000,
   };
-}
-
-function roleOf(h: NamedHost, head: NamedHost): AgreementHost {
-  return { name: h.name, clusterIp: h.clusterIp, role: h === head ? 'head' : 'worker' };
 }
 
 /** A plain (non-secret) env value of the spec; a secret reference is not something the workflow may read. */
