@@ -19,11 +19,10 @@ import {
 } from '@temporalio/workflow';
 import type { FailureBundle } from '../activities/types.js';
 import { parseDuration } from '../config/duration.js';
-import type { DeploySpec } from '../config/schema.js';
 import { deployWorkflowId } from '../shared/constants.js';
 import { FailureType } from '../shared/failures.js';
 import { stepActivities } from './activity-options.js';
-import { clusterOf, validate, type ClusterHost } from './deploy.js';
+import { clusterOf, validate } from './deploy.js';
 import { messageOf } from './failures.js';
 import { notifyText, sendNotification } from './notify.js';
 import { patches } from './patches.js';
@@ -179,6 +178,29 @@ export async function supervise(input: SuperviseInput): Promise<SuperviseResult>
     }
   };
 
+  /** Past the budget: tear down or leave as onFailure says, then end degraded with the reason and every bundle. */
+  const degrade = async (): Promise<never> => {
+    state.status = 'degraded';
+    const containers =
+      spec.onFailure === 'teardown'
+        ? await CancellationScope.nonCancellable(() => tearDown(spec, hosts, stepActivities(spec))).catch(
+            (err: unknown) => [`teardown failed: ${messageOf(err)}`],
+          )
+        : ['left for inspection (onFailure: leave)'];
+    const reason = `${state.reason ?? 'degraded'}\ncontainers: ${containers.join('; ')}`;
+    end('degraded', reason);
+    await sendNotification(spec, 'degraded', notifyText.degraded(spec.cluster, reason), {
+      reason,
+      relaunches: state.relaunches.length,
+    });
+    throw ApplicationFailure.create({
+      type: FailureType.clusterDegraded,
+      message: `${spec.cluster} is degraded: ${reason}`,
+      nonRetryable: true,
+      details: [{ state }],
+    });
+  };
+
   try {
     for (;;) {
       if (stopped()) return end('stopped', stopReason ?? 'stopped');
@@ -195,7 +217,7 @@ export async function supervise(input: SuperviseInput): Promise<SuperviseResult>
         });
         const recovered = await recover();
         if (recovered === 'stopped') return end('stopped', stopReason ?? 'stopped');
-        if (recovered === 'degraded') return await degrade(spec, hosts, state, end);
+        if (recovered === 'degraded') return await degrade();
         Object.assign(state, { status: 'serving', consecutiveFailures: 0, unreachableSinceMs: {} });
         await sendNotification(spec, 'recovered', notifyText.recovered(spec.cluster, state.launch.launchId), {
           launchId: state.launch.launchId,
@@ -219,32 +241,4 @@ export async function supervise(input: SuperviseInput): Promise<SuperviseResult>
     if (isCancellation(err)) end('stopped', 'cancelled');
     throw err;
   }
-}
-
-/** Past the budget: tear down or leave as onFailure says, then end degraded with the reason and every bundle. */
-async function degrade(
-  spec: DeploySpec,
-  hosts: ClusterHost[],
-  state: SuperviseState,
-  end: (status: 'degraded', reason: string) => void,
-): Promise<never> {
-  state.status = 'degraded';
-  const containers =
-    spec.onFailure === 'teardown'
-      ? await CancellationScope.nonCancellable(() => tearDown(spec, hosts, stepActivities(spec))).catch(
-          (err: unknown) => [`teardown failed: ${messageOf(err)}`],
-        )
-      : ['left for inspection (onFailure: leave)'];
-  const reason = `${state.reason ?? 'degraded'}\ncontainers: ${containers.join('; ')}`;
-  end('degraded', reason);
-  await sendNotification(spec, 'degraded', notifyText.degraded(spec.cluster, reason), {
-    reason,
-    relaunches: state.relaunches.length,
-  });
-  throw ApplicationFailure.create({
-    type: FailureType.clusterDegraded,
-    message: `${spec.cluster} is degraded: ${reason}`,
-    nonRetryable: true,
-    details: [{ state }],
-  });
 }
