@@ -5,23 +5,17 @@ import { ApplicationFailure, deprecatePatch } from '@temporalio/workflow';
 import type { CheckRankResult } from '../activities/multiproc.js';
 import type { NamedHost } from '../activities/types.js';
 import { multiprocSkipsRay, rayOnlySteps } from '../config/backend.js';
-import type { DeploySpec } from '../config/schema.js';
 import { rankInput } from '../host-commands/step-inputs.js';
 import { judgeContainer } from '../parsers/container-state.js';
 import { judgeVllmFatal } from '../parsers/vllm-log.js';
 import { FailureType } from '../shared/failures.js';
-import type { StepActivities } from './activity-options.js';
 import { loadFailure, rootApplicationFailure } from './failures.js';
-import type { DeployRun } from './deploy.js';
+import type { ClusterRun, DeployRun } from './deploy.js';
 import { patches } from './patches.js';
 import { nameLostFollower, type Followers } from './wait-healthy.js';
 
 /** Part of preflight: serve.masterPort must be free on the head, or held by this cluster's earlier rank 0. */
-export async function checkMasterPortFree(
-  spec: DeploySpec,
-  head: NamedHost,
-  acts: StepActivities,
-): Promise<void> {
+export async function checkMasterPortFree({ spec, head, acts }: ClusterRun): Promise<void> {
   const port = spec.serve.masterPort ?? 0;
   const { checkMasterPort } = acts('preflight', 'checkMasterPort');
   const r = await checkMasterPort({ host: head.ref, cluster: spec.cluster, port });

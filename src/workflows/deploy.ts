@@ -54,14 +54,11 @@ export interface DeployOptions {
 
 export type ClusterHost = NamedHost & { role: 'head' | 'worker'; address: string };
 
+/** A cluster as the workflows address it: its spec, its hosts (the head split from the others), its activities. */
+export type ClusterRun = ReturnType<typeof clusterOf> & { spec: DeploySpec; acts: StepActivities };
+
 /** What the steps of one deploy work with. */
-export type DeployRun = ReturnType<typeof clusterOf> & {
-  spec: DeploySpec;
-  launchId: string;
-  acts: StepActivities;
-  tracker: StepTracker;
-  progress: DeployProgress;
-};
+export type DeployRun = ClusterRun & { launchId: string; tracker: StepTracker; progress: DeployProgress };
 
 export async function deploy(input: unknown, options: DeployOptions = {}): Promise<DeployResult> {
   const info = workflowInfo();
@@ -123,9 +120,9 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
   // 1–4: read, stop, remove, check. Nothing of this launch runs yet, so a failure leaves nothing to tear down.
   try {
     await tracker.run('preflight', async () => {
-      const { warnings } = await preflight(spec, hosts, head, acts);
+      const { warnings } = await preflight(run);
       if (warnings.length > 0) tracker.detail('preflight', `warning: ${warnings.join('; ')}`);
-      if (multiproc) await checkMasterPortFree(spec, head, acts);
+      if (multiproc) await checkMasterPortFree(run);
     });
     // Every host passed, so this deploy goes ahead: the old supervisor must not relaunch what it removes.
     deprecatePatch(patches.supervision);
@@ -218,17 +215,15 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
   } catch (err) {
     if (isCancellation(err)) {
       // A cancel asks for the cluster to be left clean, whatever onFailure says.
-      const teardown = await CancellationScope.nonCancellable(() => tearDown(spec, hosts, acts));
+      const teardown = await CancellationScope.nonCancellable(() => tearDown(run));
       throw tracker.cancelled(err, teardown);
     }
-    const diagnostics = await CancellationScope.nonCancellable(() =>
-      collectDiagnostics(spec, hosts, head, acts),
-    );
+    const diagnostics = await CancellationScope.nonCancellable(() => collectDiagnostics(run));
     // A failed rank leaves the other ranks waiting for it (and holding their GPUs), whatever onFailure says;
     // their logs stay in serve.logPath on each host.
     const teardown =
       spec.onFailure === 'teardown' || (multiproc && isRankFailure(err))
-        ? await CancellationScope.nonCancellable(() => tearDown(spec, hosts, acts))
+        ? await CancellationScope.nonCancellable(() => tearDown(run))
         : ['left for inspection (onFailure: leave)'];
     throw await failed(tracker.fail(err, diagnostics, teardown));
   }

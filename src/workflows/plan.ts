@@ -44,15 +44,16 @@ export async function plan(input: unknown): Promise<PlanResult> {
   const spec = validate(input);
   const acts = stepActivities(spec);
   await acts('validate').checkWorkerPolicy({ spec });
-  const { hosts, head, workers } = clusterOf(spec);
+  const cluster = { ...clusterOf(spec), spec, acts };
+  const { hosts, head, workers } = cluster;
   const secrets = [...secretsOf('ray.env', spec.ray.env), ...secretsOf('serve.env', spec.serve.env)];
   let passed: PreflightPassed;
   try {
-    passed = await preflight(spec, hosts, head, acts);
+    passed = await preflight(cluster);
     // The deploy's preflight refuses a multiproc launch whose master port is taken on the head; so does the plan.
     if (spec.serve.backend === 'multiproc') {
       deprecatePatch(patches.multiprocPlan);
-      await checkMasterPortFree(spec, head, acts);
+      await checkMasterPortFree(cluster);
     }
   } catch (err) {
     const refused = [FailureType.preflightFailed, FailureType.masterPortInUse] as string[];

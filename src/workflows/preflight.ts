@@ -8,10 +8,9 @@ import { parseDuration } from '../config/duration.js';
 import type { DeploySpec } from '../config/schema.js';
 import { modelPathFor } from '../config/derive.js';
 import { FailureType } from '../shared/failures.js';
-import type { StepActivities } from './activity-options.js';
+import type { ClusterRun } from './deploy.js';
 import { messageOf } from './failures.js';
 import { patches } from './patches.js';
-import type { PlanHost } from '../steps/plan-entry.js';
 import { preflightInputOf } from '../steps/preflight-input.js';
 
 export interface PreflightPassed {
@@ -22,12 +21,7 @@ export interface PreflightPassed {
 }
 
 /** Passes when every check on every host passed; else throws preflightFailed with every problem. */
-export async function preflight(
-  spec: DeploySpec,
-  hosts: PlanHost[],
-  head: PlanHost,
-  acts: StepActivities,
-): Promise<PreflightPassed> {
+export async function preflight({ spec, hosts, head, acts }: ClusterRun): Promise<PreflightPassed> {
   const modelPath = modelPathFor(spec) ?? '';
   const { preflightHost } = acts('preflight');
   const { checkHostsAgree } = acts('preflight', 'checkHostsAgree');

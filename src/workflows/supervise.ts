@@ -52,7 +52,8 @@ export interface SuperviseResult {
 export async function supervise(input: SuperviseInput): Promise<SuperviseResult> {
   const spec = validate(input.spec);
   const state: SuperviseState = input.carry ?? initialState(spec.cluster, input.launch, Date.now());
-  const { hosts, head, workers } = clusterOf(spec);
+  const cluster = clusterOf(spec);
+  const { hosts, head, workers } = cluster;
   const intervalMs = parseDuration(spec.supervise.interval) ?? 30_000;
   const budget: Budget = {
     maxRelaunches: spec.supervise.maxRelaunches,
@@ -183,9 +184,9 @@ export async function supervise(input: SuperviseInput): Promise<SuperviseResult>
     state.status = 'degraded';
     const containers =
       spec.onFailure === 'teardown'
-        ? await CancellationScope.nonCancellable(() => tearDown(spec, hosts, stepActivities(spec))).catch(
-            (err: unknown) => [`teardown failed: ${messageOf(err)}`],
-          )
+        ? await CancellationScope.nonCancellable(() =>
+            tearDown({ ...cluster, spec, acts: stepActivities(spec) }),
+          ).catch((err: unknown) => [`teardown failed: ${messageOf(err)}`])
         : ['left for inspection (onFailure: leave)'];
     const reason = `${state.reason ?? 'degraded'}\ncontainers: ${containers.join('; ')}`;
     end('degraded', reason);
