@@ -2,10 +2,11 @@
 // history before anything is removed), and relaunch the whole cluster by running the normal deploy as a child
 // under `liftoff-<cluster>`, so one deploy per cluster holds against every other trigger too.
 import { CancellationScope, isCancellation, proxyActivities, workflowInfo } from '@temporalio/workflow';
-import type { FailureBundle, NamedHost } from '../activities/types.js';
+import type { FailureBundle } from '../activities/types.js';
 import type { DeploySpec } from '../config/schema.js';
 import { heartbeatTimeout, type Activities } from './activity-options.js';
 import { messageOf, rootApplicationFailure } from './failures.js';
+import type { ClusterRun } from './deploy.js';
 import type { DeployResult } from './steps.js';
 import { startDeployChild } from './under-cluster-id.js';
 import type { RelaunchEntry } from './supervise-state.js';
@@ -17,11 +18,7 @@ const bundleActivities = proxyActivities<Activities>({
 });
 
 /** Never fails: a bundle that could not be collected says why. */
-export async function collectBundle(
-  spec: DeploySpec,
-  hosts: NamedHost[],
-  head: NamedHost,
-): Promise<FailureBundle> {
+export async function collectBundle({ spec, hosts, head }: ClusterRun): Promise<FailureBundle> {
   try {
     return await bundleActivities.collectFailureBundle({
       hosts,

@@ -22,7 +22,7 @@ import { parseDuration } from '../config/duration.js';
 import { deployWorkflowId } from '../shared/constants.js';
 import { FailureType } from '../shared/failures.js';
 import { stepActivities } from './activity-options.js';
-import { clusterOf, validate } from './deploy.js';
+import { clusterOf, validate, type ClusterRun } from './deploy.js';
 import { messageOf } from './failures.js';
 import { notifyText, sendNotification } from './notify.js';
 import { patches } from './patches.js';
@@ -52,8 +52,7 @@ export interface SuperviseResult {
 export async function supervise(input: SuperviseInput): Promise<SuperviseResult> {
   const spec = validate(input.spec);
   const state: SuperviseState = input.carry ?? initialState(spec.cluster, input.launch, Date.now());
-  const cluster = clusterOf(spec);
-  const { hosts, head, workers } = cluster;
+  const cluster: ClusterRun = { ...clusterOf(spec), spec, acts: stepActivities(spec) };
   const intervalMs = parseDuration(spec.supervise.interval) ?? 30_000;
   const budget: Budget = {
     maxRelaunches: spec.supervise.maxRelaunches,
@@ -99,7 +98,7 @@ export async function supervise(input: SuperviseInput): Promise<SuperviseResult>
     for (;;) {
       if (stopped()) return 'stopped';
       // The evidence first: nothing of the failed launch has been removed yet.
-      const bundle = refusedEpisodeBundle ?? (await collectBundle(spec, hosts, head));
+      const bundle = refusedEpisodeBundle ?? (await collectBundle(cluster));
       refusedEpisodeBundle = undefined;
       // The bundle is in history whatever comes next.
       if (stoppedMeanwhile()) return 'stopped';
@@ -184,9 +183,9 @@ export async function supervise(input: SuperviseInput): Promise<SuperviseResult>
     state.status = 'degraded';
     const containers =
       spec.onFailure === 'teardown'
-        ? await CancellationScope.nonCancellable(() =>
-            tearDown({ ...cluster, spec, acts: stepActivities(spec) }),
-          ).catch((err: unknown) => [`teardown failed: ${messageOf(err)}`])
+        ? await CancellationScope.nonCancellable(() => tearDown(cluster)).catch((err: unknown) => [
+            `teardown failed: ${messageOf(err)}`,
+          ])
         : ['left for inspection (onFailure: leave)'];
     const reason = `${state.reason ?? 'degraded'}\ncontainers: ${containers.join('; ')}`;
     end('degraded', reason);
@@ -205,7 +204,7 @@ export async function supervise(input: SuperviseInput): Promise<SuperviseResult>
   try {
     for (;;) {
       if (stopped()) return end('stopped', stopReason ?? 'stopped');
-      const round = await probeRound(spec, head, workers, state);
+      const round = await probeRound(cluster, state);
       recordRound(state, round);
       if (state.consecutiveFailures >= spec.supervise.failureThreshold) {
         if (stoppedMeanwhile()) return end('stopped', stopReason ?? 'stopped');
