@@ -276,10 +276,9 @@ export function clusterHosts(spec: DeploySpec): ClusterHost[] {
  * host's container lists as read after its stop, for the removal.
  */
 async function stopServices({ spec, hosts, acts, tracker }: DeployRun): Promise<Map<string, ContainerLists>> {
-  const lists = new Map<string, ContainerLists>();
   if (spec.cleanup.services.length === 0) {
     tracker.skip('stopServices', 'no services listed');
-    return lists;
+    return new Map();
   }
   const { stopServices } = acts('stopServices');
   const { services: units, disableServices: disable } = spec.cleanup;
@@ -292,8 +291,7 @@ async function stopServices({ spec, hosts, acts, tracker }: DeployRun): Promise<
     'stopServices',
     results.map((r) => `${r.host}: stopped ${r.stopped.length}, disabled ${r.disabled.length}`).join('; '),
   );
-  for (const r of results) if (r.containerLists) lists.set(r.host, r.containerLists);
-  return lists;
+  return new Map(results.flatMap((r) => (r.containerLists ? [[r.host, r.containerLists] as const] : [])));
 }
 
 /** 3. `docker rm -f` of the listed containers, this deploy's Ray container and earlier liftoff launches'. */
