@@ -92,15 +92,12 @@ export const aftermathSteps = [
 
 const allSteps: readonly StepDef[] = [...deploySteps, ...aftermathSteps];
 
-// removeContainers is both a step and teardown: the step wins here, and the postmortem tells teardown apart by
-// when it ran.
-const stepByActivity = new Map<string, string>();
-for (const step of allSteps)
-  for (const a of step.activities) if (!stepByActivity.has(a.type)) stepByActivity.set(a.type, step.name);
-
-/** The deploy step an activity type belongs to; activities of no step keep their own name. */
+/**
+ * The deploy step an activity type belongs to; activities of no step keep their own name. removeContainers is both
+ * a step and teardown: the step wins here, and the postmortem tells teardown apart by when it ran.
+ */
 export function stepOfActivity(activityType: string): string {
-  return stepByActivity.get(activityType) ?? activityType;
+  return allSteps.find((s) => s.activities.some((a) => a.type === activityType))?.name ?? activityType;
 }
 
 /** The retry profile a step runs an activity under; without `activityType`, the step's first activity. */
