@@ -6,7 +6,7 @@ import { runCommands } from './run-commands.js';
 import { onHost } from './ssh-context.js';
 import type { VerifyGpusClearInput } from './types.js';
 
-export type { GpuDevice, GpuProcessInfo, GpuState } from '../steps/gpus-clear.js';
+export type { GpuDevice, GpuState } from '../steps/gpus-clear.js';
 
 export async function readGpuState(ref: HostRef): Promise<GpuState> {
   return onHost(ref, async (session) =>

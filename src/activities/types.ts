@@ -5,7 +5,7 @@ import type { HostRef } from '../config/targets.js';
 import type { HeadPollCommandInput } from '../host-commands/polls.js';
 import type { GpuClearLimits } from '../parsers/nvidia-smi.js';
 import type { VllmLogSummary } from '../parsers/vllm-log.js';
-import type { HeadLook } from '../steps/launch-serve.js';
+import type { HeadLook } from '../host-commands/launch.js';
 import type { ContainerLists } from '../steps/remove-containers.js';
 import type { HeadPollInput } from '../steps/verify-ray.js';
 
@@ -18,7 +18,8 @@ export interface NamedHost {
 }
 
 // Declared with the checks they carry (src/steps/preflight-checks.ts).
-export type { PreflightCheck, PreflightInput, PreflightReport } from '../steps/preflight-checks.js';
+export type { PreflightCheck, PreflightReport } from '../steps/preflight-checks.js';
+export type { PreflightInput } from '../steps/preflight-input.js';
 
 export interface StopServicesInput {
   host: HostRef;

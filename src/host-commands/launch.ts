@@ -116,13 +116,13 @@ export function rayRunCommand(
   role: RayRole,
   transport: EnvTransport,
 ): RemoteCommand {
-  const labels = [
-    `liftoff.cluster=${input.cluster}`,
-    `liftoff.launch=${input.launchId}`,
-    `liftoff.role=${role}`,
-  ].flatMap((l) => ['--label', l]);
-  const volumes = input.volumes.flatMap((v) => ['-v', v]);
-  return sh`${transport.prelude} docker run -d --name ${input.container} --gpus all --network host --ipc host ${labels} ${transport.flags} ${volumes} --entrypoint ray ${input.image} ${rayStartArgs(input, role)}`;
+  return sh`${transport.prelude} docker run -d --name ${input.container} --gpus all --network host --ipc host ${launchLabels(input, `liftoff.role=${role}`)} ${transport.flags} ${input.volumes.flatMap((v) => ['-v', v])} --entrypoint ray ${input.image} ${rayStartArgs(input, role)}`;
+}
+
+/** The labels cleanup and teardown find a launch's containers by: its cluster, its launch and its role. */
+export function launchLabels(input: { cluster: string; launchId: string }, ...more: string[]): string[] {
+  const labels = [`liftoff.cluster=${input.cluster}`, `liftoff.launch=${input.launchId}`, ...more];
+  return labels.flatMap((l) => ['--label', l]);
 }
 
 /** How often the confirm looks for `ray start`'s banner, and how long it waits for it in all. */
@@ -191,18 +191,28 @@ export const serveLogTailCommand = (logPath: string, lines: number = serveTailLi
   sh`tail -n ${lines} -- ${logPath} | tail -c ${maxTailBytes}`;
 
 /**
- * One command starts the server and writes the marker, so no retry can fall between the two. It truncates the
- * log and writes the marker only if neither is a symbolic link (which would truncate its target). `startedAt`
- * is the launch time in ms; `liftoff plan`, which runs nothing, passes a named placeholder instead.
+ * One command runs `start` (its last process detached, its output the log) and writes the marker with that pid, so
+ * no retry can fall between the two; only if neither the log nor the marker is a symbolic link (the log is
+ * truncated). `startedAt` is the launch time in ms; `liftoff plan`, which runs nothing, passes a placeholder.
  */
+export function markedLaunchCommand(
+  input: { logPath: string; launchId: string },
+  transport: EnvTransport,
+  startedAt: number | RawShell,
+  start: RemoteCommand,
+): RemoteCommand {
+  const markerPath = markerPathFor(input.logPath);
+  const markerFormat = '{"launchId":%s,"pid":%s,"startedAt":%s}\n';
+  return sh`${transport.prelude} if [ -L ${input.logPath} ] || [ -L ${markerPath} ]; then exit ${symlinkExit}; fi; : > ${input.logPath} || exit 3; ${start} > ${input.logPath} 2>&1 < /dev/null & pid=$!; printf ${markerFormat} ${JSON.stringify(input.launchId)} ${raw('"$pid"')} ${startedAt} > ${markerPath} && echo "$pid"`;
+}
+
 export function serveLaunchCommand(
   input: LaunchServeInput,
   transport: EnvTransport,
   startedAt: number | RawShell,
 ): RemoteCommand {
-  const markerPath = markerPathFor(input.logPath);
-  const markerFormat = '{"launchId":%s,"pid":%s,"startedAt":%s}\n';
-  return sh`${transport.prelude} if [ -L ${input.logPath} ] || [ -L ${markerPath} ]; then exit ${symlinkExit}; fi; : > ${input.logPath} || exit 3; setsid nohup docker exec ${transport.flags} ${input.container} ${serveArgv(input)} > ${input.logPath} 2>&1 < /dev/null & pid=$!; printf ${markerFormat} ${JSON.stringify(input.launchId)} ${raw('"$pid"')} ${startedAt} > ${markerPath} && echo "$pid"`;
+  const start = sh`setsid nohup docker exec ${transport.flags} ${input.container} ${serveArgv(input)}`;
+  return markedLaunchCommand(input, transport, startedAt, start);
 }
 
 export const healthCommand = (url: string): RemoteCommand =>

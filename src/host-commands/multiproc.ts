@@ -8,10 +8,11 @@
 // `--headless` and ignores it, so the follower built an API server and a whole engine of its own, which died on
 // `AssertionError: collective_rpc should not be called on follower node`. The CLI's `serve --headless` runs only
 // the rank's workers ("Launching vLLM … headless multiproc executor, with head node address …").
-import { raw, sh, type RawShell, type RemoteCommand } from '../ssh/quote.js';
+import { sh, type RawShell, type RemoteCommand } from '../ssh/quote.js';
 import type { EnvTransport } from './env-transport.js';
-import { markerPathFor, symlinkExit } from './launch.js';
+import { launchLabels, markedLaunchCommand } from './launch.js';
 import type { EnvSpec } from '../config/schema.js';
+import { parseIpv4Addresses } from '../parsers/ip-addr.js';
 import type { HostRef } from '../config/targets.js';
 
 export interface RankCommandInput {
@@ -87,13 +88,8 @@ export function rankEnv(
 }
 
 /** The interface of `ip -o -4 addr show` that carries `ip`; undefined when none does. */
-export function interfaceOf(ipAddrOutput: string, ip: string): string | undefined {
-  for (const line of ipAddrOutput.split('\n')) {
-    const m = /^\d+:\s+(\S+)\s+inet\s+([0-9.]+)\//.exec(line.slice(0, 512));
-    if (m?.[2] === ip) return m[1]?.replace(/@.*$/, '');
-  }
-  return undefined;
-}
+export const interfaceOf = (ipAddrOutput: string, ip: string): string | undefined =>
+  parseIpv4Addresses(ipAddrOutput).find((a) => a.address === ip)?.iface;
 
 /** Lines of a headless rank's log each load poll returns. */
 export const rankTailLines = 30;
@@ -105,44 +101,29 @@ export const listenerCommand = (port: number): RemoteCommand => sh`ss -Hltn ${`s
 export const rank0ContainersCommand = (cluster: string): RemoteCommand =>
   sh`docker ps --filter ${`label=liftoff.cluster=${cluster}`} --filter label=liftoff.role=rank0 --format ${'{{.Names}}'}`;
 
-/** What one rank's container is started from; the activity's input, built by rankInput (step-inputs.ts). */
-export interface RankRunInput extends RankCommandInput {
+/** One rank's start, on which host, with which env: the activity's input, built by rankInput (step-inputs.ts). */
+export interface StartRankInput extends RankCommandInput {
+  host: HostRef;
   cluster: string;
   launchId: string;
   image: string;
   container: string;
+  clusterIp: string;
+  /** ray.env then serve.env: a rank's container runs vllm itself, so it gets both. */
+  env: EnvSpec[];
   volumes: readonly string[];
   /** This rank's log on its own host (serve.logPath); the container's output is copied there. */
   logPath: string;
 }
 
-/** One rank's start: what its container is run from (above), on which host, with which env. */
-export interface StartRankInput extends RankRunInput {
-  host: HostRef;
-  clusterIp: string;
-  /** ray.env then serve.env: a rank's container runs vllm itself, so it gets both. */
-  env: EnvSpec[];
-}
-
-/**
- * One command starts the container, the copy of its output to the log and the marker, so no retry falls between
- * them. Neither the log nor the marker may be a symbolic link: the launch truncates the log. Labelled as a Ray
- * container is (cluster, launch, role), so cleanup and teardown find it. `startedAt` is the launch time in ms;
- * `liftoff plan`, which runs nothing, passes a named placeholder instead.
- */
+/** The rank's container, then the copy of its output to the log, as one marked launch (markedLaunchCommand). */
 export function rankRunCommand(
-  input: RankRunInput,
+  input: StartRankInput,
   transport: EnvTransport,
   startedAt: number | RawShell,
 ): RemoteCommand {
-  const markerPath = markerPathFor(input.logPath);
-  const labels = [
-    `liftoff.cluster=${input.cluster}`,
-    `liftoff.launch=${input.launchId}`,
-    `liftoff.role=rank${input.rank}`,
-    'liftoff.backend=multiproc',
-  ].flatMap((l) => ['--label', l]);
-  const volumes = input.volumes.flatMap((v) => ['-v', v]);
-  const markerFormat = '{"launchId":%s,"pid":%s,"startedAt":%s}\n';
-  return sh`${transport.prelude} if [ -L ${input.logPath} ] || [ -L ${markerPath} ]; then exit ${symlinkExit}; fi; : > ${input.logPath} || exit 3; docker run -d --name ${input.container} --gpus all --network host --ipc host ${labels} ${transport.flags} ${volumes} --entrypoint vllm ${input.image} ${rankArgv(input)} > /dev/null || exit 5; setsid nohup docker logs -f ${input.container} > ${input.logPath} 2>&1 < /dev/null & pid=$!; printf ${markerFormat} ${JSON.stringify(input.launchId)} ${raw('"$pid"')} ${startedAt} > ${markerPath} && echo "$pid"`;
+  const labels = launchLabels(input, `liftoff.role=rank${input.rank}`, 'liftoff.backend=multiproc');
+  const run = sh`docker run -d --name ${input.container} --gpus all --network host --ipc host ${labels} ${transport.flags} ${input.volumes.flatMap((v) => ['-v', v])} --entrypoint vllm ${input.image} ${rankArgv(input)} > /dev/null || exit 5`;
+  const copy = sh`setsid nohup docker logs -f ${input.container}`;
+  return markedLaunchCommand(input, transport, startedAt, sh`${run}; ${copy}`);
 }

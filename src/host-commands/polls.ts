@@ -21,8 +21,6 @@ import {
 } from './sections.js';
 import { rankTailLines } from './multiproc.js';
 
-export type { SectionedCommand } from './sections.js';
-
 /** A container's `docker inspect` is a few KB; its env can make it longer, never this long. */
 export const maxInspectBytes = 256 * 1024;
 /** `curl -w %{http_code}` and its exit status. */

@@ -15,7 +15,8 @@ import { launchServePlan } from '../steps/launch-serve.js';
 import { smokePlan } from '../steps/smoke.js';
 import { headPollCommand, rankPollCommand, rayWorkerWatchCommand } from '../host-commands/polls.js';
 import { imageVersionsCommand } from '../host-commands/agreement.js';
-import { plannedPreflightInput, preflightPlan } from '../steps/preflight.js';
+import { preflightPlan } from '../steps/preflight.js';
+import { preflightInputOf } from '../steps/preflight-input.js';
 import { listenerCommand, rank0ContainersCommand } from '../host-commands/multiproc.js';
 import {
   planPlaceholders,
@@ -26,7 +27,7 @@ import {
   type PlannedStep,
 } from '../steps/plan-entry.js';
 import { startRankPlan } from '../steps/start-rank.js';
-import { hostSteps } from '../steps/host-steps.js';
+import { hostSteps } from '../steps/host-step.js';
 import { runsOn, type HostStep, type HostStepInput } from '../steps/host-step.js';
 
 export interface HostPlan {
@@ -57,7 +58,7 @@ function rankOf(host: PlanHost, workers: readonly PlanHost[]): number {
 }
 
 function preflightCommands(spec: DeploySpec, host: PlanHost, head: PlanHost): PlannedStep {
-  return preflightPlan(plannedPreflightInput(spec, host, head), [
+  return preflightPlan(preflightInputOf(spec, host, head), [
     // Hosts of one image share its versions: another host reads them only for an image ID the head lacks.
     ...(host.role === 'head'
       ? []

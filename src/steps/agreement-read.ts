@@ -23,8 +23,6 @@ import {
   type HostFacts,
 } from '../parsers/agreement-facts.js';
 
-export type { HostReadInput };
-
 const small = 64 * 1024;
 const listing = 4 * 1024 * 1024;
 

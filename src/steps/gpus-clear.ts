@@ -25,11 +25,9 @@ export interface GpuDevice {
   memoryTotalMiB: number | null;
 }
 
-export type GpuProcessInfo = Pick<ComputeApp, 'pid' | 'processName' | 'usedMiB'>;
-
 export interface GpuState extends GpuLook {
   gpus: GpuDevice[];
-  processes: GpuProcessInfo[];
+  processes: Pick<ComputeApp, 'pid' | 'processName' | 'usedMiB'>[];
 }
 
 /** nvidia-smi's two tables: what prints more than this is not a real tool's output. */

@@ -18,11 +18,13 @@ import {
   readMarkerCommand,
   serveLaunchCommand,
   symlinkExit,
+  type HeadLook,
   type LaunchServeInput,
+  type ServeMarker,
 } from '../host-commands/launch.js';
 import type { EnvTransport } from '../host-commands/env-transport.js';
 import { launchServeInput } from '../host-commands/step-inputs.js';
-import type { Answers, StepCommand } from '../host-commands/step-command.js';
+import { answerOf, type Answers, type StepCommand } from '../host-commands/step-command.js';
 import {
   planPlaceholders,
   planTransport,
@@ -30,9 +32,6 @@ import {
   type PlanHost,
   type PlannedStep,
 } from './plan-entry.js';
-
-import type { HeadLook, ServeMarker } from '../host-commands/launch.js';
-export type { HeadLook, ServeMarker };
 
 /**
  * How old the look may be for the launch to go on it: the workflow schedules the launch right after the check; a
@@ -96,9 +95,7 @@ export function markerLookOf(answers: Answers): Pick<HeadLook, 'marker' | 'marke
 export function launchReadOf(
   answers: Answers,
 ): Pick<HeadLook, 'marker' | 'markerPidAlive'> & { ray: ExecResult } {
-  const ray = answers.get('ray-status');
-  if (!ray) throw new Error('no answer for ray-status: the launch read did not run it');
-  return { ...markerLookOf(answers), ray };
+  return { ...markerLookOf(answers), ray: answerOf(answers, 'ray-status') };
 }
 
 /** The look the launch may go on: of this head, container and marker, and fresh by this worker's clock. */

@@ -26,29 +26,23 @@ export interface PlanHost {
 
 /** One command inside a batch (one round trip that runs several, src/host-commands/sections.ts). */
 export interface PlannedPart {
+  /** The exact command the deploy runs (for a batch, the script that carries its parts). */
   text: string;
   /** The step command's name (host-commands/step-command.ts), when it has one: the plan's short word for it. */
   name?: string;
+  /** Changes the host (stops, removes, starts); every other command only reads. */
   change: boolean;
-  /** It runs only in a case the host decides within the trip; said which. */
+  /** It runs only in a case the plan cannot know beforehand (an earlier answer, the host decides); said which. */
   when?: string;
   /** How it runs, when that is worth saying (a wait before it). */
   note?: string;
 }
 
-export interface PlannedCommand {
-  /** The exact command the deploy runs (for a batch, the script that carries its parts). */
-  text: string;
-  /** A lone step command's name, as PlannedPart's. */
-  name?: string;
-  /** A batch: the commands its one round trip runs, in order. */
+/** One round trip: a command alone, or a batch whose `parts` it runs in order. */
+export interface PlannedCommand extends Omit<PlannedPart, 'note'> {
   parts?: PlannedPart[];
-  /** Changes the host (stops, removes, starts); every other command only reads. */
-  change: boolean;
   /** Run again until a condition holds (a poll); said how. */
   repeats?: string;
-  /** Run only in a case the plan cannot know beforehand; said which. */
-  when?: string;
 }
 
 export interface PlannedStep {
@@ -72,7 +66,6 @@ export const readWhen = (cmd: RemoteCommand, when: string): PlannedCommand => ({
   change: false,
   when,
 });
-export const change = (cmd: RemoteCommand): PlannedCommand => ({ text: cmd.text, change: true });
 
 /**
  * A step's commands as the runner (activities/run-commands.ts) runs them: one round trip when there are several,

@@ -25,8 +25,6 @@ import type { ExecResult } from '../ssh/executor.js';
 import { sentence } from '../shared/text.js';
 import type { PreflightInput } from './preflight-input.js';
 
-export type { PreflightInput };
-
 export interface Verdict {
   ok: boolean;
   detail: string;

@@ -4,6 +4,8 @@ import type { DeploySpec } from '../config/schema.js';
 import { dirnameOf, modelPathFor } from '../config/derive.js';
 import type { HostRef } from '../config/targets.js';
 import type { HostReadInput } from '../host-commands/agreement.js';
+import { hostReadOf } from '../preflight/agreement.js';
+import type { PlanHost } from './plan-entry.js';
 
 export interface PreflightInput {
   host: HostRef;
@@ -27,13 +29,17 @@ export interface PreflightInput {
   agreement?: { read: HostReadInput; versions: boolean };
 }
 
-export function preflightInputOf(
-  spec: DeploySpec,
-  host: { ref: HostRef; clusterIp: string },
-  isHead: boolean,
-  agreement: HostReadInput,
-): PreflightInput {
-  // No interface named: the agreement checks cover NCCL/GLOO_SOCKET_IFNAME on every host.
+/** With the agreement read in the host's own trip; no interface named: the agreement checks cover them. */
+export function preflightInputOf(spec: DeploySpec, host: PlanHost, head: PlanHost): PreflightInput {
+  const isHead = host.role === 'head';
+  const expect = {
+    image: spec.ray.image,
+    modelPath: modelPathFor(spec) ?? '',
+    hashWeights: spec.preflight.hashWeights,
+    rayPort: spec.ray.port,
+    hosts: [{ name: head.name, clusterIp: head.clusterIp, role: head.role }],
+  };
+  const agreement = hostReadOf(expect, { name: host.name, clusterIp: host.clusterIp, role: host.role });
   return {
     host: host.ref,
     clusterIp: host.clusterIp,

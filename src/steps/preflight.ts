@@ -2,21 +2,11 @@
 // agreement read (src/steps/agreement-read.ts) as one run, so the step costs the host one round trip; each check
 // judged on its own answers; the host's facts handed back in the report for the workflow to pass on. The plan's
 // entry is built from the same list, so plan and deploy cannot drift.
-import type { DeploySpec } from '../config/schema.js';
-import { modelPathFor } from '../config/derive.js';
-import type { Answers, StepCommand } from '../host-commands/step-command.js';
-import type { ExecResult } from '../ssh/executor.js';
-import { hostReadOf } from '../preflight/agreement.js';
-import { plannedRun, type PlanHost, type PlannedCommand, type PlannedStep } from './plan-entry.js';
+import { answerOf, type Answers, type StepCommand } from '../host-commands/step-command.js';
+import { plannedRun, type PlannedCommand, type PlannedStep } from './plan-entry.js';
 import { agreementCommands, factsOf, factsToPass } from './agreement-read.js';
-import {
-  hostChecks,
-  type PreflightCheck,
-  type PreflightInput,
-  type PreflightReport,
-  type Verdict,
-} from './preflight-checks.js';
-import { preflightInputOf } from './preflight-input.js';
+import { hostChecks, type PreflightCheck, type PreflightReport, type Verdict } from './preflight-checks.js';
+import type { PreflightInput } from './preflight-input.js';
 
 /** Every command of a host's preflight trip: the clock first (the offset is measured from the trip's start). */
 export function preflightCommands(input: PreflightInput): StepCommand[] {
@@ -44,15 +34,14 @@ export function judgePreflight(
   input: PreflightInput,
   startedAtMs: number,
 ): PreflightReport {
-  const answer = (name: string): ExecResult => {
-    const a = answers.get(name);
-    if (!a) throw new Error(`preflight: no answer for ${name}: the trip did not run it`);
-    return a;
-  };
   const verdicts = new Map<string, Verdict>();
   const checks: PreflightCheck[] = [];
   for (const check of hostChecks) {
-    const verdict = check.judge(answer, input, (name) => verdicts.get(name));
+    const verdict = check.judge(
+      (name) => answerOf(answers, name),
+      input,
+      (name) => verdicts.get(name),
+    );
     if (!verdict) continue;
     verdicts.set(check.name, verdict);
     checks.push({ name: check.name, ...verdict });
@@ -66,22 +55,6 @@ export function judgePreflight(
     checks,
     ...(facts ? { facts } : {}),
   };
-}
-
-/**
- * The host's preflight input as the deploy's workflow builds it with the agreement checks on (they cover
- * NCCL/GLOO_SOCKET_IFNAME, so no interface is named) and read in the host's own trip.
- */
-export function plannedPreflightInput(spec: DeploySpec, host: PlanHost, head: PlanHost): PreflightInput {
-  const expect = {
-    image: spec.ray.image,
-    modelPath: modelPathFor(spec) ?? '',
-    hashWeights: spec.preflight.hashWeights,
-    rayPort: spec.ray.port,
-    hosts: [head, host].map((h) => ({ name: h.name, clusterIp: h.clusterIp, role: h.role })),
-  };
-  const read = hostReadOf(expect, { name: host.name, clusterIp: host.clusterIp, role: host.role });
-  return preflightInputOf(spec, host, host.role === 'head', read);
 }
 
 /**

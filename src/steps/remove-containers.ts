@@ -8,6 +8,7 @@ import { answerOf, type Answers, type StepCommand } from '../host-commands/step-
 import { plannedRun, type PlannedStep } from './plan-entry.js';
 import { FailureType } from '../shared/failures.js';
 import { tail } from '../shared/text.js';
+import type { ExecResult } from '../ssh/executor.js';
 
 /** A host's container names (bounded: src/steps/remove-containers.ts), as read after the stop. */
 export interface ContainerLists {
@@ -88,17 +89,22 @@ export function judgeRemoval(answers: Answers, host: string, targets: readonly s
   const after = new Set(containerNamesOf(answerOf(answers, 'after').stdout));
   const left = targets.filter((n) => after.has(n));
   if (left.length === 0) return;
-  const said = rm.stderr.trim();
   throw ApplicationFailure.create({
     type: FailureType.containerStillPresent,
     message:
-      `On ${host}, ${left.join(', ')} still present after docker rm -f` +
-      `${rm.exitCode !== 0 ? ` (exit ${rm.exitCode}${said ? `: ${tail(said, 800)}` : ''})` : ''}. ` +
+      `On ${host}, ${left.join(', ')} still present after docker rm -f${describeOutcome(rm)}. ` +
       'Check `docker ps -a` and the docker daemon log on the host; a container that will not die ' +
       'usually has a process stuck in the kernel (D state), which may need a reboot.',
     nonRetryable: false,
-    details: [{ host, left, removeExitCode: rm.exitCode, removeStderr: tail(said, 800) }],
+    details: [{ host, left, removeExitCode: rm.exitCode, removeStderr: tail(rm.stderr.trim(), 800) }],
   });
+}
+
+/** ` (exit N: what it said)` after a command that failed; nothing after one that passed. */
+export function describeOutcome(outcome: ExecResult): string {
+  if (outcome.exitCode === 0) return '';
+  const said = tail(outcome.stderr.trim(), 800);
+  return ` (exit ${outcome.exitCode}${said ? `: ${said}` : ''})`;
 }
 
 /**

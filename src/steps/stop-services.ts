@@ -16,7 +16,12 @@ import { FailureType } from '../shared/failures.js';
 import { tail } from '../shared/text.js';
 import type { ExecResult } from '../ssh/executor.js';
 import type { RawShell } from '../ssh/quote.js';
-import { containerListCommands, containerListsOf, type ContainerNames } from './remove-containers.js';
+import {
+  containerListCommands,
+  containerListsOf,
+  describeOutcome,
+  type ContainerNames,
+} from './remove-containers.js';
 
 export interface UnitState {
   unit: string;
@@ -169,12 +174,6 @@ function refuseSudoFailure(host: string, outcome: ExecResult, rule: string): voi
     nonRetryable: true,
     details: [{ host, sudo: sudoSays, sudoersRule: rule }],
   });
-}
-
-function describeOutcome(outcome: ExecResult): string {
-  if (outcome.exitCode === 0) return '';
-  const said = tail(outcome.stderr.trim(), 800);
-  return ` (exit ${outcome.exitCode}${said ? `: ${said}` : ''})`;
 }
 
 /** The plan's entry, from the plan's look at the host: its login's uid and which listed units are loaded. */

@@ -10,10 +10,11 @@ import {
   markerPathFor,
   rayStatusCommand,
   workerJoinLogLines,
+  type HeadLook,
 } from '../host-commands/launch.js';
-import type { Answers, StepCommand } from '../host-commands/step-command.js';
+import { answerOf, type Answers, type StepCommand } from '../host-commands/step-command.js';
 import { plannedRun, type PlanHost, type PlannedStep } from './plan-entry.js';
-import { markerLookOf, preReadCommands, type HeadLook } from './launch-serve.js';
+import { markerLookOf, preReadCommands } from './launch-serve.js';
 
 export interface HeadPollInput {
   container: string;
@@ -37,10 +38,8 @@ export function judgeHeadPoll(
   host: string,
   nowMs: number,
 ): { verdict: RayVerdict; look?: HeadLook } {
-  const ray = answers.get('ray-status');
-  if (!ray) throw new Error('no answer for ray-status: the head poll did not run it');
   const verdict = judgeRayStatus(
-    ray,
+    answerOf(answers, 'ray-status'),
     { nodes: input.expectedNodes, gpus: input.expectedGpus },
     { host, container: input.container },
   );
@@ -69,24 +68,15 @@ export function verifyRayPlan(spec: DeploySpec, host: PlanHost, workers: readonl
   const nodes = workers.length + 1;
   const until = `until ${nodes} nodes and their GPUs have joined (ray.verifyTimeout ${spec.ray.verifyTimeout})`;
   const container = spec.ray.container;
-  return host.role === 'head'
-    ? {
-        step: 'verifyRayCluster',
-        commands: [
-          plannedRun(
-            headPollCommands({
-              container,
-              expectedNodes: nodes,
-              expectedGpus: nodes * spec.gpu.perHost,
-              launchMarkerPath: markerPathFor(spec.serve.logPath),
-            }),
-            { repeats: until },
-          ),
-        ],
-      }
-    : {
-        step: 'verifyRayCluster',
-
-        commands: [plannedRun(workerReadCommands(container), { repeats: 'while this node has not joined' })],
-      };
+  const headPolls = headPollCommands({
+    container,
+    expectedNodes: nodes,
+    expectedGpus: nodes * spec.gpu.perHost,
+    launchMarkerPath: markerPathFor(spec.serve.logPath),
+  });
+  const commands =
+    host.role === 'head'
+      ? plannedRun(headPolls, { repeats: until })
+      : plannedRun(workerReadCommands(container), { repeats: 'while this node has not joined' });
+  return { step: 'verifyRayCluster', commands: [commands] };
 }

@@ -5,23 +5,17 @@ import { ApplicationFailure, deprecatePatch } from '@temporalio/workflow';
 import type { CheckRankResult } from '../activities/multiproc.js';
 import type { NamedHost } from '../activities/types.js';
 import { multiprocSkipsRay, rayOnlySteps } from '../config/backend.js';
-import type { DeploySpec } from '../config/schema.js';
 import { rankInput } from '../host-commands/step-inputs.js';
 import { judgeContainer } from '../parsers/container-state.js';
 import { judgeVllmFatal } from '../parsers/vllm-log.js';
 import { FailureType } from '../shared/failures.js';
-import type { StepActivities } from './activity-options.js';
 import { loadFailure, rootApplicationFailure } from './failures.js';
-import type { StepTracker } from './step-tracker.js';
+import type { ClusterRun, DeployRun } from './deploy.js';
 import { patches } from './patches.js';
 import { nameLostFollower, type Followers } from './wait-healthy.js';
 
 /** Part of preflight: serve.masterPort must be free on the head, or held by this cluster's earlier rank 0. */
-export async function checkMasterPortFree(
-  spec: DeploySpec,
-  head: NamedHost,
-  acts: StepActivities,
-): Promise<void> {
+export async function checkMasterPortFree({ spec, head, acts }: ClusterRun): Promise<void> {
   const port = spec.serve.masterPort ?? 0;
   const { checkMasterPort } = acts('preflight', 'checkMasterPort');
   const r = await checkMasterPort({ host: head.ref, cluster: spec.cluster, port });
@@ -38,14 +32,8 @@ export async function checkMasterPortFree(
  * Steps 5–8 for multiproc: the Ray steps are shown skipped, then every rank's container starts in launchServe.
  * Returns rank 0's pid (the copy of its container's output to serve.logPath, which lives as long as it).
  */
-export async function launchRanks(
-  spec: DeploySpec,
-  head: NamedHost,
-  workers: readonly NamedHost[],
-  launchId: string,
-  acts: StepActivities,
-  tracker: StepTracker,
-): Promise<number> {
+export async function launchRanks(run: DeployRun): Promise<number> {
+  const { spec, head, workers, launchId, acts, tracker } = run;
   for (const step of rayOnlySteps) tracker.skip(step, multiprocSkipsRay);
   const { startRank } = acts('launchServe', 'startRank');
   // The inputs are built where `liftoff plan` builds them too (src/host-commands/step-inputs.ts).
@@ -62,7 +50,7 @@ export async function launchRanks(
       // "connection reset by peer"): a rank whose container is gone is named instead.
       if (workers.length > 0) {
         deprecatePatch(patches.lostHostBeforeHeadFailure);
-        await nameLostFollower(rankFollowers(spec, head, workers, acts), workers, {
+        await nameLostFollower(rankFollowers(run), workers, {
           where: 'phase starting',
           tail: [],
           load: { phase: 'starting', elapsedS: 0, health: 'unknown', lastLogAtMs: Date.now() },
@@ -78,16 +66,11 @@ export async function launchRanks(
 }
 
 /** waitHealthy's view of the headless ranks: a fatal line in a rank's log or its container's end fails the load. */
-export function rankFollowers(
-  spec: DeploySpec,
-  head: NamedHost,
-  workers: readonly NamedHost[],
-  acts: StepActivities,
-): Followers<CheckRankResult> {
+export function rankFollowers({ spec, head, workers, acts }: DeployRun): Followers<CheckRankResult> {
   const offsets = new Map<string, number>();
   const { checkRank } = acts('waitHealthy', 'checkRank');
   // Rank 0 is the head; the other hosts take ranks 1.. in the spec's order.
-  const rankOf = (host: NamedHost) => (host === head ? 0 : workers.indexOf(host) + 1);
+  const rankOf = (host: NamedHost) => (host === head ? 0 : workers.findIndex((w) => w === host) + 1);
   return {
     poll: (host) =>
       checkRank({
@@ -125,12 +108,7 @@ export function rankFollowers(
 
 /** A rank that failed leaves the others waiting for it for ever, holding their GPUs: they are removed. */
 export function isRankFailure(err: unknown): boolean {
-  const type = rootApplicationFailure(err)?.type;
-  return (
-    type === FailureType.rankExited ||
-    type === FailureType.rankFailed ||
-    type === FailureType.masterUnreachable ||
-    type === FailureType.serverExited ||
-    type === FailureType.serverFatal
-  );
+  const { rankExited, rankFailed, masterUnreachable, serverExited, serverFatal } = FailureType;
+  const rankFailures: string[] = [rankExited, rankFailed, masterUnreachable, serverExited, serverFatal];
+  return rankFailures.includes(rootApplicationFailure(err)?.type ?? '');
 }

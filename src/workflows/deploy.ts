@@ -7,33 +7,40 @@ import {
   defineQuery,
   deprecatePatch,
   isCancellation,
+  patched,
+  proxyActivities,
   setHandler,
   upsertMemo,
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
 import type { ContainerLists, NamedHost } from '../activities/types.js';
-import type { HeadLook } from '../host-commands/launch.js';
 import { deploySpecSchema, hostNamePattern, type DeploySpec } from '../config/schema.js';
+import type { ZodType } from 'zod';
 import { formatIssues } from '../config/errors.js';
 import { resolveSshTarget } from '../config/targets.js';
 import { FailureType, type DeployTriggerName } from '../shared/failures.js';
 import { deployWorkflowId, searchAttributes } from '../shared/constants.js';
-import { stepActivities, type StepActivities } from './activity-options.js';
+import { retryProfiles, stepActivities, type StepActivities } from './activity-options.js';
 import { preflight } from './preflight.js';
 import { StepTracker } from './step-tracker.js';
 import { collectDiagnostics, tearDown } from './teardown.js';
-import { sendNotification } from './notify.js';
-import { notifyText } from './notify-text.js';
+import { notifyText, sendNotification } from './notify.js';
 import { startSupervision, takeOverSupervision } from './supervise-handoff.js';
 import { runUnderClusterId } from './under-cluster-id.js';
 import { rayWorkers, waitHealthy } from './wait-healthy.js';
 import { checkMasterPortFree, isRankFailure, launchRanks, rankFollowers } from './deploy-multiproc.js';
-import { deploySteps, type DeployProgress, type DeployResult, type StepState } from './steps.js';
+import {
+  deploySteps,
+  retryProfileOf,
+  type DeployProgress,
+  type DeployResult,
+  type StepName,
+} from './steps.js';
 import { patches } from './patches.js';
-import { runHostStep } from './host-step.js';
+import { hostStepNamed, runsOn, type HostStepInput } from '../steps/host-step.js';
 import { headAddressOf, launchServeInput, rayContainerInput } from '../host-commands/step-inputs.js';
-import { markerPathFor } from '../host-commands/launch.js';
+import { markerPathFor, type HeadLook } from '../host-commands/launch.js';
 
 export const progressQuery = defineQuery<DeployProgress>('progress');
 
@@ -47,23 +54,27 @@ export interface DeployOptions {
 
 export type ClusterHost = NamedHost & { role: 'head' | 'worker'; address: string };
 
+/** A cluster as the workflows address it: its spec, its hosts (the head split from the others), its activities. */
+export type ClusterRun = ReturnType<typeof clusterOf> & { spec: DeploySpec; acts: StepActivities };
+
+/** What the steps of one deploy work with. */
+export type DeployRun = ClusterRun & { launchId: string; tracker: StepTracker; progress: DeployProgress };
+
 export async function deploy(input: unknown, options: DeployOptions = {}): Promise<DeployResult> {
   const info = workflowInfo();
   const launchId = `${info.workflowId}:${info.runId}`;
   const scheduled = info.typedSearchAttributes.get(scheduledByIdKey) !== undefined;
   const trigger: DeployTrigger = options.trigger ?? (scheduled ? 'schedule' : 'ui');
   // Only a name the schema would accept: a refused spec's cluster still goes into a search attribute.
-  const clusterGuess =
-    isRecord(input) && typeof input.cluster === 'string' && hostNamePattern.test(input.cluster)
-      ? input.cluster
-      : '(unknown)';
+  const named = typeof input === 'object' && input !== null && 'cluster' in input ? input.cluster : undefined;
+  const clusterGuess = typeof named === 'string' && hostNamePattern.test(named) ? named : '(unknown)';
   const progress: DeployProgress = {
     cluster: clusterGuess,
     launchId,
     trigger,
     status: 'running',
     startedAtMs: Date.now(),
-    steps: deploySteps.map((s): StepState => ({ name: s.name, title: s.title, status: 'pending' })),
+    steps: deploySteps.map((s) => ({ name: s.name, title: s.title, status: 'pending' })),
   };
   setHandler(progressQuery, () => progress);
   upsertSearchAttributes([{ key: searchAttributes.trigger, value: trigger }]);
@@ -92,29 +103,32 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
 
   const clusterWorkflowId = deployWorkflowId(spec.cluster);
   if (info.workflowId !== clusterWorkflowId) {
-    return runUnderClusterId(deploy, input, trigger, clusterWorkflowId, progress);
+    return runUnderClusterId(input, trigger, clusterWorkflowId, progress);
   }
 
   const acts = stepActivities(spec);
-  const hosts = clusterHosts(spec);
-  const head = hosts.find((h) => h.role === 'head');
-  if (!head) throw ApplicationFailure.nonRetryable('no head host', FailureType.invalidSpec);
-  const workers = hosts.filter((h) => h !== head);
+  const run: DeployRun = { ...clusterOf(spec), spec, launchId, acts, tracker, progress };
+  const { hosts, head } = run;
 
+  const failed = async (failure: ApplicationFailure): Promise<ApplicationFailure> => {
+    const text = notifyText.deployFailed(spec.cluster, failure.message);
+    await sendNotification(spec, 'deployFailed', text, { launchId, trigger });
+    return failure;
+  };
   const multiproc = spec.serve.backend === 'multiproc';
   if (multiproc) deprecatePatch(patches.multiprocBackend);
   // 1–4: read, stop, remove, check. Nothing of this launch runs yet, so a failure leaves nothing to tear down.
   try {
     await tracker.run('preflight', async () => {
-      const { warnings } = await preflight(spec, hosts, head, acts);
+      const { warnings } = await preflight(run);
       if (warnings.length > 0) tracker.detail('preflight', `warning: ${warnings.join('; ')}`);
-      if (multiproc) await checkMasterPortFree(spec, head, acts);
+      if (multiproc) await checkMasterPortFree(run);
     });
     // Every host passed, so this deploy goes ahead: the old supervisor must not relaunch what it removes.
     deprecatePatch(patches.supervision);
     await takeOverSupervision(spec.cluster, trigger);
-    const lists = await tracker.run('stopServices', () => stopServices(spec, hosts, acts, tracker));
-    await tracker.run('removeContainers', () => removeOldContainers(spec, hosts, lists, acts, tracker));
+    const lists = await tracker.run('stopServices', () => stopServices(run));
+    await tracker.run('removeContainers', () => removeOldContainers(run, lists));
     await tracker.run('verifyGpusClear', async () => {
       const { verifyGpusClear } = acts('verifyGpusClear');
       const { maxUsedMiB, minAvailableMiB } = spec.gpu;
@@ -124,22 +138,15 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
     if (isCancellation(err)) {
       throw tracker.cancelled(err, ['nothing to tear down: no container of this launch had started']);
     }
-    const failure = tracker.fail(err, undefined);
-    await sendNotification(spec, 'deployFailed', notifyText.deployFailed(spec.cluster, failure.message), {
-      launchId,
-      trigger,
-    });
-    throw failure;
+    throw await failed(tracker.fail(err, undefined));
   }
 
   // 5–11. From here on, containers run on the hosts: a failure carries diagnostics from every host.
   try {
-    const headLook = multiproc
-      ? undefined
-      : await startRayCluster(spec, head, workers, hosts.length, launchId, acts, tracker);
-    await runHostStep('checkServePort', spec, hosts, tracker);
+    const headLook = multiproc ? undefined : await startRayCluster(run);
+    await runHostStep(run, 'checkServePort');
     const pid = multiproc
-      ? await launchRanks(spec, head, workers, launchId, acts, tracker)
+      ? await launchRanks(run)
       : (
           await tracker.run('launchServe', () =>
             acts('launchServe').launchServe({
@@ -150,13 +157,11 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
         ).pid;
     const loadStartedAtMs = Date.now();
     await tracker.run('waitHealthy', () =>
-      multiproc
-        ? waitHealthy(spec, head, workers, pid, progress, acts, rankFollowers(spec, head, workers, acts))
-        : waitHealthy(spec, head, workers, pid, progress, acts, rayWorkers(spec, acts)),
+      multiproc ? waitHealthy(run, pid, rankFollowers(run)) : waitHealthy(run, pid, rayWorkers(run)),
     );
     const loadSeconds = (Date.now() - loadStartedAtMs) / 1000;
     const modelId = spec.serve.servedModelName ?? spec.serve.model;
-    const smoke = await tracker.run('smokeTest', () =>
+    const { text, completionTokens, tokensPerSecond } = await tracker.run('smokeTest', () =>
       acts('smokeTest').smokeTest({
         head: head.ref,
         clusterIp: head.clusterIp,
@@ -182,7 +187,7 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
           model: modelId,
           loadSeconds,
           totalSeconds: (Date.now() - progress.startedAtMs) / 1000,
-          tokensPerSecond: smoke.tokensPerSecond,
+          tokensPerSecond,
         },
       });
       const result: DeployResult = {
@@ -193,11 +198,7 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
         stepDurationsMs: tracker.durations(),
         totalSeconds: (Date.now() - progress.startedAtMs) / 1000,
         loadSeconds,
-        smoke: {
-          text: smoke.text,
-          completionTokens: smoke.completionTokens,
-          tokensPerSecond: smoke.tokensPerSecond,
-        },
+        smoke: { text, completionTokens, tokensPerSecond },
       };
       if (multiproc) deprecatePatch(patches.multiprocSupervision);
       result.supervision = await startSupervision(
@@ -207,45 +208,34 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
         { spec: spec.supervise.enabled, option: options.supervise !== false },
       );
       tracker.detail('record', result.supervision);
-      await sendNotification(
-        spec,
-        'deploySucceeded',
-        notifyText.deploySucceeded(spec.cluster, modelId, endpoint),
-        {
-          launchId,
-          endpoint,
-          trigger,
-          loadSeconds,
-        },
-      );
+      const served = notifyText.deploySucceeded(spec.cluster, modelId, endpoint);
+      await sendNotification(spec, 'deploySucceeded', served, { launchId, endpoint, trigger, loadSeconds });
       return result;
     });
   } catch (err) {
     if (isCancellation(err)) {
       // A cancel asks for the cluster to be left clean, whatever onFailure says.
-      const teardown = await CancellationScope.nonCancellable(() => tearDown(spec, hosts, acts));
+      const teardown = await CancellationScope.nonCancellable(() => tearDown(run));
       throw tracker.cancelled(err, teardown);
     }
-    const diagnostics = await CancellationScope.nonCancellable(() =>
-      collectDiagnostics(spec, hosts, head, acts),
-    );
+    const diagnostics = await CancellationScope.nonCancellable(() => collectDiagnostics(run));
     // A failed rank leaves the other ranks waiting for it (and holding their GPUs), whatever onFailure says;
     // their logs stay in serve.logPath on each host.
     const teardown =
       spec.onFailure === 'teardown' || (multiproc && isRankFailure(err))
-        ? await CancellationScope.nonCancellable(() => tearDown(spec, hosts, acts))
+        ? await CancellationScope.nonCancellable(() => tearDown(run))
         : ['left for inspection (onFailure: leave)'];
-    const failure = tracker.fail(err, diagnostics, teardown);
-    await sendNotification(spec, 'deployFailed', notifyText.deployFailed(spec.cluster, failure.message), {
-      launchId,
-      trigger,
-    });
-    throw failure;
+    throw await failed(tracker.fail(err, diagnostics, teardown));
   }
 }
 
 export function validate(input: unknown): DeploySpec {
-  const parsed = deploySpecSchema.safeParse(input);
+  return parseSpec(deploySpecSchema, input);
+}
+
+/** `input` as `schema` reads it, or the refusal the CLI gives, for a spec pasted into the Temporal UI too. */
+export function parseSpec<T>(schema: ZodType<T>, input: unknown): T {
+  const parsed = schema.safeParse(input);
   if (!parsed.success) {
     throw ApplicationFailure.create({
       type: FailureType.invalidSpec,
@@ -256,13 +246,22 @@ export function validate(input: unknown): DeploySpec {
   return parsed.data;
 }
 
+/** The spec's hosts split into the head and the others, as the workflows address them. */
+export function clusterOf(spec: DeploySpec): {
+  hosts: ClusterHost[];
+  head: ClusterHost;
+  workers: ClusterHost[];
+} {
+  const hosts = clusterHosts(spec);
+  const head = hosts.find((h) => h.role === 'head');
+  if (!head) throw ApplicationFailure.nonRetryable('no head host', FailureType.invalidSpec);
+  return { hosts, head, workers: hosts.filter((h) => h !== head) };
+}
+
 /** The spec's hosts as activities address them: SSH target (jump chain resolved) and key references. */
 export function clusterHosts(spec: DeploySpec): ClusterHost[] {
-  const auth = {
-    privateKeyPath: spec.ssh.privateKeyPath,
-    useAgent: spec.ssh.useAgent,
-    knownHostsPath: spec.ssh.knownHostsPath,
-  };
+  const { privateKeyPath, useAgent, knownHostsPath } = spec.ssh;
+  const auth = { privateKeyPath, useAgent, knownHostsPath };
   return spec.hosts.map((h) => ({
     name: h.name,
     role: h.role,
@@ -276,16 +275,10 @@ export function clusterHosts(spec: DeploySpec): ClusterHost[] {
  * 2. `systemctl stop` (and `disable`) of the listed units, then a check that they are inactive. Returns each
  * host's container lists as read after its stop, for the removal.
  */
-async function stopServices(
-  spec: DeploySpec,
-  hosts: NamedHost[],
-  acts: StepActivities,
-  tracker: StepTracker,
-): Promise<Map<string, ContainerLists>> {
-  const lists = new Map<string, ContainerLists>();
+async function stopServices({ spec, hosts, acts, tracker }: DeployRun): Promise<Map<string, ContainerLists>> {
   if (spec.cleanup.services.length === 0) {
     tracker.skip('stopServices', 'no services listed');
-    return lists;
+    return new Map();
   }
   const { stopServices } = acts('stopServices');
   const { services: units, disableServices: disable } = spec.cleanup;
@@ -298,17 +291,13 @@ async function stopServices(
     'stopServices',
     results.map((r) => `${r.host}: stopped ${r.stopped.length}, disabled ${r.disabled.length}`).join('; '),
   );
-  for (const r of results) if (r.containerLists) lists.set(r.host, r.containerLists);
-  return lists;
+  return new Map(results.flatMap((r) => (r.containerLists ? [[r.host, r.containerLists] as const] : [])));
 }
 
 /** 3. `docker rm -f` of the listed containers, this deploy's Ray container and earlier liftoff launches'. */
 async function removeOldContainers(
-  spec: DeploySpec,
-  hosts: NamedHost[],
+  { spec, hosts, acts, tracker }: DeployRun,
   lists: ReadonlyMap<string, ContainerLists>,
-  acts: StepActivities,
-  tracker: StepTracker,
 ): Promise<void> {
   const names = [...new Set([...spec.cleanup.containers, spec.ray.container])];
   const { removeContainers } = acts('removeContainers');
@@ -330,15 +319,9 @@ async function removeOldContainers(
 }
 
 /** Steps 5–7 of the Ray backend: the head, the workers, the cluster's check, whose last look at the head it returns. */
-async function startRayCluster(
-  spec: DeploySpec,
-  head: ClusterHost,
-  workers: ClusterHost[],
-  hostCount: number,
-  launchId: string,
-  acts: StepActivities,
-  tracker: StepTracker,
-): Promise<HeadLook | undefined> {
+async function startRayCluster(run: DeployRun): Promise<HeadLook | undefined> {
+  const { spec, head, workers, launchId, acts, tracker } = run;
+  const hostCount = run.hosts.length;
   await tracker.run('startRayHead', () =>
     acts('startRayHead').startRayHead(rayContainerInput(spec, launchId, head)),
   );
@@ -364,8 +347,28 @@ async function startRayCluster(
   });
 }
 
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null;
-}
-
 const scheduledByIdKey = { name: 'TemporalScheduledById', type: 'KEYWORD' } as const;
+
+type HostStepActivities = Record<string, (input: HostStepInput) => Promise<string>>;
+
+/**
+ * A host step (src/steps/host-step.ts): skipped where the spec does not run it or the run predates it (its patch),
+ * else its activity on each of its hosts at once, their details joined.
+ */
+async function runHostStep({ spec, hosts, tracker }: DeployRun, name: StepName): Promise<void> {
+  const step = hostStepNamed(name);
+  const skipped = step.skippedFor(spec);
+  if (skipped !== undefined) return tracker.skip(name, skipped);
+  if (!patched(step.patch)) return tracker.skip(name, 'not a step of the version this deploy started on');
+  await tracker.run(name, async () => {
+    const activity = proxyActivities<HostStepActivities>(retryProfiles(spec)[retryProfileOf(name)])[name];
+    if (!activity) throw new Error(`no activity for host step ${name}`);
+    const on = hosts.filter((h) => runsOn(step, h.role));
+    const details = await Promise.all(
+      on.map((h) =>
+        activity({ spec, host: { name: h.name, role: h.role, clusterIp: h.clusterIp, ref: h.ref } }),
+      ),
+    );
+    tracker.detail(name, details.join('; '));
+  });
+}

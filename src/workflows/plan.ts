@@ -8,7 +8,7 @@ import type { EnvSpec } from '../config/schema.js';
 import type { HostPlan } from '../plan/host-plan.js';
 import { FailureType } from '../shared/failures.js';
 import { retryProfiles, stepActivities, type Activities } from './activity-options.js';
-import { clusterHosts, validate } from './deploy.js';
+import { clusterOf, validate } from './deploy.js';
 import { checkMasterPortFree } from './deploy-multiproc.js';
 import { patches } from './patches.js';
 import { preflight, type PreflightPassed } from './preflight.js';
@@ -44,18 +44,16 @@ export async function plan(input: unknown): Promise<PlanResult> {
   const spec = validate(input);
   const acts = stepActivities(spec);
   await acts('validate').checkWorkerPolicy({ spec });
-  const hosts = clusterHosts(spec);
-  const head = hosts.find((h) => h.role === 'head');
-  if (!head) throw ApplicationFailure.nonRetryable('no head host', FailureType.invalidSpec);
-  const workers = hosts.filter((h) => h !== head);
+  const cluster = { ...clusterOf(spec), spec, acts };
+  const { hosts, head, workers } = cluster;
   const secrets = [...secretsOf('ray.env', spec.ray.env), ...secretsOf('serve.env', spec.serve.env)];
   let passed: PreflightPassed;
   try {
-    passed = await preflight(spec, hosts, head, acts);
+    passed = await preflight(cluster);
     // The deploy's preflight refuses a multiproc launch whose master port is taken on the head; so does the plan.
     if (spec.serve.backend === 'multiproc') {
       deprecatePatch(patches.multiprocPlan);
-      await checkMasterPortFree(spec, head, acts);
+      await checkMasterPortFree(cluster);
     }
   } catch (err) {
     const refused = [FailureType.preflightFailed, FailureType.masterPortInUse] as string[];

@@ -8,10 +8,9 @@ import { parseDuration } from '../config/duration.js';
 import type { DeploySpec } from '../config/schema.js';
 import { modelPathFor } from '../config/derive.js';
 import { FailureType } from '../shared/failures.js';
-import type { StepActivities } from './activity-options.js';
+import type { ClusterRun } from './deploy.js';
 import { messageOf } from './failures.js';
 import { patches } from './patches.js';
-import { hostReadOf, type AgreementHost } from '../preflight/agreement.js';
 import { preflightInputOf } from '../steps/preflight-input.js';
 
 export interface PreflightPassed {
@@ -22,12 +21,7 @@ export interface PreflightPassed {
 }
 
 /** Passes when every check on every host passed; else throws preflightFailed with every problem. */
-export async function preflight(
-  spec: DeploySpec,
-  hosts: NamedHost[],
-  head: NamedHost,
-  acts: StepActivities,
-): Promise<PreflightPassed> {
+export async function preflight({ spec, hosts, head, acts }: ClusterRun): Promise<PreflightPassed> {
   const modelPath = modelPathFor(spec) ?? '';
   const { preflightHost } = acts('preflight');
   const { checkHostsAgree } = acts('preflight', 'checkHostsAgree');
@@ -36,11 +30,7 @@ export async function preflight(
   const expected = agreementInput(spec, hosts, head, modelPath);
   // Each host's agreement read rides in its preflightHost's round trip; the comparison follows, with those facts.
   deprecatePatch(patches.preflightOneTrip);
-  const reports = await Promise.allSettled(
-    hosts.map((h) =>
-      preflightHost(preflightInputOf(spec, h, h === head, hostReadOf(expected, roleOf(h, head)))),
-    ),
-  );
+  const reports = await Promise.allSettled(hosts.map((h) => preflightHost(preflightInputOf(spec, h, head))));
   // The facts each host's trip read go to the comparison as its input; a host without them is read there.
   const agreement = checkHostsAgree({ ...expected, facts: passedFacts(reports) });
   const problems: string[] = [];
@@ -119,7 +109,7 @@ export function agreementInput(
   if (serveIp !== undefined) vllmHostIps.push({ field: 'serve.env', value: serveIp, hosts: [head.name] });
   return {
     refs: Object.fromEntries(hosts.map((h) => [h.name, h.ref])),
-    hosts: hosts.map((h) => roleOf(h, head)),
+    hosts: hosts.map((h) => ({ name: h.name, clusterIp: h.clusterIp, role: h === head ? 'head' : 'worker' })),
     image: spec.ray.image,
     modelPath,
     hashWeights: spec.preflight.hashWeights,
@@ -128,10 +118,6 @@ export function agreementInput(
     vllmHostIps,
     maxClockSkewMs: parseDuration(spec.preflight.maxClockSkew) ?? 5000,
   };
-}
-
-function roleOf(h: NamedHost, head: NamedHost): AgreementHost {
-  return { name: h.name, clusterIp: h.clusterIp, role: h === head ? 'head' : 'worker' };
 }
 
 /** A plain (non-secret) env value of the spec; a secret reference is not something the workflow may read. */

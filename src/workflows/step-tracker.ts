@@ -61,15 +61,19 @@ export class StepTracker {
     return out;
   }
 
+  /** The step that ended so, else the one that ran last. */
+  private stepThat(status: 'cancelled' | 'failed'): StepName {
+    return (
+      this.progress.steps.find((s) => s.status === status)?.name ?? this.progress.currentStep ?? 'validate'
+    );
+  }
+
   /**
    * A cancelled deploy ends as cancelled. What teardown did goes into the progress, the memo (visible in the UI
    * and to `liftoff cancel` without a worker) and the history.
    */
   cancelled(err: unknown, teardown: string[]): CancelledFailure {
-    const step =
-      this.progress.steps.find((s) => s.status === 'cancelled')?.name ??
-      this.progress.currentStep ??
-      'validate';
+    const step = this.stepThat('cancelled');
     this.progress.status = 'cancelled';
     this.progress.teardown = teardown;
     upsertSearchAttributes([{ key: searchAttributes.outcome, value: 'cancelled' }]);
@@ -84,8 +88,7 @@ export class StepTracker {
     if (teardown) this.progress.teardown = teardown;
     upsertSearchAttributes([{ key: searchAttributes.outcome, value: 'failed' }]);
     publishDetails(this.progress);
-    const step =
-      this.progress.steps.find((s) => s.status === 'failed')?.name ?? this.progress.currentStep ?? 'validate';
+    const step = this.stepThat('failed');
     const cause = rootApplicationFailure(err);
     return ApplicationFailure.create({
       type: cause?.type ?? FailureType.deployFailed,

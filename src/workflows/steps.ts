@@ -2,12 +2,6 @@
 // it runs under (activity-options.ts holds the profiles' numbers). Pure: the workflow, `--follow`, `status` and
 // the postmortem all read it.
 
-/**
- * hostStep: short host commands, a few retries ride out an sshd restart. agreement: the reads of every host at
- * once, long when preflight.hashWeights reads every byte of the weights. gpuClear and rayCheck: attempts fitted
- * to a budget of the spec (gpu.clearTimeout, ray.verifyTimeout). launch: idempotent start of the server.
- * poll / workerPoll: one poll of the load; a silent host is counted by the workflow, not by retries.
- */
 export type RetryProfileName =
   'hostStep' | 'agreement' | 'gpuClear' | 'rayCheck' | 'launch' | 'poll' | 'workerPoll';
 
@@ -98,15 +92,12 @@ export const aftermathSteps = [
 
 const allSteps: readonly StepDef[] = [...deploySteps, ...aftermathSteps];
 
-// removeContainers is both a step and teardown: the step wins here, and the postmortem tells teardown apart by
-// when it ran.
-const stepByActivity = new Map<string, string>();
-for (const step of allSteps)
-  for (const a of step.activities) if (!stepByActivity.has(a.type)) stepByActivity.set(a.type, step.name);
-
-/** The deploy step an activity type belongs to; activities of no step keep their own name. */
+/**
+ * The deploy step an activity type belongs to; activities of no step keep their own name. removeContainers is both
+ * a step and teardown: the step wins here, and the postmortem tells teardown apart by when it ran.
+ */
 export function stepOfActivity(activityType: string): string {
-  return stepByActivity.get(activityType) ?? activityType;
+  return allSteps.find((s) => s.activities.some((a) => a.type === activityType))?.name ?? activityType;
 }
 
 /** The retry profile a step runs an activity under; without `activityType`, the step's first activity. */

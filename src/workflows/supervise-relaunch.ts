@@ -1,21 +1,14 @@
 // The supervisor's two actions on a lost cluster: keep the evidence (a failure bundle from every host, into
 // history before anything is removed), and relaunch the whole cluster by running the normal deploy as a child
 // under `liftoff-<cluster>`, so one deploy per cluster holds against every other trigger too.
-import {
-  CancellationScope,
-  isCancellation,
-  proxyActivities,
-  startChild,
-  workflowInfo,
-} from '@temporalio/workflow';
-import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
-import type { FailureBundle, NamedHost } from '../activities/types.js';
+import { CancellationScope, isCancellation, proxyActivities, workflowInfo } from '@temporalio/workflow';
+import type { FailureBundle } from '../activities/types.js';
 import type { DeploySpec } from '../config/schema.js';
-import { deployStartAttributes, deployWorkflowId } from '../shared/constants.js';
 import { heartbeatTimeout, type Activities } from './activity-options.js';
 import { messageOf, rootApplicationFailure } from './failures.js';
+import type { ClusterRun } from './deploy.js';
 import type { DeployResult } from './steps.js';
-import { deployWorkflowType, type DeployWorkflow } from './supervise-api.js';
+import { startDeployChild } from './under-cluster-id.js';
 import type { RelaunchEntry } from './supervise-state.js';
 
 const bundleActivities = proxyActivities<Activities>({
@@ -25,11 +18,7 @@ const bundleActivities = proxyActivities<Activities>({
 });
 
 /** Never fails: a bundle that could not be collected says why. */
-export async function collectBundle(
-  spec: DeploySpec,
-  hosts: NamedHost[],
-  head: NamedHost,
-): Promise<FailureBundle> {
+export async function collectBundle({ spec, hosts, head }: ClusterRun): Promise<FailureBundle> {
   try {
     return await bundleActivities.collectFailureBundle({
       hosts,
@@ -62,25 +51,11 @@ export type RelaunchOutcome =
  */
 export async function relaunchCluster(spec: DeploySpec, entry: RelaunchEntry): Promise<RelaunchOutcome> {
   const info = workflowInfo();
-  let child;
-  try {
-    const { n, cause, lostAtMs } = entry;
-    child = await startChild<DeployWorkflow>(deployWorkflowType, {
-      workflowId: deployWorkflowId(spec.cluster),
-      args: [spec, { trigger: 'supervise' }],
-      parentClosePolicy: 'REQUEST_CANCEL',
-      workflowIdReusePolicy: 'ALLOW_DUPLICATE',
-      typedSearchAttributes: deployStartAttributes(spec.cluster, 'supervise'),
-      memo: {
-        relaunch: { supervisorWorkflowId: info.workflowId, supervisorRunId: info.runId, n, cause, lostAtMs },
-      },
-    });
-  } catch (err) {
-    if (err instanceof WorkflowExecutionAlreadyStartedError) {
-      return { kind: 'refused', error: `another deploy of ${spec.cluster} is running` };
-    }
-    throw err;
-  }
+  const { n, cause, lostAtMs } = entry;
+  const child = await startDeployChild(spec.cluster, spec, 'supervise', {
+    relaunch: { supervisorWorkflowId: info.workflowId, supervisorRunId: info.runId, n, cause, lostAtMs },
+  });
+  if (!child) return { kind: 'refused', error: `another deploy of ${spec.cluster} is running` };
   entry.deployRunId = child.firstExecutionRunId;
   try {
     return { kind: 'serving', result: await child.result() };

@@ -1,22 +1,19 @@
-// One probe round of the supervisor: the head's probes (container, /health, a one-token completion,
-// `ray status`, which a multiproc cluster has not) and every worker's container (Ray's, or its rank), in
-// parallel, judged into a ProbeRound. A host that does not
-// answer is given serve.hostUnreachableTimeout, as during the load, before its silence fails the round.
+// One probe round of the supervisor: the head's probes (container, /health, a one-token completion, `ray status`,
+// which a multiproc cluster has not) and every worker's container (Ray's, or its rank), in parallel, judged into a
+// ProbeRound. A silent host is given serve.hostUnreachableTimeout, as during the load, before it fails the round.
 import { deprecatePatch, isCancellation, proxyLocalActivities } from '@temporalio/workflow';
 import type { HostProbe } from '../activities/cluster-probe.js';
-import type { NamedHost, ProbeCheck, ProbeServingInput } from '../activities/types.js';
-import type { DeploySpec } from '../config/schema.js';
+import type { ProbeCheck, ProbeServingInput } from '../activities/types.js';
 import { formatDuration, parseDuration } from '../config/duration.js';
 import { probeTimeoutMs } from '../config/supervise.js';
 import type { Activities } from './activity-options.js';
+import type { ClusterRun } from './deploy.js';
 import { messageOf } from './failures.js';
 import { patches } from './patches.js';
 import type { ProbeRound, SuperviseState } from './supervise-state.js';
 
 export async function probeRound(
-  spec: DeploySpec,
-  head: NamedHost,
-  workers: NamedHost[],
+  { spec, head, workers }: ClusterRun,
   state: SuperviseState,
 ): Promise<ProbeRound> {
   const startedAt = Date.now();

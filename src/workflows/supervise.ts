@@ -19,14 +19,12 @@ import {
 } from '@temporalio/workflow';
 import type { FailureBundle } from '../activities/types.js';
 import { parseDuration } from '../config/duration.js';
-import type { DeploySpec } from '../config/schema.js';
 import { deployWorkflowId } from '../shared/constants.js';
 import { FailureType } from '../shared/failures.js';
 import { stepActivities } from './activity-options.js';
-import { clusterHosts, validate } from './deploy.js';
+import { clusterOf, validate, type ClusterRun } from './deploy.js';
 import { messageOf } from './failures.js';
-import { sendNotification } from './notify.js';
-import { notifyText } from './notify-text.js';
+import { notifyText, sendNotification } from './notify.js';
 import { patches } from './patches.js';
 import { tearDown } from './teardown.js';
 import { stopSupervisionSignal, supervisionQuery, type SuperviseInput } from './supervise-api.js';
@@ -54,10 +52,7 @@ export interface SuperviseResult {
 export async function supervise(input: SuperviseInput): Promise<SuperviseResult> {
   const spec = validate(input.spec);
   const state: SuperviseState = input.carry ?? initialState(spec.cluster, input.launch, Date.now());
-  const hosts = clusterHosts(spec);
-  const head = hosts.find((h) => h.role === 'head');
-  if (!head) throw ApplicationFailure.nonRetryable('no head host', FailureType.invalidSpec);
-  const workers = hosts.filter((h) => h !== head);
+  const cluster: ClusterRun = { ...clusterOf(spec), spec, acts: stepActivities(spec) };
   const intervalMs = parseDuration(spec.supervise.interval) ?? 30_000;
   const budget: Budget = {
     maxRelaunches: spec.supervise.maxRelaunches,
@@ -103,7 +98,7 @@ export async function supervise(input: SuperviseInput): Promise<SuperviseResult>
     for (;;) {
       if (stopped()) return 'stopped';
       // The evidence first: nothing of the failed launch has been removed yet.
-      const bundle = refusedEpisodeBundle ?? (await collectBundle(spec, hosts, head));
+      const bundle = refusedEpisodeBundle ?? (await collectBundle(cluster));
       refusedEpisodeBundle = undefined;
       // The bundle is in history whatever comes next.
       if (stoppedMeanwhile()) return 'stopped';
@@ -183,10 +178,33 @@ export async function supervise(input: SuperviseInput): Promise<SuperviseResult>
     }
   };
 
+  /** Past the budget: tear down or leave as onFailure says, then end degraded with the reason and every bundle. */
+  const degrade = async (): Promise<never> => {
+    state.status = 'degraded';
+    const containers =
+      spec.onFailure === 'teardown'
+        ? await CancellationScope.nonCancellable(() => tearDown(cluster)).catch((err: unknown) => [
+            `teardown failed: ${messageOf(err)}`,
+          ])
+        : ['left for inspection (onFailure: leave)'];
+    const reason = `${state.reason ?? 'degraded'}\ncontainers: ${containers.join('; ')}`;
+    end('degraded', reason);
+    await sendNotification(spec, 'degraded', notifyText.degraded(spec.cluster, reason), {
+      reason,
+      relaunches: state.relaunches.length,
+    });
+    throw ApplicationFailure.create({
+      type: FailureType.clusterDegraded,
+      message: `${spec.cluster} is degraded: ${reason}`,
+      nonRetryable: true,
+      details: [{ state }],
+    });
+  };
+
   try {
     for (;;) {
       if (stopped()) return end('stopped', stopReason ?? 'stopped');
-      const round = await probeRound(spec, head, workers, state);
+      const round = await probeRound(cluster, state);
       recordRound(state, round);
       if (state.consecutiveFailures >= spec.supervise.failureThreshold) {
         if (stoppedMeanwhile()) return end('stopped', stopReason ?? 'stopped');
@@ -199,7 +217,7 @@ export async function supervise(input: SuperviseInput): Promise<SuperviseResult>
         });
         const recovered = await recover();
         if (recovered === 'stopped') return end('stopped', stopReason ?? 'stopped');
-        if (recovered === 'degraded') return await degrade(spec, hosts, state, end);
+        if (recovered === 'degraded') return await degrade();
         Object.assign(state, { status: 'serving', consecutiveFailures: 0, unreachableSinceMs: {} });
         await sendNotification(spec, 'recovered', notifyText.recovered(spec.cluster, state.launch.launchId), {
           launchId: state.launch.launchId,
@@ -223,32 +241,4 @@ export async function supervise(input: SuperviseInput): Promise<SuperviseResult>
     if (isCancellation(err)) end('stopped', 'cancelled');
     throw err;
   }
-}
-
-/** Past the budget: tear down or leave as onFailure says, then end degraded with the reason and every bundle. */
-async function degrade(
-  spec: DeploySpec,
-  hosts: ReturnType<typeof clusterHosts>,
-  state: SuperviseState,
-  end: (status: 'degraded', reason: string) => void,
-): Promise<never> {
-  state.status = 'degraded';
-  const containers =
-    spec.onFailure === 'teardown'
-      ? await CancellationScope.nonCancellable(() => tearDown(spec, hosts, stepActivities(spec))).catch(
-          (err: unknown) => [`teardown failed: ${messageOf(err)}`],
-        )
-      : ['left for inspection (onFailure: leave)'];
-  const reason = `${state.reason ?? 'degraded'}\ncontainers: ${containers.join('; ')}`;
-  end('degraded', reason);
-  await sendNotification(spec, 'degraded', notifyText.degraded(spec.cluster, reason), {
-    reason,
-    relaunches: state.relaunches.length,
-  });
-  throw ApplicationFailure.create({
-    type: FailureType.clusterDegraded,
-    message: `${spec.cluster} is degraded: ${reason}`,
-    nonRetryable: true,
-    details: [{ state }],
-  });
 }

@@ -1,19 +1,14 @@
 // What a failed or cancelled deploy leaves behind: diagnostics from every host, and the removal of this
 // launch's containers.
-import type { HostDiagnostics, NamedHost } from '../activities/types.js';
-import type { DeploySpec } from '../config/schema.js';
-import type { StepActivities } from './activity-options.js';
+import type { HostDiagnostics } from '../activities/types.js';
+import type { ClusterRun } from './deploy.js';
 import { messageOf } from './failures.js';
 
 /**
  * Removes this launch's container on every host (Ray's, or with multiproc, the host's rank). The server runs inside the head's container, so this
  * stops the server, Ray and every container the deploy started. One line per host says what happened.
  */
-export async function tearDown(
-  spec: DeploySpec,
-  hosts: NamedHost[],
-  acts: StepActivities,
-): Promise<string[]> {
+export async function tearDown({ spec, hosts, acts }: ClusterRun): Promise<string[]> {
   const { removeContainers } = acts('teardown');
   const stopped = (i: number): string =>
     spec.serve.backend === 'multiproc' ? 'its vLLM rank' : `Ray${i === 0 ? ' and the server' : ''}`;
@@ -28,12 +23,7 @@ export async function tearDown(
 }
 
 /** Container logs, `ray status`, nvidia-smi and the serve log from every host; never fails the caller. */
-export function collectDiagnostics(
-  spec: DeploySpec,
-  hosts: NamedHost[],
-  head: NamedHost,
-  acts: StepActivities,
-): Promise<HostDiagnostics[]> {
+export function collectDiagnostics({ spec, hosts, head, acts }: ClusterRun): Promise<HostDiagnostics[]> {
   return acts('diagnostics')
     .collectDiagnostics({
       hosts,

@@ -8,20 +8,19 @@ import {
   ChildWorkflowFailure,
   isCancellation,
   startChild,
+  type ChildWorkflowHandle,
   upsertMemo,
   upsertSearchAttributes,
 } from '@temporalio/workflow';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
-import { deployStartAttributes, searchAttributes } from '../shared/constants.js';
+import { deployStartAttributes, deployWorkflowId, searchAttributes } from '../shared/constants.js';
 import { deployAlreadyRunningMessage, FailureType, type DeployTriggerName } from '../shared/failures.js';
 import { messageOf, rootApplicationFailure } from './failures.js';
 import { publishDetails } from './step-tracker.js';
 import type { DeployProgress, DeployResult } from './steps.js';
-import type { DeployWorkflow } from './supervise-api.js';
+import { deployWorkflowType, type DeployWorkflow } from './supervise-api.js';
 
-/** `deploy` is the deploy workflow itself, passed in so this module does not import deploy.ts (which imports it). */
 export async function runUnderClusterId(
-  deploy: DeployWorkflow,
   input: unknown,
   trigger: DeployTriggerName,
   workflowId: string,
@@ -31,17 +30,8 @@ export async function runUnderClusterId(
   // Lets `liftoff history` show the deploy once (the child), not once more for the run that only started it.
   upsertMemo({ deployWorkflowId: workflowId });
   publishDetails(progress);
-  let child;
-  try {
-    child = await startChild(deploy, {
-      workflowId,
-      args: [input, { trigger }],
-      parentClosePolicy: 'REQUEST_CANCEL',
-      workflowIdReusePolicy: 'ALLOW_DUPLICATE',
-      typedSearchAttributes: deployStartAttributes(progress.cluster, trigger),
-    });
-  } catch (err) {
-    if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+  const child = await startDeployChild(progress.cluster, input, trigger);
+  if (!child) {
     progress.status = 'refused';
     upsertSearchAttributes([{ key: searchAttributes.outcome, value: 'refused' }]);
     publishDetails(progress);
@@ -71,5 +61,27 @@ export async function runUnderClusterId(
       nonRetryable: true,
       details: cause?.details ?? [],
     });
+  }
+}
+
+/** The deploy as a child under the cluster's id; undefined when Temporal refuses it: another deploy of it runs. */
+export async function startDeployChild(
+  cluster: string,
+  input: unknown,
+  trigger: DeployTriggerName,
+  memo?: Record<string, unknown>,
+): Promise<ChildWorkflowHandle<DeployWorkflow> | undefined> {
+  try {
+    return await startChild<DeployWorkflow>(deployWorkflowType, {
+      workflowId: deployWorkflowId(cluster),
+      args: [input, { trigger }],
+      parentClosePolicy: 'REQUEST_CANCEL',
+      workflowIdReusePolicy: 'ALLOW_DUPLICATE',
+      typedSearchAttributes: deployStartAttributes(cluster, trigger),
+      ...(memo ? { memo } : {}),
+    });
+  } catch (err) {
+    if (err instanceof WorkflowExecutionAlreadyStartedError) return undefined;
+    throw err;
   }
 }

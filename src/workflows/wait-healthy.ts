@@ -9,11 +9,11 @@ import { formatDuration, parseDuration } from '../config/duration.js';
 import { judgeContainer } from '../parsers/container-state.js';
 import { judgeVllmFatal, vllmPhases, type VllmPhase } from '../parsers/vllm-log.js';
 import { FailureType } from '../shared/failures.js';
-import type { StepActivities } from './activity-options.js';
+import type { DeployRun } from './deploy.js';
 import { isFinal, loadFailure, messageOf } from './failures.js';
 import { patches } from './patches.js';
 import { publishDetails } from './step-tracker.js';
-import type { DeployProgress, LoadProgress } from './steps.js';
+import type { LoadProgress } from './steps.js';
 
 type HostPoll<T> = { ok: true; value: T } | { ok: false; error: string; final: boolean; cause: unknown };
 
@@ -61,7 +61,7 @@ export interface Followers<T> {
 }
 
 /** The Ray backend's followers: every worker's Ray container must keep running. */
-export function rayWorkers(spec: DeploySpec, acts: StepActivities): Followers<CheckRayWorkerResult> {
+export function rayWorkers({ spec, acts }: DeployRun): Followers<CheckRayWorkerResult> {
   const workerPolls = acts('waitHealthy', 'checkRayWorker');
   return {
     poll: (w) => workerPolls.checkRayWorker({ host: w.ref, container: spec.ray.container }),
@@ -82,15 +82,8 @@ export function rayWorkers(spec: DeploySpec, acts: StepActivities): Followers<Ch
   };
 }
 
-export async function waitHealthy<T>(
-  spec: DeploySpec,
-  head: NamedHost,
-  workers: NamedHost[],
-  pid: number,
-  progress: DeployProgress,
-  acts: StepActivities,
-  followers: Followers<T>,
-): Promise<void> {
+export async function waitHealthy<T>(run: DeployRun, pid: number, followers: Followers<T>): Promise<void> {
+  const { spec, head, workers, progress, acts } = run;
   const ms = (d: string, fallback: number): number => parseDuration(d) ?? fallback;
   const pollMs = ms(spec.serve.pollInterval, 10_000);
   const startedAt = Date.now();

@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { buildPostmortem, renderMarkdown } from '../../src/report/index.js';
 import { markdownHostText } from '../../src/shared/host-markup.js';
-import { notifyText } from '../../src/workflows/notify-text.js';
+import { notifyText } from '../../src/workflows/notify.js';
 import { detailsMarkdown, initialState } from '../../src/workflows/supervise-state.js';
 
 // What a hostile vLLM (or anything on a host) can put in an error body.
