@@ -21,6 +21,8 @@ export const searchAttributes = {
   trigger: defineSearchAttributeKey('LiftoffTrigger', SearchAttributeType.KEYWORD),
   outcome: defineSearchAttributeKey('LiftoffOutcome', SearchAttributeType.KEYWORD),
   loadSeconds: defineSearchAttributeKey('LiftoffLoadSeconds', SearchAttributeType.DOUBLE),
+  /** The machine ids of the hosts a cluster holds, on its cluster workflow (workflows/cluster.ts). */
+  hostIds: defineSearchAttributeKey('LiftoffHostIds', SearchAttributeType.KEYWORD_LIST),
 } as const;
 
 /** The search attributes every start of a deploy carries (CLI, UI child, schedule): its cluster and trigger. */

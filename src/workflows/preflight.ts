@@ -19,6 +19,8 @@ export interface PreflightPassed {
   warnings: string[];
   /** Each host's checks, in the hosts' order: what `liftoff plan` says preflight found. */
   reports: PreflightReport[];
+  /** Each host's machine id, by host name: what the cluster holds (missing for a host without one). */
+  machineIds: Record<string, string>;
 }
 
 /** Passes when every check on every host passed; else throws preflightFailed with every problem. */
@@ -60,6 +62,7 @@ export async function preflight(
     }
   });
   let warnings: string[] = [];
+  let machineIds: Record<string, string> = {};
   try {
     const result = await agreement;
     for (const p of result.problems) problems.push(`${p.hosts.join(', ')}: ${p.check}: ${p.detail}`);
@@ -69,6 +72,8 @@ export async function preflight(
       if (reached && !('error' in reached)) problems.push(`${u.host}: agreement: not read: ${u.error}`);
     }
     warnings = result.warnings;
+    // Absent from a result recorded before hosts were held.
+    machineIds = result.machineIds ?? {};
   } catch (err) {
     problems.push(`agreement: not checked: ${messageOf(err)}`);
   }
@@ -80,7 +85,7 @@ export async function preflight(
       details: [byHost],
     });
   }
-  return { warnings, reports: verdicts };
+  return { warnings, reports: verdicts, machineIds };
 }
 
 /**
