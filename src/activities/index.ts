@@ -16,3 +16,4 @@ export { collectFailureBundle } from './failure-bundle.js';
 export { postWebhook } from './webhook.js';
 export { checkMasterPort, startRank, checkRank } from './multiproc.js';
 export { planHostCommands } from './plan.js';
+export { findHostOwners, handOverHosts, holdHosts, lookAtCluster, endClusterRuns, releaseHosts } from './cluster-hold.js';

@@ -5,7 +5,7 @@ import type {
   DeployEnded,
   HoldInput,
   SupervisionChange,
-} from './cluster-api.js';
+} from '../shared/cluster-api.js';
 
 export function newRecord(cluster: string, nowMs: number): ClusterRecord {
   return { cluster, state: 'deploying', hosts: [], heldSinceMs: nowMs, containers: {} };

@@ -25,7 +25,7 @@ import {
   type ClusterRecord,
   type HeldCluster,
   type HoldInput,
-} from './cluster-api.js';
+} from '../shared/cluster-api.js';
 import { deployEnded, handedOver, hold, newRecord, released, supervisionChanged } from './cluster-record.js';
 import { stopSupervisionSignal } from './supervise-api.js';
 

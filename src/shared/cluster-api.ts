@@ -1,8 +1,8 @@
-// How the rest of liftoff talks to a cluster's own workflow (cluster.ts): its id, its record, and the messages
+// How the rest of liftoff talks to a cluster's own workflow (src/workflows/cluster.ts): its id, its record, and the messages
 // that change it. No workflow code here, so the deploy, the supervisor, the down workflow, activities and the CLI
 // all import it without importing each other.
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
-import type { DeployTriggerName } from '../shared/failures.js';
+import type { DeployTriggerName } from './failures.js';
 
 export const clusterWorkflowType = 'cluster';
 
