@@ -2,10 +2,9 @@
 // the LiftoffHostIds of running cluster workflows), taking them over, holding them, releasing them. These talk to
 // Temporal, not to hosts, with the worker's own client.
 import { Context } from '@temporalio/activity';
-import { WithStartWorkflowOperation, WorkflowNotFoundError, type Client } from '@temporalio/client';
+import { WithStartWorkflowOperation, WorkflowNotFoundError } from '@temporalio/client';
 import { searchAttributes, deployWorkflowId, superviseWorkflowId } from '../shared/constants.js';
 import {
-  clusterQuery,
   clusterWorkflowId,
   clusterWorkflowType,
   handOverUpdate,
@@ -16,10 +15,7 @@ import {
   type HoldInput,
 } from '../shared/cluster-api.js';
 import { keepHeartbeating } from './heartbeat.js';
-
-function client(): Client {
-  return Context.current().client;
-}
+import { client, waitClosed } from './temporal-client.js';
 
 /** Visibility's string literal: machine ids and cluster names are validated, so this only guards the quotes. */
 const literal = (value: string): string => `'${value.replace(/[\\']/g, '\\$&')}'`;
@@ -71,8 +67,8 @@ export async function handOverHosts(input: {
         held = { record: ended, spec: undefined };
       }
       await Promise.all([
-        waitClosed(deployWorkflowId(owner)),
-        waitClosed(superviseWorkflowId(owner)),
+        waitClosed(deployWorkflowId(owner), endWaitMs),
+        waitClosed(superviseWorkflowId(owner), endWaitMs),
       ]);
       records.push(held.record);
     }
@@ -95,89 +91,19 @@ export async function holdHosts(input: HoldInput & { cluster: string }): Promise
   });
 }
 
-/** What `down` starts from: the cluster's record and spec, whether it still holds, and what of it runs. */
-export interface ClusterLook {
-  held?: HeldCluster;
-  /** The cluster's workflow runs: the hosts are held. */
-  holding: boolean;
-  deployRunning: boolean;
-  superviseRunning: boolean;
-}
-
-export async function lookAtCluster(input: { cluster: string }): Promise<ClusterLook> {
-  const c = client();
-  const running = async (workflowId: string): Promise<boolean> =>
-    (await describe(c, workflowId))?.status.name === 'RUNNING';
-  const entity = c.workflow.getHandle(clusterWorkflowId(input.cluster));
-  const described = await describe(c, clusterWorkflowId(input.cluster));
-  const holding = described?.status.name === 'RUNNING';
-  const held = holding ? await entity.query(clusterQuery) : undefined;
-  return {
-    ...(held ? { held } : {}),
-    holding,
-    deployRunning: await running(deployWorkflowId(input.cluster)),
-    superviseRunning: await running(superviseWorkflowId(input.cluster)),
-  };
-}
-
-/** Ends what runs of the cluster: its supervisor (told why) and its deploy (cancelled); waits until both ended. */
-export async function endClusterRuns(input: { cluster: string; reason: string }): Promise<string[]> {
-  return keepHeartbeating(async () => {
-    const c = client();
-    const ended: string[] = [];
-    const supervisor = superviseWorkflowId(input.cluster);
-    if ((await describe(c, supervisor))?.status.name === 'RUNNING') {
-      await c.workflow
-        .getHandle(supervisor)
-        .signal('stopSupervision', { reason: input.reason })
-        .catch(() => undefined);
-      ended.push(`supervisor ${supervisor} stopped`);
-    }
-    const deploy = deployWorkflowId(input.cluster);
-    if ((await describe(c, deploy))?.status.name === 'RUNNING') {
-      await c.workflow
-        .getHandle(deploy)
-        .cancel()
-        .catch(() => undefined);
-      ended.push(`deploy ${deploy} cancelled`);
-    }
-    await Promise.all([waitClosed(supervisor), waitClosed(deploy)]);
-    return ended;
-  });
-}
-
-/** Ends the cluster's workflow as down; nothing to do when it does not run. */
-export async function releaseHosts(input: { cluster: string; by: string }): Promise<void> {
+/** Ends the cluster's workflow as down, returning its record; undefined when none runs. */
+export async function releaseHosts(input: {
+  cluster: string;
+  by: string;
+}): Promise<ClusterRecord | undefined> {
   const handle = client().workflow.getHandle(clusterWorkflowId(input.cluster));
   try {
-    await handle.executeUpdate(releaseUpdate, { args: [{ by: input.by }] });
-  } catch (err) {
-    if (!(err instanceof WorkflowNotFoundError)) {
-      const described = await handle.describe().catch(() => undefined);
-      if (described?.status.name === 'RUNNING') throw err;
-    }
-  }
-}
-
-async function describe(c: Client, workflowId: string) {
-  try {
-    return await c.workflow.getHandle(workflowId).describe();
+    return await handle.executeUpdate(releaseUpdate, { args: [{ by: input.by }] });
   } catch (err) {
     if (err instanceof WorkflowNotFoundError) return undefined;
-    throw err;
+    // It ended meanwhile (a retry after the update went through, or a handover): its result is the record.
+    const described = await handle.describe().catch(() => undefined);
+    if (described?.status.name === 'RUNNING') throw err;
+    return (await handle.result().catch(() => undefined)) as ClusterRecord | undefined;
   }
 }
-
-/** Waits until the workflow's latest run has closed, however it ends; a workflow that never ran is closed. */
-async function waitClosed(workflowId: string): Promise<void> {
-  const deadline = Date.now() + endWaitMs;
-  const handle = client().workflow.getHandle(workflowId);
-  while (Date.now() < deadline) {
-    const d = await describe(client(), workflowId);
-    if (!d || d.status.name !== 'RUNNING') return;
-    await Promise.race([handle.result().catch(() => undefined), delay(2_000)]);
-  }
-  throw new Error(`${workflowId} still runs ${endWaitMs / 60_000} min after it was told to end`);
-}
-
-const delay = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -12,14 +12,7 @@ export function clusterWorkflowId(cluster: string): string {
 }
 
 export type ClusterState =
-  | 'deploying'
-  | 'serving'
-  | 'lost'
-  | 'relaunching'
-  | 'degraded'
-  | 'failed'
-  | 'handed over'
-  | 'down';
+  'deploying' | 'serving' | 'lost' | 'relaunching' | 'degraded' | 'failed' | 'handed over' | 'down';
 
 /** A host as the cluster holds it: by the id the host itself reports, since addresses differ between specs. */
 export interface HeldHost {

@@ -1,11 +1,6 @@
 // The rules of a cluster's record, pure: what each message does to it. cluster.ts does the waiting and the
 // messaging; these are tested without a server.
-import type {
-  ClusterRecord,
-  DeployEnded,
-  HoldInput,
-  SupervisionChange,
-} from '../shared/cluster-api.js';
+import type { ClusterRecord, DeployEnded, HoldInput, SupervisionChange } from '../shared/cluster-api.js';
 
 export function newRecord(cluster: string, nowMs: number): ClusterRecord {
   return { cluster, state: 'deploying', hosts: [], heldSinceMs: nowMs, containers: {} };

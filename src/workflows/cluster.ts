@@ -85,15 +85,12 @@ export async function cluster(input: ClusterInput): Promise<ClusterRecord> {
     },
     { validator: (_to: { to: string; by: string }) => refuseWhenEnded(ended, record) },
   );
-  setHandler(
-    releaseUpdate,
-    ({ by }) => {
-      if (!ended) released(record, by, Date.now());
-      ended = true;
-      publish();
-      return record;
-    },
-  );
+  setHandler(releaseUpdate, ({ by }) => {
+    if (!ended) released(record, by, Date.now());
+    ended = true;
+    publish();
+    return record;
+  });
   setHandler(deployEndedSignal, (e) => {
     deployEnded(record, e, Date.now());
     publish();

@@ -25,13 +25,21 @@ import { StepTracker } from './step-tracker.js';
 import { collectDiagnostics, tearDown } from './teardown.js';
 import { sendNotification } from './notify.js';
 import { notifyText } from './notify-text.js';
-import { startSupervision, takeOverSupervision } from './supervise-handoff.js';
+import { isSupervisorRelaunch, startSupervision, takeOverSupervision } from './supervise-handoff.js';
 import { runUnderClusterId } from './under-cluster-id.js';
 import { rayWorkers, waitHealthy } from './wait-healthy.js';
 import { checkMasterPortFree, isRankFailure, launchRanks, rankFollowers } from './deploy-multiproc.js';
 import { deploySteps, type DeployProgress, type DeployResult, type StepState } from './steps.js';
 import { patches } from './patches.js';
 import { runHostStep } from './host-step.js';
+import {
+  checkHostOwners,
+  holdDetail,
+  holdHosts,
+  holdsHosts,
+  recordDeployEnd,
+  type TakenContainers,
+} from './cluster-hold.js';
 import { headAddressOf, launchServeInput, rayContainerInput } from '../host-commands/step-inputs.js';
 import { markerPathFor } from '../host-commands/launch.js';
 
@@ -43,6 +51,8 @@ export interface DeployOptions {
   trigger?: DeployTrigger;
   /** false: do not start the supervisor after a successful deploy (`liftoff deploy --no-supervise`). */
   supervise?: boolean;
+  /** Hand the hosts over from the cluster that holds them (`liftoff deploy --take-over`; spec field takeOver). */
+  takeOver?: boolean;
 }
 
 export type ClusterHost = NamedHost & { role: 'head' | 'worker'; address: string };
@@ -103,18 +113,32 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
 
   const multiproc = spec.serve.backend === 'multiproc';
   if (multiproc) deprecatePatch(patches.multiprocBackend);
+  const holding = holdsHosts();
   // 1–4: read, stop, remove, check. Nothing of this launch runs yet, so a failure leaves nothing to tear down.
   try {
-    await tracker.run('preflight', async () => {
-      const { warnings } = await preflight(spec, hosts, head, acts);
-      if (warnings.length > 0) tracker.detail('preflight', `warning: ${warnings.join('; ')}`);
+    const { machineIds, owners } = await tracker.run('preflight', async () => {
+      const passed = await preflight(spec, hosts, head, acts);
+      if (passed.warnings.length > 0) tracker.detail('preflight', `warning: ${passed.warnings.join('; ')}`);
       if (multiproc) await checkMasterPortFree(spec, head, acts);
+      // A supervisor's relaunch never takes hosts over, whatever its spec says.
+      const takeOver = !isSupervisorRelaunch(spec.cluster) && (options.takeOver ?? spec.takeOver);
+      const owners = holding ? await checkHostOwners(spec, hosts, passed.machineIds, takeOver) : [];
+      return { machineIds: passed.machineIds, owners };
     });
-    // Every host passed, so this deploy goes ahead: the old supervisor must not relaunch what it removes.
+    // Every host passed: from here, the hosts are this cluster's, even if the deploy fails.
+    const taken = await tracker.run('holdHosts', async () => {
+      if (!holding) return tracker.skip('holdHosts', 'a run recorded before clusters held hosts');
+      const taken = await holdHosts(spec, hosts, machineIds, owners, trigger);
+      tracker.detail('holdHosts', holdDetail(hosts, machineIds, owners));
+      return taken;
+    });
+    // The old supervisor must not relaunch what this deploy removes.
     deprecatePatch(patches.supervision);
     await takeOverSupervision(spec.cluster, trigger);
     const lists = await tracker.run('stopServices', () => stopServices(spec, hosts, acts, tracker));
-    await tracker.run('removeContainers', () => removeOldContainers(spec, hosts, lists, acts, tracker));
+    await tracker.run('removeContainers', () =>
+      removeOldContainers(spec, hosts, lists, taken ?? new Map(), acts, tracker),
+    );
     await tracker.run('verifyGpusClear', async () => {
       const { verifyGpusClear } = acts('verifyGpusClear');
       const { maxUsedMiB, minAvailableMiB } = spec.gpu;
@@ -122,9 +146,11 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
     });
   } catch (err) {
     if (isCancellation(err)) {
+      if (holding) await recordDeployEnd(spec.cluster, { outcome: 'cancelled' });
       throw tracker.cancelled(err, ['nothing to tear down: no container of this launch had started']);
     }
     const failure = tracker.fail(err, undefined);
+    if (holding) await recordDeployEnd(spec.cluster, { outcome: 'failed', error: failure.message });
     await sendNotification(spec, 'deployFailed', notifyText.deployFailed(spec.cluster, failure.message), {
       launchId,
       trigger,
@@ -207,6 +233,7 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
         { spec: spec.supervise.enabled, option: options.supervise !== false },
       );
       tracker.detail('record', result.supervision);
+      if (holding) await recordDeployEnd(spec.cluster, { outcome: 'succeeded', endpoint });
       await sendNotification(
         spec,
         'deploySucceeded',
@@ -224,6 +251,7 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
     if (isCancellation(err)) {
       // A cancel asks for the cluster to be left clean, whatever onFailure says.
       const teardown = await CancellationScope.nonCancellable(() => tearDown(spec, hosts, acts));
+      if (holding) await recordDeployEnd(spec.cluster, { outcome: 'cancelled' });
       throw tracker.cancelled(err, teardown);
     }
     const diagnostics = await CancellationScope.nonCancellable(() =>
@@ -236,6 +264,7 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
         ? await CancellationScope.nonCancellable(() => tearDown(spec, hosts, acts))
         : ['left for inspection (onFailure: leave)'];
     const failure = tracker.fail(err, diagnostics, teardown);
+    if (holding) await recordDeployEnd(spec.cluster, { outcome: 'failed', error: failure.message });
     await sendNotification(spec, 'deployFailed', notifyText.deployFailed(spec.cluster, failure.message), {
       launchId,
       trigger,
@@ -302,11 +331,15 @@ async function stopServices(
   return lists;
 }
 
-/** 3. `docker rm -f` of the listed containers, this deploy's Ray container and earlier liftoff launches'. */
+/**
+ * 3. `docker rm -f` of the listed containers, this deploy's Ray container and earlier liftoff launches', then
+ * what the clusters it took the hosts over from ran there (by their names and their label).
+ */
 async function removeOldContainers(
   spec: DeploySpec,
   hosts: NamedHost[],
   lists: ReadonlyMap<string, ContainerLists>,
+  taken: ReadonlyMap<string, TakenContainers[]>,
   acts: StepActivities,
   tracker: StepTracker,
 ): Promise<void> {
@@ -323,9 +356,20 @@ async function removeOldContainers(
       });
     }),
   );
+  const takenResults = await Promise.all(
+    hosts.flatMap((h) =>
+      (taken.get(h.name) ?? []).map(async (t) => ({
+        ...(await removeContainers({ host: h.ref, names: t.names, cluster: t.cluster })),
+        from: t.cluster,
+      })),
+    ),
+  );
   tracker.detail(
     'removeContainers',
-    results.map((r) => `${r.host}: removed ${r.removed.join(', ') || 'none'}`).join('; '),
+    [
+      ...results.map((r) => `${r.host}: removed ${r.removed.join(', ') || 'none'}`),
+      ...takenResults.map((r) => `${r.host}: removed ${r.removed.join(', ') || 'none'} of ${r.from}`),
+    ].join('; '),
   );
 }
 

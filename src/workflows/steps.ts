@@ -6,10 +6,11 @@
  * hostStep: short host commands, a few retries ride out an sshd restart. agreement: the reads of every host at
  * once, long when preflight.hashWeights reads every byte of the weights. gpuClear and rayCheck: attempts fitted
  * to a budget of the spec (gpu.clearTimeout, ray.verifyTimeout). launch: idempotent start of the server.
- * poll / workerPoll: one poll of the load; a silent host is counted by the workflow, not by retries.
+ * poll / workerPoll: one poll of the load; a silent host is counted by the workflow, not by retries. temporal:
+ * calls to Temporal itself (who holds the hosts, a handover that waits for the old cluster's runs to end).
  */
 export type RetryProfileName =
-  'hostStep' | 'agreement' | 'gpuClear' | 'rayCheck' | 'launch' | 'poll' | 'workerPoll';
+  'hostStep' | 'agreement' | 'gpuClear' | 'rayCheck' | 'launch' | 'poll' | 'workerPoll' | 'temporal';
 
 export interface StepActivity {
   /** The activity type, as exported by src/activities/index.ts. */
@@ -39,6 +40,15 @@ export const deploySteps = [
       host('preflightHost'),
       { type: 'checkHostsAgree', retry: 'agreement' },
       host('checkMasterPort'),
+      { type: 'findHostOwners', retry: 'temporal' },
+    ],
+  },
+  {
+    name: 'holdHosts',
+    title: 'Hold the hosts for this cluster',
+    activities: [
+      { type: 'holdHosts', retry: 'temporal' },
+      { type: 'handOverHosts', retry: 'temporal' },
     ],
   },
   { name: 'stopServices', title: 'Stop old services', activities: [host('stopServices')] },
