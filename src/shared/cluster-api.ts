@@ -6,9 +6,12 @@ import type { DeployTriggerName } from './failures.js';
 
 export const clusterWorkflowType = 'cluster';
 
-/** One run of it per tenure: from the first deploy that holds the hosts to `down` or a handover. */
+/**
+ * One run of it per tenure: from the first deploy that holds the hosts to `down` or a handover. The colon keeps
+ * it apart from every deploy's id (a cluster name has none).
+ */
 export function clusterWorkflowId(cluster: string): string {
-  return `liftoff-cluster-${cluster}`;
+  return `liftoff-cluster:${cluster}`;
 }
 
 export type ClusterState =

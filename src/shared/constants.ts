@@ -15,6 +15,14 @@ export function superviseWorkflowId(cluster: string): string {
   return `${deployWorkflowId(cluster)}-supervise`;
 }
 
+/**
+ * The `down` of a cluster (src/workflows/down.ts): one at a time, like the deploy. The colon is not allowed in a
+ * cluster name, so no cluster's deploy can take this id (a cluster `x-supervise` can take x's supervisor's).
+ */
+export function downWorkflowId(cluster: string): string {
+  return `liftoff-down:${cluster}`;
+}
+
 /** Search attributes liftoff sets on its workflows; the dev server registers them at start. */
 export const searchAttributes = {
   cluster: defineSearchAttributeKey('LiftoffCluster', SearchAttributeType.KEYWORD),

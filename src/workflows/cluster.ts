@@ -1,4 +1,4 @@
-// A cluster's own workflow, `liftoff-cluster-<name>`: the record of which hosts the cluster holds and what it
+// A cluster's own workflow, `liftoff-cluster:<name>`: the record of which hosts the cluster holds and what it
 // does on them, for as long as it holds them. The first deploy that passes preflight starts it (Update-with-Start
 // of `hold`); it ends when `liftoff down` releases the hosts or another cluster's deploy takes them over. Other
 // clusters find a host's holder by the search attribute LiftoffHostIds; `liftoff status` reads the memo.
