@@ -11,6 +11,7 @@ export const superviseDefaults = {
   maxRelaunches: 3,
   window: '1h',
   backoff: '1m',
+  stableAfter: '10m',
 } as const;
 
 /** The completion probe's timeout when the spec sets none: 10 s, or the interval when that is shorter. */
@@ -52,6 +53,13 @@ export const superviseSchema = z
       maxText: '168h (7 days)',
       example: '1m',
     }).default(superviseDefaults.backoff),
+    /** Serving this long after a relaunch ends a crash loop: the next loss waits no backoff (the budget still counts). */
+    stableAfter: boundedDuration({
+      minMs: second,
+      maxMs: maxTimeoutMs,
+      maxText: '168h (7 days)',
+      example: '10m',
+    }).default(superviseDefaults.stableAfter),
     /** How long the one-token completion probe may take; default 10s, or the interval when shorter. */
     probeTimeout: boundedDuration({ minMs: second, maxMs: hour, maxText: '1h', example: '10s' }).optional(),
   })

@@ -44,6 +44,8 @@ export const patches = {
   clusterHold: 'cluster-hold',
   /** The supervisor tells the cluster's workflow when its state changes, with the next relaunch's backoff. */
   superviseReportsToCluster: 'supervise-reports-to-cluster',
+  /** A relaunch that then served supervise.stableAfter ends a crash loop: the next loss's backoff starts over. */
+  superviseBackoffReset: 'supervise-backoff-reset',
 } as const;
 
 /** Every id, the host steps' (src/steps/host-steps.ts) among them. */
