@@ -78,8 +78,17 @@ export async function down(input: DownInput): Promise<DownResult> {
 
   const look = await temporal.lookAtCluster({ cluster });
   const todo = whatToDo(look);
-  if (todo.kind === 'nothing')
-    return finish({ cluster, alreadyDown: true, known: todo.known, ended: [], hosts: [] });
+  if (todo.kind === 'nothing') {
+    const { lastRecord } = look;
+    return finish({
+      cluster,
+      alreadyDown: true,
+      known: todo.known,
+      ended: [],
+      hosts: [],
+      ...(lastRecord ? { record: lastRecord } : {}),
+    });
+  }
   const spec = todo.spec;
 
   progress.step = 'end runs';
