@@ -77,6 +77,8 @@ export interface SizeResult {
   notMeasured?: string;
   liftoff: RunFigures[];
   baseline: RunFigures[];
+  /** `liftoff down` of the cluster the last liftoff run left serving: wall time of the CLI process. */
+  down?: { ms: number };
 }
 
 type Counts = Record<string, number>;
@@ -249,6 +251,11 @@ export async function measureSize(env: Env, hosts: number, repeats: number): Pro
             .join(', ')})`,
       );
     }
+    const down = await timeProcess(process.execPath, [liftoffBin, 'down', cluster, '--json'], env.cliEnv);
+    if (down.code !== 0)
+      throw new Error(`liftoff down ${cluster} failed (exit ${down.code}):\n${down.stdout}\n${down.stderr}`);
+    result.down = { ms: down.ms };
+    log(`${hosts} hosts: liftoff down ${(down.ms / 1000).toFixed(1)} s`);
   } finally {
     await downCluster(simDir);
   }

@@ -37,6 +37,7 @@ const slowest = [
   'test/e2e/history-postmortem.test.ts',
   'test/e2e/plan-init.test.ts',
   'test/e2e/docker-faults.test.ts',
+  'test/e2e/lifecycle.test.ts',
   'test/e2e/one-deploy.test.ts',
   'test/e2e/failures.test.ts',
   'test/e2e/package.test.ts',

@@ -1,5 +1,6 @@
 // One real OpenSSH sshd per simulated host: keys, config, start/stop, and the log it keeps.
 import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { isRunning, killAndWait, runOk, sleep, withDescendants } from './processes.js';
@@ -17,6 +18,8 @@ export const sshdPaths = {
    * wrote it (a non-root SSH user's cluster: sudo warns on every call when the host's name does not resolve).
    */
   etcHosts: (hostDir: string) => join(hostDir, 'sshd', 'etc-hosts'),
+  /** The host's own machine id, bound over the machine's (/etc/machine-id, and dbus's copy where there is one). */
+  machineId: (hostDir: string) => join(hostDir, 'sshd', 'machine-id'),
   /** Output of the launcher (ip netns exec / unshare / mount) before sshd takes over logging. */
   launchLog: (hostDir: string) => join(hostDir, 'sshd', 'launch.log'),
 };
@@ -87,10 +90,22 @@ export interface SshdLaunch {
   netns?: string;
 }
 
+const machineIdFiles = ['/etc/machine-id', '/var/lib/dbus/machine-id'];
+
+/**
+ * Where the host's machine id is bound: each file of the machine's that exists (a bind mount needs its target).
+ * The id is made once a host folder and kept, as a real host keeps its own across reboots.
+ */
+function machineIdMounts(hostDir: string): string[] {
+  const file = sshdPaths.machineId(hostDir);
+  if (!existsSync(file)) writeFileSync(file, `${randomBytes(16).toString('hex')}\n`);
+  return machineIdFiles.filter((target) => existsSync(target));
+}
+
 /**
  * Starts sshd in the foreground (-D) as a detached process that outlives the caller. In a namespace it
- * also gets its own mount and UTS namespaces: its hostname, and /home, /root and /proc/meminfo from
- * the host folder, so every session sees a per-host filesystem where it matters.
+ * also gets its own mount and UTS namespaces: its hostname, and /home, /root, /proc/meminfo and its machine
+ * id from the host folder, so every session sees a per-host filesystem where it matters.
  */
 export function spawnSshd(launch: SshdLaunch): number {
   const { hostDir } = launch;
@@ -106,6 +121,7 @@ export function spawnSshd(launch: SshdLaunch): number {
       `mount --bind ${q(join(hostDir, 'home'))} /home`,
       `mount --bind ${q(join(hostDir, 'roothome'))} /root`,
       `mount --bind ${q(join(hostDir, 'meminfo'))} /proc/meminfo`,
+      ...machineIdMounts(hostDir).map((target) => `mount --bind ${q(sshdPaths.machineId(hostDir))} ${target}`),
       ...(existsSync(sshdPaths.etcHosts(hostDir))
         ? [`mount --bind ${q(sshdPaths.etcHosts(hostDir))} /etc/hosts`]
         : []),

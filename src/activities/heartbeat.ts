@@ -24,3 +24,15 @@ export function heartbeat(details?: unknown): void {
   if (details !== undefined) lastDetails.set(ctx, details);
   ctx.heartbeat(lastDetails.get(ctx));
 }
+
+/** Runs `fn`, heartbeating every keepAliveMs until it settles: an activity that waits on Temporal, not a host. */
+export async function keepHeartbeating<T>(fn: () => Promise<T>): Promise<T> {
+  if (!currentContext()) return fn();
+  heartbeat();
+  const timer = setInterval(() => heartbeat(), keepAliveMs);
+  try {
+    return await fn();
+  } finally {
+    clearInterval(timer);
+  }
+}

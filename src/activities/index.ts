@@ -16,3 +16,5 @@ export { collectFailureBundle } from './failure-bundle.js';
 export { postWebhook } from './webhook.js';
 export { checkMasterPort, startRank, checkRank } from './multiproc.js';
 export { planHostCommands } from './plan.js';
+export { findHostOwners, handOverHosts, holdHosts, releaseHosts } from './cluster-hold.js';
+export { lookAtCluster, endClusterRuns } from './cluster-look.js';

@@ -1,6 +1,7 @@
 // `liftoff cancel CLUSTER`: stops a running deploy. The workflow tears down what it started (the server, Ray and
 // this launch's containers) in a scope that cannot be cancelled, and records what it did; this command waits
-// for that and prints it.
+// for that and prints it. A serving cluster has no deploy to cancel: `liftoff down` is what stops it serving, and
+// this says so rather than stopping only its supervisor.
 import { Command } from 'commander';
 import { WorkflowFailedError } from '@temporalio/client';
 import { CancelledFailure } from '@temporalio/common';
@@ -17,7 +18,7 @@ export interface CancelReport {
   workflowId: string;
   runId: string;
   /** How the deploy ended: CANCELLED normally; COMPLETED or FAILED if it ended before the cancel reached it. */
-  outcome: 'CANCELLED' | 'COMPLETED' | 'FAILED' | 'REQUESTED' | 'NOT_RUNNING';
+  outcome: 'CANCELLED' | 'COMPLETED' | 'FAILED' | 'REQUESTED';
   /** The step the cancel interrupted. */
   step?: string;
   /** What teardown did, one line per host. */
@@ -35,7 +36,6 @@ export function renderCancel(r: CancelReport): string {
 }
 
 function renderDeployCancel(r: CancelReport): string {
-  if (r.outcome === 'NOT_RUNNING') return '';
   if (r.outcome === 'REQUESTED')
     return `cancel requested for ${r.workflowId} (run ${r.runId}); see it end with: liftoff status ${r.cluster}`;
   if (r.outcome !== 'CANCELLED')
@@ -49,7 +49,7 @@ function renderDeployCancel(r: CancelReport): string {
 
 export const cancelCommand = new Command('cancel')
   .description(
-    'cancel the running deploy of a cluster (its teardown stops the server and removes its containers) and stop its supervisor',
+    'cancel the running deploy of a cluster (its teardown stops the server and removes its containers); to stop a serving cluster, use down',
   )
   .argument('<cluster>', 'cluster name from the spec')
   .option('--no-wait', 'return once the cancel is requested, without waiting for the teardown')
@@ -57,31 +57,26 @@ export const cancelCommand = new Command('cancel')
   .action((cluster: string, opts: { wait: boolean; json?: boolean }) =>
     runCommand(opts, () =>
       withClient(async (client) => {
+        const { workflowId, described } = await describeClusterDeploy(client, cluster);
+        if (described.status.name !== 'RUNNING') {
+          const supervised = (await describeSupervision(client, cluster))?.report.runStatus === 'RUNNING';
+          throw new UsageError(
+            `the deploy of ${cluster} is not running (workflow ${workflowId} is ${described.status.name}); nothing to cancel.` +
+              (supervised
+                ? ` ${cluster} is serving under its supervisor: to stop it serving and free its hosts, run liftoff down ${cluster} (to stop only the supervision: liftoff supervise stop ${cluster})`
+                : ` To take what it left running down, run liftoff down ${cluster}`),
+          );
+        }
         // The supervisor first: cancelled mid-relaunch, it cancels its relaunch deploy too.
         const supervisor = await cancelSupervisor(client, cluster, opts.wait);
-        const { workflowId, described } = await describeClusterDeploy(client, cluster).catch(
-          (err: unknown) => {
-            if (supervisor && err instanceof UsageError) return { workflowId: '', described: undefined };
-            throw err;
-          },
-        );
         const report: CancelReport = {
           cluster,
           workflowId,
-          runId: described?.runId ?? '',
+          runId: described.runId,
           outcome: 'REQUESTED',
           teardown: [],
           ...(supervisor ? { supervisor } : {}),
         };
-        if (!described || described.status.name !== 'RUNNING') {
-          if (!supervisor)
-            throw new UsageError(
-              `the deploy of ${cluster} is not running (workflow ${workflowId} is ${described?.status.name ?? 'missing'}); nothing to cancel`,
-            );
-          report.outcome = 'NOT_RUNNING';
-          emit(opts, report, renderCancel);
-          return ExitCode.ok;
-        }
         const run = client.workflow.getHandle(workflowId, described.runId);
         await run.cancel();
         if (!opts.wait) {

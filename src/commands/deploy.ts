@@ -39,57 +39,60 @@ export const deployCommand = new Command('deploy')
   .requiredOption('-c, --config <file>', 'cluster spec (YAML)')
   .option('--follow', 'show each step and the load progress until the deploy ends')
   .option('--no-supervise', 'do not start the supervisor after a successful deploy (supervise.enabled)')
+  .option(
+    '--take-over',
+    'take the hosts over from the cluster that holds them: its supervisor ends and this deploy removes its containers (spec field takeOver)',
+  )
   .option('--json', 'print one JSON document (the result, or the error)')
-  .action((opts: { config: string; follow?: boolean; json?: boolean; supervise: boolean }) =>
-    runCommand(opts, async () => {
-      const spec = loadSpecFile(deploySpecSchema, opts.config);
-      return withClient(async (client) => {
-        const workflowId = deployWorkflowId(spec.cluster);
-        const handle = await startDeploy(
-          client,
-          spec,
-          'cli',
-          opts.supervise ? {} : { supervise: false },
-        ).catch((err: unknown) => {
-          if (err instanceof WorkflowExecutionAlreadyStartedError) {
-            throw new DeployRefusedError(deployAlreadyRunningMessage(spec.cluster, workflowId, 'cli'));
+  .action(
+    (opts: { config: string; follow?: boolean; json?: boolean; supervise: boolean; takeOver?: boolean }) =>
+      runCommand(opts, async () => {
+        const spec = loadSpecFile(deploySpecSchema, opts.config);
+        return withClient(async (client) => {
+          const workflowId = deployWorkflowId(spec.cluster);
+          const handle = await startDeploy(client, spec, 'cli', {
+            ...(opts.supervise ? {} : { supervise: false }),
+            ...(opts.takeOver ? { takeOver: true } : {}),
+          }).catch((err: unknown) => {
+            if (err instanceof WorkflowExecutionAlreadyStartedError) {
+              throw new DeployRefusedError(deployAlreadyRunningMessage(spec.cluster, workflowId, 'cli'));
+            }
+            throw err;
+          });
+          const history = `temporal workflow show --workflow-id ${workflowId} --run-id ${handle.firstExecutionRunId}`;
+          if (!opts.follow) {
+            emit(
+              opts,
+              { workflowId, runId: handle.firstExecutionRunId, started: true },
+              (r) =>
+                `started deploy ${r.workflowId} (run ${r.runId}); follow it with: liftoff status ${spec.cluster}`,
+            );
+            return ExitCode.ok;
           }
-          throw err;
+          const done = handle.result();
+          if (!opts.json) {
+            process.stdout.write(`deploy ${workflowId} (run ${handle.firstExecutionRunId})\n`);
+            if (process.stdout.isTTY) await followTty(handle, done);
+            else await followPlain(handle, done, (line) => process.stdout.write(`${line}\n`));
+          }
+          try {
+            const result = await done;
+            emit(
+              opts,
+              { ...result, workflowId, runId: handle.firstExecutionRunId },
+              (r) => `${renderResult(r)}\nhistory:    ${history}`,
+            );
+            return ExitCode.ok;
+          } catch (err) {
+            if (!(err instanceof WorkflowFailedError)) throw err;
+            const failure = describeFailure(err);
+            emit(
+              opts,
+              { failed: true, workflowId, runId: handle.firstExecutionRunId, ...failure },
+              (f) => `${colors.red('✖ deploy failed')}: ${f.message}\nhistory: ${history}`,
+            );
+            return ExitCode.deployFailed;
+          }
         });
-        const history = `temporal workflow show --workflow-id ${workflowId} --run-id ${handle.firstExecutionRunId}`;
-        if (!opts.follow) {
-          emit(
-            opts,
-            { workflowId, runId: handle.firstExecutionRunId, started: true },
-            (r) =>
-              `started deploy ${r.workflowId} (run ${r.runId}); follow it with: liftoff status ${spec.cluster}`,
-          );
-          return ExitCode.ok;
-        }
-        const done = handle.result();
-        if (!opts.json) {
-          process.stdout.write(`deploy ${workflowId} (run ${handle.firstExecutionRunId})\n`);
-          if (process.stdout.isTTY) await followTty(handle, done);
-          else await followPlain(handle, done, (line) => process.stdout.write(`${line}\n`));
-        }
-        try {
-          const result = await done;
-          emit(
-            opts,
-            { ...result, workflowId, runId: handle.firstExecutionRunId },
-            (r) => `${renderResult(r)}\nhistory:    ${history}`,
-          );
-          return ExitCode.ok;
-        } catch (err) {
-          if (!(err instanceof WorkflowFailedError)) throw err;
-          const failure = describeFailure(err);
-          emit(
-            opts,
-            { failed: true, workflowId, runId: handle.firstExecutionRunId, ...failure },
-            (f) => `${colors.red('✖ deploy failed')}: ${f.message}\nhistory: ${history}`,
-          );
-          return ExitCode.deployFailed;
-        }
-      });
-    }),
+      }),
   );

@@ -14,6 +14,7 @@ export const commandLoaders: Readonly<Record<string, () => Promise<Command>>> = 
   deploy: async () => (await import('./deploy.js')).deployCommand,
   status: async () => (await import('./status.js')).statusCommand,
   cancel: async () => (await import('./cancel.js')).cancelCommand,
+  down: async () => (await import('./down.js')).downCommand,
   history: async () => (await import('./history.js')).historyCommand,
   postmortem: async () => (await import('./postmortem.js')).postmortemCommand,
   schedule: async () => (await import('./schedule/index.js')).scheduleCommand,

@@ -6,6 +6,8 @@ import type { DeployProgress, DeployResult } from '../workflows/steps.js';
 import { formatDuration } from '../config/duration.js';
 import { table } from '../cli/render.js';
 import { printReport } from './print-report.js';
+import { fleetStatus, renderFleet } from './fleet-status.js';
+import type { OutputOptions } from '../cli/render.js';
 import { describeClusterDeploy } from '../cli/deploy-status.js';
 import { loadLine } from '../cli/follow.js';
 import { describeSupervision, renderSupervision, type SupervisionReport } from './supervise/common.js';
@@ -76,8 +78,15 @@ export async function clusterStatus(client: Client, cluster: string): Promise<St
   };
 }
 
+const oneCluster = printReport(clusterStatus, renderStatus);
+const everyCluster = printReport(fleetStatus, renderFleet);
+
 export const statusCommand = new Command('status')
-  .description("show a cluster's latest deploy: state, steps, load progress")
-  .argument('<cluster>', 'cluster name from the spec')
+  .description(
+    "show a cluster's latest deploy (state, steps, load progress), or without a cluster, every cluster a line each",
+  )
+  .argument('[cluster]', 'cluster name from the spec; none: every cluster')
   .option('--json', 'print the status as JSON')
-  .action(printReport(clusterStatus, renderStatus));
+  .action((cluster: string | undefined, opts: OutputOptions) =>
+    cluster === undefined ? everyCluster('', opts) : oneCluster(cluster, opts),
+  );

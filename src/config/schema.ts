@@ -123,6 +123,8 @@ const deployHostSchema = hostSchema.extend({ clusterIp: ipv4 });
 const deploySpecObject = z
   .strictObject({
     cluster: hostName,
+    /** Hand the hosts over from the cluster that holds them, as `liftoff deploy --take-over` does. */
+    takeOver: z.boolean().default(false),
     ssh: sshSchema,
     hosts: cappedList(deployHostSchema, maxHosts, 'hosts').min(1, 'expected at least one host'),
     // An absent section is parsed from {} (.prefault), so it takes its fields' own defaults.

@@ -31,6 +31,8 @@ export const superviseSchema = z
     window: specTimeout('1h', minute).default('1h'),
     /** Wait before the second relaunch in the window; doubles for each further one. */
     backoff: specTimeout('1m', second).default('1m'),
+    /** Serving this long after a relaunch ends a crash loop: the next loss waits no backoff (the budget still counts). */
+    stableAfter: specTimeout('10m', second).default('10m'),
     /** How long the one-token completion probe may take; default 10s, or the interval when shorter. */
     probeTimeout: boundedDuration({ minMs: second, maxMs: hour, maxText: '1h', example: '10s' }).optional(),
   })

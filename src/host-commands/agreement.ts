@@ -23,6 +23,10 @@ const pruned = raw(String.raw`\( -name .no_exist -o -name .cache -o -name '*.loc
 const inModel = (modelPath: string, body: RemoteCommand): RemoteCommand =>
   sh`cd -- ${modelPath} 2>/dev/null || { echo unreadable; exit 0; }; ${body}`;
 
+/** The id the host gives itself (systemd's, or dbus's copy): how a cluster knows a host whatever address names it. */
+export const machineIdCommand = (): RemoteCommand =>
+  sh`{ cat /etc/machine-id 2>/dev/null || cat /var/lib/dbus/machine-id 2>/dev/null; } | head -c 64`;
+
 /** The host's clock in ns; read first in its trip, since the offset is measured from when the trip started. */
 export const clockCommand = (): RemoteCommand => sh`date +%s%N`;
 

@@ -45,6 +45,8 @@ export interface HostFacts {
   host: string;
   /** Host clock minus the worker's, in ms, measured when the read started (a few ms of latency included). */
   clockOffsetMs?: number;
+  /** /etc/machine-id: 32 hex digits, or undefined when the host has none. */
+  machineId?: string;
   imageId?: string;
   addresses: Ipv4Address[];
   mtus: Record<string, number>;
@@ -63,18 +65,20 @@ export interface HostFacts {
 /** What each read printed, as lines (empty ones dropped), by its section name; a read that did not run has none. */
 export type FactSections = ReadonlyMap<FactSection, string[]>;
 
-export type FactSection = 'clock' | 'image' | 'addr' | 'link' | 'weights' | 'index' | 'ipc' | 'hash' | 'ray';
+export type FactSection = 'clock' | 'machine' | 'image' | 'addr' | 'link' | 'weights' | 'index' | 'ipc' | 'hash' | 'ray';
 
 export function parseHostFacts(host: string, sections: FactSections, startedAtMs: number): HostFacts {
   const lines = (name: FactSection): string[] => sections.get(name) ?? [];
   const clock = lines('clock')[0]?.trim() ?? '';
   const imageLine = lines('image')[0]?.trim() ?? '';
+  const machineLine = lines('machine')[0]?.trim() ?? '';
   const weightLines = sections.get('weights');
   const hashes = sections.get('hash');
   const ray = sections.get('ray');
   return {
     host,
     clockOffsetMs: /^\d{13,20}$/.test(clock) ? Number(clock.slice(0, -6)) - startedAtMs : undefined,
+    machineId: /^[0-9a-f]{32}$/.test(machineLine) ? machineLine : undefined,
     imageId: /^sha256:[0-9a-f]{64}$/.test(imageLine) ? imageLine : undefined,
     addresses: parseIpv4Addresses(lines('addr').join('\n')),
     mtus: parseMtus(lines('link')),

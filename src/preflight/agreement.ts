@@ -2,6 +2,7 @@
 // spec and against each other. Every problem names the hosts and what differs, and ends with what to do.
 import type { HostFacts, ImageVersions, WeightEntry } from '../parsers/agreement-facts.js';
 import { carries } from '../parsers/ip-addr.js';
+import { machineIdsOf } from './machine-ids.js';
 import type { HostReadInput } from '../host-commands/agreement.js';
 
 export type AgreementCheck = 'image' | 'weights' | 'addresses' | 'versions' | 'ipc';
@@ -15,8 +16,10 @@ export interface AgreementProblem {
 export interface AgreementReport {
   ok: boolean;
   problems: AgreementProblem[];
-  /** Worth knowing, not worth refusing: clock skew. */
+  /** Worth knowing, not worth refusing: clock skew, a host without a machine id. */
   warnings: string[];
+  /** Each host's machine id, by host name (src/preflight/machine-ids.ts). */
+  machineIds: Record<string, string>;
 }
 
 export interface AgreementHost {
@@ -102,7 +105,13 @@ export function compareHosts(exp: AgreementExpectations, facts: HostFacts[]): Ag
     ...compareAddresses(exp, facts),
     ...checkIpc(facts),
   ];
-  return { ok: problems.length === 0, problems, warnings: clockWarnings(exp, facts) };
+  const machines = machineIdsOf(facts);
+  return {
+    ok: problems.length === 0,
+    problems,
+    warnings: [...clockWarnings(exp, facts), ...machines.warnings],
+    machineIds: machines.ids,
+  };
 }
 
 function compareImages(exp: AgreementExpectations, facts: HostFacts[]): AgreementProblem[] {

@@ -32,6 +32,8 @@ export const FailureType = {
   /** A host printed what no real tool prints (a negative or infinite figure): final, the check cannot judge it. */
   hostOutputInvalid: 'HostOutputInvalid',
   deployAlreadyRunning: 'DeployAlreadyRunning',
+  /** Another cluster holds a host of the spec, and the deploy does not take it over. */
+  hostsHeld: 'HostsHeld',
   /** The supervisor spent its relaunch budget: the cluster is left degraded. */
   clusterDegraded: 'ClusterDegraded',
   /** A webhook POST failed: not reached, an HTTP error, or a redirect (never followed). */

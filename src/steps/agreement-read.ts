@@ -9,6 +9,7 @@ import {
   imageVersionsCommand,
   ipcCommand,
   linksCommand,
+  machineIdCommand,
   rayPortProbeCommand,
   weightHashesCommand,
   weightIndexesCommand,
@@ -30,6 +31,7 @@ const listing = 4 * 1024 * 1024;
 function factReads(input: HostReadInput): [FactSection, StepCommand][] {
   const reads: [FactSection, StepCommand][] = [
     ['clock', { name: 'clock', command: clockCommand(), maxBytes: 256 }],
+    ['machine', { name: 'machine-id', command: machineIdCommand(), maxBytes: 256 }],
     ['image', { name: 'image-id', command: imageIdCommand(input.image) }],
     ['addr', { name: 'addresses', command: ipv4AddressesCommand() }],
     ['link', { name: 'links', command: linksCommand(), maxBytes: small }],

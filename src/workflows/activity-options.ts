@@ -81,6 +81,12 @@ export function retryProfiles(spec: DeploySpec): Record<RetryProfileName, Activi
     },
     // The other hosts during the load: one try per poll; the workflow keeps the unreachable clock.
     workerPoll: { startToCloseTimeout: '30s', heartbeatTimeout, retry: { maximumAttempts: 1 } },
+    // A handover waits for the old cluster's supervisor and deploy to end (a deploy tears down when cancelled).
+    temporal: {
+      startToCloseTimeout: '10 minutes',
+      heartbeatTimeout,
+      retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '10s', maximumAttempts: 10 },
+    },
   };
 }
 

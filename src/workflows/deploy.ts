@@ -26,7 +26,15 @@ import { preflight } from './preflight.js';
 import { StepTracker } from './step-tracker.js';
 import { collectDiagnostics, tearDown } from './teardown.js';
 import { notifyText, sendNotification } from './notify.js';
-import { startSupervision, takeOverSupervision } from './supervise-handoff.js';
+import { isSupervisorRelaunch, startSupervision, takeOverSupervision } from './supervise-handoff.js';
+import {
+  checkHostOwners,
+  holdDetail,
+  holdHosts,
+  holdsHosts,
+  recordDeployEnd,
+  type TakenContainers,
+} from './cluster-hold.js';
 import { runUnderClusterId } from './under-cluster-id.js';
 import { rayWorkers, waitHealthy } from './wait-healthy.js';
 import { checkMasterPortFree, isRankFailure, launchRanks, rankFollowers } from './deploy-multiproc.js';
@@ -50,6 +58,8 @@ export interface DeployOptions {
   trigger?: DeployTrigger;
   /** false: do not start the supervisor after a successful deploy (`liftoff deploy --no-supervise`). */
   supervise?: boolean;
+  /** Hand the hosts over from the cluster that holds them (`liftoff deploy --take-over`; spec field takeOver). */
+  takeOver?: boolean;
 }
 
 export type ClusterHost = NamedHost & { role: 'head' | 'worker'; address: string };
@@ -110,7 +120,9 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
   const run: DeployRun = { ...clusterOf(spec), spec, launchId, acts, tracker, progress };
   const { hosts, head } = run;
 
+  const holding = holdsHosts();
   const failed = async (failure: ApplicationFailure): Promise<ApplicationFailure> => {
+    if (holding) await recordDeployEnd(spec.cluster, { outcome: 'failed', error: failure.message });
     const text = notifyText.deployFailed(spec.cluster, failure.message);
     await sendNotification(spec, 'deployFailed', text, { launchId, trigger });
     return failure;
@@ -119,16 +131,27 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
   if (multiproc) deprecatePatch(patches.multiprocBackend);
   // 1–4: read, stop, remove, check. Nothing of this launch runs yet, so a failure leaves nothing to tear down.
   try {
-    await tracker.run('preflight', async () => {
-      const { warnings } = await preflight(run);
-      if (warnings.length > 0) tracker.detail('preflight', `warning: ${warnings.join('; ')}`);
+    const { machineIds, owners } = await tracker.run('preflight', async () => {
+      const passed = await preflight(run);
+      if (passed.warnings.length > 0) tracker.detail('preflight', `warning: ${passed.warnings.join('; ')}`);
       if (multiproc) await checkMasterPortFree(run);
+      // A supervisor's relaunch never takes hosts over, whatever its spec says.
+      const takeOver = !isSupervisorRelaunch(spec.cluster) && (options.takeOver ?? spec.takeOver);
+      const owners = holding ? await checkHostOwners(spec, hosts, passed.machineIds, takeOver) : [];
+      return { machineIds: passed.machineIds, owners };
     });
-    // Every host passed, so this deploy goes ahead: the old supervisor must not relaunch what it removes.
+    // Every host passed: from here the hosts are this cluster's, even if the deploy fails.
+    const taken = await tracker.run('holdHosts', async () => {
+      if (!holding) return tracker.skip('holdHosts', 'a run recorded before clusters held hosts');
+      const taken = await holdHosts(spec, hosts, machineIds, owners, trigger);
+      tracker.detail('holdHosts', holdDetail(hosts, machineIds, owners));
+      return taken;
+    });
+    // The old supervisor must not relaunch what this deploy removes.
     deprecatePatch(patches.supervision);
     await takeOverSupervision(spec.cluster, trigger);
     const lists = await tracker.run('stopServices', () => stopServices(run));
-    await tracker.run('removeContainers', () => removeOldContainers(run, lists));
+    await tracker.run('removeContainers', () => removeOldContainers(run, lists, taken ?? new Map()));
     await tracker.run('verifyGpusClear', async () => {
       const { verifyGpusClear } = acts('verifyGpusClear');
       const { maxUsedMiB, minAvailableMiB } = spec.gpu;
@@ -136,6 +159,7 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
     });
   } catch (err) {
     if (isCancellation(err)) {
+      if (holding) await recordDeployEnd(spec.cluster, { outcome: 'cancelled' });
       throw tracker.cancelled(err, ['nothing to tear down: no container of this launch had started']);
     }
     throw await failed(tracker.fail(err, undefined));
@@ -208,6 +232,7 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
         { spec: spec.supervise.enabled, option: options.supervise !== false },
       );
       tracker.detail('record', result.supervision);
+      if (holding) await recordDeployEnd(spec.cluster, { outcome: 'succeeded', endpoint });
       const served = notifyText.deploySucceeded(spec.cluster, modelId, endpoint);
       await sendNotification(spec, 'deploySucceeded', served, { launchId, endpoint, trigger, loadSeconds });
       return result;
@@ -216,6 +241,7 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
     if (isCancellation(err)) {
       // A cancel asks for the cluster to be left clean, whatever onFailure says.
       const teardown = await CancellationScope.nonCancellable(() => tearDown(run));
+      if (holding) await recordDeployEnd(spec.cluster, { outcome: 'cancelled' });
       throw tracker.cancelled(err, teardown);
     }
     const diagnostics = await CancellationScope.nonCancellable(() => collectDiagnostics(run));
@@ -294,10 +320,14 @@ async function stopServices({ spec, hosts, acts, tracker }: DeployRun): Promise<
   return new Map(results.flatMap((r) => (r.containerLists ? [[r.host, r.containerLists] as const] : [])));
 }
 
-/** 3. `docker rm -f` of the listed containers, this deploy's Ray container and earlier liftoff launches'. */
+/**
+ * 3. `docker rm -f` of the listed containers, this deploy's Ray container and earlier liftoff launches', then
+ * what the clusters it took the hosts over from ran there (by their names and their label).
+ */
 async function removeOldContainers(
   { spec, hosts, acts, tracker }: DeployRun,
   lists: ReadonlyMap<string, ContainerLists>,
+  taken: ReadonlyMap<string, TakenContainers[]>,
 ): Promise<void> {
   const names = [...new Set([...spec.cleanup.containers, spec.ray.container])];
   const { removeContainers } = acts('removeContainers');
@@ -312,9 +342,20 @@ async function removeOldContainers(
       });
     }),
   );
+  const takenResults = await Promise.all(
+    hosts.flatMap((h) =>
+      (taken.get(h.name) ?? []).map(async (t) => ({
+        ...(await removeContainers({ host: h.ref, names: t.names, cluster: t.cluster })),
+        from: t.cluster,
+      })),
+    ),
+  );
   tracker.detail(
     'removeContainers',
-    results.map((r) => `${r.host}: removed ${r.removed.join(', ') || 'none'}`).join('; '),
+    [
+      ...results.map((r) => `${r.host}: removed ${r.removed.join(', ') || 'none'}`),
+      ...takenResults.map((r) => `${r.host}: removed ${r.removed.join(', ') || 'none'} of ${r.from}`),
+    ].join('; '),
   );
 }
 

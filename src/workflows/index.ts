@@ -7,3 +7,6 @@ export { supervisionQuery, stopSupervisionSignal } from './supervise-api.js';
 export { notify } from './notify.js';
 export { plan } from './plan.js';
 export type { PlanFindings, PlanResult } from './plan.js';
+export { cluster } from './cluster.js';
+export { down, downProgressQuery } from './down.js';
+export type { DownInput, DownResult } from './down.js';

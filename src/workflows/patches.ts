@@ -40,6 +40,12 @@ export const patches = {
   superviseStopBeforeActing: 'supervise-stop-before-acting',
   /** A relaunch refused (another deploy runs) is tried again with the loss's bundle, not a new one each interval. */
   refusedRelaunchKeepsBundle: 'supervise-refused-keeps-bundle',
+  /** A deploy holds its hosts in the cluster's workflow (workflows/cluster.ts) and refuses hosts another holds. */
+  clusterHold: 'cluster-hold',
+  /** The supervisor tells the cluster's workflow when its state changes, with the next relaunch's backoff. */
+  superviseReportsToCluster: 'supervise-reports-to-cluster',
+  /** A relaunch that then served supervise.stableAfter ends a crash loop: the next loss's backoff starts over. */
+  superviseBackoffReset: 'supervise-backoff-reset',
 } as const;
 
 /** Every id, the host steps' (src/steps/host-step.ts) among them. */

@@ -18,6 +18,8 @@ export interface PreflightPassed {
   warnings: string[];
   /** Each host's checks, in the hosts' order: what `liftoff plan` says preflight found. */
   reports: PreflightReport[];
+  /** Each host's machine id, by host name: what the cluster holds (missing for a host without one). */
+  machineIds: Record<string, string>;
 }
 
 /** Passes when every check on every host passed; else throws preflightFailed with every problem. */
@@ -50,6 +52,7 @@ export async function preflight({ spec, hosts, head, acts }: ClusterRun): Promis
     }
   });
   let warnings: string[] = [];
+  let machineIds: Record<string, string> = {};
   try {
     const result = await agreement;
     for (const p of result.problems) problems.push(`${p.hosts.join(', ')}: ${p.check}: ${p.detail}`);
@@ -59,6 +62,8 @@ export async function preflight({ spec, hosts, head, acts }: ClusterRun): Promis
       if (reached && !('error' in reached)) problems.push(`${u.host}: agreement: not read: ${u.error}`);
     }
     warnings = result.warnings;
+    // Absent from a result recorded before hosts were held.
+    machineIds = result.machineIds ?? {};
   } catch (err) {
     problems.push(`agreement: not checked: ${messageOf(err)}`);
   }
@@ -70,7 +75,7 @@ export async function preflight({ spec, hosts, head, acts }: ClusterRun): Promis
       details: [byHost],
     });
   }
-  return { warnings, reports: verdicts };
+  return { warnings, reports: verdicts, machineIds };
 }
 
 /**

@@ -3,7 +3,7 @@
 // the postmortem all read it.
 
 export type RetryProfileName =
-  'hostStep' | 'agreement' | 'gpuClear' | 'rayCheck' | 'launch' | 'poll' | 'workerPoll';
+  'hostStep' | 'agreement' | 'gpuClear' | 'rayCheck' | 'launch' | 'poll' | 'workerPoll' | 'temporal';
 
 export interface StepActivity {
   /** The activity type, as exported by src/activities/index.ts. */
@@ -33,6 +33,15 @@ export const deploySteps = [
       host('preflightHost'),
       { type: 'checkHostsAgree', retry: 'agreement' },
       host('checkMasterPort'),
+      { type: 'findHostOwners', retry: 'temporal' },
+    ],
+  },
+  {
+    name: 'holdHosts',
+    title: 'Hold the hosts for this cluster',
+    activities: [
+      { type: 'holdHosts', retry: 'temporal' },
+      { type: 'handOverHosts', retry: 'temporal' },
     ],
   },
   { name: 'stopServices', title: 'Stop old services', activities: [host('stopServices')] },

@@ -76,6 +76,8 @@ export interface Budget {
   maxRelaunches: number;
   windowMs: number;
   backoffMs: number;
+  /** A relaunch that then served this long ends a crash loop: the backoff starts over (the budget still counts it). */
+  stableAfterMs?: number;
 }
 
 /** Entries kept in the relaunch log; older ones are dropped (their bundles are in the history of their run). */
@@ -87,7 +89,23 @@ export function relaunchesInWindow(state: SuperviseState, budget: Budget, nowMs:
 }
 
 /**
- * What to do next about a lost cluster: relaunch after `waitMs` (0 for the first in the window, then the
+ * The relaunches in the window since the cluster last served stably (supervise.stableAfter after a relaunch,
+ * until the next loss or `lostAtMs`): a crash loop's, which the backoff doubles over. Independent faults minutes
+ * apart each start over, as Kubernetes resets CrashLoopBackOff after 10 minutes of running.
+ */
+export function crashLoop(recent: readonly RelaunchEntry[], budget: Budget, lostAtMs: number): RelaunchEntry[] {
+  const stableAfterMs = budget.stableAfterMs ?? Infinity;
+  let start = 0;
+  recent.forEach((r, i) => {
+    const servedUntilMs = recent[i + 1]?.lostAtMs ?? lostAtMs;
+    if (r.outcome === 'serving' && r.endedAtMs !== undefined && servedUntilMs - r.endedAtMs >= stableAfterMs)
+      start = i + 1;
+  });
+  return recent.slice(start);
+}
+
+/**
+ * What to do next about a lost cluster: relaunch after `waitMs` (0 for the first of a crash loop, then the
  * backoff, doubling), or stop: the budget of maxRelaunches per window is spent.
  */
 export function nextRelaunch(
@@ -105,11 +123,18 @@ export function nextRelaunch(
           : `the relaunch budget is spent: ${recent.length} relaunches within supervise.window ${formatDuration(budget.windowMs)} (supervise.maxRelaunches ${budget.maxRelaunches})`,
     };
   }
-  const last = recent.at(-1);
+  const loop = crashLoop(recent, budget, state.lostAtMs ?? nowMs);
+  const last = loop.at(-1);
   if (!last) return { relaunch: true, waitMs: 0 };
-  const backoff = budget.backoffMs * 2 ** (recent.length - 1);
+  const backoff = budget.backoffMs * 2 ** (loop.length - 1);
   const sinceLast = nowMs - (last.endedAtMs ?? last.startedAtMs);
   return { relaunch: true, waitMs: Math.max(0, backoff - sinceLast) };
+}
+
+/** The wait before a relaunch were the cluster lost now; undefined when the budget is spent (it would degrade). */
+export function backoffIfLostNow(state: SuperviseState, budget: Budget, nowMs: number): number | undefined {
+  const next = nextRelaunch({ ...state, lostAtMs: nowMs }, budget, nowMs);
+  return next.relaunch ? next.waitMs : undefined;
 }
 
 /** Folds a round into the state: counters, the consecutive-failure count, the bounded failure record. */

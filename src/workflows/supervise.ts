@@ -11,6 +11,7 @@ import {
   condition,
   continueAsNew,
   deprecatePatch,
+  patched,
   isCancellation,
   setCurrentDetails,
   setHandler,
@@ -30,6 +31,7 @@ import { tearDown } from './teardown.js';
 import { stopSupervisionSignal, supervisionQuery, type SuperviseInput } from './supervise-api.js';
 import { collectBundle, relaunchCluster } from './supervise-relaunch.js';
 import { probeRound } from './supervise-round.js';
+import { clusterReporter } from './supervise-report.js';
 import {
   causeOf,
   detailsMarkdown,
@@ -59,6 +61,11 @@ export async function supervise(input: SuperviseInput): Promise<SuperviseResult>
     windowMs: parseDuration(spec.supervise.window) ?? 3_600_000,
     backoffMs: parseDuration(spec.supervise.backoff) ?? 60_000,
   };
+  const stableAfterMs = parseDuration(spec.supervise.stableAfter) ?? 600_000;
+  /** The budget with the crash-loop rule, for runs that reach it with this code (not those recorded before). */
+  const budgetNow = (): Budget =>
+    patched(patches.superviseBackoffReset) ? { ...budget, stableAfterMs } : budget;
+  const report = clusterReporter(spec.cluster);
 
   let stopReason: string | undefined;
   let relaunchScope: CancellationScope | undefined;
@@ -67,7 +74,10 @@ export async function supervise(input: SuperviseInput): Promise<SuperviseResult>
     stopReason ??= reason;
     relaunchScope?.cancel();
   });
-  const publish = () => setCurrentDetails(detailsMarkdown(state, Date.now()));
+  const publish = async (): Promise<void> => {
+    setCurrentDetails(detailsMarkdown(state, Date.now()));
+    await report(state, budgetNow());
+  };
   const stopped = () => stopReason !== undefined;
   /**
    * A stop that came while an activity ran (a round held past a workflow task's heartbeat, the bundle) is seen
@@ -79,14 +89,14 @@ export async function supervise(input: SuperviseInput): Promise<SuperviseResult>
     deprecatePatch(patches.superviseStopBeforeActing);
     return true;
   };
-  publish();
+  await publish();
 
   /** Ends the supervision with the reason in the state, the memo (read without a worker) and the details. */
-  const end = (status: 'stopped' | 'degraded', reason: string): SuperviseResult => {
+  const end = async (status: 'stopped' | 'degraded', reason: string): Promise<SuperviseResult> => {
     state.status = status;
     state.reason = reason;
     upsertMemo({ supervise: { status, reason } });
-    publish();
+    await publish();
     return { state };
   };
 
@@ -102,7 +112,7 @@ export async function supervise(input: SuperviseInput): Promise<SuperviseResult>
       refusedEpisodeBundle = undefined;
       // The bundle is in history whatever comes next.
       if (stoppedMeanwhile()) return 'stopped';
-      const next = nextRelaunch(state, budget, Date.now());
+      const next = nextRelaunch(state, budgetNow(), Date.now());
       if (!next.relaunch) {
         state.finalBundle = bundle;
         state.reason = `${next.reason}; last failure: ${cause}`;
@@ -117,13 +127,13 @@ export async function supervise(input: SuperviseInput): Promise<SuperviseResult>
         deployWorkflowId: deployWorkflowId(spec.cluster),
       };
       if (next.waitMs > 0) {
-        publish();
+        await publish();
         if (await condition(stopped, next.waitMs)) return 'stopped';
         entry.startedAtMs = Date.now();
       }
       state.relaunches.push(entry);
       state.status = 'relaunching';
-      publish();
+      await publish();
       await sendNotification(spec, 'relaunched', notifyText.relaunched(spec.cluster, entry.n, cause), {
         n: entry.n,
         cause,
@@ -159,7 +169,7 @@ export async function supervise(input: SuperviseInput): Promise<SuperviseResult>
       entry.outcome = outcome.kind;
       entry.error = outcome.error;
       state.status = 'lost';
-      publish();
+      await publish();
       if (outcome.kind === 'refused') {
         delete entry.bundle;
         // One refused attempt an interval while the other deploy runs: the log stays bounded meanwhile, and
@@ -188,7 +198,7 @@ export async function supervise(input: SuperviseInput): Promise<SuperviseResult>
           ])
         : ['left for inspection (onFailure: leave)'];
     const reason = `${state.reason ?? 'degraded'}\ncontainers: ${containers.join('; ')}`;
-    end('degraded', reason);
+    await end('degraded', reason);
     await sendNotification(spec, 'degraded', notifyText.degraded(spec.cluster, reason), {
       reason,
       relaunches: state.relaunches.length,
@@ -203,20 +213,20 @@ export async function supervise(input: SuperviseInput): Promise<SuperviseResult>
 
   try {
     for (;;) {
-      if (stopped()) return end('stopped', stopReason ?? 'stopped');
+      if (stopped()) return await end('stopped', stopReason ?? 'stopped');
       const round = await probeRound(cluster, state);
       recordRound(state, round);
       if (state.consecutiveFailures >= spec.supervise.failureThreshold) {
-        if (stoppedMeanwhile()) return end('stopped', stopReason ?? 'stopped');
+        if (stoppedMeanwhile()) return await end('stopped', stopReason ?? 'stopped');
         state.status = 'lost';
         state.lostAtMs = Date.now();
-        publish();
+        await publish();
         await sendNotification(spec, 'lost', notifyText.lost(spec.cluster, causeOf(state.lastProbe)), {
           cause: causeOf(state.lastProbe),
           rounds: state.consecutiveFailures,
         });
         const recovered = await recover();
-        if (recovered === 'stopped') return end('stopped', stopReason ?? 'stopped');
+        if (recovered === 'stopped') return await end('stopped', stopReason ?? 'stopped');
         if (recovered === 'degraded') return await degrade();
         Object.assign(state, { status: 'serving', consecutiveFailures: 0, unreachableSinceMs: {} });
         await sendNotification(spec, 'recovered', notifyText.recovered(spec.cluster, state.launch.launchId), {
@@ -225,7 +235,7 @@ export async function supervise(input: SuperviseInput): Promise<SuperviseResult>
         });
         delete state.lostAtMs;
       }
-      publish();
+      await publish();
       // The interval first, so the next run's first round keeps the spacing.
       if (await condition(stopped, Math.max(0, intervalMs - round.durationMs))) continue;
       if (state.roundsThisRun >= roundsPerRun || workflowInfo().continueAsNewSuggested) {
@@ -238,7 +248,7 @@ export async function supervise(input: SuperviseInput): Promise<SuperviseResult>
       }
     }
   } catch (err) {
-    if (isCancellation(err)) end('stopped', 'cancelled');
+    if (isCancellation(err)) await end('stopped', 'cancelled');
     throw err;
   }
 }

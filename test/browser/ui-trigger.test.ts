@@ -22,6 +22,11 @@ import { simDeploySpec } from '../../sim/spec.js';
 import { launchChromium, newPage, type RecordedRequest } from '../helpers/browser.js';
 import { headLaunches } from '../helpers/host-logs.js';
 import { tearDown } from '../helpers/teardown.js';
+import {
+  clusterWorkflowId as clusterWorkflowIdOf,
+  type ClusterRecord,
+} from '../../src/shared/cluster-api.js';
+import type { DownResult } from '../../src/workflows/down.js';
 import { waitUntil } from '../helpers/wait.js';
 
 const stateDir = '/tmp/liftoff-test-ui';
@@ -211,12 +216,17 @@ describe('the Temporal UI: live progress of a deploy, and the Start Workflow for
   }
 
   /** Fills the Start Workflow form the way a user would, presses Start Workflow and reads the UI's answer. */
-  async function submitStartForm(workflowId: string, input: unknown, shot?: string): Promise<FormSubmission> {
+  async function submitStartForm(
+    workflowId: string,
+    input: unknown,
+    shot?: string,
+    workflowType = 'deploy',
+  ): Promise<FormSubmission> {
     await withEvidence(`form-${workflowId}`, async () => {
       await openStartForm(workflowId);
       await page.getByTestId('workflowId').fill(workflowId);
       await page.getByTestId('taskQueue').fill(TASK_QUEUE);
-      await page.getByTestId('workflowType').fill('deploy');
+      await page.getByTestId('workflowType').fill(workflowType);
       await page.getByRole('textbox', { name: 'Data' }).fill(JSON.stringify(input, null, 2));
       assert.ok(await page.locator('input[name="encoding"][value="json/plain"]').isChecked(), 'json/plain');
     });
@@ -477,5 +487,40 @@ describe('the Temporal UI: live progress of a deploy, and the Start Workflow for
     // The UI reaches out to the internet on its own (a news feed); the browser helper stopped every such request.
     const blocked = [...new Set(requests.filter((r) => !r.allowed).map((r) => new URL(r.url).host))];
     console.log(`UI requests blocked because they left the machine: ${blocked.join(', ') || 'none'}`);
+  });
+
+  it('hands the hosts over with takeOver in a spec pasted into the form, and takes a cluster down from the form', async () => {
+    // The cluster of the last test holds the hosts; another cluster takes them over from the form.
+    const other = 'ui-other';
+    const uiId = `ui-${other}-take-over`;
+    const submitted = await submitStartForm(uiId, {
+      ...simDeploySpec(sim, { cluster: other }),
+      takeOver: true,
+    });
+    assert.equal(submitted.status, 200, submitted.toast);
+    const result = await client.workflow.getHandle<typeof deploy>(uiId).result();
+    assert.equal(result.cluster, other);
+    const handedOver = (await client.workflow
+      .getHandle(clusterWorkflowIdOf(clusterName))
+      .result()) as ClusterRecord;
+    assert.equal(handedOver.state, 'handed over');
+    assert.match(
+      handedOver.reason ?? '',
+      new RegExp(`handed over to ${other} by liftoff-${other} \\(trigger ui\\)`),
+    );
+
+    const downId = `ui-${other}-down`;
+    const down = await submitStartForm(downId, { cluster: other }, screenshot('down-form'), 'down');
+    assert.equal(down.status, 200, down.toast);
+    const done = (await client.workflow.getHandle(downId).result()) as DownResult;
+    assert.equal(done.alreadyDown, false);
+    assert.deepEqual(
+      done.hosts.map((h) => h.gpus),
+      sim.hosts.map(() => 'clear'),
+    );
+    const record = (await client.workflow.getHandle(clusterWorkflowIdOf(other)).result()) as ClusterRecord;
+    assert.equal(record.state, 'down');
+    assert.match(record.reason ?? '', new RegExp(`taken down by ${downId}`));
+    await openRun(downId, [/^completed$/i, '"alreadyDown": false'], 'down-completed');
   });
 });

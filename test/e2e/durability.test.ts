@@ -12,8 +12,9 @@ import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
 import { tsToMs } from '@temporalio/common/lib/time.js';
 import proto from '@temporalio/proto';
 import { startDevServer, type DevServer } from '../../src/temporal/dev-server.js';
-import { TASK_QUEUE, deployWorkflowId } from '../../src/shared/constants.js';
-import { deploy, progressQuery } from '../../src/workflows/index.js';
+import { TASK_QUEUE, deployWorkflowId, downWorkflowId } from '../../src/shared/constants.js';
+import { deploy, down, downProgressQuery, progressQuery } from '../../src/workflows/index.js';
+import { clusterWorkflowId, type ClusterRecord } from '../../src/shared/cluster-api.js';
 import type { DeployProgress, DeployResult, StepName } from '../../src/workflows/steps.js';
 import { clusterStatus, downCluster, setSlowCommand, upCluster, type SimCluster } from '../../sim/cluster.js';
 import { paths, readJson, writeJson, type HostConfig } from '../../sim/host-state.js';
@@ -483,6 +484,65 @@ describe('durability: the control host and the Temporal server die mid-deploy', 
       console.log(
         `FIGURE: Temporal server SIGKILLed mid-load (shard ${before.load?.shardsDone}/${before.load?.shardsTotal}) and restarted on the same database: down ${seconds(backAtMs - killedAtMs)}; first activity completed ${seconds(first.atMs - backAtMs)} after it was back; deploy completed ${seconds(doneAtMs - backAtMs)} after the restart (${seconds(doneAtMs - startedAt)} in all); same run, 1 launch; Ray container created once per host`,
       );
+    },
+  );
+
+  it(
+    'the control host dies during `liftoff down`: another worker finishes it, the containers gone and the hosts released',
+    { timeout: 5 * 60_000 },
+    async () => {
+      setVllmPace(fastPace);
+      while (liveWorkers().length < 1) await startWorker();
+      await (await startDeploy()).result();
+      // The removal on the head is slow, so the kill lands while the teardown runs.
+      setSlowCommand(stateDir, 'spark1', { contains: 'docker rm -f', seconds: 4 });
+      try {
+        const startedAt = Date.now();
+        const handle = await client.workflow.start(down, {
+          taskQueue: TASK_QUEUE,
+          workflowId: downWorkflowId(clusterName),
+          args: [{ cluster: clusterName }],
+        });
+        await waitFor(
+          'the down to reach its teardown',
+          async () =>
+            (await handle.query(downProgressQuery).catch(() => undefined))?.step === 'tear down'
+              ? true
+              : undefined,
+          120_000,
+          { detail: workerOutputs },
+        );
+        const killed = liveWorkers();
+        for (const w of killed) await w.kill('SIGKILL');
+        const killedAt = Date.now();
+        const second = await startWorker();
+        const result = await handle.result();
+        assert.equal(result.alreadyDown, false);
+        assert.deepEqual(
+          result.hosts.map((h) => h.gpus),
+          ['clear', 'clear'],
+        );
+        const view = await history(handle as unknown as WorkflowHandle<typeof deploy>);
+        assert.ok(
+          view.completions.some((c) => c.identity === second.identity),
+          'the second worker completed activities of the down',
+        );
+        for (const h of await clusterStatus(stateDir))
+          assert.deepEqual(
+            h.containers.filter((c) => c.name === rayContainer),
+            [],
+            `${h.name}: the Ray container is gone`,
+          );
+        const record = (await client.workflow
+          .getHandle(clusterWorkflowId(clusterName))
+          .result()) as ClusterRecord;
+        assert.equal(record.state, 'down');
+        console.log(
+          `FIGURE: worker SIGKILLed during down's teardown; a new worker finished it ${seconds(Date.now() - killedAt)} after the kill (${seconds(Date.now() - startedAt)} in all)`,
+        );
+      } finally {
+        setSlowCommand(stateDir, 'spark1', undefined);
+      }
     },
   );
 });

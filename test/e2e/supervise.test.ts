@@ -372,12 +372,16 @@ describe('supervise on a simulated 2-host cluster', () => {
     assert.equal(stopped.code, 0, stopped.stdout + stopped.stderr);
     assert.equal((JSON.parse(stopped.stdout) as { state?: SuperviseState }).state?.status, 'stopped');
     assert.equal((await runLiftoff(['supervise', 'start', cluster], cliEnv)).code, 0);
+    // A serving cluster has no deploy to cancel: cancel says `down` is the command, and touches nothing.
     const cancelled = await runLiftoff(['cancel', cluster, '--json'], cliEnv);
-    assert.equal(cancelled.code, 0, cancelled.stdout + cancelled.stderr);
-    assert.equal(
-      (JSON.parse(cancelled.stdout) as { supervisor?: { outcome: string } }).supervisor?.outcome,
-      'CANCELLED',
+    assert.equal(cancelled.code, 2, cancelled.stdout + cancelled.stderr);
+    assert.match(
+      cancelled.stdout,
+      /is serving under its supervisor: to stop it serving and free its hosts, run liftoff down supervise/,
     );
+    assert.equal((await supervisor().describe()).status.name, 'RUNNING', 'the supervisor still runs');
+    const stopped2 = await runLiftoff(['supervise', 'stop', cluster, '--json'], cliEnv);
+    assert.equal(stopped2.code, 0, stopped2.stdout + stopped2.stderr);
     const models = await fetch(`http://${sim.hosts[0]!.address}:30000/v1/models`);
     assert.equal(models.status, 200, 'stopping supervision leaves the cluster serving');
   });

@@ -14,6 +14,7 @@ export const e2eSuites = {
   'docker-deploy': { netIndex: 61 },
   'docker-nonroot': { netIndex: 71 },
   'docker-faults': { netIndex: 73 },
+  lifecycle: { netIndex: 77 },
 } as const satisfies Record<string, { netIndex: number }>;
 
 export type E2eSuite = keyof typeof e2eSuites;

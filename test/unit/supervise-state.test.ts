@@ -3,6 +3,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import {
+  backoffIfLostNow,
   initialState,
   nextRelaunch,
   recordRound,
@@ -62,6 +63,39 @@ describe('supervise state', () => {
     assert.match(spent.relaunch ? '' : spent.reason, /3 relaunches within supervise\.window 60m/);
     // An hour after the first, it falls out of the window and one more is allowed.
     assert.equal(nextRelaunch(s, budget, 3_600_001).relaunch, true);
+  });
+
+  it('starts the backoff over after a relaunch that served for supervise.stableAfter, the budget still counting it', () => {
+    const old: Budget = { maxRelaunches: 5, windowMs: 3 * 3_600_000, backoffMs: 600_000 };
+    const stable: Budget = { ...old, stableAfterMs: 600_000 };
+    const s = initialState('c', { launchId: 'l', servingSinceMs: 0 }, 0);
+    s.relaunches.push(relaunch(1, 0, { outcome: 'serving' }));
+    s.relaunches.push(relaunch(2, 60_000, { outcome: 'serving', lostAtMs: 60_000 }));
+    // A crash loop: relaunch 2 came a minute after relaunch 1 served, so a loss 1 s after it served waits 20 min.
+    s.lostAtMs = 62_000;
+    assert.deepEqual(nextRelaunch(s, stable, 62_000), { relaunch: true, waitMs: 1_200_000 - 1000 });
+    // Independent faults: relaunch 2 then served 11 minutes; the next loss is relaunched at once...
+    s.lostAtMs = 61_000 + 660_000;
+    assert.deepEqual(nextRelaunch(s, stable, s.lostAtMs), { relaunch: true, waitMs: 0 });
+    // ...where the doubling alone (a run recorded before the rule) would wait the rest of 20 minutes.
+    assert.deepEqual(nextRelaunch(s, old, s.lostAtMs), { relaunch: true, waitMs: 1_200_000 - 660_000 });
+    // The budget still counts every relaunch in the window: a sixth is refused however stable the others were.
+    for (let n = 3; n <= 5; n++)
+      s.relaunches.push(relaunch(n, n * 700_000, { outcome: 'serving', lostAtMs: n * 700_000 }));
+    s.lostAtMs = 4_000_000;
+    assert.equal(nextRelaunch(s, stable, 4_000_000).relaunch, false);
+    assert.equal(backoffIfLostNow(s, stable, 4_000_000), undefined);
+  });
+
+  it('says the backoff a loss now would wait', () => {
+    const stable: Budget = { ...budget, stableAfterMs: 600_000 };
+    const s = initialState('c', { launchId: 'l', servingSinceMs: 0 }, 0);
+    assert.equal(backoffIfLostNow(s, stable, 0), 0);
+    s.relaunches.push(relaunch(1, 0, { outcome: 'serving' }));
+    // 10 s after relaunch 1 served: a loss now is a crash loop's second relaunch.
+    assert.equal(backoffIfLostNow(s, stable, 11_000), 60_000 - 10_000);
+    // Once it served 10 minutes, a loss starts over.
+    assert.equal(backoffIfLostNow(s, stable, 601_000), 0);
   });
 
   it('does not count a refused relaunch (another deploy ran) against the budget', () => {

@@ -1,0 +1,109 @@
+// Host ownership as the deploy and `down` see it: which cluster holds these hosts (Temporal's visibility, by
+// the LiftoffHostIds of running cluster workflows), taking them over, holding them, releasing them. These talk to
+// Temporal, not to hosts, with the worker's own client.
+import { Context } from '@temporalio/activity';
+import { WithStartWorkflowOperation, WorkflowNotFoundError } from '@temporalio/client';
+import { searchAttributes, deployWorkflowId, superviseWorkflowId } from '../shared/constants.js';
+import {
+  clusterWorkflowId,
+  clusterWorkflowType,
+  handOverUpdate,
+  holdUpdate,
+  releaseUpdate,
+  type ClusterRecord,
+  type HeldCluster,
+  type HoldInput,
+} from '../shared/cluster-api.js';
+import { keepHeartbeating } from './heartbeat.js';
+import { client, waitClosed } from './temporal-client.js';
+
+/** Visibility's string literal: machine ids and cluster names are validated, so this only guards the quotes. */
+const literal = (value: string): string => `'${value.replace(/[\\']/g, '\\$&')}'`;
+
+/** The other clusters holding any of these machines, with their records (as their memo last said). */
+export async function findHostOwners(input: {
+  cluster: string;
+  machineIds: string[];
+}): Promise<ClusterRecord[]> {
+  if (input.machineIds.length === 0) return [];
+  const query = [
+    `WorkflowType = ${literal(clusterWorkflowType)}`,
+    `ExecutionStatus = 'Running'`,
+    `${searchAttributes.hostIds.name} IN (${input.machineIds.map(literal).join(', ')})`,
+    `${searchAttributes.cluster.name} != ${literal(input.cluster)}`,
+  ].join(' AND ');
+  const owners: ClusterRecord[] = [];
+  for await (const wf of client().workflow.list({ query })) {
+    const record = wf.memo?.record as ClusterRecord | undefined;
+    if (record) owners.push(record);
+  }
+  return owners;
+}
+
+/** How long a handover waits for the old cluster's supervisor and deploy to end. */
+const endWaitMs = 5 * 60_000;
+
+/**
+ * Takes each owner's hosts: its workflow records the handover, stops its supervisor and cancels its deploy; this
+ * waits until both have ended, so nothing of the old cluster acts on the hosts once this returns. Returns the
+ * owners' records: their containers are the new deploy's to remove.
+ */
+export async function handOverHosts(input: {
+  to: string;
+  by: string;
+  owners: string[];
+}): Promise<ClusterRecord[]> {
+  return keepHeartbeating(async () => {
+    const records: ClusterRecord[] = [];
+    for (const owner of input.owners) {
+      const handle = client().workflow.getHandle(clusterWorkflowId(owner));
+      let held: HeldCluster;
+      try {
+        held = await handle.executeUpdate(handOverUpdate, { args: [{ to: input.to, by: input.by }] });
+      } catch (err) {
+        // A retry after the update went through: the owner has already ended, handed over.
+        const ended = (await handle.result().catch(() => undefined)) as ClusterRecord | undefined;
+        if (ended?.handedOver?.to !== input.to) throw err;
+        held = { record: ended, spec: undefined };
+      }
+      await Promise.all([
+        waitClosed(deployWorkflowId(owner), endWaitMs),
+        waitClosed(superviseWorkflowId(owner), endWaitMs),
+      ]);
+      records.push(held.record);
+    }
+    return records;
+  });
+}
+
+/** Records that this deploy holds the hosts, starting the cluster's workflow when none runs. */
+export async function holdHosts(input: HoldInput & { cluster: string }): Promise<void> {
+  const { cluster, ...hold } = input;
+  await client().workflow.executeUpdateWithStart(holdUpdate, {
+    args: [hold],
+    startWorkflowOperation: new WithStartWorkflowOperation(clusterWorkflowType, {
+      workflowId: clusterWorkflowId(cluster),
+      taskQueue: Context.current().info.taskQueue,
+      args: [{ cluster }],
+      workflowIdConflictPolicy: 'USE_EXISTING',
+      typedSearchAttributes: [{ key: searchAttributes.cluster, value: cluster }],
+    }),
+  });
+}
+
+/** Ends the cluster's workflow as down, returning its record; undefined when none runs. */
+export async function releaseHosts(input: {
+  cluster: string;
+  by: string;
+}): Promise<ClusterRecord | undefined> {
+  const handle = client().workflow.getHandle(clusterWorkflowId(input.cluster));
+  try {
+    return await handle.executeUpdate(releaseUpdate, { args: [{ by: input.by }] });
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) return undefined;
+    // It ended meanwhile (a retry after the update went through, or a handover): its result is the record.
+    const described = await handle.describe().catch(() => undefined);
+    if (described?.status.name === 'RUNNING') throw err;
+    return (await handle.result().catch(() => undefined)) as ClusterRecord | undefined;
+  }
+}
