@@ -25,11 +25,14 @@ const idA = `sha256:${'3f2a9c1b2d4e'.padEnd(64, '0')}`;
 const idB = `sha256:${'9b8c7d6e5f4a'.padEnd(64, '1')}`;
 const snap = './snapshots/6f1c';
 
+const machineIdOf = (host: string): string => (host === 'spark1' ? '1' : '2').repeat(32);
+
 function facts(host: string, over: Partial<HostFacts> = {}): HostFacts {
   const ip = host === 'spark1' ? '10.0.2.11' : '10.0.2.12';
   return {
     host,
     clockOffsetMs: 0,
+    machineId: machineIdOf(host),
     imageId: idA,
     addresses: [{ iface: 'enp1s0f1np1', address: ip, prefix: 24 }],
     mtus: { enp1s0f1np1: 1500, lo: 65536 },
@@ -215,6 +218,7 @@ describe('agreement: comparisons', () => {
       ok: true,
       problems: [],
       warnings: [],
+      machineIds: { spark1: machineIdOf('spark1'), spark2: machineIdOf('spark2') },
     });
   });
 

@@ -90,7 +90,13 @@ describe('postmortem of a successful deploy (deploy-succeeded.json)', () => {
       deploySteps.map((s) => s.name),
     );
     let previousEnd = pm.startedAtMs;
+    // A recording made before clusters held hosts skips that step (its run took the unpatched branch).
+    const heldHosts = readFileSync(join(dir, 'deploy-succeeded.json'), 'utf8').includes('"cluster-hold"');
     for (const s of pm.steps) {
+      if (s.name === 'holdHosts' && !heldHosts) {
+        assert.equal(s.outcome, 'skipped', 'holdHosts skipped in a run recorded before it');
+        continue;
+      }
       assert.equal(s.outcome, 'done', `${s.name} done`);
       assert.ok(s.startedAtMs !== undefined && s.endedAtMs !== undefined, `${s.name} has times`);
       assert.equal(s.durationMs, s.endedAtMs - s.startedAtMs);

@@ -38,6 +38,7 @@ function goodAnswers(): Map<string, ExecResult> {
       'free-space',
       ok('Filesystem 1024-blocks Used Available Capacity Mounted on\n/dev/x 100 1 99999999 1% /\n'),
     ],
+    ['machine-id', ok(`${'a'.repeat(32)}\n`)],
     ['links', ok('3: enp1s0f1np1: <UP> mtu 1500 qdisc noqueue\n')],
     ['weight-list', ok('f 64 ./a.safetensors\nf 10 ./config.json\n')],
     ['weight-indexes', ok('')],

@@ -15,13 +15,14 @@ function errorsFor(supervise: unknown): string {
 }
 
 describe('spec: supervise', () => {
-  it('defaults: enabled, every 30s, lost after 3 rounds, 3 relaunches per hour, 1m backoff', () => {
+  it('defaults: enabled, every 30s, lost after 3 rounds, 3 relaunches per hour, 1m backoff, stable after 10m', () => {
     const spec = deploySpecSchema.parse(example);
     assert.deepEqual(spec.supervise, {
       enabled: true,
       interval: '30s',
       failureThreshold: 3,
       maxRelaunches: 3,
+      stableAfter: '10m',
       window: '1h',
       backoff: '1m',
     });
