@@ -121,7 +121,9 @@ export function spawnSshd(launch: SshdLaunch): number {
       `mount --bind ${q(join(hostDir, 'home'))} /home`,
       `mount --bind ${q(join(hostDir, 'roothome'))} /root`,
       `mount --bind ${q(join(hostDir, 'meminfo'))} /proc/meminfo`,
-      ...machineIdMounts(hostDir).map((target) => `mount --bind ${q(sshdPaths.machineId(hostDir))} ${target}`),
+      ...machineIdMounts(hostDir).map(
+        (target) => `mount --bind ${q(sshdPaths.machineId(hostDir))} ${target}`,
+      ),
       ...(existsSync(sshdPaths.etcHosts(hostDir))
         ? [`mount --bind ${q(sshdPaths.etcHosts(hostDir))} /etc/hosts`]
         : []),

@@ -65,7 +65,8 @@ export interface HostFacts {
 /** What each read printed, as lines (empty ones dropped), by its section name; a read that did not run has none. */
 export type FactSections = ReadonlyMap<FactSection, string[]>;
 
-export type FactSection = 'clock' | 'machine' | 'image' | 'addr' | 'link' | 'weights' | 'index' | 'ipc' | 'hash' | 'ray';
+export type FactSection =
+  'clock' | 'machine' | 'image' | 'addr' | 'link' | 'weights' | 'index' | 'ipc' | 'hash' | 'ray';
 
 export function parseHostFacts(host: string, sections: FactSections, startedAtMs: number): HostFacts {
   const lines = (name: FactSection): string[] => sections.get(name) ?? [];

@@ -1,7 +1,11 @@
 // The supervisor's word to its cluster's workflow (src/workflows/cluster.ts): its state when it changes, and the
 // wait before the next relaunch were the cluster lost now, so `liftoff status` shows both without a worker.
 import { getExternalWorkflowHandle, patched } from '@temporalio/workflow';
-import { clusterWorkflowId, supervisionChangedSignal, type SupervisionChange } from '../shared/cluster-api.js';
+import {
+  clusterWorkflowId,
+  supervisionChangedSignal,
+  type SupervisionChange,
+} from '../shared/cluster-api.js';
 import { patches } from './patches.js';
 import { backoffIfLostNow, type Budget, type SuperviseState } from './supervise-state.js';
 

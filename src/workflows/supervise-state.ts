@@ -93,7 +93,11 @@ export function relaunchesInWindow(state: SuperviseState, budget: Budget, nowMs:
  * until the next loss or `lostAtMs`): a crash loop's, which the backoff doubles over. Independent faults minutes
  * apart each start over, as Kubernetes resets CrashLoopBackOff after 10 minutes of running.
  */
-export function crashLoop(recent: readonly RelaunchEntry[], budget: Budget, lostAtMs: number): RelaunchEntry[] {
+export function crashLoop(
+  recent: readonly RelaunchEntry[],
+  budget: Budget,
+  lostAtMs: number,
+): RelaunchEntry[] {
   const stableAfterMs = budget.stableAfterMs ?? Infinity;
   let start = 0;
   recent.forEach((r, i) => {

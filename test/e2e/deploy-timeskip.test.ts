@@ -37,7 +37,8 @@ function scriptedCluster(readyAfterMs: number | undefined) {
     checkWorkerPolicy,
     preflightHost: (i) => Promise.resolve({ host: i.host.target.name, ok: true, checks: [] }),
     // The scripted hosts agree: this file is about the load's deadline, not about preflight.
-    checkHostsAgree: () => Promise.resolve({ ok: true, problems: [], warnings: [], unread: [], machineIds: {} }),
+    checkHostsAgree: () =>
+      Promise.resolve({ ok: true, problems: [], warnings: [], unread: [], machineIds: {} }),
     stopServices: (i) =>
       Promise.resolve({ host: i.host.target.name, stopped: i.units, disabled: [], notLoaded: [] }),
     removeContainers: (i) => Promise.resolve({ host: i.host.target.name, removed: [] }),
