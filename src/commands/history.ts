@@ -4,6 +4,7 @@ import { Command, InvalidArgumentError } from 'commander';
 import type { Client } from '@temporalio/client';
 import { withClient } from '../temporal/connection.js';
 import { searchAttributes } from '../shared/constants.js';
+import { clusterWorkflowType } from '../shared/cluster-api.js';
 import { emit, table } from '../cli/render.js';
 import { runCommand } from '../cli/run-command.js';
 import { historyEntries, type HistoryEntry, type ListedRun } from '../report/history-list.js';
@@ -24,7 +25,8 @@ export async function listClusterRuns(
   cluster: string,
   extraQuery = '',
 ): Promise<ListedRun[]> {
-  const query = `${searchAttributes.cluster.name} = '${cluster.replaceAll("'", "\\'")}'${extraQuery ? ` AND ${extraQuery}` : ''}`;
+  // The cluster's own workflow (its record of held hosts) is not a run of it; deploys and downs are.
+  const query = `${searchAttributes.cluster.name} = '${cluster.replaceAll("'", "\\'")}' AND WorkflowType != '${clusterWorkflowType}'${extraQuery ? ` AND ${extraQuery}` : ''}`;
   const runs: ListedRun[] = [];
   for await (const info of client.workflow.list({ query })) {
     const sa = info.typedSearchAttributes;

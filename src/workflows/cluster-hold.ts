@@ -4,6 +4,7 @@
 // tells the cluster's workflow how it ended.
 import { ApplicationFailure, getExternalWorkflowHandle, patched, workflowInfo } from '@temporalio/workflow';
 import type { NamedHost } from '../activities/types.js';
+import type { HostOwners } from '../activities/cluster-hold.js';
 import type { DeploySpec } from '../config/schema.js';
 import {
   clusterWorkflowId,
@@ -29,13 +30,14 @@ export async function checkHostOwners(
   hosts: readonly NamedHost[],
   machineIds: Record<string, string>,
   takeOver: boolean,
-): Promise<ClusterRecord[]> {
+): Promise<HostOwners> {
   const { findHostOwners } = stepActivities(spec)('preflight', 'findHostOwners');
-  const owners = await findHostOwners({
+  const found = await findHostOwners({
     cluster: spec.cluster,
     machineIds: [...new Set(Object.values(machineIds))],
   });
-  if (owners.length === 0 || takeOver) return owners;
+  const { owners } = found;
+  if (owners.length === 0 || takeOver) return found;
   const lines = owners.map((o) => {
     const shared = o.hosts.filter((h) => Object.values(machineIds).includes(h.machineId));
     const ours = hosts.filter((h) => shared.some((s) => s.machineId === machineIds[h.name]));
@@ -68,7 +70,7 @@ export async function holdHosts(
   machineIds: Record<string, string>,
   owners: readonly ClusterRecord[],
   trigger: DeployTriggerName,
-): Promise<Map<string, TakenContainers[]>> {
+): Promise<{ taken: Map<string, TakenContainers[]>; held: boolean }> {
   const info = workflowInfo();
   const taken = new Map<string, TakenContainers[]>();
   if (owners.length > 0) {
@@ -88,7 +90,7 @@ export async function holdHosts(
       if (there.length > 0) taken.set(h.name, there);
     }
   }
-  await stepActivities(spec)('holdHosts').holdHosts({
+  const held = await stepActivities(spec)('holdHosts').holdHosts({
     cluster: spec.cluster,
     hosts: hosts.flatMap((h) => {
       const machineId = machineIds[h.name];
@@ -99,7 +101,7 @@ export async function holdHosts(
     containers: Object.fromEntries(hosts.map((h) => [h.name, [spec.ray.container]])),
     deploy: { workflowId: info.workflowId, trigger, startedAtMs: Date.now() },
   });
-  return taken;
+  return { taken, held };
 }
 
 /** The holdHosts step's detail line. */

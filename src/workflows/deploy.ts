@@ -133,18 +133,26 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
   try {
     const { machineIds, owners } = await tracker.run('preflight', async () => {
       const passed = await preflight(run);
-      if (passed.warnings.length > 0) tracker.detail('preflight', `warning: ${passed.warnings.join('; ')}`);
       if (multiproc) await checkMasterPortFree(run);
       // A supervisor's relaunch never takes hosts over, whatever its spec says.
       const takeOver = !isSupervisorRelaunch(spec.cluster) && (options.takeOver ?? spec.takeOver);
-      const owners = holding ? await checkHostOwners(spec, hosts, passed.machineIds, takeOver) : [];
-      return { machineIds: passed.machineIds, owners };
+      const found = holding
+        ? await checkHostOwners(spec, hosts, passed.machineIds, takeOver)
+        : { owners: [] };
+      const warnings = [...passed.warnings, ...(found.unchecked ? [found.unchecked] : [])];
+      if (warnings.length > 0) tracker.detail('preflight', `warning: ${warnings.join('; ')}`);
+      return { machineIds: passed.machineIds, owners: found.owners };
     });
     // Every host passed: from here the hosts are this cluster's, even if the deploy fails.
     const taken = await tracker.run('holdHosts', async () => {
       if (!holding) return tracker.skip('holdHosts', 'a run recorded before clusters held hosts');
-      const taken = await holdHosts(spec, hosts, machineIds, owners, trigger);
-      tracker.detail('holdHosts', holdDetail(hosts, machineIds, owners));
+      const { taken, held } = await holdHosts(spec, hosts, machineIds, owners, trigger);
+      tracker.detail(
+        'holdHosts',
+        held
+          ? holdDetail(hosts, machineIds, owners)
+          : 'not held: this Temporal server cannot start the cluster’s workflow (Update-with-Start)',
+      );
       return taken;
     });
     // The old supervisor must not relaunch what this deploy removes.

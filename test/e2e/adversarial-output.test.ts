@@ -152,7 +152,8 @@ describe('adversarial host output on a simulated cluster', () => {
         .execute(deploy, {
           taskQueue: TASK_QUEUE,
           workflowId: deployWorkflowId(cluster),
-          args: [simDeploySpec(sim, { cluster }), { trigger: 'cli' }],
+          // Each case is its own cluster on the same hosts: it takes them over from the case before.
+          args: [simDeploySpec(sim, { cluster }), { trigger: 'cli', takeOver: true }],
         })
         .then(
           () => undefined,

@@ -87,8 +87,12 @@ describe('preflight: the hosts must agree', () => {
   }
 
   it('the reference cluster agrees: no problem, no warning, every host read', async () => {
-    const result = await agreementOf(base());
+    const { machineIds, ...result } = await agreementOf(base());
     assert.deepEqual(result, { ok: true, problems: [], warnings: [], unread: [] });
+    // Each host's own machine id (the simulator gives each its own): what a cluster holds it by.
+    assert.deepEqual(Object.keys(machineIds), ['spark1', 'spark2']);
+    for (const id of Object.values(machineIds)) assert.match(id, /^[0-9a-f]{32}$/);
+    assert.notEqual(machineIds.spark1, machineIds.spark2);
   });
 
   it('refuses a different image on the worker, short IDs side by side', async () => {

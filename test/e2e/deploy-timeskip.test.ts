@@ -39,6 +39,9 @@ function scriptedCluster(readyAfterMs: number | undefined) {
     // The scripted hosts agree: this file is about the load's deadline, not about preflight.
     checkHostsAgree: () =>
       Promise.resolve({ ok: true, problems: [], warnings: [], unread: [], machineIds: {} }),
+    // No host reports a machine id here, so nothing is held by anyone.
+    findHostOwners: () => Promise.resolve({ owners: [] }),
+    holdHosts: () => Promise.resolve(true),
     stopServices: (i) =>
       Promise.resolve({ host: i.host.target.name, stopped: i.units, disabled: [], notLoaded: [] }),
     removeContainers: (i) => Promise.resolve({ host: i.host.target.name, removed: [] }),

@@ -337,8 +337,9 @@ describe('liftoff plan and init on the simulated cluster', () => {
     const handle = await e2e.client.workflow.start(deploy, {
       taskQueue: TASK_QUEUE,
       workflowId: 'liftoff-init-e2e',
-      // As written; only the supervisor stays off, so it does not probe the hosts after the test.
-      args: [spec, { trigger: 'cli', supervise: false }],
+      // As written; only the supervisor stays off, so it does not probe the hosts after the test, and the hosts
+      // are taken over from the cluster the plan tests deployed there.
+      args: [spec, { trigger: 'cli', supervise: false, takeOver: true }],
     });
     const result = await handle.result();
     assert.equal(result.model, 'Qwen/Qwen3.5-122B-A10B-FP8');

@@ -14,7 +14,7 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { createLiftoffWorker } from '../../src/worker.js';
 import { liftoffDataConverter, ENCRYPTED_ENCODING } from '../../src/temporal/codec.js';
 import { temporalCliPath } from '../../src/temporal/cli-path.js';
-import { TASK_QUEUE, deployWorkflowId } from '../../src/shared/constants.js';
+import { TASK_QUEUE, deployWorkflowId, downWorkflowId } from '../../src/shared/constants.js';
 import { deploy } from '../../src/workflows/index.js';
 import { patchIds } from '../../src/workflows/patches.js';
 import type { DeployResult } from '../../src/workflows/steps.js';
@@ -229,6 +229,14 @@ describe('secrets: nothing secret in an exported history; payload encryption', (
     assert.ok(appears(scanOf(raw), spec().serve.model));
     assert.ok(appears(scanOf(raw), tokenEnv), 'the reference (the variable name) is recorded');
     const keyLines = assertNoSecrets(raw, 'plain history');
+    // The plain worker's cluster workflow holds the hosts; a keyed client's messages could not be read there. So
+    // the plain cluster is taken down first, as a user moving it to a worker with a key would.
+    const down = await env.client.workflow.start('down', {
+      taskQueue: plainQueue,
+      workflowId: downWorkflowId(clusterName),
+      args: [{ cluster: clusterName }],
+    });
+    await down.result();
     console.log(
       `FIGURE: plain deploy ${deploySeconds.toFixed(1)} s; exported history ${(raw.length / 1024).toFixed(0)} KiB, ${encodings.length} payloads; token (on both hosts' containers) found 0 times, private key (${keyLines} body lines + file) found 0 times`,
     );
