@@ -1,6 +1,6 @@
-// The one activity behind every host step (src/steps/host-step.ts): the step's commands as one round trip on the
+// The one activity behind every host step (src/steps/host-steps.ts): the step's commands as one round trip on the
 // host, then its judge. The worker registers it once per step, under the step's name.
-import { hostSteps } from '../steps/host-step.js';
+import { hostSteps } from '../steps/host-steps.js';
 import type { HostStep, HostStepInput } from '../steps/host-step.js';
 import { runCommands } from './run-commands.js';
 import { onHost } from './ssh-context.js';

@@ -27,7 +27,7 @@ import {
   type PlannedStep,
 } from '../steps/plan-entry.js';
 import { startRankPlan } from '../steps/start-rank.js';
-import { hostSteps } from '../steps/host-step.js';
+import { hostSteps } from '../steps/host-steps.js';
 import { runsOn, type HostStep, type HostStepInput } from '../steps/host-step.js';
 
 export interface HostPlan {

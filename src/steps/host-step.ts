@@ -1,6 +1,6 @@
 // A deploy step that is one round trip on some hosts and a verdict, declared whole: the hosts it runs on, its
 // named commands, its pure judge (the step's detail line, or the step's ApplicationFailure), its plan entry's
-// intent and the patch id that gates it in workflow code. `hostSteps` below lists them; one activity runs
+// intent and the patch id that gates it in workflow code. src/steps/host-steps.ts lists them; one activity runs
 // any of them (activities/host-step.ts), registered under the step's name, so the history, `status` and the
 // postmortem name the step as they name the others. Adding one takes its module here, a line in the list, its
 // row in workflows/steps.ts and its call in workflows/deploy.ts. Workflow code imports the steps listed (to skip
@@ -8,7 +8,6 @@
 import type { DeploySpec } from '../config/schema.js';
 import type { Answers, StepCommand } from '../host-commands/step-command.js';
 import type { PlanHost } from './plan-entry.js';
-import { servePortFree } from './serve-port-free.js';
 
 /** What a host step's functions see: the spec and the host it runs on (a PlanHost: name, role, clusterIp, ref). */
 export interface HostStepInput {
@@ -40,14 +39,4 @@ export interface HostStep {
 
 export function runsOn(step: HostStep, role: PlanHost['role']): boolean {
   return step.on === 'every host' || role === 'head';
-}
-
-// Every host step, in the deploy's order: the worker registers an activity for each, the plan shows each where
-// the spec runs it, and workflows/patches.ts lists their patch ids.
-export const hostSteps: readonly HostStep[] = [servePortFree];
-
-export function hostStepNamed(name: string): HostStep {
-  const step = hostSteps.find((s) => s.name === name);
-  if (!step) throw new Error(`no host step named ${name}`);
-  return step;
 }

@@ -46,7 +46,8 @@ import {
   type StepName,
 } from './steps.js';
 import { patches } from './patches.js';
-import { hostStepNamed, runsOn, type HostStepInput } from '../steps/host-step.js';
+import { hostStepNamed, type HostStepInput } from '../steps/host-steps.js';
+import { runsOn } from '../steps/host-step.js';
 import { headAddressOf, launchServeInput, rayContainerInput } from '../host-commands/step-inputs.js';
 import { markerPathFor, type HeadLook } from '../host-commands/launch.js';
 

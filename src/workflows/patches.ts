@@ -7,7 +7,7 @@
 // marker `patched()` wrote fails replay when no call meets it ("Non-deprecated patch marker encountered"), (2)
 // test/histories has been re-recorded, so its markers are the deprecated ones, which replay skips, and (3) no
 // worker older than the deprecation polls the task queue. test/histories/README.md has the schedule.
-import { hostSteps } from '../steps/host-step.js';
+import { hostSteps } from '../steps/host-steps.js';
 
 export const patches = {
   /** A deploy takes supervision over from the running supervisor and starts its own once it serves. */
@@ -48,5 +48,5 @@ export const patches = {
   superviseBackoffReset: 'supervise-backoff-reset',
 } as const;
 
-/** Every id, the host steps' (src/steps/host-step.ts) among them. */
+/** Every id, the host steps' (src/steps/host-steps.ts) among them. */
 export const patchIds: readonly string[] = [...Object.values(patches), ...hostSteps.map((s) => s.patch)];
