@@ -10,7 +10,7 @@ import { simDeploySpec } from '../sim/spec.js';
 import { preflightHost } from '../src/activities/preflight.js';
 import { checkHostsAgree, type AgreementResult } from '../src/activities/agreement.js';
 import type { PreflightInput } from '../src/activities/types.js';
-import { clusterHosts, validate } from '../src/workflows/deploy.js';
+import { clusterHosts, validate } from '../src/workflows/cluster-run.js';
 import { agreementInput } from '../src/workflows/preflight.js';
 import { dirnameOf, modelPathFor } from '../src/config/derive.js';
 import { median, round } from './measure.js';

@@ -7,7 +7,6 @@ import type { GpuClearLimits } from '../parsers/nvidia-smi.js';
 import type { VllmLogSummary } from '../parsers/vllm-log.js';
 import type { HeadLook } from '../host-commands/launch.js';
 import type { ContainerLists } from '../steps/remove-containers.js';
-import type { HeadPollInput } from '../steps/verify-ray.js';
 
 export type { ContainerLists };
 
@@ -65,10 +64,18 @@ export interface RayContainerResult {
   reused: boolean;
 }
 
-/** With launchMarkerPath (serve.logPath + .liftoff.json), the last poll's look is RayClusterState.headLook. */
-export interface VerifyRayClusterInput extends HeadPollInput {
+export interface VerifyRayClusterInput {
   head: NamedHost;
   workers: NamedHost[];
+  container: string;
+  expectedNodes: number;
+  expectedGpus: number;
+  /**
+   * The launch's marker on the head (serve.logPath + .liftoff.json): read with Ray's state on each poll; the last
+   * look is returned (RayClusterState.headLook) for the workflow to pass to launchServe. steps/verify-ray.ts's
+   * HeadPollInput has these fields; not imported, since that step imports this module's types.
+   */
+  launchMarkerPath?: string;
 }
 export interface RayClusterState {
   nodes: number;

@@ -3,7 +3,6 @@
 // the schema runs these checks, and it is imported by workflows.
 import type { SpecIssue } from './errors.js';
 import { multiprocOwnedArgIssues } from './owned-flags.js';
-import type { DeploySpec } from './schema.js';
 
 export const launchBackends = ['ray', 'multiproc'] as const;
 export type LaunchBackend = (typeof launchBackends)[number];
@@ -80,11 +79,25 @@ export function writtenFieldIssues(raw: unknown): SpecIssue[] {
   return issues;
 }
 
+/** The parts of a parsed spec the multiproc rules read (the schema imports this module, so not its types). */
+export interface BackendShape {
+  hosts: readonly unknown[];
+  gpu: { perHost: number };
+  ray: { port: number };
+  serve: {
+    backend: LaunchBackend;
+    port: number;
+    tensorParallelSize: number;
+    args: readonly string[];
+    masterPort?: number | undefined;
+  };
+}
+
 /**
  * What the multiproc launch needs of a parsed spec: a master port, serve.args that leave the flags it sets alone,
  * and one worker per GPU of the cluster.
  */
-export function multiprocIssues(spec: DeploySpec): SpecIssue[] {
+export function multiprocIssues(spec: BackendShape): SpecIssue[] {
   if (spec.serve.backend !== 'multiproc') return [];
   const issues: SpecIssue[] = [];
   const { masterPort, port, tensorParallelSize: tp } = spec.serve;

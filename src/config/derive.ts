@@ -1,10 +1,16 @@
-// Values the deploy derives from the spec. Pure: used by the schema's checks and by the workflow.
-import type { DeploySpec } from './schema.js';
+// Values the deploy derives from the spec. Pure: used by the schema's checks and by the workflow. Takes only
+// the fields it reads, not the DeploySpec type: the schema imports this module, so it cannot import the schema.
 
 const hfCacheInContainer = '/root/.cache/huggingface';
 
+/** The parts of a spec that say where the model weights are. */
+export interface ModelLocation {
+  serve: { model: string; modelPath?: string | undefined };
+  ray: { volumes: readonly string[] };
+}
+
 /** Host folder of the model weights: serve.modelPath, or the Hugging Face cache of a mounted volume. */
-export function modelPathFor(spec: Pick<DeploySpec, 'serve' | 'ray'>): string | undefined {
+export function modelPathFor(spec: ModelLocation): string | undefined {
   if (spec.serve.modelPath) return spec.serve.modelPath;
   for (const volume of spec.ray.volumes) {
     const [hostPath, containerPath] = volume.split(':');

@@ -3,12 +3,21 @@
 // only on a list within maxHosts. Pure: the schema runs it, also inside the workflow sandbox.
 import type { SpecIssue } from './errors.js';
 import { maxHosts, maxJumpDepth } from './limits.js';
-import type { HostSpec } from './schema.js';
 
-type JumpHostShape = Pick<HostSpec, 'name' | 'jumpHost'>;
+interface JumpHostShape {
+  name: string;
+  jumpHost?: string | undefined;
+}
+
+interface HostShape extends JumpHostShape {
+  address: string;
+  port?: number | undefined;
+  clusterIp?: string | undefined;
+  role: 'head' | 'worker';
+}
 
 /** What is wrong across `hosts` (the fields of each already valid on their own). */
-export function hostIssues(hosts: readonly HostSpec[], sshPort: number): SpecIssue[] {
+export function hostIssues(hosts: readonly HostShape[], sshPort: number): SpecIssue[] {
   // The list's own cap refused it already; its hosts are not worth reading.
   if (hosts.length > maxHosts) return [];
   const issues: SpecIssue[] = [];

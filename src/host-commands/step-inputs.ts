@@ -1,13 +1,16 @@
 // The inputs of the launch's activities, built from the spec in one place: the deploy schedules them and
 // `liftoff plan` renders the commands they lead to, so the two cannot disagree on a flag. Pure.
-import type { NamedHost } from '../activities/types.js';
 import type { LaunchServeInput, RayContainerInput } from './launch.js';
 import type { StartRankInput } from './multiproc.js';
 import { defaultDistributedTimeout } from '../config/backend.js';
 import { parseDuration } from '../config/duration.js';
 import type { DeploySpec } from '../config/schema.js';
+import type { HostRef } from '../config/targets.js';
 
-export type InputHost = Pick<NamedHost, 'ref' | 'clusterIp'>;
+export interface InputHost {
+  ref: HostRef;
+  clusterIp: string;
+}
 
 /** The Ray node on `host`: the head without `headAddress`, a worker with it. */
 export function rayContainerInput(

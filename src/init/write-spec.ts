@@ -7,11 +7,17 @@
 import type { Choice, CleanupSuggestion, InitChoices } from './choose.js';
 import { rayContainerName } from './choose.js';
 import type { HostFacts } from './probe.js';
-import type { SshSpec } from '../config/schema.js';
+
+export interface InitSshOptions {
+  user: string;
+  privateKeyPath?: string;
+  useAgent?: boolean;
+  knownHostsPath: string;
+}
 
 export interface WriteSpecInput {
   cluster: string;
-  ssh: Pick<SshSpec, 'user' | 'knownHostsPath'> & Partial<SshSpec>;
+  ssh: InitSshOptions;
   choices: InitChoices;
   facts: HostFacts[];
   /** Shown in the header: when the hosts were probed. */

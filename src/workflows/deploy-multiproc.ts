@@ -10,7 +10,7 @@ import { judgeContainer } from '../parsers/container-state.js';
 import { judgeVllmFatal } from '../parsers/vllm-log.js';
 import { FailureType } from '../shared/failures.js';
 import { loadFailure, rootApplicationFailure } from './failures.js';
-import type { ClusterRun, DeployRun } from './deploy.js';
+import type { ClusterRun, DeployRun } from './cluster-run.js';
 import { patches } from './patches.js';
 import { nameLostFollower, type Followers } from './wait-healthy.js';
 

@@ -14,14 +14,11 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { ContainerLists, NamedHost } from '../activities/types.js';
-import { deploySpecSchema, hostNamePattern, type DeploySpec } from '../config/schema.js';
-import type { ZodType } from 'zod';
-import { formatIssues } from '../config/errors.js';
-import { resolveSshTarget } from '../config/targets.js';
-import { FailureType, type DeployTriggerName } from '../shared/failures.js';
+import type { ContainerLists } from '../activities/types.js';
+import { hostNamePattern, type DeploySpec } from '../config/schema.js';
+import type { DeployTriggerName } from '../shared/failures.js';
 import { deployWorkflowId, searchAttributes } from '../shared/constants.js';
-import { retryProfiles, stepActivities, type StepActivities } from './activity-options.js';
+import { retryProfiles, stepActivities } from './activity-options.js';
 import { preflight } from './preflight.js';
 import { StepTracker } from './step-tracker.js';
 import { collectDiagnostics, tearDown } from './teardown.js';
@@ -36,6 +33,7 @@ import {
   type TakenContainers,
 } from './cluster-hold.js';
 import { runUnderClusterId } from './under-cluster-id.js';
+import { clusterOf, validate, type DeployRun } from './cluster-run.js';
 import { rayWorkers, waitHealthy } from './wait-healthy.js';
 import { checkMasterPortFree, isRankFailure, launchRanks, rankFollowers } from './deploy-multiproc.js';
 import {
@@ -62,14 +60,6 @@ export interface DeployOptions {
   /** Hand the hosts over from the cluster that holds them (`liftoff deploy --take-over`; spec field takeOver). */
   takeOver?: boolean;
 }
-
-export type ClusterHost = NamedHost & { role: 'head' | 'worker'; address: string };
-
-/** A cluster as the workflows address it: its spec, its hosts (the head split from the others), its activities. */
-export type ClusterRun = ReturnType<typeof clusterOf> & { spec: DeploySpec; acts: StepActivities };
-
-/** What the steps of one deploy work with. */
-export type DeployRun = ClusterRun & { launchId: string; tracker: StepTracker; progress: DeployProgress };
 
 export async function deploy(input: unknown, options: DeployOptions = {}): Promise<DeployResult> {
   const info = workflowInfo();
@@ -262,48 +252,6 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
         : ['left for inspection (onFailure: leave)'];
     throw await failed(tracker.fail(err, diagnostics, teardown));
   }
-}
-
-export function validate(input: unknown): DeploySpec {
-  return parseSpec(deploySpecSchema, input);
-}
-
-/** `input` as `schema` reads it, or the refusal the CLI gives, for a spec pasted into the Temporal UI too. */
-export function parseSpec<T>(schema: ZodType<T>, input: unknown): T {
-  const parsed = schema.safeParse(input);
-  if (!parsed.success) {
-    throw ApplicationFailure.create({
-      type: FailureType.invalidSpec,
-      message: `invalid spec:\n${formatIssues(parsed.error)}`,
-      nonRetryable: true,
-    });
-  }
-  return parsed.data;
-}
-
-/** The spec's hosts split into the head and the others, as the workflows address them. */
-export function clusterOf(spec: DeploySpec): {
-  hosts: ClusterHost[];
-  head: ClusterHost;
-  workers: ClusterHost[];
-} {
-  const hosts = clusterHosts(spec);
-  const head = hosts.find((h) => h.role === 'head');
-  if (!head) throw ApplicationFailure.nonRetryable('no head host', FailureType.invalidSpec);
-  return { hosts, head, workers: hosts.filter((h) => h !== head) };
-}
-
-/** The spec's hosts as activities address them: SSH target (jump chain resolved) and key references. */
-export function clusterHosts(spec: DeploySpec): ClusterHost[] {
-  const { privateKeyPath, useAgent, knownHostsPath } = spec.ssh;
-  const auth = { privateKeyPath, useAgent, knownHostsPath };
-  return spec.hosts.map((h) => ({
-    name: h.name,
-    role: h.role,
-    address: h.address,
-    clusterIp: h.clusterIp,
-    ref: { target: resolveSshTarget(spec.hosts, spec.ssh, h.name), auth },
-  }));
 }
 
 /**

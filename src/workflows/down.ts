@@ -18,7 +18,7 @@ import { hostNamePattern } from '../config/schema.js';
 import { FailureType } from '../shared/failures.js';
 import { searchAttributes } from '../shared/constants.js';
 import { stepActivities } from './activity-options.js';
-import { clusterOf, validate } from './deploy.js';
+import { clusterOf, validate } from './cluster-run.js';
 import { messageOf } from './failures.js';
 import { tearDown } from './teardown.js';
 

@@ -8,7 +8,7 @@ import type { EnvSpec } from '../config/schema.js';
 import type { HostPlan } from '../plan/host-plan.js';
 import { FailureType } from '../shared/failures.js';
 import { retryProfiles, stepActivities, type Activities } from './activity-options.js';
-import { clusterOf, validate } from './deploy.js';
+import { clusterOf, validate } from './cluster-run.js';
 import { checkMasterPortFree } from './deploy-multiproc.js';
 import { patches } from './patches.js';
 import { preflight, type PreflightPassed } from './preflight.js';

@@ -8,7 +8,7 @@ import { parseDuration } from '../config/duration.js';
 import type { DeploySpec } from '../config/schema.js';
 import { modelPathFor } from '../config/derive.js';
 import { FailureType } from '../shared/failures.js';
-import type { ClusterRun } from './deploy.js';
+import type { ClusterRun } from './cluster-run.js';
 import { messageOf } from './failures.js';
 import { patches } from './patches.js';
 import { preflightInputOf } from '../steps/preflight-input.js';

@@ -5,7 +5,7 @@ import type * as activities from '../activities/index.js';
 import type { GpuState } from '../activities/gpu.js';
 import { probeSpecSchema } from '../config/schema.js';
 import { resolveSshTarget } from '../config/targets.js';
-import { parseSpec } from './deploy.js';
+import { parseSpec } from './cluster-run.js';
 
 const { readGpuState } = proxyActivities<typeof activities>({
   startToCloseTimeout: '1 minute',

@@ -6,7 +6,7 @@ import type { FailureBundle } from '../activities/types.js';
 import type { DeploySpec } from '../config/schema.js';
 import { heartbeatTimeout, type Activities } from './activity-options.js';
 import { messageOf, rootApplicationFailure } from './failures.js';
-import type { ClusterRun } from './deploy.js';
+import type { ClusterRun } from './cluster-run.js';
 import type { DeployResult } from './steps.js';
 import { startDeployChild } from './under-cluster-id.js';
 import type { RelaunchEntry } from './supervise-state.js';

@@ -7,7 +7,7 @@ import type { ProbeCheck, ProbeServingInput } from '../activities/types.js';
 import { formatDuration, parseDuration } from '../config/duration.js';
 import { probeTimeoutMs } from '../config/supervise.js';
 import type { Activities } from './activity-options.js';
-import type { ClusterRun } from './deploy.js';
+import type { ClusterRun } from './cluster-run.js';
 import { messageOf } from './failures.js';
 import { patches } from './patches.js';
 import type { ProbeRound, SuperviseState } from './supervise-state.js';

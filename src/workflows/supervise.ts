@@ -23,7 +23,7 @@ import { parseDuration } from '../config/duration.js';
 import { deployWorkflowId } from '../shared/constants.js';
 import { FailureType } from '../shared/failures.js';
 import { stepActivities } from './activity-options.js';
-import { clusterOf, validate, type ClusterRun } from './deploy.js';
+import { clusterOf, validate, type ClusterRun } from './cluster-run.js';
 import { messageOf } from './failures.js';
 import { notifyText, sendNotification } from './notify.js';
 import { patches } from './patches.js';

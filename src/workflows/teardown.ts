@@ -1,7 +1,7 @@
 // What a failed or cancelled deploy leaves behind: diagnostics from every host, and the removal of this
 // launch's containers.
 import type { HostDiagnostics } from '../activities/types.js';
-import type { ClusterRun } from './deploy.js';
+import type { ClusterRun } from './cluster-run.js';
 import { messageOf } from './failures.js';
 
 /**

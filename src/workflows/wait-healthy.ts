@@ -9,7 +9,7 @@ import { formatDuration, parseDuration } from '../config/duration.js';
 import { judgeContainer } from '../parsers/container-state.js';
 import { judgeVllmFatal, vllmPhases, type VllmPhase } from '../parsers/vllm-log.js';
 import { FailureType } from '../shared/failures.js';
-import type { DeployRun } from './deploy.js';
+import type { DeployRun } from './cluster-run.js';
 import { isFinal, loadFailure, messageOf } from './failures.js';
 import { patches } from './patches.js';
 import { publishDetails } from './step-tracker.js';

@@ -16,7 +16,7 @@ import { runLiftoff } from '../helpers/cli.js';
 import { deployFailureOf } from '../helpers/deploy-failure.js';
 import { assertReferenceDeploymentRuns } from '../helpers/reference-deployment.js';
 import { changingCommands, hostCommands } from '../helpers/host-logs.js';
-import { clusterHosts, validate } from '../../src/workflows/deploy.js';
+import { clusterHosts, validate } from '../../src/workflows/cluster-run.js';
 import { agreementInput } from '../../src/workflows/preflight.js';
 import { modelPathFor } from '../../src/config/derive.js';
 import { checkHostsAgree, type AgreementResult } from '../../src/activities/agreement.js';

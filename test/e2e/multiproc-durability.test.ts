@@ -17,7 +17,7 @@ import type { StartRankInput } from '../../src/host-commands/multiproc.js';
 import { rankInput } from '../../src/host-commands/step-inputs.js';
 import { workerPolicyEnv } from '../../src/config/worker-policy.js';
 import { TASK_QUEUE, deployWorkflowId, superviseWorkflowId } from '../../src/shared/constants.js';
-import { clusterHosts, validate } from '../../src/workflows/deploy.js';
+import { clusterHosts, validate } from '../../src/workflows/cluster-run.js';
 import { deploy, progressQuery } from '../../src/workflows/index.js';
 import type { DeployProgress } from '../../src/workflows/steps.js';
 import { supervisionQuery, type SuperviseState } from '../../src/workflows/supervise-api.js';
