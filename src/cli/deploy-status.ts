@@ -5,10 +5,12 @@ import {
   type WorkflowExecutionDescription,
   type WorkflowHandle,
 } from '@temporalio/client';
-import type { WorkflowFailedError } from '@temporalio/client';
+import { WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure, type TemporalFailure } from '@temporalio/common';
 import { deployWorkflowId } from '../shared/constants.js';
 import { UsageError } from './run-command.js';
+import { emit, type OutputOptions } from './render.js';
+import { ExitCode } from './exit-codes.js';
 
 /** The cluster's latest deploy run; a cluster never deployed is a usage error (exit 2) naming the workflow. */
 export async function describeClusterDeploy(
@@ -47,4 +49,19 @@ export function describeFailure(err: WorkflowFailedError): {
     };
   }
   return { type: cause?.name ?? 'Error', message: cause?.message ?? err.message, details: [] };
+}
+
+/**
+ * A run the command waited for that failed (deploy, down): `{ failed: true, workflowId, runId?, type, message,
+ * details }` under --json, else `text` of the message; exit 1. Any other error is not a failed run: rethrown.
+ */
+export function emitFailedRun(
+  opts: OutputOptions,
+  err: unknown,
+  run: { workflowId: string; runId?: string },
+  text: (message: string) => string,
+): number {
+  if (!(err instanceof WorkflowFailedError)) throw err;
+  emit(opts, { failed: true, ...run, ...describeFailure(err) }, (f) => text(f.message));
+  return ExitCode.deployFailed;
 }

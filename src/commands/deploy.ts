@@ -1,6 +1,5 @@
 // `liftoff deploy -c FILE`: validates locally, starts the deploy workflow (one per cluster), optionally follows it.
 import { Command } from 'commander';
-import { WorkflowFailedError } from '@temporalio/client';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import { deployAlreadyRunningMessage } from '../shared/failures.js';
 import { loadSpecFile } from '../config/load.js';
@@ -13,7 +12,7 @@ import { emit, colors } from '../cli/render.js';
 import { runCommand } from '../cli/run-command.js';
 import { ExitCode } from '../cli/exit-codes.js';
 import { followPlain, followTty } from '../cli/follow.js';
-import { describeFailure } from '../cli/deploy-status.js';
+import { emitFailedRun } from '../cli/deploy-status.js';
 import { deployWorkflowId } from '../shared/constants.js';
 
 export class DeployRefusedError extends Error {
@@ -84,14 +83,12 @@ export const deployCommand = new Command('deploy')
             );
             return ExitCode.ok;
           } catch (err) {
-            if (!(err instanceof WorkflowFailedError)) throw err;
-            const failure = describeFailure(err);
-            emit(
+            return emitFailedRun(
               opts,
-              { failed: true, workflowId, runId: handle.firstExecutionRunId, ...failure },
-              (f) => `${colors.red('✖ deploy failed')}: ${f.message}\nhistory: ${history}`,
+              err,
+              { workflowId, runId: handle.firstExecutionRunId },
+              (message) => `${colors.red('✖ deploy failed')}: ${message}\nhistory: ${history}`,
             );
-            return ExitCode.deployFailed;
           }
         });
       }),

@@ -1,12 +1,12 @@
 // `liftoff down CLUSTER`: the cluster stops serving and lets its hosts go (src/workflows/down.ts). One `down` runs
 // per cluster: a second one while it runs follows the first. A cluster that is already down says so, exit 0.
 import { Command } from 'commander';
-import { WorkflowFailedError, type Client } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import { withClient } from '../temporal/connection.js';
 import { emit, colors } from '../cli/render.js';
 import { runCommand, UsageError } from '../cli/run-command.js';
 import { ExitCode } from '../cli/exit-codes.js';
-import { describeFailure } from '../cli/deploy-status.js';
+import { emitFailedRun } from '../cli/deploy-status.js';
 import { TASK_QUEUE, downWorkflowId, searchAttributes } from '../shared/constants.js';
 import { down, type DownResult } from '../workflows/index.js';
 
@@ -61,14 +61,12 @@ export const downCommand = new Command('down')
           emit(opts, result, renderDown);
           return ExitCode.ok;
         } catch (err) {
-          if (!(err instanceof WorkflowFailedError)) throw err;
-          const failure = describeFailure(err);
-          emit(
+          return emitFailedRun(
             opts,
-            { failed: true, workflowId: downWorkflowId(cluster), ...failure },
-            (f) => `${colors.red(`✖ down of ${cluster} failed`)}: ${f.message}`,
+            err,
+            { workflowId: downWorkflowId(cluster) },
+            (message) => `${colors.red(`✖ down of ${cluster} failed`)}: ${message}`,
           );
-          return ExitCode.deployFailed;
         }
       }),
     ),
