@@ -15,7 +15,7 @@ import {
   type HoldInput,
 } from '../shared/cluster-api.js';
 import { keepHeartbeating } from './heartbeat.js';
-import { client, waitClosed } from './temporal-client.js';
+import { client, isRunning, waitClosed } from './temporal-client.js';
 
 /** Visibility's string literal: machine ids and cluster names are validated, so this only guards the quotes. */
 const literal = (value: string): string => `'${value.replace(/[\\']/g, '\\$&')}'`;
@@ -60,9 +60,6 @@ export async function findHostOwners(input: { cluster: string; machineIds: strin
   return { owners };
 }
 
-/** How long a handover waits for the old cluster's supervisor and deploy to end. */
-const endWaitMs = 5 * 60_000;
-
 /**
  * Takes each owner's hosts: its workflow records the handover, stops its supervisor and cancels its deploy; this
  * waits until both have ended, so nothing of the old cluster acts on the hosts once this returns. Returns the
@@ -82,14 +79,11 @@ export async function handOverHosts(input: {
         held = await handle.executeUpdate(handOverUpdate, { args: [{ to: input.to, by: input.by }] });
       } catch (err) {
         // A retry after the update went through: the owner has already ended, handed over.
-        const ended = (await handle.result().catch(() => undefined)) as ClusterRecord | undefined;
+        const ended = await endedRecord(owner);
         if (ended?.handedOver?.to !== input.to) throw err;
         held = { record: ended, spec: undefined };
       }
-      await Promise.all([
-        waitClosed(deployWorkflowId(owner), endWaitMs),
-        waitClosed(superviseWorkflowId(owner), endWaitMs),
-      ]);
+      await Promise.all([waitClosed(deployWorkflowId(owner)), waitClosed(superviseWorkflowId(owner))]);
       records.push(held.record);
     }
     return records;
@@ -128,8 +122,13 @@ export async function releaseHosts(input: {
   } catch (err) {
     if (err instanceof WorkflowNotFoundError) return undefined;
     // It ended meanwhile (a retry after the update went through, or a handover): its result is the record.
-    const described = await handle.describe().catch(() => undefined);
-    if (described?.status.name === 'RUNNING') throw err;
-    return (await handle.result().catch(() => undefined)) as ClusterRecord | undefined;
+    if (await isRunning(clusterWorkflowId(input.cluster))) throw err;
+    return endedRecord(input.cluster);
   }
+}
+
+/** The record the cluster's last workflow run ended with (down, handed over); undefined when it did not end so. */
+export async function endedRecord(cluster: string): Promise<ClusterRecord | undefined> {
+  const run = client().workflow.getHandle(clusterWorkflowId(cluster)).result();
+  return (await run.catch(() => undefined)) as ClusterRecord | undefined;
 }

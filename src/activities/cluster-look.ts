@@ -8,6 +8,7 @@ import {
   type HeldCluster,
 } from '../shared/cluster-api.js';
 import { keepHeartbeating } from './heartbeat.js';
+import { endedRecord } from './cluster-hold.js';
 import { client, describe, isRunning, startInput, waitClosed } from './temporal-client.js';
 
 export interface ClusterLook {
@@ -26,13 +27,9 @@ export interface ClusterLook {
 export async function lookAtCluster(input: { cluster: string }): Promise<ClusterLook> {
   const entityId = clusterWorkflowId(input.cluster);
   const entity = await describe(entityId);
-  const handle = client().workflow.getHandle(entityId);
   const holding = entity?.status.name === 'RUNNING';
-  const held = holding ? await handle.query(clusterQuery) : undefined;
-  const lastRecord =
-    entity && !holding
-      ? ((await handle.result().catch(() => undefined)) as ClusterRecord | undefined)
-      : undefined;
+  const held = holding ? await client().workflow.getHandle(entityId).query(clusterQuery) : undefined;
+  const lastRecord = entity && !holding ? await endedRecord(input.cluster) : undefined;
   const deploy = await describe(deployWorkflowId(input.cluster));
   const spec = deploy && !held ? await startInput(deployWorkflowId(input.cluster)) : undefined;
   return {
@@ -57,9 +54,6 @@ async function lastDown(cluster: string): Promise<{ lastDownAtMs?: number }> {
   return latest === undefined ? {} : { lastDownAtMs: latest };
 }
 
-/** How long `down` waits for the supervisor and the deploy to end (a cancelled deploy tears down first). */
-const endWaitMs = 5 * 60_000;
-
 /** Ends what runs of the cluster: its supervisor (told why) and its deploy (cancelled); waits until both ended. */
 export async function endClusterRuns(input: { cluster: string; reason: string }): Promise<string[]> {
   return keepHeartbeating(async () => {
@@ -75,7 +69,7 @@ export async function endClusterRuns(input: { cluster: string; reason: string })
       await c.workflow.getHandle(deploy).cancel();
       ended.push(`deploy ${deploy} cancelled`);
     }
-    await Promise.all([waitClosed(supervisor, endWaitMs), waitClosed(deploy, endWaitMs)]);
+    await Promise.all([waitClosed(supervisor), waitClosed(deploy)]);
     return ended;
   });
 }

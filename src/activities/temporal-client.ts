@@ -21,8 +21,11 @@ export async function isRunning(workflowId: string): Promise<boolean> {
   return (await describe(workflowId))?.status.name === 'RUNNING';
 }
 
+/** How long a handover or `down` waits for a cluster's supervisor and deploy to end (a cancelled deploy tears down). */
+const endWaitMs = 5 * 60_000;
+
 /** Waits until the workflow's latest run has closed, however it ends; a workflow that never ran is closed. */
-export async function waitClosed(workflowId: string, withinMs: number): Promise<void> {
+export async function waitClosed(workflowId: string, withinMs = endWaitMs): Promise<void> {
   const deadline = Date.now() + withinMs;
   const handle = client().workflow.getHandle(workflowId);
   while (Date.now() < deadline) {

@@ -42,6 +42,16 @@ export function budgeted(
   return { ...options, retry: { ...options.retry, maximumAttempts: attempts } };
 }
 
+/**
+ * Calls to Temporal itself (who holds the hosts, a handover or a `down` that waits for a cluster's runs to end: a
+ * cancelled deploy tears down first). Also `down`'s, which has no spec to fit a profile to.
+ */
+export const temporalCalls: ActivityOptions = {
+  startToCloseTimeout: '10 minutes',
+  heartbeatTimeout,
+  retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '10s', maximumAttempts: 10 },
+};
+
 export function retryProfiles(spec: DeploySpec): Record<RetryProfileName, ActivityOptions> {
   return {
     // Short host commands: a few retries ride out an sshd restart or a dropped connection.
@@ -81,12 +91,7 @@ export function retryProfiles(spec: DeploySpec): Record<RetryProfileName, Activi
     },
     // The other hosts during the load: one try per poll; the workflow keeps the unreachable clock.
     workerPoll: { startToCloseTimeout: '30s', heartbeatTimeout, retry: { maximumAttempts: 1 } },
-    // A handover waits for the old cluster's supervisor and deploy to end (a deploy tears down when cancelled).
-    temporal: {
-      startToCloseTimeout: '10 minutes',
-      heartbeatTimeout,
-      retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '10s', maximumAttempts: 10 },
-    },
+    temporal: temporalCalls,
   };
 }
 

@@ -39,8 +39,7 @@ export async function checkHostOwners(
   const { owners } = found;
   if (owners.length === 0 || takeOver) return found;
   const lines = owners.map((o) => {
-    const shared = o.hosts.filter((h) => Object.values(machineIds).includes(h.machineId));
-    const ours = hosts.filter((h) => shared.some((s) => s.machineId === machineIds[h.name]));
+    const ours = hosts.filter((h) => o.hosts.some((held) => held.machineId === machineIds[h.name]));
     return `${ours.map((h) => h.name).join(', ')} ${ours.length === 1 ? 'is' : 'are'} held by cluster ${o.cluster} (${o.state}${o.reason ? `: ${o.reason}` : ''}; workflow ${clusterWorkflowId(o.cluster)})`;
   });
   throw ApplicationFailure.create({

@@ -17,7 +17,7 @@ import type { ClusterRecord } from '../shared/cluster-api.js';
 import { hostNamePattern } from '../config/schema.js';
 import { FailureType } from '../shared/failures.js';
 import { searchAttributes } from '../shared/constants.js';
-import { stepActivities } from './activity-options.js';
+import { stepActivities, temporalCalls } from './activity-options.js';
 import { clusterOf, validate } from './cluster-run.js';
 import { messageOf } from './failures.js';
 import { tearDown } from './teardown.js';
@@ -54,11 +54,7 @@ export interface DownProgress {
 
 export const downProgressQuery = defineQuery<DownProgress>('downProgress');
 
-const temporal = proxyActivities<typeof activities>({
-  startToCloseTimeout: '10 minutes',
-  heartbeatTimeout: '30s',
-  retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '10s', maximumAttempts: 10 },
-});
+const temporal = proxyActivities<typeof activities>(temporalCalls);
 
 export async function down(input: DownInput): Promise<DownResult> {
   const cluster = typeof input?.cluster === 'string' ? input.cluster : '';
@@ -102,14 +98,9 @@ export async function down(input: DownInput): Promise<DownResult> {
   const removed = await tearDown(run);
   progress.step = 'check GPUs';
   const { verifyGpusClear } = acts('verifyGpusClear');
+  const { maxUsedMiB, minAvailableMiB } = parsed.gpu;
   const gpus = await Promise.allSettled(
-    run.hosts.map((h) =>
-      verifyGpusClear({
-        host: h.ref,
-        maxUsedMiB: parsed.gpu.maxUsedMiB,
-        minAvailableMiB: parsed.gpu.minAvailableMiB,
-      }),
-    ),
+    run.hosts.map((h) => verifyGpusClear({ host: h.ref, maxUsedMiB, minAvailableMiB })),
   );
   const hosts = run.hosts.map((h, i): DownHost => {
     const g = gpus[i];
