@@ -93,13 +93,16 @@ export async function handOverHosts(input: {
 /** Records that this deploy holds the hosts, starting the cluster's workflow when none runs; false where it cannot. */
 export async function holdHosts(input: HoldInput & { cluster: string }): Promise<boolean> {
   const { cluster, ...hold } = input;
+  const id = clusterWorkflowId(cluster);
+  // A new tenure carries the revisions the last one ended with; a running workflow keeps its own.
+  const revisions = (await isRunning(id)) ? undefined : (await endedRecord(cluster))?.revisions;
   try {
     await client().workflow.executeUpdateWithStart(holdUpdate, {
       args: [hold],
       startWorkflowOperation: new WithStartWorkflowOperation(clusterWorkflowType, {
-        workflowId: clusterWorkflowId(cluster),
+        workflowId: id,
         taskQueue: Context.current().info.taskQueue,
-        args: [{ cluster }],
+        args: [{ cluster, ...(revisions ? { revisions } : {}) }],
         workflowIdConflictPolicy: 'USE_EXISTING',
         typedSearchAttributes: [{ key: searchAttributes.cluster, value: cluster }],
       }),

@@ -18,3 +18,4 @@ export { checkMasterPort, startRank, checkRank } from './multiproc.js';
 export { planHostCommands } from './plan.js';
 export { findHostOwners, handOverHosts, holdHosts, releaseHosts } from './cluster-hold.js';
 export { lookAtCluster, endClusterRuns } from './cluster-look.js';
+export { markRevisionBad, readRevisions, recordRevision } from './revisions.js';

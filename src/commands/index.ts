@@ -15,6 +15,8 @@ export const commandLoaders: Readonly<Record<string, () => Promise<Command>>> = 
   status: async () => (await import('./status.js')).statusCommand,
   cancel: async () => (await import('./cancel.js')).cancelCommand,
   down: async () => (await import('./down.js')).downCommand,
+  revisions: async () => (await import('./revisions.js')).revisionsCommand,
+  rollback: async () => (await import('./rollback.js')).rollbackCommand,
   history: async () => (await import('./history.js')).historyCommand,
   postmortem: async () => (await import('./postmortem.js')).postmortemCommand,
   schedule: async () => (await import('./schedule/index.js')).scheduleCommand,

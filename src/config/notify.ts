@@ -12,6 +12,7 @@ export const notifyEvents = [
   'relaunched',
   'degraded',
   'recovered',
+  'rolledBack',
 ] as const;
 export type NotifyEvent = (typeof notifyEvents)[number];
 

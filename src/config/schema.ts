@@ -9,6 +9,7 @@ import {
   logPathProblem,
   protectedUnitProblem,
 } from './host-guards.js';
+import { rolloutSchema } from './rollout.js';
 import { superviseSchema } from './supervise.js';
 import { notifySchema } from './notify.js';
 import { launchBackends, multiprocIssues, rayOnlyFields, writtenFieldIssues } from './backend.js';
@@ -241,6 +242,7 @@ const deploySpecObject = z
       })
       .prefault({}),
     onFailure: z.enum(['leave', 'teardown']).default('leave'),
+    rollout: rolloutSchema,
     supervise: superviseSchema,
     notify: notifySchema,
   })

@@ -3,6 +3,7 @@
 // all import it without importing each other.
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { DeployTriggerName } from './failures.js';
+import type { Revision } from './revisions.js';
 
 export const clusterWorkflowType = 'cluster';
 
@@ -56,6 +57,25 @@ export interface ClusterRecord {
   nextBackoffMs?: number;
   handedOver?: { to: string; by: string; atMs: number };
   endedAtMs?: number;
+  /** The number of the revision serving now (or last served), when the cluster has one. */
+  revision?: number;
+  /** The last this many revisions (src/shared/revisions.ts), oldest first; kept out of the memo. */
+  revisions?: Revision[];
+  /** The last rollback, automatic or asked for: what failed, what it restores, and how it went. */
+  lastRollback?: RollbackRecord;
+}
+
+export interface RollbackRecord {
+  /** The revision that failed (absent for a rollback a person asked for with no failure behind it). */
+  bad?: number;
+  /** The revision it deploys again. */
+  restores: number;
+  cause: string;
+  atMs: number;
+  outcome: 'running' | 'serving' | 'failed';
+  /** The revision the rollback recorded once it served. */
+  revision?: number;
+  error?: string;
 }
 
 export interface HoldInput {
@@ -65,7 +85,12 @@ export interface HoldInput {
   model: string;
   containers: Record<string, string[]>;
   deploy: Pick<DeployRecord, 'workflowId' | 'trigger' | 'startedAtMs'>;
+  /** Set by a rollback's deploy: what it restores and why. */
+  rollback?: Omit<RollbackRecord, 'atMs' | 'outcome' | 'revision' | 'error'>;
 }
+
+/** A revision to record: the cluster's workflow numbers it. `bad`: the deploy failed, with why. */
+export type RevisionToRecord = Omit<Revision, 'number' | 'status'> & { bad?: string };
 
 export interface DeployEnded {
   workflowId: string;
@@ -95,3 +120,11 @@ export const releaseUpdate = defineUpdate<ClusterRecord, [{ by: string }]>('rele
 export const deployEndedSignal = defineSignal<[DeployEnded]>('deployEnded');
 export const supervisionChangedSignal = defineSignal<[SupervisionChange]>('supervisionChanged');
 export const clusterQuery = defineQuery<HeldCluster>('cluster');
+/** Records a deploy's revision; returns its number. The previous serving one becomes replaced, unless it is bad. */
+export const recordRevisionUpdate = defineUpdate<number, [RevisionToRecord]>('recordRevision');
+/** The bake window failed: the revision is bad, with why. */
+export const markRevisionBadUpdate = defineUpdate<void, [{ number: number; reason: string }]>(
+  'markRevisionBad',
+);
+/** The revisions kept, oldest first. */
+export const revisionsQuery = defineQuery<Revision[]>('revisions');

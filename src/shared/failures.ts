@@ -40,6 +40,14 @@ export const FailureType = {
   webhookFailed: 'WebhookFailed',
   /** The worker's policy refuses a webhook's URL: plain http or an inside address, its origin not listed. */
   webhookRefused: 'WebhookRefused',
+  /** `liftoff rollback --to N`: the cluster has no such revision (kept: the last 20). */
+  revisionMissing: 'RevisionMissing',
+  /** A schedule would deploy a spec recorded as a bad revision: refused until a person says so. */
+  badRevision: 'BadRevision',
+  /** A rollback's recorded image or weights are gone from a host: refused in preflight. */
+  rollbackRefused: 'RollbackRefused',
+  /** An automatic rollback failed too: the cluster is left degraded, with both failures. */
+  rollbackFailed: 'RollbackFailed',
   /** A deploy failed with no typed cause (the workflow's own fallback). */
   deployFailed: 'DeployFailed',
   // The SSH layer's errors keep their class names as types (src/ssh/errors.ts).
@@ -52,8 +60,11 @@ export const FailureType = {
 
 export type FailureTypeName = (typeof FailureType)[keyof typeof FailureType];
 
-/** Who started a deploy: the CLI, the Temporal UI's form, a schedule, or the supervisor's relaunch. */
-export type DeployTriggerName = 'cli' | 'ui' | 'schedule' | 'supervise';
+/**
+ * Who started a deploy: the CLI, the Temporal UI's form, a schedule, the supervisor's relaunch, or a rollback
+ * (`liftoff rollback`, or automatic after a failed upgrade).
+ */
+export type DeployTriggerName = 'cli' | 'ui' | 'schedule' | 'supervise' | 'rollback';
 
 /** The one message for a deploy refused because another deploy of the cluster runs. */
 export function deployAlreadyRunningMessage(

@@ -13,6 +13,7 @@ import {
   type DeployEnded,
 } from '../shared/cluster-api.js';
 import { FailureType, type DeployTriggerName } from '../shared/failures.js';
+import type { RollbackRequest } from '../shared/rollback.js';
 import { patches } from './patches.js';
 import { stepActivities } from './activity-options.js';
 
@@ -69,6 +70,7 @@ export async function holdHosts(
   machineIds: Record<string, string>,
   owners: readonly ClusterRecord[],
   trigger: DeployTriggerName,
+  rollback?: RollbackRequest,
 ): Promise<{ taken: Map<string, TakenContainers[]>; held: boolean }> {
   const info = workflowInfo();
   const taken = new Map<string, TakenContainers[]>();
@@ -99,6 +101,15 @@ export async function holdHosts(
     model: spec.serve.servedModelName ?? spec.serve.model,
     containers: Object.fromEntries(hosts.map((h) => [h.name, [spec.ray.container]])),
     deploy: { workflowId: info.workflowId, trigger, startedAtMs: Date.now() },
+    ...(rollback
+      ? {
+          rollback: {
+            restores: rollback.to,
+            cause: rollback.cause,
+            ...(rollback.from !== undefined ? { bad: rollback.from } : {}),
+          },
+        }
+      : {}),
   });
   return { taken, held };
 }

@@ -1,6 +1,13 @@
 // The rules of a cluster's record, pure: what each message does to it. cluster.ts does the waiting and the
 // messaging; these are tested without a server.
-import type { ClusterRecord, DeployEnded, HoldInput, SupervisionChange } from '../shared/cluster-api.js';
+import type {
+  ClusterRecord,
+  DeployEnded,
+  HoldInput,
+  RevisionToRecord,
+  SupervisionChange,
+} from '../shared/cluster-api.js';
+import { revisionsKept, type Revision } from '../shared/revisions.js';
 
 export function newRecord(cluster: string, nowMs: number): ClusterRecord {
   return { cluster, state: 'deploying', hosts: [], heldSinceMs: nowMs, containers: {} };
@@ -18,6 +25,7 @@ export function hold(record: ClusterRecord, input: HoldInput, nowMs: number): vo
   });
   if (firstHold) record.heldSinceMs = nowMs;
   delete record.reason;
+  if (input.rollback) record.lastRollback = { ...input.rollback, atMs: nowMs, outcome: 'running' };
 }
 
 export function deployEnded(record: ClusterRecord, ended: DeployEnded, nowMs: number): void {
@@ -25,9 +33,18 @@ export function deployEnded(record: ClusterRecord, ended: DeployEnded, nowMs: nu
   if (!last || last.workflowId !== ended.workflowId || last.outcome !== 'running') return;
   Object.assign(last, { outcome: ended.outcome, endedAtMs: nowMs });
   if (ended.error !== undefined) last.error = ended.error;
+  const rollback = last.trigger === 'rollback' ? record.lastRollback : undefined;
+  if (rollback?.outcome === 'running') {
+    rollback.outcome = ended.outcome === 'succeeded' ? 'serving' : 'failed';
+    if (ended.error !== undefined) rollback.error = ended.error;
+  }
   if (ended.outcome === 'succeeded') {
     Object.assign(record, { state: 'serving', endpoint: ended.endpoint, servingSinceMs: nowMs });
     delete record.reason;
+  } else if (rollback && ended.outcome === 'failed') {
+    // The rollback was the last try: nothing relaunches it, and the record says what failed twice.
+    record.state = 'degraded';
+    record.reason = `rollback to revision ${rollback.restores} failed too: ${ended.error ?? 'failed'}`;
   } else if (record.state === 'deploying') {
     // A failed deploy keeps the hosts it took: nothing else relaunches into them half torn down.
     record.state = 'failed';
@@ -51,8 +68,49 @@ export function handedOver(record: ClusterRecord, to: string, by: string, nowMs:
     handedOver: { to, by, atMs: nowMs },
     endedAtMs: nowMs,
   });
+  retireServing(record);
 }
 
 export function released(record: ClusterRecord, by: string, nowMs: number): void {
   Object.assign(record, { state: 'down', reason: `taken down by ${by}`, endedAtMs: nowMs });
+  retireServing(record);
+}
+
+/**
+ * Numbers and keeps a deploy's revision (the last revisionsKept). A good one is serving from now, and the one that
+ * served before is replaced; a bad one leaves the serving revision as it was.
+ */
+export function recordRevision(record: ClusterRecord, input: RevisionToRecord, nowMs: number): number {
+  const revisions = (record.revisions ??= []);
+  const number = (revisions.at(-1)?.number ?? 0) + 1;
+  const { bad, ...fields } = input;
+  const revision: Revision = {
+    ...fields,
+    atMs: nowMs,
+    number,
+    status: bad === undefined ? 'serving' : 'bad',
+  };
+  if (bad !== undefined) revision.badReason = bad;
+  else {
+    retireServing(record);
+    record.revision = number;
+    if (input.restores !== undefined && record.lastRollback?.outcome === 'running')
+      record.lastRollback.revision = number;
+  }
+  revisions.push(revision);
+  revisions.splice(0, Math.max(0, revisions.length - revisionsKept));
+  return number;
+}
+
+/** The bake window failed: the revision is bad from now, whatever it was. */
+export function markRevisionBad(record: ClusterRecord, number: number, reason: string): void {
+  const revision = record.revisions?.find((r) => r.number === number);
+  if (!revision) return;
+  revision.status = 'bad';
+  revision.badReason = reason;
+}
+
+/** The revision that served no longer does (a new one serves, or the cluster is down or handed over). */
+function retireServing(record: ClusterRecord): void {
+  for (const r of record.revisions ?? []) if (r.status === 'serving') r.status = 'replaced';
 }

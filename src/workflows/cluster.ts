@@ -20,24 +20,43 @@ import {
   deployEndedSignal,
   handOverUpdate,
   holdUpdate,
+  markRevisionBadUpdate,
+  recordRevisionUpdate,
   releaseUpdate,
+  revisionsQuery,
   supervisionChangedSignal,
   type ClusterRecord,
   type HeldCluster,
   type HoldInput,
 } from '../shared/cluster-api.js';
-import { deployEnded, handedOver, hold, newRecord, released, supervisionChanged } from './cluster-record.js';
+import type { Revision } from '../shared/revisions.js';
+import {
+  deployEnded,
+  handedOver,
+  hold,
+  markRevisionBad,
+  newRecord,
+  recordRevision,
+  released,
+  supervisionChanged,
+} from './cluster-record.js';
 import { stopSupervisionSignal } from './supervise-api.js';
 
 export interface ClusterInput {
   cluster: string;
   /** Carried over by continue-as-new. */
   carry?: HeldCluster;
+  /** A new tenure starts with the revisions the last one ended with: a cluster's history outlives a `down`. */
+  revisions?: Revision[];
 }
 
 export async function cluster(input: ClusterInput): Promise<ClusterRecord> {
   const held: HeldCluster = input.carry ?? { record: newRecord(input.cluster, Date.now()), spec: undefined };
   const { record } = held;
+  if (!input.carry && input.revisions && input.revisions.length > 0) {
+    record.revisions = input.revisions;
+    record.revision = [...input.revisions].reverse().find((r) => r.status !== 'bad')?.number;
+  }
   let ended = false;
 
   const publish = (): void => {
@@ -45,7 +64,9 @@ export async function cluster(input: ClusterInput): Promise<ClusterRecord> {
       { key: searchAttributes.cluster, value: record.cluster },
       { key: searchAttributes.hostIds, value: ended ? [] : record.hosts.map((h) => h.machineId) },
     ]);
-    upsertMemo({ record });
+    // The revisions stay out of the memo (each holds a spec): `liftoff revisions` queries them.
+    const { revisions: _revisions, ...summary } = record;
+    upsertMemo({ record: summary });
   };
   const signalSupervisor = async (reason: string): Promise<void> => {
     try {
@@ -58,6 +79,16 @@ export async function cluster(input: ClusterInput): Promise<ClusterRecord> {
   };
 
   setHandler(clusterQuery, () => held);
+  setHandler(revisionsQuery, () => record.revisions ?? []);
+  setHandler(recordRevisionUpdate, (revision) => {
+    const number = recordRevision(record, revision, Date.now());
+    publish();
+    return number;
+  });
+  setHandler(markRevisionBadUpdate, ({ number, reason }) => {
+    markRevisionBad(record, number, reason);
+    publish();
+  });
   setHandler(
     holdUpdate,
     (hold_) => {

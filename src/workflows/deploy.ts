@@ -33,6 +33,16 @@ import {
   type TakenContainers,
 } from './cluster-hold.js';
 import { runUnderClusterId } from './under-cluster-id.js';
+import type { DeployOptions } from './supervise-api.js';
+import type { HostIdentity } from '../shared/revisions.js';
+import {
+  bakeWindowOf,
+  checkRevisions,
+  recordServingRevision,
+  rollBack,
+  rollbackFailure,
+  type Fallback,
+} from './revisions.js';
 import { clusterOf, validate, type DeployRun } from './cluster-run.js';
 import { rayWorkers, waitHealthy } from './wait-healthy.js';
 import { checkMasterPortFree, isRankFailure, launchRanks, rankFollowers } from './deploy-multiproc.js';
@@ -52,14 +62,7 @@ import { markerPathFor, type HeadLook } from '../host-commands/launch.js';
 export const progressQuery = defineQuery<DeployProgress>('progress');
 
 export type DeployTrigger = DeployTriggerName;
-
-export interface DeployOptions {
-  trigger?: DeployTrigger;
-  /** false: do not start the supervisor after a successful deploy (`liftoff deploy --no-supervise`). */
-  supervise?: boolean;
-  /** Hand the hosts over from the cluster that holds them (`liftoff deploy --take-over`; spec field takeOver). */
-  takeOver?: boolean;
-}
+export type { DeployOptions };
 
 export async function deploy(input: unknown, options: DeployOptions = {}): Promise<DeployResult> {
   const info = workflowInfo();
@@ -112,7 +115,10 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
   const { hosts, head } = run;
 
   const holding = holdsHosts();
-  const failed = async (failure: ApplicationFailure): Promise<ApplicationFailure> => {
+  if (options.rollback) progress.rollback = options.rollback;
+  const failed = async (failed: ApplicationFailure): Promise<ApplicationFailure> => {
+    // A rollback that fails too carries both failures, so the record and the notification tell the whole story.
+    const failure = options.rollback ? rollbackFailure(failed, options.rollback) : failed;
     if (holding) await recordDeployEnd(spec.cluster, { outcome: 'failed', error: failure.message });
     const text = notifyText.deployFailed(spec.cluster, failure.message);
     await sendNotification(spec, 'deployFailed', text, { launchId, trigger });
@@ -120,24 +126,32 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
   };
   const multiproc = spec.serve.backend === 'multiproc';
   if (multiproc) deprecatePatch(patches.multiprocBackend);
+  // What the hosts said about themselves in preflight (image IDs, kernels, weights): the revision records it.
+  let identities: HostIdentity[] = [];
+  // The known-good a failure after the stop rolls back to (rollout.onFailure: rollback).
+  let fallback: Fallback | undefined;
   // 1–4: read, stop, remove, check. Nothing of this launch runs yet, so a failure leaves nothing to tear down.
   try {
-    const { machineIds, owners } = await tracker.run('preflight', async () => {
+    const checked = await tracker.run('preflight', async () => {
       const passed = await preflight(run);
+      identities = passed.identities ?? [];
       if (multiproc) await checkMasterPortFree(run);
       // A supervisor's relaunch never takes hosts over, whatever its spec says.
-      const takeOver = !isSupervisorRelaunch(spec.cluster) && (options.takeOver ?? spec.takeOver);
+      const takeOver = !isSupervisorRelaunch(spec.cluster, trigger) && (options.takeOver ?? spec.takeOver);
       const found = holding
         ? await checkHostOwners(spec, hosts, passed.machineIds, takeOver)
         : { owners: [] };
+      const fallback = holding ? await checkRevisions(run, options, trigger, identities) : undefined;
       const warnings = [...passed.warnings, ...(found.unchecked ? [found.unchecked] : [])];
       if (warnings.length > 0) tracker.detail('preflight', `warning: ${warnings.join('; ')}`);
-      return { machineIds: passed.machineIds, owners: found.owners };
+      return { machineIds: passed.machineIds, owners: found.owners, fallback };
     });
+    const { machineIds, owners } = checked;
+    fallback = checked.fallback;
     // Every host passed: from here the hosts are this cluster's, even if the deploy fails.
     const taken = await tracker.run('holdHosts', async () => {
       if (!holding) return tracker.skip('holdHosts', 'a run recorded before clusters held hosts');
-      const { taken, held } = await holdHosts(spec, hosts, machineIds, owners, trigger);
+      const { taken, held } = await holdHosts(spec, hosts, machineIds, owners, trigger, options.rollback);
       tracker.detail(
         'holdHosts',
         held
@@ -223,17 +237,46 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
         loadSeconds,
         smoke: { text, completionTokens, tokensPerSecond },
       };
+      const { rollback } = options;
+      const revision = holding
+        ? await recordServingRevision(
+            run,
+            trigger,
+            identities,
+            { loadSeconds, tokensPerSecond },
+            rollback?.to,
+          )
+        : undefined;
+      if (revision !== undefined) progress.revision = result.revision = revision;
+      if (rollback) {
+        result.rolledBack = {
+          to: rollback.to,
+          cause: rollback.cause,
+          ...(rollback.from !== undefined ? { from: rollback.from } : {}),
+          ...(rollback.failedRun !== undefined ? { failedRun: rollback.failedRun } : {}),
+        };
+      }
       if (multiproc) deprecatePatch(patches.multiprocSupervision);
       result.supervision = await startSupervision(
         spec.cluster,
         spec,
         { launchId, servingSinceMs: Date.now(), endpoint },
         { spec: spec.supervise.enabled, option: options.supervise !== false },
+        trigger,
+        bakeWindowOf(spec, revision, fallback),
       );
-      tracker.detail('record', result.supervision);
+      tracker.detail(
+        'record',
+        [...(revision !== undefined ? [`revision ${revision}`] : []), result.supervision].join('; '),
+      );
       if (holding) await recordDeployEnd(spec.cluster, { outcome: 'succeeded', endpoint });
-      const served = notifyText.deploySucceeded(spec.cluster, modelId, endpoint);
-      await sendNotification(spec, 'deploySucceeded', served, { launchId, endpoint, trigger, loadSeconds });
+      if (rollback) {
+        const text = notifyText.rolledBack(spec.cluster, rollback.from, rollback.to, rollback.cause);
+        await sendNotification(spec, 'rolledBack', text, { ...result.rolledBack, revision, endpoint });
+      } else {
+        const served = notifyText.deploySucceeded(spec.cluster, modelId, endpoint);
+        await sendNotification(spec, 'deploySucceeded', served, { launchId, endpoint, trigger, loadSeconds });
+      }
       return result;
     });
   } catch (err) {
@@ -244,6 +287,11 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
       throw tracker.cancelled(err, teardown);
     }
     const diagnostics = await CancellationScope.nonCancellable(() => collectDiagnostics(run));
+    if (fallback) {
+      // The known-good was stopped for this launch: it comes back, and this revision is recorded bad.
+      const failure = tracker.fail(err, diagnostics, ['replaced by the rollback']);
+      return rollBack(run, trigger, identities, fallback, failure, options);
+    }
     // A failed rank leaves the other ranks waiting for it (and holding their GPUs), whatever onFailure says;
     // their logs stay in serve.logPath on each host.
     const teardown =

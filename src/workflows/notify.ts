@@ -27,6 +27,8 @@ export const notifyText = {
     `✔ ${slackEscape(cluster)} is serving again (${slackEscape(launchId)})`,
   degraded: (cluster: string, reason: string): string =>
     `✖ ${slackEscape(cluster)} is degraded: ${slackHostText(reason)}`,
+  rolledBack: (cluster: string, from: number | undefined, to: number, cause: string): string =>
+    `↩ ${slackEscape(cluster)} rolled back${from !== undefined ? ` from revision ${from}` : ''} to revision ${to}, serving again: ${slackHostText(cause)}`,
 };
 
 export interface NotifyInput {

@@ -8,6 +8,7 @@ import { parseDuration } from '../config/duration.js';
 import type { DeploySpec } from '../config/schema.js';
 import { modelPathFor } from '../config/derive.js';
 import { FailureType } from '../shared/failures.js';
+import type { HostIdentity } from '../shared/revisions.js';
 import type { ClusterRun } from './cluster-run.js';
 import { messageOf } from './failures.js';
 import { patches } from './patches.js';
@@ -20,6 +21,8 @@ export interface PreflightPassed {
   reports: PreflightReport[];
   /** Each host's machine id, by host name: what the cluster holds (missing for a host without one). */
   machineIds: Record<string, string>;
+  /** What each host said about itself (image ID, kernel, driver, weights): a revision records it. */
+  identities?: HostIdentity[];
 }
 
 /** Passes when every check on every host passed; else throws preflightFailed with every problem. */

@@ -1,6 +1,7 @@
 // The one map of the deploy: each step's name, title, and the activities it runs, each with the retry profile
 // it runs under (activity-options.ts holds the profiles' numbers). Pure: the workflow, `--follow`, `status` and
 // the postmortem all read it.
+import type { RollbackRequest } from '../shared/rollback.js';
 
 export type RetryProfileName =
   'hostStep' | 'agreement' | 'gpuClear' | 'rayCheck' | 'launch' | 'poll' | 'workerPoll' | 'temporal';
@@ -34,6 +35,7 @@ export const deploySteps = [
       { type: 'checkHostsAgree', retry: 'agreement' },
       host('checkMasterPort'),
       { type: 'findHostOwners', retry: 'temporal' },
+      { type: 'readRevisions', retry: 'temporal' },
     ],
   },
   {
@@ -82,7 +84,11 @@ export const deploySteps = [
     ],
   },
   { name: 'smokeTest', title: 'Smoke test: one chat completion', activities: [host('smokeTest')] },
-  { name: 'record', title: 'Record the result', activities: [] },
+  {
+    name: 'record',
+    title: 'Record the result and the revision',
+    activities: [{ type: 'recordRevision', retry: 'temporal' }],
+  },
 ] as const satisfies readonly StepDef[];
 
 /** What runs after a failed or cancelled deploy: not steps of the sequence, but shown beside them. */
@@ -96,6 +102,14 @@ export const aftermathSteps = [
     name: 'teardown',
     title: 'Tear down (remove this launch’s containers)',
     activities: [host('removeContainers')],
+  },
+  {
+    name: 'rollback',
+    title: 'Roll back to the last known-good revision',
+    activities: [
+      { type: 'recordRevision', retry: 'temporal' },
+      { type: 'markRevisionBad', retry: 'temporal' },
+    ],
   },
 ] as const satisfies readonly StepDef[];
 
@@ -160,6 +174,12 @@ export interface DeployProgress {
   deployWorkflowId?: string;
   /** What teardown did, after a cancel or a failure with onFailure: teardown. */
   teardown?: string[];
+  /** A rollback's deploy: what it restores, from what, and why. */
+  rollback?: RollbackRequest;
+  /** This run failed and rolled back: the rollback runs next under the same workflow id (continue-as-new). */
+  rolledBackTo?: number;
+  /** The revision this deploy recorded. */
+  revision?: number;
 }
 
 export interface DeployResult {
@@ -173,4 +193,8 @@ export interface DeployResult {
   smoke: { text: string; completionTokens: number; tokensPerSecond: number };
   /** Whether a supervisor watches the cluster now, and which (src/workflows/supervise.ts). */
   supervision?: string;
+  /** The cluster's revision this deploy recorded (absent where the cluster's workflow does not run). */
+  revision?: number;
+  /** Set when this result is a rollback's: the deploy that was asked for failed, and this restored the known-good. */
+  rolledBack?: { from?: number; to: number; cause: string; failedRun?: string };
 }

@@ -8,17 +8,20 @@ import { messageOf } from './failures.js';
 import {
   stopSupervisionSignal,
   superviseWorkflowType,
+  type BakeWindow,
   type LaunchInfo,
   type SuperviseInput,
 } from './supervise-api.js';
+import type { DeployTriggerName } from '../shared/failures.js';
 
-export function isSupervisorRelaunch(cluster: string): boolean {
-  return workflowInfo().parent?.workflowId === superviseWorkflowId(cluster);
+/** A relaunch by the cluster's supervisor; a rollback it started after a failed bake window is not one. */
+export function isSupervisorRelaunch(cluster: string, trigger: DeployTriggerName): boolean {
+  return trigger !== 'rollback' && workflowInfo().parent?.workflowId === superviseWorkflowId(cluster);
 }
 
 /** Signals the running supervisor of the cluster, if any, to end; a deploy with none has nothing to do. */
-export async function takeOverSupervision(cluster: string, trigger: string): Promise<void> {
-  if (isSupervisorRelaunch(cluster)) return;
+export async function takeOverSupervision(cluster: string, trigger: DeployTriggerName): Promise<void> {
+  if (isSupervisorRelaunch(cluster, trigger)) return;
   const info = workflowInfo();
   try {
     await getExternalWorkflowHandle(superviseWorkflowId(cluster)).signal(stopSupervisionSignal, {
@@ -38,9 +41,11 @@ export async function startSupervision(
   spec: unknown,
   launch: LaunchInfo,
   enabled: { spec: boolean; option: boolean },
+  trigger: DeployTriggerName,
+  bake?: BakeWindow,
 ): Promise<string> {
   const workflowId = superviseWorkflowId(cluster);
-  if (isSupervisorRelaunch(cluster)) return `supervised by ${workflowId} (this is its relaunch)`;
+  if (isSupervisorRelaunch(cluster, trigger)) return `supervised by ${workflowId} (this is its relaunch)`;
   if (!enabled.option) return 'not supervised (--no-supervise)';
   if (!enabled.spec) return 'not supervised (supervise.enabled: false)';
   let last = '';
@@ -48,7 +53,7 @@ export async function startSupervision(
     try {
       await startChild(superviseWorkflowType, {
         workflowId,
-        args: [{ spec, launch } satisfies SuperviseInput],
+        args: [{ spec, launch, ...(bake ? { bake } : {}) } satisfies SuperviseInput],
         parentClosePolicy: 'ABANDON',
         workflowIdReusePolicy: 'ALLOW_DUPLICATE',
       });

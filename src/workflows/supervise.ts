@@ -30,6 +30,7 @@ import { patches } from './patches.js';
 import { tearDown } from './teardown.js';
 import { stopSupervisionSignal, supervisionQuery, type SuperviseInput } from './supervise-api.js';
 import { collectBundle, relaunchCluster } from './supervise-relaunch.js';
+import { rollBackLostRevision, withinBake } from './supervise-rollback.js';
 import { probeRound } from './supervise-round.js';
 import { clusterReporter } from './supervise-report.js';
 import {
@@ -225,6 +226,14 @@ export async function supervise(input: SuperviseInput): Promise<SuperviseResult>
           cause: causeOf(state.lastProbe),
           rounds: state.consecutiveFailures,
         });
+        if (withinBake(input.bake, Date.now())) {
+          // The evidence first, as for a relaunch; then the known-good comes back instead.
+          state.finalBundle = await collectBundle(cluster);
+          if (stoppedMeanwhile()) return await end('stopped', stopReason ?? 'stopped');
+          const info = workflowInfo();
+          const said = await rollBackLostRevision(spec, input.bake, causeOf(state.lastProbe), info);
+          return await end('stopped', said);
+        }
         const recovered = await recover();
         if (recovered === 'stopped') return await end('stopped', stopReason ?? 'stopped');
         if (recovered === 'degraded') return await degrade();
@@ -244,6 +253,7 @@ export async function supervise(input: SuperviseInput): Promise<SuperviseResult>
           spec: input.spec,
           launch: state.launch,
           carry: { ...state, roundsThisRun: 0, runs: state.runs + 1 },
+          ...(withinBake(input.bake, Date.now()) ? { bake: input.bake } : {}),
         });
       }
     }

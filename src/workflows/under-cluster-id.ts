@@ -18,7 +18,7 @@ import { deployAlreadyRunningMessage, FailureType, type DeployTriggerName } from
 import { messageOf, rootApplicationFailure } from './failures.js';
 import { publishDetails } from './step-tracker.js';
 import type { DeployProgress, DeployResult } from './steps.js';
-import { deployWorkflowType, type DeployWorkflow } from './supervise-api.js';
+import { deployWorkflowType, type DeployOptions, type DeployWorkflow } from './supervise-api.js';
 
 export async function runUnderClusterId(
   input: unknown,
@@ -70,12 +70,14 @@ export async function startDeployChild(
   input: unknown,
   trigger: DeployTriggerName,
   memo?: Record<string, unknown>,
+  more: { options?: DeployOptions; abandon?: boolean } = {},
 ): Promise<ChildWorkflowHandle<DeployWorkflow> | undefined> {
   try {
     return await startChild<DeployWorkflow>(deployWorkflowType, {
       workflowId: deployWorkflowId(cluster),
-      args: [input, { trigger }],
-      parentClosePolicy: 'REQUEST_CANCEL',
+      args: [input, { ...more.options, trigger }],
+      // A rollback the supervisor starts outlives it: the rollback's deploy starts the next supervisor.
+      parentClosePolicy: more.abandon ? 'ABANDON' : 'REQUEST_CANCEL',
       workflowIdReusePolicy: 'ALLOW_DUPLICATE',
       typedSearchAttributes: deployStartAttributes(cluster, trigger),
       ...(memo ? { memo } : {}),
