@@ -8,6 +8,7 @@ import { parseDuration } from '../config/duration.js';
 import type { DeploySpec } from '../config/schema.js';
 import { modelPathFor } from '../config/derive.js';
 import { FailureType } from '../shared/failures.js';
+import type { HostIdentity } from '../shared/revisions.js';
 import type { ClusterRun } from './cluster-run.js';
 import { messageOf } from './failures.js';
 import { patches } from './patches.js';
@@ -20,6 +21,8 @@ export interface PreflightPassed {
   reports: PreflightReport[];
   /** Each host's machine id, by host name: what the cluster holds (missing for a host without one). */
   machineIds: Record<string, string>;
+  /** What each host the agreement read is (image ID, kernel, driver, weights, versions), in the hosts' order. */
+  identities: HostIdentity[];
 }
 
 /** Passes when every check on every host passed; else throws preflightFailed with every problem. */
@@ -53,6 +56,7 @@ export async function preflight({ spec, hosts, head, acts }: ClusterRun): Promis
   });
   let warnings: string[] = [];
   let machineIds: Record<string, string> = {};
+  let identities: HostIdentity[] = [];
   try {
     const result = await agreement;
     for (const p of result.problems) problems.push(`${p.hosts.join(', ')}: ${p.check}: ${p.detail}`);
@@ -64,6 +68,8 @@ export async function preflight({ spec, hosts, head, acts }: ClusterRun): Promis
     warnings = result.warnings;
     // Absent from a result recorded before hosts were held.
     machineIds = result.machineIds ?? {};
+    // Absent from a result recorded before revisions (issue 30).
+    identities = result.identities ?? [];
   } catch (err) {
     problems.push(`agreement: not checked: ${messageOf(err)}`);
   }
@@ -75,7 +81,7 @@ export async function preflight({ spec, hosts, head, acts }: ClusterRun): Promis
       details: [byHost],
     });
   }
-  return { warnings, reports: verdicts, machineIds };
+  return { warnings, reports: verdicts, machineIds, identities };
 }
 
 /**
