@@ -3,7 +3,7 @@
 // head -c) besides the runner's byte bound; the versions inside the image cost a container start (no network,
 // never a pull).
 import { raw, sh, type RemoteCommand } from '../ssh/quote.js';
-import { weightListLimit } from '../parsers/agreement-facts.js';
+import { driverReadBytes, weightListLimit } from '../parsers/agreement-facts.js';
 
 export interface HostReadInput {
   host: string;
@@ -39,12 +39,36 @@ export const weightListCommand = (modelPath: string): RemoteCommand =>
     sh`find -L . -maxdepth 8 ${pruned} ! -type d -printf ${'%y %s %p\\n'} 2>/dev/null | head -n ${weightListLimit + 1}`,
   );
 
+// The index files below the model folder, in find's order: the index-sha256 read's "first one" is the first
+// weight-indexes lists.
+const indexFiles = sh`find -L . -maxdepth 8 -name model.safetensors.index.json -type f 2>/dev/null`;
+
 /** The shard names of each index, not the index itself: a big model's index is megabytes of tensor names. */
 export const weightIndexesCommand = (modelPath: string): RemoteCommand =>
   inModel(
     modelPath,
-    sh`find -L . -maxdepth 8 -name model.safetensors.index.json -type f 2>/dev/null | head -n 20 | while IFS= read -r f; do printf 'file %s\\n' "$f"; grep -oE ${'"total_size"[[:space:]]*:[[:space:]]*[0-9]+'} "$f" | head -n 1; grep -oE ${'"[^"/\\\\]+\\.safetensors"'} "$f" | sort -u | head -n 5000; done`,
+    sh`${indexFiles} | head -n 20 | while IFS= read -r f; do printf 'file %s\\n' "$f"; grep -oE ${'"total_size"[[:space:]]*:[[:space:]]*[0-9]+'} "$f" | head -n 1; grep -oE ${'"[^"/\\\\]+\\.safetensors"'} "$f" | sort -u | head -n 5000; done`,
   );
+
+/**
+ * sha256 of the first safetensors index: `<64 hex>  ./snapshots/<hash>/model.safetensors.index.json`. The index
+ * names every tensor's shard, so its hash says which weights these are without reading them (hashWeights does).
+ */
+export const indexSha256Command = (modelPath: string): RemoteCommand =>
+  inModel(
+    modelPath,
+    sh`${indexFiles} | head -n 1 | while IFS= read -r f; do sha256sum -- "$f" 2>/dev/null; done | head -c 1100`,
+  );
+
+/** The running kernel's release, which a rollback must find again (a kernel update changes it under the spec). */
+export const kernelCommand = (): RemoteCommand => sh`uname -r 2>/dev/null | head -c 200`;
+
+/**
+ * The GPU driver's version, a line per GPU (the first counts: every GPU of a host runs the one driver), then
+ * `failed` when nvidia-smi exits non-zero: head's exit would hide nvidia-smi's.
+ */
+export const gpuDriverCommand = (): RemoteCommand =>
+  sh`{ nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null || echo failed; } | head -c ${driverReadBytes}`;
 
 /** preflight.hashWeights: sha256 of every file, which reads every byte of the weights. */
 export const weightHashesCommand = (modelPath: string): RemoteCommand =>

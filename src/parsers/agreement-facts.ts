@@ -60,13 +60,31 @@ export interface HostFacts {
   logind: LogindState;
   /** Read on one host per distinct image ID (activities/agreement.ts). */
   versions?: ImageVersions;
+  /** `uname -r`. Absent from facts read before revisions (issue 30), as are the two below. */
+  kernel?: string;
+  /** The GPU driver's version as nvidia-smi reports it; absent when nvidia-smi fails. */
+  driver?: string;
+  /** sha256 of the model folder's first safetensors index (the first weight-indexes lists). */
+  indexSha256?: { file: string; sha256: string };
 }
 
 /** What each read printed, as lines (empty ones dropped), by its section name; a read that did not run has none. */
 export type FactSections = ReadonlyMap<FactSection, string[]>;
 
 export type FactSection =
-  'clock' | 'machine' | 'image' | 'addr' | 'link' | 'weights' | 'index' | 'ipc' | 'hash' | 'ray';
+  | 'clock'
+  | 'machine'
+  | 'image'
+  | 'addr'
+  | 'link'
+  | 'weights'
+  | 'index'
+  | 'ipc'
+  | 'hash'
+  | 'ray'
+  | 'kernel'
+  | 'driver'
+  | 'index-sha';
 
 export function parseHostFacts(host: string, sections: FactSections, startedAtMs: number): HostFacts {
   const lines = (name: FactSection): string[] => sections.get(name) ?? [];
@@ -88,7 +106,43 @@ export function parseHostFacts(host: string, sections: FactSections, startedAtMs
     logind: parseLogind(lines('ipc')),
     hashes: hashes && parseHashes(hashes),
     rayPort: ray && parseRayProbe(ray),
+    kernel: parseKernel(lines('kernel')),
+    driver: parseDriver(lines('driver')),
+    indexSha256: parseIndexSha256(lines('index-sha')),
   };
+}
+
+/** `uname -r`: `6.11.0-1016-nvidia`; printable, no spaces, at most 100 characters. */
+export function parseKernel(lines: string[]): string | undefined {
+  const line = lines[0]?.trim() ?? '';
+  return /^[!-~]{1,100}$/.test(line) ? line : undefined;
+}
+
+/** The GPU driver read prints at most this many bytes (src/host-commands/agreement.ts). */
+export const driverReadBytes = 1024;
+
+/**
+ * nvidia-smi's driver_version, one line per GPU (`580.95.05`), then `failed` when nvidia-smi exited non-zero:
+ * the first line counts only when nvidia-smi succeeded and the read was not cut at its bound (a cut could drop
+ * the `failed` mark).
+ */
+export function parseDriver(lines: string[]): string | undefined {
+  const bytes = lines.reduce((n, l) => n + l.length + 1, 0);
+  if (bytes >= driverReadBytes || lines.some((l) => l.trim() === 'failed')) return undefined;
+  const line = lines[0]?.trim() ?? '';
+  return /^\d{1,4}(\.\d{1,4}){1,3}$/.test(line) ? line : undefined;
+}
+
+/**
+ * `sha256sum` of the first index: `<64 hex>  ./…/model.safetensors.index.json`. The name is required at the end,
+ * so a line the host's byte bound cut is not taken; sha256sum marks a name with a newline or a backslash by a
+ * leading backslash, which does not match either.
+ */
+export function parseIndexSha256(lines: string[]): HostFacts['indexSha256'] {
+  const m = /^([0-9a-f]{64}) [ *](\.\/.{1,1100})$/.exec(lines[0] ?? '');
+  const file = m?.[2];
+  const named = file === './model.safetensors.index.json' || file?.endsWith('/model.safetensors.index.json');
+  return m?.[1] && file && named ? { file, sha256: m[1] } : undefined;
 }
 
 /** `ip -o link show`: `2: enp1s0f1np1@if5: <BROADCAST,MULTICAST,UP> mtu 1500 qdisc …`. */

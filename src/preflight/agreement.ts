@@ -3,6 +3,8 @@
 import type { HostFacts, ImageVersions, WeightEntry } from '../parsers/agreement-facts.js';
 import { carries } from '../parsers/ip-addr.js';
 import { machineIdsOf } from './machine-ids.js';
+import { hostIdentityOf } from './host-identity.js';
+import type { HostIdentity } from '../shared/revisions.js';
 import type { HostReadInput } from '../host-commands/agreement.js';
 
 export type AgreementCheck = 'image' | 'weights' | 'addresses' | 'versions' | 'ipc';
@@ -20,6 +22,8 @@ export interface AgreementReport {
   warnings: string[];
   /** Each host's machine id, by host name (src/preflight/machine-ids.ts). */
   machineIds: Record<string, string>;
+  /** What each host whose facts were read is (src/preflight/host-identity.ts), in the hosts' order. */
+  identities: HostIdentity[];
 }
 
 export interface AgreementHost {
@@ -111,7 +115,17 @@ export function compareHosts(exp: AgreementExpectations, facts: HostFacts[]): Ag
     problems,
     warnings: [...clockWarnings(exp, facts), ...machines.warnings],
     machineIds: machines.ids,
+    identities: identitiesOf(exp, facts),
   };
+}
+
+/** One identity per host whose facts were read, in the spec's host order whatever order the facts came in. */
+function identitiesOf(exp: AgreementExpectations, facts: HostFacts[]): HostIdentity[] {
+  const byHost = new Map(facts.map((f) => [f.host, f]));
+  return exp.hosts.flatMap((h) => {
+    const f = byHost.get(h.name);
+    return f ? [hostIdentityOf(f)] : [];
+  });
 }
 
 function compareImages(exp: AgreementExpectations, facts: HostFacts[]): AgreementProblem[] {

@@ -6,8 +6,11 @@ import type { StepCommand, Answers } from '../host-commands/step-command.js';
 import type { ExecResult } from '../ssh/executor.js';
 import {
   clockCommand,
+  gpuDriverCommand,
   imageVersionsCommand,
+  indexSha256Command,
   ipcCommand,
+  kernelCommand,
   linksCommand,
   machineIdCommand,
   rayPortProbeCommand,
@@ -38,6 +41,10 @@ function factReads(input: HostReadInput): [FactSection, StepCommand][] {
     ['weights', { name: 'weight-list', command: weightListCommand(input.modelPath), maxBytes: listing }],
     ['index', { name: 'weight-indexes', command: weightIndexesCommand(input.modelPath), maxBytes: listing }],
     ['ipc', { name: 'ipc', command: ipcCommand(), maxBytes: small }],
+    // The host's identity (src/preflight/host-identity.ts): what a revision records and a rollback finds again.
+    ['kernel', { name: 'kernel', command: kernelCommand(), maxBytes: 256 }],
+    ['driver', { name: 'gpu-driver', command: gpuDriverCommand(), maxBytes: 2048 }],
+    ['index-sha', { name: 'index-sha256', command: indexSha256Command(input.modelPath), maxBytes: 2048 }],
   ];
   if (input.hashWeights)
     reads.push([

@@ -134,7 +134,7 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
   try {
     const checked = await tracker.run('preflight', async () => {
       const passed = await preflight(run);
-      identities = passed.identities ?? [];
+      identities = passed.identities;
       if (multiproc) await checkMasterPortFree(run);
       // A supervisor's relaunch never takes hosts over, whatever its spec says.
       const takeOver = !isSupervisorRelaunch(spec.cluster, trigger) && (options.takeOver ?? spec.takeOver);

@@ -21,8 +21,8 @@ export interface PreflightPassed {
   reports: PreflightReport[];
   /** Each host's machine id, by host name: what the cluster holds (missing for a host without one). */
   machineIds: Record<string, string>;
-  /** What each host said about itself (image ID, kernel, driver, weights): a revision records it. */
-  identities?: HostIdentity[];
+  /** What each host the agreement read is (image ID, kernel, driver, weights, versions), in the hosts' order. */
+  identities: HostIdentity[];
 }
 
 /** Passes when every check on every host passed; else throws preflightFailed with every problem. */
@@ -56,6 +56,7 @@ export async function preflight({ spec, hosts, head, acts }: ClusterRun): Promis
   });
   let warnings: string[] = [];
   let machineIds: Record<string, string> = {};
+  let identities: HostIdentity[] = [];
   try {
     const result = await agreement;
     for (const p of result.problems) problems.push(`${p.hosts.join(', ')}: ${p.check}: ${p.detail}`);
@@ -67,6 +68,8 @@ export async function preflight({ spec, hosts, head, acts }: ClusterRun): Promis
     warnings = result.warnings;
     // Absent from a result recorded before hosts were held.
     machineIds = result.machineIds ?? {};
+    // Absent from a result recorded before revisions (issue 30).
+    identities = result.identities ?? [];
   } catch (err) {
     problems.push(`agreement: not checked: ${messageOf(err)}`);
   }
@@ -78,7 +81,7 @@ export async function preflight({ spec, hosts, head, acts }: ClusterRun): Promis
       details: [byHost],
     });
   }
-  return { warnings, reports: verdicts, machineIds };
+  return { warnings, reports: verdicts, machineIds, identities };
 }
 
 /**

@@ -7,6 +7,7 @@ import { afterEach, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { release } from 'node:os';
 import { stringify } from 'yaml';
 import { ApplicationFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
@@ -87,8 +88,23 @@ describe('preflight: the hosts must agree', () => {
   }
 
   it('the reference cluster agrees: no problem, no warning, every host read', async () => {
-    const { machineIds, ...result } = await agreementOf(base());
+    const { machineIds, identities, ...result } = await agreementOf(base());
     assert.deepEqual(result, { ok: true, problems: [], warnings: [], unread: [] });
+    // Each host's identity, read in the same trip (issue 30): the simulated GB10's driver, this machine's kernel
+    // (the hosts are namespaces of it), the seeded HF snapshot and its index, the image's versions.
+    assert.deepEqual(
+      identities.map((i) => i.host),
+      ['spark1', 'spark2'],
+    );
+    for (const identity of identities) {
+      assert.match(identity.imageId ?? '', /^sha256:[0-9a-f]{64}$/);
+      assert.equal(identity.kernel, release());
+      assert.equal(identity.driver, '580.95.05');
+      assert.match(identity.weights?.snapshot ?? '', /^[0-9a-f]{40}$/);
+      assert.match(identity.weights?.indexSha256 ?? '', /^[0-9a-f]{64}$/);
+      assert.ok(identity.versions?.python, JSON.stringify(identity));
+    }
+    assert.deepEqual(identities[0]?.weights, identities[1]?.weights, 'the same weights on both hosts');
     // Each host's own machine id (the simulator gives each its own): what a cluster holds it by.
     assert.deepEqual(Object.keys(machineIds), ['spark1', 'spark2']);
     for (const id of Object.values(machineIds)) assert.match(id, /^[0-9a-f]{32}$/);

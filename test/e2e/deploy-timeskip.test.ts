@@ -38,7 +38,7 @@ function scriptedCluster(readyAfterMs: number | undefined) {
     preflightHost: (i) => Promise.resolve({ host: i.host.target.name, ok: true, checks: [] }),
     // The scripted hosts agree: this file is about the load's deadline, not about preflight.
     checkHostsAgree: () =>
-      Promise.resolve({ ok: true, problems: [], warnings: [], unread: [], machineIds: {} }),
+      Promise.resolve({ ok: true, problems: [], warnings: [], unread: [], machineIds: {}, identities: [] }),
     // No host reports a machine id here, so nothing is held by anyone.
     findHostOwners: () => Promise.resolve({ owners: [] }),
     holdHosts: () => Promise.resolve(true),

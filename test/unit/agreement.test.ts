@@ -2,8 +2,11 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import {
+  parseDriver,
   parseHostFacts,
+  parseIndexSha256,
   parseIndexes,
+  parseKernel,
   parseLogind,
   parseMtus,
   parseRayProbe,
@@ -176,6 +179,68 @@ describe('agreement: parsers', () => {
     assert.equal(parseVersions('docker: Error response from daemon: No such image\n'), undefined);
   });
 
+  it("reads the host's identity: kernel, GPU driver and the index's sha256", () => {
+    const sha = 'ab'.repeat(32);
+    const file = `./snapshots/${'c'.repeat(40)}/model.safetensors.index.json`;
+    const f = parseHostFacts(
+      'h',
+      new Map<FactSection, string[]>([
+        ['kernel', ['6.11.0-1016-nvidia']],
+        ['driver', ['580.95.05', '580.95.05']],
+        ['index-sha', [`${sha}  ${file}`]],
+      ]),
+      0,
+    );
+    assert.equal(f.kernel, '6.11.0-1016-nvidia');
+    assert.equal(f.driver, '580.95.05');
+    assert.deepEqual(f.indexSha256, { file, sha256: sha });
+    const none = parseHostFacts('h', new Map(), 0);
+    assert.deepEqual([none.kernel, none.driver, none.indexSha256], [undefined, undefined, undefined]);
+  });
+
+  it('refuses a kernel line that is not one printable word of at most 100 characters', () => {
+    assert.equal(parseKernel(['6.8.0-49-generic']), '6.8.0-49-generic');
+    assert.equal(parseKernel(['uname: command not found']), undefined);
+    assert.equal(parseKernel(['x'.repeat(101)]), undefined);
+    assert.equal(parseKernel(['6.8.0\u001b[31m']), undefined);
+    assert.equal(parseKernel([]), undefined);
+  });
+
+  it('takes a driver version only from an nvidia-smi that succeeded and was not cut', () => {
+    assert.equal(parseDriver(['550.54.15']), '550.54.15');
+    assert.equal(parseDriver(['580.95']), '580.95');
+    assert.equal(parseDriver(['580']), undefined, 'one number is not a version');
+    assert.equal(parseDriver(['1.2.3.4.5']), undefined);
+    assert.equal(parseDriver(['12345.1']), undefined);
+    assert.equal(parseDriver(['550.54.15', 'failed']), undefined, 'nvidia-smi exited non-zero');
+    assert.equal(
+      parseDriver([
+        'NVIDIA-SMI has failed because it could not communicate with the NVIDIA driver.',
+        'failed',
+      ]),
+      undefined,
+    );
+    assert.equal(parseDriver(['550.54.15', ...Array.from({ length: 200 }, () => '550.54.15')]), undefined);
+    assert.equal(parseDriver([]), undefined);
+  });
+
+  it("reads the index's sha256 only from a whole sha256sum line of an index", () => {
+    const sha = '0f'.repeat(32);
+    assert.deepEqual(parseIndexSha256([`${sha}  ./model.safetensors.index.json`]), {
+      file: './model.safetensors.index.json',
+      sha256: sha,
+    });
+    assert.deepEqual(parseIndexSha256([`${sha} *./s/model.safetensors.index.json`]), {
+      file: './s/model.safetensors.index.json',
+      sha256: sha,
+    });
+    assert.equal(parseIndexSha256([`${sha}  ./snapshots/abc/model.safet`]), undefined, 'cut by the bound');
+    assert.equal(parseIndexSha256([`\\${sha}  ./a\\nb/model.safetensors.index.json`]), undefined);
+    assert.equal(parseIndexSha256([`${sha.toUpperCase()}  ./model.safetensors.index.json`]), undefined);
+    assert.equal(parseIndexSha256(['unreadable']), undefined);
+    assert.equal(parseIndexSha256([`${sha}  ./${'d/'.repeat(600)}model.safetensors.index.json`]), undefined);
+  });
+
   it('reads MTUs only from well-formed lines', () => {
     assert.deepEqual(parseMtus(['x: y mtu 1500', '2: eth0: <UP> mtu abc', '2: eth0: <UP> mtu 1500']), {
       eth0: 1500,
@@ -210,6 +275,22 @@ describe('agreement: parsers', () => {
     assert.match(head.get('weight-hashes') ?? '', /sha256sum/);
     assert.match(head.get('versions') ?? '', /docker run --rm --network none --pull never/);
   });
+
+  it("reads the host's identity bounded on the host, the index hash inside the quoted model folder", () => {
+    const reads = agreementCommands({ host: 'h', image: 'i', modelPath: "/m'x", hashWeights: false }, false);
+    const texts = new Map(reads.map((c) => [c.name, c.command.text]));
+    assert.equal(texts.get('kernel'), 'uname -r 2>/dev/null | head -c 200');
+    assert.equal(
+      texts.get('gpu-driver'),
+      '{ nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null || echo failed; } | head -c 1024',
+    );
+    assert.equal(
+      texts.get('index-sha256'),
+      `cd -- '/m'\\''x' 2>/dev/null || { echo unreadable; exit 0; }; find -L . -maxdepth 8 -name model.safetensors.index.json -type f 2>/dev/null | head -n 1 | while IFS= read -r f; do sha256sum -- "$f" 2>/dev/null; done | head -c 1100`,
+    );
+    for (const name of ['kernel', 'gpu-driver', 'index-sha256'])
+      assert.ok((reads.find((c) => c.name === name)?.maxBytes ?? Infinity) <= 2048, name);
+  });
 });
 
 describe('agreement: comparisons', () => {
@@ -219,6 +300,10 @@ describe('agreement: comparisons', () => {
       problems: [],
       warnings: [],
       machineIds: { spark1: machineIdOf('spark1'), spark2: machineIdOf('spark2') },
+      identities: [
+        { host: 'spark1', imageId: idA, versions: { python: '3.12.3', ray: '2.49.1', vllm: '0.11.0' } },
+        { host: 'spark2', imageId: idA, versions: { python: '3.12.3', ray: '2.49.1', vllm: '0.11.0' } },
+      ],
     });
   });
 

@@ -44,6 +44,9 @@ function goodAnswers(): Map<string, ExecResult> {
     ['weight-indexes', ok('')],
     ['ipc', ok('uid=0\nuser=root\nsession-exit=1\nuser-exit=1\n')],
     ['ray-port', ok('exit 1\nbash: connect: Connection refused\n')],
+    ['kernel', ok('6.11.0-1016-nvidia\n')],
+    ['gpu-driver', ok('580.95.05\n')],
+    ['index-sha256', ok('')],
   ]);
 }
 
@@ -74,6 +77,9 @@ describe('preflight step', () => {
     assert.equal(report.facts?.clockOffsetMs, 354);
     assert.deepEqual(report.facts?.rayPort, { outcome: 'refused', detail: 'connection refused' });
     assert.equal(report.facts?.weights?.entries.length, 2);
+    assert.equal(report.facts?.kernel, '6.11.0-1016-nvidia');
+    assert.equal(report.facts?.driver, '580.95.05');
+    assert.equal(report.facts?.indexSha256, undefined, 'no index in the folder');
   });
 
   it('a docker that does not answer: the image is not checked and the GPU access not judged', () => {
