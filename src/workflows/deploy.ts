@@ -133,7 +133,7 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
   // 1–4: read, stop, remove, check. Nothing of this launch runs yet, so a failure leaves nothing to tear down.
   try {
     const checked = await tracker.run('preflight', async () => {
-      const passed = await preflight(run);
+      const passed = await preflight(run, options.rollback);
       identities = passed.identities;
       if (multiproc) await checkMasterPortFree(run);
       // A supervisor's relaunch never takes hosts over, whatever its spec says.
@@ -141,7 +141,7 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
       const found = holding
         ? await checkHostOwners(spec, hosts, passed.machineIds, takeOver)
         : { owners: [] };
-      const fallback = holding ? await checkRevisions(run, options, trigger, identities) : undefined;
+      const fallback = holding ? await checkRevisions(run, options, trigger) : undefined;
       const warnings = [...passed.warnings, ...(found.unchecked ? [found.unchecked] : [])];
       if (warnings.length > 0) tracker.detail('preflight', `warning: ${warnings.join('; ')}`);
       return { machineIds: passed.machineIds, owners: found.owners, fallback };

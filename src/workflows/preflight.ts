@@ -9,6 +9,7 @@ import type { DeploySpec } from '../config/schema.js';
 import { modelPathFor } from '../config/derive.js';
 import { FailureType } from '../shared/failures.js';
 import type { HostIdentity } from '../shared/revisions.js';
+import { missingFromHosts, type RollbackRequest } from '../shared/rollback.js';
 import type { ClusterRun } from './cluster-run.js';
 import { messageOf } from './failures.js';
 import { patches } from './patches.js';
@@ -25,8 +26,14 @@ export interface PreflightPassed {
   identities: HostIdentity[];
 }
 
-/** Passes when every check on every host passed; else throws preflightFailed with every problem. */
-export async function preflight({ spec, hosts, head, acts }: ClusterRun): Promise<PreflightPassed> {
+/**
+ * Passes when every check on every host passed; else throws preflightFailed with every problem. A rollback's run
+ * (`rollback`) whose recorded image or weights are gone from a host throws rollbackRefused instead, naming the host.
+ */
+export async function preflight(
+  { spec, hosts, head, acts }: ClusterRun,
+  rollback?: RollbackRequest,
+): Promise<PreflightPassed> {
   const modelPath = modelPathFor(spec) ?? '';
   const { preflightHost } = acts('preflight');
   const { checkHostsAgree } = acts('preflight', 'checkHostsAgree');
@@ -72,6 +79,17 @@ export async function preflight({ spec, hosts, head, acts }: ClusterRun): Promis
     identities = result.identities ?? [];
   } catch (err) {
     problems.push(`agreement: not checked: ${messageOf(err)}`);
+  }
+  // Judged here, not after preflight passed: a rollback pins the image by ID, so a host without that ID fails its
+  // image check too, and the person must hear which revision cannot come back and why, not only a missing image.
+  const missing = rollback ? missingFromHosts(rollback, identities) : [];
+  if (rollback && missing.length > 0) {
+    throw ApplicationFailure.create({
+      type: FailureType.rollbackRefused,
+      message: `nothing was stopped or removed: revision ${rollback.to} cannot be restored:\n  ${missing.join('\n  ')}${problems.length > 0 ? `\npreflight found too:\n  ${problems.join('\n  ')}` : ''}`,
+      nonRetryable: true,
+      details: [byHost],
+    });
   }
   if (problems.length > 0) {
     throw ApplicationFailure.create({

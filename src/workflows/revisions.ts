@@ -17,7 +17,6 @@ import type { HostIdentity } from '../shared/revisions.js';
 import {
   badRevisionWithSpec,
   knownGoodOf,
-  missingFromHosts,
   pinnedSpec,
   rollbackRequest,
   type RollbackRequest,
@@ -35,15 +34,14 @@ import {
 } from './supervise-api.js';
 
 /**
- * Preflight's check of the revisions, read only: a schedule does not redeploy a bad revision unasked, and a
- * rollback refuses, naming the host, when what it restores is gone. Returns what a failure of this deploy falls
+ * Preflight's check of the revisions, read only: a schedule does not redeploy a bad revision unasked (a rollback
+ * whose image or weights are gone is refused by preflight itself). Returns what a failure of this deploy falls
  * back on: the known-good, when rollout.onFailure says rollback and this is neither a rollback nor a relaunch.
  */
 export async function checkRevisions(
   run: DeployRun,
   options: DeployOptions,
   trigger: DeployTriggerName,
-  identities: readonly HostIdentity[],
 ): Promise<Fallback | undefined> {
   const { spec, acts } = run;
   const { revisions } = await acts('preflight', 'readRevisions').readRevisions({ cluster: spec.cluster });
@@ -56,16 +54,8 @@ export async function checkRevisions(
         nonRetryable: true,
       });
   }
-  if (options.rollback) {
-    const problems = missingFromHosts(options.rollback, identities);
-    if (problems.length > 0)
-      throw ApplicationFailure.create({
-        type: FailureType.rollbackRefused,
-        message: `nothing was stopped or removed: revision ${options.rollback.to} cannot be restored:\n  ${problems.join('\n  ')}`,
-        nonRetryable: true,
-      });
-    return undefined;
-  }
+  // A rollback's own check (what it restores is still on the hosts) is preflight's; it has no fallback of its own.
+  if (options.rollback) return undefined;
   if (trigger === 'supervise' || spec.rollout.onFailure !== 'rollback') return undefined;
   const good = knownGoodOf(revisions);
   return good ? { request: rollbackRequest(good, ''), spec: pinnedSpec(good) } : undefined;
