@@ -15,6 +15,7 @@ export const e2eSuites = {
   'docker-nonroot': { netIndex: 71 },
   'docker-faults': { netIndex: 73 },
   lifecycle: { netIndex: 77 },
+  rollback: { netIndex: 81 },
 } as const satisfies Record<string, { netIndex: number }>;
 
 export type E2eSuite = keyof typeof e2eSuites;
