@@ -112,7 +112,7 @@ async function revisionStatus(client: Client, cluster: string): Promise<Revision
     .getHandle(clusterWorkflowId(cluster))
     .describe()
     .catch(() => undefined);
-  const memo = (await described?.memo) as { record?: ClusterRecord } | undefined;
+  const memo = described?.memo as { record?: ClusterRecord } | undefined;
   const record = memo?.record;
   if (!record || (record.revision === undefined && !record.lastRollback)) return undefined;
   return {
