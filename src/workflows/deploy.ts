@@ -107,7 +107,7 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
 
   const clusterWorkflowId = deployWorkflowId(spec.cluster);
   if (info.workflowId !== clusterWorkflowId) {
-    return runUnderClusterId(input, trigger, clusterWorkflowId, progress);
+    return runUnderClusterId(input, trigger, clusterWorkflowId, progress, options);
   }
 
   const acts = stepActivities(spec);
