@@ -76,6 +76,6 @@ export function simDeploySpec(sim: SimCluster, opts: SimSpecOptions = {}) {
     supervise: { enabled: false },
     // The failure tests look at a failed deploy as it failed (its diagnostics, its teardown): an automatic
     // rollback would replace it with the known-good's deploy. test/e2e/rollback.test.ts switches it on.
-    rollout: { onFailure: 'leave' as const },
+    rollout: { onFailure: 'leave' } as { onFailure: 'leave' | 'rollback'; bakeTime?: string },
   };
 }
