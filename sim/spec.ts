@@ -74,5 +74,8 @@ export function simDeploySpec(sim: SimCluster, opts: SimSpecOptions = {}) {
     // Tests count launches, sessions and commands on the hosts: a supervisor probing behind them would change
     // those counts. The supervision tests switch it on with their own settings.
     supervise: { enabled: false },
+    // The failure tests look at a failed deploy as it failed (its diagnostics, its teardown): an automatic
+    // rollback would replace it with the known-good's deploy. test/e2e/rollback.test.ts switches it on.
+    rollout: { onFailure: 'leave' } as { onFailure: 'leave' | 'rollback'; bakeTime?: string },
   };
 }

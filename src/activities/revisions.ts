@@ -50,7 +50,8 @@ export async function readClusterRevisions(temporal: Client, cluster: string): P
   return { revisions, ...currentOf(revisions) };
 }
 
-function currentOf(revisions: Revision[]): { current?: number } {
+/** The revision serving now, or that served last: the latest one not bad. */
+export function currentOf(revisions: Revision[]): { current?: number } {
   const current = [...revisions].reverse().find((r) => r.status !== 'bad')?.number;
   return current === undefined ? {} : { current };
 }

@@ -19,6 +19,9 @@ export interface FleetLine {
   servingSinceMs?: number;
   lastDeploy?: { outcome: string; endedAtMs?: number; startedAtMs: number; workflowId: string };
   nextBackoffMs?: number;
+  /** The revision serving (or last served); `rolledBack` when the last rollback restored it. */
+  revision?: number;
+  rolledBack?: { from?: number; to: number; outcome: string };
   workflowId: string;
 }
 
@@ -69,6 +72,16 @@ function lineOf(r: ClusterRecord, workflowId: string): FleetLine {
     ...(r.servingSinceMs !== undefined && isUp(r.state) ? { servingSinceMs: r.servingSinceMs } : {}),
     ...(r.lastDeploy ? { lastDeploy: r.lastDeploy } : {}),
     ...(r.nextBackoffMs !== undefined ? { nextBackoffMs: r.nextBackoffMs } : {}),
+    ...(r.revision !== undefined ? { revision: r.revision } : {}),
+    ...(r.lastRollback
+      ? {
+          rolledBack: {
+            to: r.lastRollback.restores,
+            outcome: r.lastRollback.outcome,
+            ...(r.lastRollback.bad !== undefined ? { from: r.lastRollback.bad } : {}),
+          },
+        }
+      : {}),
     workflowId,
   };
 }
@@ -81,10 +94,11 @@ export function renderFleet(report: FleetReport): string {
   const ago = (ms: number | undefined): string =>
     ms === undefined ? '' : formatDuration(Math.max(0, report.atMs - ms));
   return table([
-    ['CLUSTER', 'STATE', 'ENDPOINT', 'MODEL', 'HOSTS', 'UPTIME', 'LAST DEPLOY', 'NEXT BACKOFF'],
+    ['CLUSTER', 'STATE', 'REV', 'ENDPOINT', 'MODEL', 'HOSTS', 'UPTIME', 'LAST DEPLOY', 'NEXT BACKOFF'],
     ...report.clusters.map((c) => [
       c.cluster,
       c.state,
+      revisionCell(c),
       c.endpoint ?? '',
       c.model ?? '',
       c.hosts.join(',') || '-',
@@ -95,4 +109,13 @@ export function renderFleet(report: FleetReport): string {
       c.nextBackoffMs !== undefined ? formatDuration(c.nextBackoffMs) : '',
     ]),
   ]);
+}
+
+/** `3`, or `3 (↩ from 4)` while the revision serving is a rollback's. */
+function revisionCell(c: FleetLine): string {
+  if (c.revision === undefined) return '';
+  const rb = c.rolledBack;
+  return rb?.from !== undefined && rb.outcome === 'serving'
+    ? `${c.revision} (↩ from ${rb.from})`
+    : String(c.revision);
 }

@@ -6,7 +6,10 @@ import { withClient } from '../temporal/connection.js';
 import { emit, table } from '../cli/render.js';
 import { runCommand, UsageError } from '../cli/run-command.js';
 import { ExitCode } from '../cli/exit-codes.js';
-import { readClusterRevisions, type ClusterRevisions } from '../activities/revisions.js';
+import { readFile } from 'node:fs/promises';
+import { currentOf, readClusterRevisions, type ClusterRevisions } from '../activities/revisions.js';
+import { HistoryFormatError, readHistoryEvents } from '../report/events.js';
+import { NotAClusterHistoryError, revisionsFromHistory } from '../report/revisions.js';
 import { diffRevisions, type FieldChange } from '../shared/revision-diff.js';
 import { shortId } from '../shared/rollback.js';
 import type { Revision } from '../shared/revisions.js';
@@ -110,34 +113,57 @@ export const revisionsCommand = new Command('revisions')
   .description("list a cluster's recorded revisions, or what changed between two of them (--diff R1 R2)")
   .argument('<cluster>', 'cluster name from the spec')
   .option('--diff <revisions...>', 'two revision numbers: what changed from the first to the second')
+  .option(
+    '--history <file>',
+    "read them offline from an export of the cluster's workflow (temporal workflow show --workflow-id liftoff-cluster:NAME --output json)",
+  )
   .option('--json', 'print one JSON document')
-  .action((cluster: string, opts: { diff?: string[]; json?: boolean }) =>
-    runCommand(opts, () =>
-      withClient(async (client) => {
-        const read = await readClusterRevisions(client, cluster);
-        if (!opts.diff) {
-          emit(opts, revisionsReport(cluster, read), renderRevisions);
-          return ExitCode.ok;
-        }
-        const [first, second, ...more] = opts.diff;
-        if (first === undefined || second === undefined || more.length > 0)
-          throw new UsageError('--diff: expected two revision numbers, e.g. --diff 2 3');
-        const pick = (n: number): Revision => {
-          const r = read.revisions.find((v) => v.number === n);
-          if (!r)
-            throw new UsageError(
-              `--diff: ${cluster} keeps no revision ${n} (kept: ${read.revisions.map((v) => v.number).join(', ') || 'none'})`,
-            );
-          return r;
-        };
-        const from = pick(revisionNumber(first, '--diff'));
-        const to = pick(revisionNumber(second, '--diff'));
-        emit(
-          opts,
-          { cluster, from: from.number, to: to.number, changes: diffRevisions(from, to) },
-          renderDiff,
-        );
-        return ExitCode.ok;
-      }),
-    ),
+  .action((cluster: string, opts: { diff?: string[]; history?: string; json?: boolean }) =>
+    runCommand(opts, async () => {
+      if (opts.history !== undefined)
+        return show(cluster, await revisionsFromFile(opts.history, cluster), opts);
+      return withClient(async (client) => show(cluster, await readClusterRevisions(client, cluster), opts));
+    }),
   );
+
+async function revisionsFromFile(file: string, cluster: string): Promise<ClusterRevisions> {
+  const text = await readFile(file, 'utf8').catch((err: unknown) => {
+    throw new UsageError(`cannot read ${file}: ${err instanceof Error ? err.message : String(err)}`);
+  });
+  try {
+    const read = revisionsFromHistory(readHistoryEvents(JSON.parse(text)));
+    if (read.cluster !== cluster)
+      throw new UsageError(`${file} is the history of cluster ${read.cluster}, not ${cluster}`);
+    return { revisions: read.revisions, ...currentOf(read.revisions) };
+  } catch (err) {
+    if (
+      err instanceof SyntaxError ||
+      err instanceof HistoryFormatError ||
+      err instanceof NotAClusterHistoryError
+    )
+      throw new UsageError(`${file}: ${err.message}`);
+    throw err;
+  }
+}
+
+function show(cluster: string, read: ClusterRevisions, opts: { diff?: string[]; json?: boolean }): number {
+  if (!opts.diff) {
+    emit(opts, revisionsReport(cluster, read), renderRevisions);
+    return ExitCode.ok;
+  }
+  const [first, second, ...more] = opts.diff;
+  if (first === undefined || second === undefined || more.length > 0)
+    throw new UsageError('--diff: expected two revision numbers, e.g. --diff 2 3');
+  const pick = (n: number): Revision => {
+    const r = read.revisions.find((v) => v.number === n);
+    if (!r)
+      throw new UsageError(
+        `--diff: ${cluster} keeps no revision ${n} (kept: ${read.revisions.map((v) => v.number).join(', ') || 'none'})`,
+      );
+    return r;
+  };
+  const from = pick(revisionNumber(first, '--diff'));
+  const to = pick(revisionNumber(second, '--diff'));
+  emit(opts, { cluster, from: from.number, to: to.number, changes: diffRevisions(from, to) }, renderDiff);
+  return ExitCode.ok;
+}

@@ -12,6 +12,7 @@ import { describeClusterDeploy } from '../cli/deploy-status.js';
 import { loadLine } from '../cli/follow.js';
 import { describeSupervision, renderSupervision, type SupervisionReport } from './supervise/common.js';
 import { listNotifications, renderNotifications, type NotificationsReport } from './notifications.js';
+import { clusterWorkflowId, type ClusterRecord, type RollbackRecord } from '../shared/cluster-api.js';
 
 export interface StatusReport {
   cluster: string;
@@ -26,6 +27,30 @@ export interface StatusReport {
   supervision?: SupervisionReport;
   /** The cluster's recent webhook notifications: the ones that failed, with why. */
   notifications?: NotificationsReport;
+  /** The revision serving (or last served), and the last rollback: what failed, why, and what came back. */
+  revision?: RevisionStatus;
+}
+
+export interface RevisionStatus {
+  current?: number;
+  lastRollback?: RollbackRecord;
+}
+
+export function renderRevision(r: RevisionStatus): string[] {
+  const lines = r.current !== undefined ? [`revision: ${r.current} (liftoff revisions for the others)`] : [];
+  const rb = r.lastRollback;
+  if (rb) {
+    const failed =
+      rb.bad !== undefined ? `revision ${rb.bad} failed: ${rb.cause.split('\n')[0] ?? ''}; ` : '';
+    const outcome =
+      rb.outcome === 'serving'
+        ? `serving again${rb.revision !== undefined ? ` as revision ${rb.revision}` : ''}`
+        : rb.outcome === 'failed'
+          ? `the rollback failed too: ${(rb.error ?? '').split('\n')[0] ?? ''}`
+          : 'running';
+    lines.push(`rollback: ${failed}rolled back to revision ${rb.restores}, ${outcome}`);
+  }
+  return lines;
 }
 
 export function renderStatus(r: StatusReport): string {
@@ -52,6 +77,7 @@ export function renderStatus(r: StatusReport): string {
     lines.push(
       `endpoint: ${r.result.endpoint}  model: ${r.result.model}  load: ${formatDuration(r.result.loadSeconds * 1000)}`,
     );
+  if (r.revision) lines.push(...renderRevision(r.revision));
   if (r.supervision) lines.push(renderSupervision(r.supervision, Date.now()));
   if (r.notifications) lines.push(renderNotifications(r.notifications));
   return lines.join('\n');
@@ -64,6 +90,7 @@ export async function clusterStatus(client: Client, cluster: string): Promise<St
     described.status.name === 'COMPLETED' ? ((await handle.result()) as DeployResult) : undefined;
   const supervision = await describeSupervision(client, cluster);
   const notifications = await listNotifications(client, cluster);
+  const revision = await revisionStatus(client, cluster);
   return {
     cluster,
     workflowId,
@@ -75,6 +102,22 @@ export async function clusterStatus(client: Client, cluster: string): Promise<St
     result,
     ...(supervision ? { supervision: supervision.report } : {}),
     ...(notifications ? { notifications } : {}),
+    ...(revision ? { revision } : {}),
+  };
+}
+
+/** From the memo of the cluster's latest workflow run: no worker needed. */
+async function revisionStatus(client: Client, cluster: string): Promise<RevisionStatus | undefined> {
+  const described = await client.workflow
+    .getHandle(clusterWorkflowId(cluster))
+    .describe()
+    .catch(() => undefined);
+  const memo = described?.memo as { record?: ClusterRecord } | undefined;
+  const record = memo?.record;
+  if (!record || (record.revision === undefined && !record.lastRollback)) return undefined;
+  return {
+    ...(record.revision !== undefined ? { current: record.revision } : {}),
+    ...(record.lastRollback ? { lastRollback: record.lastRollback } : {}),
   };
 }
 

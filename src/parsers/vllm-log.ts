@@ -101,6 +101,10 @@ function timing({ elapsedS, etaS, secPerIt }: Timing): Timing {
 
 // Specific causes first: the final line of a traceback often also matches the generic exception pattern.
 const fatalPatterns = [
+  // argparse refusing the command line (exit status 2, before anything starts): `vllm: error: unrecognized
+  // arguments: --bogus-flag` (the parent parser prints that one), `vllm serve: error: argument --port: invalid int
+  // value: 'x'` and the like. No other line of a serve log starts with the program's name and `: error: `.
+  [/^vllm(?: serve)?: error: (?:unrecognized arguments: |argument )/, 'bad_arguments'],
   [/ray\.exceptions\.OutOfMemoryError|Task was killed due to the node running low on memory/, 'ray_oom'],
   [/Cannot provide a placement group/, 'placement_group'],
   [/number of required GPUs exceeds the total number of available GPUs/, 'insufficient_gpus'],
@@ -247,11 +251,33 @@ export type VllmLogOwner =
   | { backend: 'ray'; /** ray.env sets RAY_memory_monitor_refresh_ms to "0" */ memoryMonitorOff: boolean }
   | { backend: 'multiproc'; masterAddr: string; masterPort: number | undefined };
 
+/**
+ * What vLLM's argparse refused, from its error line: the unrecognized arguments as given (space-joined, as
+ * argparse joins them), or the one option whose value it could not read (`--port`, `--tensor-parallel-size/-tp`).
+ */
+export function refusedArguments(line: string): string {
+  const unrecognized = 'unrecognized arguments: ';
+  const at = line.indexOf(unrecognized);
+  if (at >= 0) return line.slice(at + unrecognized.length).trim();
+  // `argument --x/-y: why`: the option strings run up to the first `: ` after `argument `.
+  const argument = line.indexOf('argument ');
+  const rest = argument < 0 ? '' : line.slice(argument + 'argument '.length);
+  const end = rest.indexOf(': ');
+  return end < 0 ? rest : rest.slice(0, end);
+}
+
 /** The one verdict on a fatal log line: its failure type, and the line with what to do about it. */
 export function judgeVllmFatal(
   fatal: VllmFatal,
   owner: VllmLogOwner,
 ): { type: FailureTypeName; message: string } {
+  // The spec's command line is wrong, whichever backend ran it and on whichever rank: no retry or other host helps.
+  if (fatal.kind === 'bad_arguments') {
+    return {
+      type: FailureType.serverFatal,
+      message: `${fatal.line}\nvllm serve refused its arguments (${refusedArguments(fatal.line)}): fix serve.args in the spec, or the spec field that rendered the flag (serve.port, serve.tensorParallelSize, serve.servedModelName).`,
+    };
+  }
   if (owner.backend === 'ray') {
     const hint =
       fatal.kind === 'ray_oom' && !owner.memoryMonitorOff

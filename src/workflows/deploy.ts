@@ -107,7 +107,7 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
 
   const clusterWorkflowId = deployWorkflowId(spec.cluster);
   if (info.workflowId !== clusterWorkflowId) {
-    return runUnderClusterId(input, trigger, clusterWorkflowId, progress);
+    return runUnderClusterId(input, trigger, clusterWorkflowId, progress, options);
   }
 
   const acts = stepActivities(spec);
@@ -130,6 +130,7 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
   let identities: HostIdentity[] = [];
   // The known-good a failure after the stop rolls back to (rollout.onFailure: rollback).
   let fallback: Fallback | undefined;
+  let recording = false;
   // 1–4: read, stop, remove, check. Nothing of this launch runs yet, so a failure leaves nothing to tear down.
   try {
     const checked = await tracker.run('preflight', async () => {
@@ -158,6 +159,8 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
           ? holdDetail(hosts, machineIds, owners)
           : 'not held: this Temporal server cannot start the cluster’s workflow (Update-with-Start)',
       );
+      // Revisions live in the cluster's workflow: none is recorded where it could not start.
+      recording = held;
       return taken;
     });
     // The old supervisor must not relaunch what this deploy removes.
@@ -238,7 +241,7 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
         smoke: { text, completionTokens, tokensPerSecond },
       };
       const { rollback } = options;
-      const revision = holding
+      const revision = recording
         ? await recordServingRevision(
             run,
             trigger,
@@ -287,7 +290,7 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
       throw tracker.cancelled(err, teardown);
     }
     const diagnostics = await CancellationScope.nonCancellable(() => collectDiagnostics(run));
-    if (fallback) {
+    if (fallback && recording) {
       // The known-good was stopped for this launch: it comes back, and this revision is recorded bad.
       const failure = tracker.fail(err, diagnostics, ['replaced by the rollback']);
       return rollBack(run, trigger, identities, fallback, failure, options);

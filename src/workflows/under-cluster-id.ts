@@ -25,12 +25,13 @@ export async function runUnderClusterId(
   trigger: DeployTriggerName,
   workflowId: string,
   progress: DeployProgress,
+  options: DeployOptions = {},
 ): Promise<DeployResult> {
   progress.deployWorkflowId = workflowId;
   // Lets `liftoff history` show the deploy once (the child), not once more for the run that only started it.
   upsertMemo({ deployWorkflowId: workflowId });
   publishDetails(progress);
-  const child = await startDeployChild(progress.cluster, input, trigger);
+  const child = await startDeployChild(progress.cluster, input, trigger, undefined, { options });
   if (!child) {
     progress.status = 'refused';
     upsertSearchAttributes([{ key: searchAttributes.outcome, value: 'refused' }]);

@@ -237,11 +237,11 @@ describe('the cluster’s life: down, hosts held by one cluster, the fleet view'
     const lines = text.stdout.trim().split('\n');
     assert.match(
       lines[0] ?? '',
-      /^CLUSTER\s+STATE\s+ENDPOINT\s+MODEL\s+HOSTS\s+UPTIME\s+LAST DEPLOY\s+NEXT BACKOFF$/,
+      /^CLUSTER\s+STATE\s+REV\s+ENDPOINT\s+MODEL\s+HOSTS\s+UPTIME\s+LAST DEPLOY\s+NEXT BACKOFF$/,
     );
     assert.match(
       text.stdout,
-      /^glm\s+serving\s+http:\/\/\S+:30000\/v1\s+Qwen\/Qwen3\.5-122B-A10B-FP8\s+spark1,spark2\s+\S+\s+succeeded \S+ ago/m,
+      /^glm\s+serving\s+\d+\s+http:\/\/\S+:30000\/v1\s+Qwen\/Qwen3\.5-122B-A10B-FP8\s+spark1,spark2\s+\S+\s+succeeded \S+ ago/m,
     );
     assert.match(text.stdout, /^mini\s+down\s/m);
     assert.match(text.stdout, /^qwen\s+handed over\s/m);

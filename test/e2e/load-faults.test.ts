@@ -327,6 +327,30 @@ describe('load faults: crash, hang, OOM and diagnostics on a simulated cluster',
     );
   });
 
+  it('a serve.args flag vLLM does not know fails at once as ServerFatal naming it, never waiting for serve.loadTimeout', async () => {
+    const spec = baseSpec();
+    spec.serve.args = [...spec.serve.args, '--bogus-flag'];
+    const started = Date.now();
+    const { failure, history, launches } = await deployExpectingFailure(spec, {});
+    const seconds = (Date.now() - started) / 1000;
+    const launchedAtMs = completedAtMs(history, 'launchServe')[0];
+    assert.ok(launchedAtMs !== undefined, 'vllm serve was launched');
+    const afterLaunchS = (tsToMs(history[history.length - 1]?.eventTime) - launchedAtMs) / 1000;
+    console.log(
+      `FIGURE: --bogus-flag in serve.args failed the deploy as ${failure.type} ${afterLaunchS.toFixed(1)} s after launchServe (${seconds.toFixed(1)} s in all, pollInterval ${pollSeconds}s, loadTimeout ${spec.serve.loadTimeout})`,
+    );
+    assert.equal(failure.type, 'ServerFatal', failure.message);
+    assert.equal(failure.nonRetryable, true);
+    assert.match(failure.message, /^waitHealthy failed: vllm failed \(bad_arguments\) at phase starting: /);
+    assert.match(failure.message, /vllm: error: unrecognized arguments: --bogus-flag\n/);
+    assert.match(failure.message, /refused its arguments \(--bogus-flag\): fix serve\.args in the spec/);
+    assert.equal(launches, 0, 'the refused vllm recorded no launch');
+    assert.ok(
+      afterLaunchS < 3 * pollSeconds + 5,
+      `within a few polls of the launch (${afterLaunchS.toFixed(1)} s)`,
+    );
+  });
+
   it('a failure after Ray starts carries diagnostics from every host, with no secret anywhere in the history', () => {
     assert.ok(crashed, 'the crash deploy ran (first test)');
     const { failure, history } = crashed;

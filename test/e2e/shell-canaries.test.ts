@@ -128,7 +128,9 @@ describe('shell canaries in every free-text field never fire', () => {
 
   it('a deploy whose free-text fields carry canaries succeeds', async () => {
     const spec: DeploySpecInput = simDeploySpec(e2e.sim, { cluster });
-    shapes.forEach((shape, k) => serveArgs.push(`--canary-arg-${k}`, canary('serve.args', shape)));
+    // Each canary is the value of a flag vLLM knows (it refuses unknown ones, as the simulated vllm does); it
+    // takes any text, so every shape reaches the server as one argument. vLLM keeps the last.
+    shapes.forEach((shape) => serveArgs.push('--response-role', canary('serve.args', shape)));
     shapes.forEach((shape, k) => (rayEnv[`CANARY_RAY_${k}`] = canary('ray.env values', shape)));
     shapes.forEach((shape, k) => (serveEnv[`CANARY_SERVE_${k}`] = canary('serve.env values', shape)));
     servedModelName = `qwen${canary('serve.servedModelName', shapes[1]!)}${canary('serve.servedModelName', shapes[2]!)}`;

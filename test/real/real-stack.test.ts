@@ -26,6 +26,7 @@ import {
   type DeployHandle,
 } from '../helpers/real-deploy.js';
 import { startDeploy } from '../../src/temporal/start-deploy.js';
+import { readClusterRevisions } from '../../src/activities/revisions.js';
 import { progressQuery } from '../../src/workflows/deploy.js';
 import type { DeployProgress } from '../../src/workflows/steps.js';
 import { parseRayStatus } from '../../src/parsers/ray-status.js';
@@ -199,6 +200,59 @@ describe('the deploy against real Ray and real vLLM (CPU build)', () => {
       `FIGURE: real stack a (deploy): total ${result.totalSeconds.toFixed(1)} s; Ray workers joined ${seconds(rayJoinMs(progress))} after their start ` +
         `(head ${seconds(step(progress, 'startRayHead').durationMs ?? NaN)}); vLLM time to healthy ${result.loadSeconds.toFixed(1)} s; ` +
         `smoke ${result.smoke.completionTokens} tokens at ${result.smoke.tokensPerSecond.toFixed(1)} tok/s ${JSON.stringify(result.smoke.text)}; load average ${load}`,
+    );
+  });
+
+  it("f: an upgrade whose flag real vLLM's argparse refuses rolls back to the known-good, which serves again", async () => {
+    const load = loadAverage();
+    const good = realSpec(sim);
+    const upgrade = {
+      ...good,
+      serve: { ...good.serve, args: [...good.serve.args, '--bogus-flag'] },
+      rollout: { onFailure: 'rollback' as const },
+    };
+    const startedAtMs = Date.now();
+    const handle = await startDeploy(e2e.client, upgrade, 'cli');
+    const result = await handle.result();
+    const servingAtMs = Date.now();
+    // The failed run, as it ended (continued as new into the rollback): when it began stopping what served.
+    const failedRun = e2e.client.workflow.getHandle(handle.workflowId, handle.firstExecutionRunId);
+    const failedProgress = await failedRun.query(progressQuery);
+    assert.equal(failedProgress.rolledBackTo, 1);
+    assert.match(step(failedProgress, 'waitHealthy').error ?? '', /unrecognized arguments: --bogus-flag/);
+    assert.deepEqual(result.rolledBack && [result.rolledBack.from, result.rolledBack.to], [2, 1]);
+    assert.equal(result.revision, 3);
+    const { revisions } = await readClusterRevisions(e2e.client, cluster);
+    assert.deepEqual(
+      revisions.map((r) => [r.number, r.status, r.restores]),
+      [
+        [1, 'replaced', undefined],
+        [2, 'bad', undefined],
+        [3, 'serving', 1],
+      ],
+    );
+    // Pinned: the rollback ran the image ID revision 1 recorded, not the tag.
+    const recordedId = revisions[0]?.hosts[0]?.imageId;
+    assert.match(recordedId ?? '', /^sha256:[0-9a-f]{64}$/);
+    const running = await sshRun(
+      sim,
+      'spark1',
+      `docker inspect --type container --format '{{.Image}}' ${container}`,
+    );
+    assert.equal(running.trim(), recordedId);
+    const models = (await (await fetch(`http://${host(sim, 'spark1').address}:30000/v1/models`)).json()) as {
+      data: { id: string }[];
+    };
+    assert.deepEqual(
+      models.data.map((m) => m.id),
+      [realModels.tiny],
+    );
+    const stoppedAtMs = step(failedProgress, 'stopServices').startedAtMs ?? NaN;
+    const failedAtMs = step(failedProgress, 'waitHealthy').endedAtMs ?? NaN;
+    console.log(
+      `FIGURE: real stack f (upgrade refused by vLLM's argparse, rolled back): outage ${seconds(servingAtMs - stoppedAtMs)} from the stop to serving again ` +
+        `(failed attempt ${seconds(failedAtMs - stoppedAtMs)}, known-good load ${result.loadSeconds.toFixed(1)} s, rollback run ${result.totalSeconds.toFixed(1)} s); ` +
+        `CLI-equivalent wall ${seconds(servingAtMs - startedAtMs)}; load average ${load}`,
     );
   });
 

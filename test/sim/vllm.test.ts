@@ -3,7 +3,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { once } from 'node:events';
 import { connect, createServer } from 'node:net';
 import { join } from 'node:path';
@@ -70,6 +70,11 @@ function shardLines(output: string): number[] {
     .map((m) => Number(m[2]));
 }
 
+/** Lines of a host's launches.log; 0 before the first launch. */
+function hostLogLineCount(path: string): number {
+  return existsSync(path) ? readFileSync(path, 'utf8').split('\n').filter(Boolean).length : 0;
+}
+
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('simulated vllm', () => {
@@ -118,6 +123,46 @@ describe('simulated vllm', () => {
     assert.equal(result.code, 1);
     assert.ok(result.stdout.includes(noRunningRay), result.stdout);
     assert.doesNotMatch(result.stdout, /Loading safetensors/);
+  });
+
+  it('refuses arguments it does not know as argparse does: exit 2 before it records, joins or holds anything', async () => {
+    const launchLines = () => hostLogLineCount(join(headHost, 'launches.log'));
+    const before = {
+      launches: launchLines(),
+      gpus: liveGpuProcesses(headHost).length,
+      status: await gpuUsedGb(),
+    };
+    // Over Ray, as liftoff launches it: the refusal comes before the placement group.
+    const refused = await run(headHost, 'vllm', [
+      'serve',
+      ...tp2OverRay,
+      '--bogus-flag',
+      '--max_model_len',
+      '256',
+      '--other=3',
+      'x',
+    ]);
+    assert.deepEqual(
+      [refused.code, refused.stdout, refused.stderr],
+      [
+        2,
+        '',
+        'usage: vllm [-h] [-v] {chat,complete,serve,bench,collect-env,run-batch} ...\nvllm: error: unrecognized arguments: --bogus-flag --other=3 x\n',
+      ],
+      'every unknown argument, space-joined in order; --max_model_len is --max-model-len to vLLM',
+    );
+    const invalid = await run(headHost, 'vllm', ['serve', 'm', '-tp', 'two', '--bogus-flag']);
+    assert.deepEqual(
+      [invalid.code, invalid.stderr],
+      [
+        2,
+        "usage: vllm serve [model_tag] [options]\nvllm serve: error: argument --tensor-parallel-size/-tp: invalid int value: 'two'\n",
+      ],
+      "a value its type refuses comes first, from `vllm serve`'s own parser",
+    );
+    assert.equal(launchLines(), before.launches, 'no launches.log line');
+    assert.equal(liveGpuProcesses(headHost).length, before.gpus, 'no GPU memory held');
+    assert.equal(await gpuUsedGb(), before.status, 'nothing joined Ray');
   });
 
   it('waits for a placement group of tp 2 on a 1-GPU cluster, then fails with the ValueError', async () => {

@@ -302,3 +302,63 @@ describe('judgeVllmFatal: the one failure type of a fatal line, for the Ray serv
     }
   });
 });
+
+describe("vLLM's argparse refusing the command line (bad_arguments)", () => {
+  // As real vLLM 0.32 (CPU build) printed them: the parent parser reports unrecognized arguments, `vllm serve`'s
+  // own parser a value it cannot convert.
+  const unrecognized = 'vllm: error: unrecognized arguments: --bogus-flag --other=3 x';
+  const invalidInt = "vllm serve: error: argument --tensor-parallel-size/-tp: invalid int value: 'x'";
+  const invalidFloat =
+    "vllm serve: error: argument --gpu-memory-utilization/--device-memory-utilization: invalid float value: 'z'";
+  const usage = 'usage: vllm [-h] [-v] {chat,complete,serve,bench,collect-env,run-batch} ...';
+
+  it('reads both forms (and the subparser-named unrecognized form) as bad_arguments', () => {
+    for (const line of [
+      unrecognized,
+      'vllm serve: error: unrecognized arguments: --bogus-flag',
+      invalidInt,
+      invalidFloat,
+      "vllm serve: error: argument --distributed-timeout-seconds: Value z cannot be converted to <class 'int'>.",
+    ]) {
+      assert.deepEqual(parseVllmLogLine(line).fatal, { line, kind: 'bad_arguments' }, line);
+    }
+    assert.equal(parseVllmLogLine(usage).fatal, undefined, 'the usage line alone is no verdict');
+  });
+
+  it('is anchored: the text quoted inside another line is not a refusal', () => {
+    assert.equal(
+      parseVllmLogLine("INFO 12-03 13:41:16 [x.py:1] echo 'vllm: error: unrecognized arguments: --x'").fatal,
+      undefined,
+    );
+    assert.equal(parseVllmLogLine('some-tool: error: unrecognized arguments: --x').fatal, undefined);
+  });
+
+  it('names the refused arguments and serve.args, as ServerFatal on either backend', () => {
+    const summary = summarizeVllmLog([usage, unrecognized]);
+    assert.equal(summary.phase, 'failed');
+    assert.ok(summary.fatal);
+    const owners = [
+      { backend: 'ray' as const, memoryMonitorOff: true },
+      { backend: 'multiproc' as const, masterAddr: '10.1.0.11', masterPort: 29599 },
+    ];
+    for (const owner of owners) {
+      const verdict = judgeVllmFatal(summary.fatal, owner);
+      assert.equal(verdict.type, 'ServerFatal', owner.backend);
+      assert.equal(
+        verdict.message,
+        `${unrecognized}\nvllm serve refused its arguments (--bogus-flag --other=3 x): fix serve.args in the spec, or the spec field that rendered the flag (serve.port, serve.tensorParallelSize, serve.servedModelName).`,
+      );
+    }
+    const invalid = judgeVllmFatal({ line: invalidInt, kind: 'bad_arguments' }, owners[0]!);
+    assert.match(invalid.message, /refused its arguments \(--tensor-parallel-size\/-tp\): fix serve\.args/);
+  });
+
+  it('stays linear on a long hostile line', () => {
+    const hostile = `vllm: error: argument ${'--x/'.repeat(20_000)}${': '.repeat(20_000)}`;
+    const started = performance.now();
+    const fatal = parseVllmLogLine(hostile).fatal;
+    assert.equal(fatal?.kind, 'bad_arguments');
+    judgeVllmFatal(fatal, { backend: 'ray', memoryMonitorOff: true });
+    assert.ok(performance.now() - started < 200, 'parsed in linear time');
+  });
+});

@@ -1,5 +1,6 @@
 // Command-line parsing shared by the simulated `ray` and `vllm`: `--flag value`, `--flag=value`, booleans,
-// and options that take several values (vLLM's nargs='+').
+// and options that take several values (vLLM's nargs='+'). Click (`ray`) stops at the first unknown option;
+// argparse (`vllm`) collects every unknown option and surplus positional, in order, and refuses them all at once.
 
 export interface FlagSpec {
   /** Options that take one value, by long name without dashes. */
@@ -10,8 +11,11 @@ export interface FlagSpec {
   lists?: string[];
   /** Short aliases: `-tp` → `tensor-parallel-size`. */
   aliases?: Record<string, string>;
-  /** Accept and record options not listed (vLLM has hundreds). */
-  allowUnknown?: boolean;
+  /**
+   * argparse's way: an option not listed, and a positional past `positionals`, goes to `unrecognized` (as
+   * parse_known_args returns them) for the caller to refuse, instead of throwing at the first one.
+   */
+  collectUnrecognized?: { positionals: number };
 }
 
 export interface ParsedArgs {
@@ -19,8 +23,8 @@ export interface ParsedArgs {
   lists: Map<string, string[]>;
   booleans: Set<string>;
   positionals: string[];
-  /** Unknown options kept as given, when allowUnknown. */
-  extra: string[];
+  /** With collectUnrecognized: the unknown options and surplus positionals, as given and in order. */
+  unrecognized: string[];
 }
 
 export class UsageError extends Error {}
@@ -31,12 +35,14 @@ export function parseFlags(args: string[], spec: FlagSpec): ParsedArgs {
     lists: new Map(),
     booleans: new Set(),
     positionals: [],
-    extra: [],
+    unrecognized: [],
   };
+  const collect = spec.collectUnrecognized;
   for (let i = 0; i < args.length; i++) {
     const arg = args[i] ?? '';
     if (!arg.startsWith('-') || arg === '-') {
-      parsed.positionals.push(arg);
+      if (collect && parsed.positionals.length >= collect.positionals) parsed.unrecognized.push(arg);
+      else parsed.positionals.push(arg);
       continue;
     }
     const eq = arg.indexOf('=');
@@ -62,13 +68,9 @@ export function parseFlags(args: string[], spec: FlagSpec): ParsedArgs {
       }
       if (!items.length) throw new UsageError(`Option '${rawName}' requires an argument.`);
       parsed.lists.set(name, items);
-    } else if (spec.allowUnknown) {
-      parsed.extra.push(arg);
-      const next = args[i + 1];
-      if (inline === undefined && next !== undefined && !next.startsWith('-')) {
-        parsed.extra.push(next);
-        i += 1;
-      }
+    } else if (collect) {
+      // argparse does not know whether an unknown option takes a value: a word after it is read as a positional.
+      parsed.unrecognized.push(arg);
     } else {
       throw new UsageError(`No such option: ${rawName}`);
     }

@@ -2,7 +2,10 @@
 import { UsageError } from '../ray/args.js';
 import type { ToolMain } from '../tool.js';
 import { print, VLLM_VERSION } from './log.js';
-import { VllmServe } from './serve.js';
+import { UnrecognizedArguments, VllmServe } from './serve.js';
+
+/** The top-level parser's usage, which argparse prints with the errors it raises itself. */
+const vllmUsage = 'usage: vllm [-h] [-v] {chat,complete,serve,bench,collect-env,run-batch} ...';
 
 export const main: ToolMain = async (args) => {
   const [command, ...rest] = args;
@@ -12,13 +15,18 @@ export const main: ToolMain = async (args) => {
   }
   if (command !== 'serve') {
     process.stderr.write(
-      `usage: vllm [-h] [-v] {chat,complete,serve,bench,collect-env,run-batch} ...\nvllm: error: argument subparser: invalid choice: '${command ?? ''}'\n`,
+      `${vllmUsage}\nvllm: error: argument subparser: invalid choice: '${command ?? ''}'\n`,
     );
     return 2;
   }
   try {
     return await new VllmServe(rest).run();
   } catch (e) {
+    // Exit status 2, argparse's; nothing was started (the arguments are read before the launch is recorded).
+    if (e instanceof UnrecognizedArguments) {
+      process.stderr.write(`${vllmUsage}\nvllm: error: ${e.message}\n`);
+      return 2;
+    }
     if (e instanceof UsageError) {
       process.stderr.write(`usage: vllm serve [model_tag] [options]\nvllm serve: error: ${e.message}\n`);
       return 2;

@@ -2,7 +2,7 @@
 // in it, "loads" the model (load.ts), then serves the OpenAI API (server.ts) until it is stopped or a node dies.
 import { appendFileSync } from 'node:fs';
 import { readFaults, readHostConfig, paths, type HostConfig, type HostFaults } from '../../host-state.js';
-import { numberOption, parseFlags, UsageError } from '../ray/args.js';
+import { numberOption, parseFlags, UsageError, type FlagSpec, type ParsedArgs } from '../ray/args.js';
 import { freeGpuMemoryMiB, holdGpuMemory, releaseGpuMemory } from '../ray/gpu.js';
 import type { BundlePlacement } from '../ray/protocol.js';
 import { captureGraphs, loadWeights, type LoadContext } from './load.js';
@@ -38,7 +38,7 @@ const DEFAULT_PACE: HostConfig['vllm'] = {
   memoryMiB: 1024,
 };
 
-const serveSpec = {
+const serveSpec: FlagSpec = {
   values: [
     'model',
     'port',
@@ -72,6 +72,14 @@ const serveSpec = {
     'master-addr',
     'master-port',
     'distributed-timeout-seconds',
+    'response-role',
+    'tokenizer-mode',
+    'generation-config',
+    'hf-overrides',
+    'block-size',
+    'cpu-offload-gb',
+    'speculative-config',
+    'max-logprobs',
   ],
   booleans: [
     'trust-remote-code',
@@ -86,11 +94,112 @@ const serveSpec = {
     'disable-custom-all-reduce',
     'async-scheduling',
     'headless',
+    'enable-log-requests',
+    'enable-sleep-mode',
   ],
   lists: ['served-model-name'],
-  aliases: { '-tp': 'tensor-parallel-size', '-pp': 'pipeline-parallel-size', '-q': 'quantization' },
-  allowUnknown: true,
+  aliases: {
+    '-tp': 'tensor-parallel-size',
+    '-pp': 'pipeline-parallel-size',
+    '-dp': 'data-parallel-size',
+    '-q': 'quantization',
+    '-n': 'nnodes',
+    '-r': 'node-rank',
+    '--device-memory-utilization': 'gpu-memory-utilization',
+  },
+  // One positional, the model tag; real vLLM refuses whatever else it does not know, before it starts anything.
+  collectUnrecognized: { positionals: 1 },
 };
+
+/** argparse's type names, as its errors show them; `config int` is a config field's int, whose error vLLM words. */
+type ArgumentType = 'int' | 'float' | 'human_readable_int' | 'human_readable_int_or_auto' | 'config int';
+
+/**
+ * The options the sim reads as numbers, as vLLM's argparse names them in an error (every option string) and the
+ * type it converts them with. The texts are real vLLM 0.32's (CPU build), e.g.
+ * `vllm serve: error: argument --tensor-parallel-size/-tp: invalid int value: 'x'`.
+ */
+const typedOptions: Record<string, [shown: string, type: ArgumentType]> = {
+  port: ['--port', 'int'],
+  'tensor-parallel-size': ['--tensor-parallel-size/-tp', 'int'],
+  'pipeline-parallel-size': ['--pipeline-parallel-size/-pp', 'int'],
+  'data-parallel-size': ['--data-parallel-size/-dp', 'int'],
+  'gpu-memory-utilization': ['--gpu-memory-utilization/--device-memory-utilization', 'float'],
+  'max-model-len': ['--max-model-len', 'human_readable_int_or_auto'],
+  'max-num-batched-tokens': ['--max-num-batched-tokens', 'human_readable_int'],
+  'max-num-seqs': ['--max-num-seqs', 'int'],
+  seed: ['--seed', 'int'],
+  nnodes: ['--nnodes/-n', 'int'],
+  'node-rank': ['--node-rank/-r', 'int'],
+  'master-port': ['--master-port', 'int'],
+  'distributed-timeout-seconds': ['--distributed-timeout-seconds', 'config int'],
+};
+
+const pythonInt = /^\s*[+-]?\d+(?:_\d+)*\s*$/;
+const pythonFloat = /^\s*[+-]?(?:\d+\.?\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?|inf(?:inity)?|nan)\s*$/i;
+// vLLM's human_readable_int: a plain int, or a number with a k/m/g/t suffix (decimal lower case, binary upper).
+const humanReadable = /^\s*\d+(?:\.\d+)?[kmgtKMGT]\s*$/;
+
+function validArgument(value: string, type: ArgumentType): boolean {
+  switch (type) {
+    case 'int':
+    case 'config int':
+      return pythonInt.test(value);
+    case 'float':
+      return pythonFloat.test(value);
+    case 'human_readable_int':
+      return pythonInt.test(value) || humanReadable.test(value);
+    case 'human_readable_int_or_auto':
+      return /^\s*auto\s*$/i.test(value) || pythonInt.test(value) || humanReadable.test(value);
+  }
+}
+
+/** argparse's refusal of a value its type cannot convert: the first such option, as argparse stops there. */
+function checkArgumentTypes(parsed: ParsedArgs): void {
+  for (const [name, value] of parsed.values) {
+    const typed = typedOptions[name];
+    if (!typed || validArgument(value, typed[1])) continue;
+    const [shown, type] = typed;
+    throw new UsageError(
+      type === 'config int'
+        ? `argument ${shown}: Value ${value} cannot be converted to <class 'int'>.`
+        : `argument ${shown}: invalid ${type} value: '${value}'`,
+    );
+  }
+}
+
+/** vLLM's human_readable_int as a number: `32k` is 32 000, `32K` 32 768; undefined for unset, `auto` and -1. */
+function humanReadableInt(text: string | undefined): number | undefined {
+  const trimmed = text?.trim();
+  if (trimmed === undefined || /^(?:auto|-1)$/i.test(trimmed)) return undefined;
+  const suffix = trimmed.at(-1) ?? '';
+  const decimal: Record<string, number> = { k: 1e3, m: 1e6, g: 1e9, t: 1e12 };
+  const binary: Record<string, number> = { K: 2 ** 10, M: 2 ** 20, G: 2 ** 30, T: 2 ** 40 };
+  const multiplier = decimal[suffix] ?? binary[suffix];
+  if (multiplier === undefined) return Number(trimmed.replaceAll('_', ''));
+  return Math.round(Number(trimmed.slice(0, -1)) * multiplier);
+}
+
+/**
+ * vLLM's FlexibleArgumentParser reads `--max_model_len` as `--max-model-len`: underscores in an option's name
+ * (up to its `=` or its first `.`) become dashes before argparse sees it, so its errors show the dashed name.
+ */
+function dashedOptionName(arg: string): string {
+  if (!arg.startsWith('--')) return arg;
+  const end = arg.search(/[=.]/);
+  const name = end < 0 ? arg : arg.slice(0, end);
+  return name.replaceAll('_', '-') + arg.slice(name.length);
+}
+
+/**
+ * argparse's last word on a command line with options it does not know: the parent parser (`vllm`, not
+ * `vllm serve`) prints it, as the subparser hands its leftovers up (real vLLM 0.32 prints exactly this form).
+ */
+export class UnrecognizedArguments extends Error {
+  constructor(readonly unrecognized: readonly string[]) {
+    super(`unrecognized arguments: ${unrecognized.join(' ')}`);
+  }
+}
 
 export class VllmServe {
   private readonly parsed;
@@ -113,10 +222,13 @@ export class VllmServe {
   /** Set once this process decides to exit, so its own closing of the Ray connection is not a crash. */
   private stopping = false;
 
+  /** Refuses the command line as vLLM's argparse does (UsageError, UnrecognizedArguments): before run() starts anything. */
   constructor(private readonly args: string[]) {
-    this.parsed = parseFlags(args, serveSpec);
+    this.parsed = parseFlags(args.map(dashedOptionName), serveSpec);
+    checkArgumentTypes(this.parsed);
     const model = this.parsed.positionals[0] ?? this.parsed.values.get('model');
     if (!model) throw new UsageError('the following arguments are required: model_tag');
+    if (this.parsed.unrecognized.length > 0) throw new UnrecognizedArguments(this.parsed.unrecognized);
     this.model = model;
     this.cfg = this.dir ? readHostConfig(this.dir) : undefined;
     this.pace = { ...DEFAULT_PACE, ...this.cfg?.vllm };
@@ -348,7 +460,7 @@ export class VllmServe {
     const api = new VllmApi({
       model: this.model,
       servedNames: this.servedNames,
-      maxModelLen: numberOption(this.parsed, 'max-model-len') ?? 262_144,
+      maxModelLen: humanReadableInt(this.parsed.values.get('max-model-len')) ?? 262_144,
       log: print,
       apiKey: this.parsed.values.get('api-key') ?? process.env.VLLM_API_KEY,
       completionFault: () => (this.dir ? readFaults(this.dir).completions : undefined),

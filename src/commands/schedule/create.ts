@@ -60,6 +60,10 @@ export const scheduleCreateCommand = new Command('create')
     'how late a run may still start after Temporal was down',
     defaultCatchupWindow,
   )
+  .option(
+    '--allow-bad',
+    'deploy the spec even when the cluster recorded it as a bad revision (by default a scheduled run refuses it)',
+  )
   .option('--json', 'print the schedule as JSON')
   .action(
     (opts: {
@@ -70,6 +74,7 @@ export const scheduleCreateCommand = new Command('create')
       paused?: boolean;
       note?: string;
       catchupWindow: string;
+      allowBad?: boolean;
       json?: boolean;
     }) =>
       runCommand(opts, async () => {
@@ -98,7 +103,7 @@ export const scheduleCreateCommand = new Command('create')
                 workflowType: deploy,
                 workflowId: workflowIdPrefix,
                 taskQueue: TASK_QUEUE,
-                args: [spec, { trigger: 'schedule' }],
+                args: [spec, { trigger: 'schedule', ...(opts.allowBad ? { allowBadRevision: true } : {}) }],
                 typedSearchAttributes: deployStartAttributes(spec.cluster, 'schedule'),
               },
               policies: { overlap: ScheduleOverlapPolicy.SKIP, catchupWindow: catchupWindowMs },

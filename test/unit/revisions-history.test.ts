@@ -1,0 +1,108 @@
+// `liftoff revisions --history FILE`: the revisions read offline from an export of a cluster's workflow, by the
+// same rules the workflow applies. The events are built in the export's JSON shape (payloads base64 JSON).
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { readHistoryEvents } from '../../src/report/events.js';
+import { NotAClusterHistoryError, revisionsFromHistory } from '../../src/report/revisions.js';
+import type { RevisionToRecord } from '../../src/shared/cluster-api.js';
+
+const b64 = (text: string): string => Buffer.from(text).toString('base64');
+const payloads = (...values: unknown[]) => ({
+  payloads: values.map((v) => ({ metadata: { encoding: b64('json/plain') }, data: b64(JSON.stringify(v)) })),
+});
+
+let eventId = 0;
+function event(key: string, attrs: Record<string, unknown>, atMs: number) {
+  eventId += 1;
+  return {
+    eventId: String(eventId),
+    eventTime: new Date(atMs).toISOString(),
+    [`${key}EventAttributes`]: attrs,
+  };
+}
+
+const update = (name: string, arg: unknown, atMs: number) =>
+  event(
+    'workflowExecutionUpdateAccepted',
+    { acceptedRequest: { input: { name, args: payloads(arg) } } },
+    atMs,
+  );
+
+function revision(image: string, imageId: string): RevisionToRecord {
+  return {
+    atMs: 0,
+    launchId: `liftoff-c:${imageId}`,
+    trigger: 'cli',
+    spec: { cluster: 'c', ray: { image } },
+    model: 'm',
+    image,
+    hosts: [{ host: 'spark1', imageId }],
+    argv: ['vllm', 'serve', 'm'],
+    envNames: [],
+    evidence: { loadSeconds: 1, tokensPerSecond: 2 },
+  };
+}
+
+function history(events: unknown[]) {
+  return readHistoryEvents({ events });
+}
+
+describe('revisions read from an exported cluster history', () => {
+  it('applies recordRevision and markRevisionBad in order: numbers, replaced, bad', () => {
+    const started = event(
+      'workflowExecutionStarted',
+      { workflowType: { name: 'cluster' }, input: payloads({ cluster: 'c' }) },
+      1000,
+    );
+    const { cluster, revisions } = revisionsFromHistory(
+      history([
+        started,
+        update('recordRevision', revision('img:1', 'sha256:aa'), 2000),
+        update('recordRevision', { ...revision('img:2', 'sha256:bb'), bad: 'ServerFatal' }, 3000),
+        update('recordRevision', { ...revision('img:1', 'sha256:aa'), restores: 1 }, 4000),
+        update('markRevisionBad', { number: 3, reason: 'lost in its bake window' }, 5000),
+      ]),
+    );
+    assert.equal(cluster, 'c');
+    assert.deepEqual(
+      revisions.map((r) => [r.number, r.status, r.restores, r.atMs]),
+      [
+        [1, 'replaced', undefined, 2000],
+        [2, 'bad', undefined, 3000],
+        [3, 'bad', 1, 4000],
+      ],
+    );
+    assert.equal(revisions[1]?.badReason, 'ServerFatal');
+  });
+
+  it('starts from the revisions a new tenure carried, and takes the record the run ended with as final', () => {
+    const carried = [{ ...revision('img:1', 'sha256:aa'), number: 7, status: 'replaced' }];
+    const ended = [...carried, { ...revision('img:3', 'sha256:cc'), number: 8, status: 'replaced' }];
+    const { revisions } = revisionsFromHistory(
+      history([
+        event(
+          'workflowExecutionStarted',
+          { workflowType: { name: 'cluster' }, input: payloads({ cluster: 'c', revisions: carried }) },
+          1000,
+        ),
+        event('workflowExecutionCompleted', { result: payloads({ cluster: 'c', revisions: ended }) }, 9000),
+      ]),
+    );
+    assert.deepEqual(
+      revisions.map((r) => r.number),
+      [7, 8],
+    );
+  });
+
+  it("refuses another workflow's history, naming its type", () => {
+    assert.throws(
+      () =>
+        revisionsFromHistory(
+          history([
+            event('workflowExecutionStarted', { workflowType: { name: 'deploy' }, input: payloads({}) }, 1),
+          ]),
+        ),
+      (err: unknown) => err instanceof NotAClusterHistoryError && /a deploy workflow/.test(err.message),
+    );
+  });
+});
