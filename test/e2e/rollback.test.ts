@@ -29,7 +29,8 @@ import { hostDocker } from '../../sim/real-docker.js';
 import { simDeploySpec } from '../../sim/spec.js';
 import { readClusterRevisions } from '../../src/activities/revisions.js';
 import type { RevisionDiff, RevisionsReport } from '../../src/commands/revisions.js';
-import type { FleetReport } from '../../src/commands/fleet-status.js';
+import type { FleetLine, FleetReport } from '../../src/commands/fleet-status.js';
+import type { StatusReport } from '../../src/commands/status.js';
 import { formatDuration } from '../../src/config/duration.js';
 import { deployWorkflowId, superviseWorkflowId } from '../../src/shared/constants.js';
 import { FailureType } from '../../src/shared/failures.js';
@@ -46,18 +47,17 @@ const container = 'vllm_qwen35';
 const goodArgs = ['--gpu-memory-utilization', '0.85', '--max-model-len', '32768'];
 
 /**
- * The upgrade that fails during the load. Until the sim's `vllm serve` refuses an unknown argument, the bad
- * upgrade asks for more GPU memory than the hosts have free (vLLM's "Free memory on device … is less than desired
- * GPU memory utilization" ValueError, a fatal exit after the process started: its launch is in launches.log).
- * SWITCH TO THE BAD FLAG once branch simargs is on main: use the commented line (`vllm serve: error: unrecognized
- * arguments: --bogus-flag`, exit 2 before the process counts a launch).
+ * The upgrade that fails after the stop: a flag vLLM does not know. The simulated `vllm serve` refuses it as
+ * vLLM's argparse does (`vllm serve: error: unrecognized arguments: --bogus-flag`, exit 2) before it records a
+ * launch, so the bad revision adds no line to launches.log. Another way it could fail after a launch, without that
+ * refusal: `--gpu-memory-utilization 0.99` (vLLM's "Free memory on device … is less than desired" ValueError),
+ * launches: 1.
  */
 const badUpgrade = {
-  args: ['--gpu-memory-utilization', '0.99', '--max-model-len', '32768'],
-  cause: /Free memory on device|less than desired GPU memory utilization|exited|fatal/i,
-  launches: 1,
+  args: [...goodArgs, '--bogus-flag'],
+  cause: /unrecognized arguments: --bogus-flag/,
+  launches: 0,
 };
-// const badUpgrade = { args: [...goodArgs, '--bogus-flag'], cause: /unrecognized arguments: --bogus-flag/, launches: 0 };
 
 interface Heard {
   event: string;
@@ -102,7 +102,14 @@ describe('revisions and rollback on 2 hosts with a real Docker Engine each', () 
 
   const specOf = (args: string[], extra: Record<string, unknown> = {}) => {
     const base = simDeploySpec(e2e.sim, { cluster });
-    return { ...base, serve: { ...base.serve, args }, notify: { webhooks: [{ url: hookUrl }] }, ...extra };
+    // simDeploySpec leaves failures as they failed (onFailure: leave); this suite is about rolling back.
+    return {
+      ...base,
+      serve: { ...base.serve, args },
+      notify: { webhooks: [{ url: hookUrl }] },
+      rollout: { onFailure: 'rollback' as const },
+      ...extra,
+    };
   };
   const liftoff = (args: string[]): Promise<CliRun> =>
     runLiftoff(args, { ...process.env, ...e2e.temporalEnv }, 300_000);
@@ -150,6 +157,24 @@ describe('revisions and rollback on 2 hosts with a real Docker Engine each', () 
     return err.cause;
   };
   const rolledBackHooks = () => heard.filter((h) => h.event === 'rolledBack');
+  /** The cluster's line of `liftoff status --json` (the fleet view, from visibility) once it is in `state`. */
+  const fleetLine = (state: string): Promise<FleetLine> =>
+    waitFor(
+      `${cluster} ${state} in the fleet view`,
+      async () => {
+        const r = await liftoff(['status', '--json']);
+        assert.equal(r.code, 0, r.stderr);
+        const line = (JSON.parse(r.stdout) as FleetReport).clusters.find((c) => c.cluster === cluster);
+        return line?.state === state ? line : undefined;
+      },
+      30_000,
+      { everyMs: 500 },
+    );
+  const clusterStatusJson = async (): Promise<StatusReport> => {
+    const r = await liftoff(['status', cluster, '--json']);
+    assert.equal(r.code, 0, r.stderr);
+    return JSON.parse(r.stdout) as StatusReport;
+  };
   const serving = async (): Promise<number> =>
     (await fetch(`http://${e2e.sim.hosts[0]!.address}:30000/v1/models`).catch(() => undefined))?.status ?? 0;
 
@@ -187,6 +212,23 @@ describe('revisions and rollback on 2 hosts with a real Docker Engine each', () 
     const table = await liftoff(['revisions', cluster]);
     assert.equal(table.code, 0, table.stderr);
     assert.match(table.stdout, /^\*3 .* serving \(restores 1\)$/m, table.stdout);
+
+    // liftoff status: the cluster's revision and its last rollback; the fleet view's REV column says so too.
+    const line = await fleetLine('serving');
+    assert.deepEqual([line.revision, line.rolledBack], [3, { from: 2, to: 1, outcome: 'serving' }]);
+    const fleetText = await liftoff(['status']);
+    assert.match(fleetText.stdout, /^rollback\s+serving\s+3 \(↩ from 2\)\s/m, fleetText.stdout);
+    const { revision } = await clusterStatusJson();
+    assert.equal(revision?.current, 3);
+    const { atMs: _at, cause, ...lastRollback } = revision?.lastRollback ?? { atMs: 0, cause: '' };
+    assert.deepEqual(lastRollback, { bad: 2, restores: 1, outcome: 'serving', revision: 3 });
+    assert.match(cause, badUpgrade.cause);
+    const statusText = await liftoff(['status', cluster]);
+    assert.match(
+      statusText.stdout,
+      /^rollback: revision 2 failed: .*; rolled back to revision 1, serving again as revision 3$/m,
+      statusText.stdout,
+    );
 
     const hook = await waitFor('the rolledBack webhook', () => rolledBackHooks()[0], 30_000);
     assert.equal(hook.cluster, cluster);
@@ -231,7 +273,7 @@ describe('revisions and rollback on 2 hosts with a real Docker Engine each', () 
     const supervise = { interval: '1s', failureThreshold: 2, backoff: '1s', maxRelaunches: 3, window: '1h' };
     const specB = specOf(['--gpu-memory-utilization', '0.85', '--max-model-len', '16384'], {
       supervise,
-      rollout: { bakeTime: '2m' },
+      rollout: { onFailure: 'rollback' as const, bakeTime: '2m' },
     });
     const deployed = await (await startDeploy(e2e.client, specB, 'cli')).result();
     assert.equal(deployed.revision, 4);
@@ -426,11 +468,12 @@ describe('revisions and rollback on 2 hosts with a real Docker Engine each', () 
       await new Promise((r) => setTimeout(r, 5_000));
       assert.equal(headLaunches(e2e.sim) - launchesBefore, 2, 'no third launch');
 
-      const status = await liftoff(['status', '--json']);
-      assert.equal(status.code, 0, status.stderr);
-      const line = (JSON.parse(status.stdout) as FleetReport).clusters.find((c) => c.cluster === cluster);
-      assert.equal(line?.state, 'degraded', JSON.stringify(line));
-      assert.match(line?.reason ?? '', /^rollback to revision 7 failed too: /);
+      const line = await fleetLine('degraded');
+      assert.match(line.reason ?? '', /^rollback to revision 7 failed too: /);
+      assert.deepEqual([line.revision, line.rolledBack], [7, { from: 8, to: 7, outcome: 'failed' }]);
+      const rollback = (await clusterStatusJson()).revision?.lastRollback;
+      assert.deepEqual([rollback?.bad, rollback?.restores, rollback?.outcome], [8, 7, 'failed']);
+      assert.match(rollback?.error ?? '', /^rollback to revision 7 failed too: /);
       const revisions = await revisionsJson();
       assert.deepEqual(
         statuses(revisions).slice(6),
