@@ -45,6 +45,8 @@ export function deployEnded(record: ClusterRecord, ended: DeployEnded, nowMs: nu
     // The rollback was the last try: nothing relaunches it, and the record says what failed twice.
     record.state = 'degraded';
     record.reason = `rollback to revision ${rollback.restores} failed too: ${ended.error ?? 'failed'}`;
+    // Nothing serves: the revision the rollback meant to bring back stays known-good, but no longer serving.
+    retireServing(record);
   } else if (record.state === 'deploying') {
     // A failed deploy keeps the hosts it took: nothing else relaunches into them half torn down.
     record.state = 'failed';

@@ -50,7 +50,7 @@ export async function checkRevisions(
     if (bad)
       throw ApplicationFailure.create({
         type: FailureType.badRevision,
-        message: `nothing was stopped or removed: this spec is revision ${bad.number} of ${spec.cluster}, marked bad (${bad.badReason ?? 'failed'}). A schedule does not deploy it again: fix the spec, deploy it by hand (liftoff deploy), or recreate the schedule with --allow-bad`,
+        message: `nothing was stopped or removed: this spec is revision ${bad.number} of ${spec.cluster}, marked bad (${(bad.badReason ?? 'failed').split('\n')[0] ?? ''}). A schedule does not deploy it again: fix the spec, deploy it by hand (liftoff deploy), or recreate the schedule with --allow-bad`,
         nonRetryable: true,
       });
   }

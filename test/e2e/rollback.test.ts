@@ -477,8 +477,8 @@ describe('revisions and rollback on 2 hosts with a real Docker Engine each', () 
       const revisions = await revisionsJson();
       assert.deepEqual(
         statuses(revisions).slice(6),
-        ['7 serving restores 1', '8 bad'],
-        'the failed rollback records no revision',
+        ['7 replaced restores 1', '8 bad'],
+        'the failed rollback records no revision, and nothing serves',
       );
       figures.push(
         `failed upgrade whose rollback failed too: liftoff deploy --follow took ${formatDuration(cli.ms)}`,
