@@ -14,7 +14,6 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { ContainerLists } from '../activities/types.js';
 import { hostNamePattern, type DeploySpec } from '../config/schema.js';
 import type { DeployTriggerName } from '../shared/failures.js';
 import { deployWorkflowId, searchAttributes } from '../shared/constants.js';
@@ -24,15 +23,9 @@ import { StepTracker } from './step-tracker.js';
 import { collectDiagnostics, tearDown } from './teardown.js';
 import { notifyText, sendNotification } from './notify.js';
 import { isSupervisorRelaunch, startSupervision, takeOverSupervision } from './supervise-handoff.js';
-import {
-  checkHostOwners,
-  holdDetail,
-  holdHosts,
-  holdsHosts,
-  recordDeployEnd,
-  type TakenContainers,
-} from './cluster-hold.js';
+import { checkHostOwners, holdDetail, holdHosts, holdsHosts, recordDeployEnd } from './cluster-hold.js';
 import { runUnderClusterId } from './under-cluster-id.js';
+import { removeOldContainers, stopServices } from './clear-hosts.js';
 import type { DeployOptions } from './supervise-api.js';
 import type { HostIdentity } from '../shared/revisions.js';
 import {
@@ -303,68 +296,6 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
         : ['left for inspection (onFailure: leave)'];
     throw await failed(tracker.fail(err, diagnostics, teardown));
   }
-}
-
-/**
- * 2. `systemctl stop` (and `disable`) of the listed units, then a check that they are inactive. Returns each
- * host's container lists as read after its stop, for the removal.
- */
-async function stopServices({ spec, hosts, acts, tracker }: DeployRun): Promise<Map<string, ContainerLists>> {
-  if (spec.cleanup.services.length === 0) {
-    tracker.skip('stopServices', 'no services listed');
-    return new Map();
-  }
-  const { stopServices } = acts('stopServices');
-  const { services: units, disableServices: disable } = spec.cleanup;
-  deprecatePatch(patches.containerListsWithStop);
-  const containerListsFor = { cluster: spec.cluster };
-  const results = await Promise.all(
-    hosts.map((h) => stopServices({ host: h.ref, units, disable, containerListsFor })),
-  );
-  tracker.detail(
-    'stopServices',
-    results.map((r) => `${r.host}: stopped ${r.stopped.length}, disabled ${r.disabled.length}`).join('; '),
-  );
-  return new Map(results.flatMap((r) => (r.containerLists ? [[r.host, r.containerLists] as const] : [])));
-}
-
-/**
- * 3. `docker rm -f` of the listed containers, this deploy's Ray container and earlier liftoff launches', then
- * what the clusters it took the hosts over from ran there (by their names and their label).
- */
-async function removeOldContainers(
-  { spec, hosts, acts, tracker }: DeployRun,
-  lists: ReadonlyMap<string, ContainerLists>,
-  taken: ReadonlyMap<string, TakenContainers[]>,
-): Promise<void> {
-  const names = [...new Set([...spec.cleanup.containers, spec.ray.container])];
-  const { removeContainers } = acts('removeContainers');
-  const results = await Promise.all(
-    hosts.map((h) => {
-      const containerLists = lists.get(h.name);
-      return removeContainers({
-        host: h.ref,
-        names,
-        cluster: spec.cluster,
-        ...(containerLists ? { containerLists } : {}),
-      });
-    }),
-  );
-  const takenResults = await Promise.all(
-    hosts.flatMap((h) =>
-      (taken.get(h.name) ?? []).map(async (t) => ({
-        ...(await removeContainers({ host: h.ref, names: t.names, cluster: t.cluster })),
-        from: t.cluster,
-      })),
-    ),
-  );
-  tracker.detail(
-    'removeContainers',
-    [
-      ...results.map((r) => `${r.host}: removed ${r.removed.join(', ') || 'none'}`),
-      ...takenResults.map((r) => `${r.host}: removed ${r.removed.join(', ') || 'none'} of ${r.from}`),
-    ].join('; '),
-  );
 }
 
 /** Steps 5–7 of the Ray backend: the head, the workers, the cluster's check, whose last look at the head it returns. */
