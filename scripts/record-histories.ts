@@ -1,7 +1,10 @@
 // Records the event histories that test/replay replays: a successful deploy, a deploy that fails after Ray
-// started, a deploy whose worker is SIGKILLed mid-load and finished by a second worker, and a supervisor that
-// loses its cluster, relaunches it and is stopped. A script for engineers (`npx tsx scripts/record-histories.ts`),
-// not part of `npm test`: it takes about two minutes.
+// started, a deploy whose worker is SIGKILLed mid-load and finished by a second worker, a supervisor that
+// loses its cluster, relaunches it and is stopped, and an upgrade that fails and rolls back to the known-good
+// (the failed run, the rollback's run, and the cluster's own workflow that recorded the revisions). A script for
+// engineers (`npx tsx scripts/record-histories.ts`), not part of `npm test`: it takes about two minutes.
+// `--only rollback` records the rollback's three alone, on a cluster of their own, and leaves the other files as
+// they are (their manifest entries too).
 //
 // Everything is real except the hosts: a simulated 2-host cluster, the embedded Temporal dev server, and
 // `liftoff worker` processes. The files are written the way a user exports a history:
@@ -21,9 +24,11 @@ import {
 import { downCluster, setFaults, upCluster, type SimCluster } from '../sim/cluster.js';
 import { paths, readJson, writeJson, type HostConfig } from '../sim/host-state.js';
 import { simDeploySpec } from '../sim/spec.js';
+import type { DeploySpec } from '../src/config/schema.js';
 import { projectRoot, temporalCliPath } from '../src/temporal/cli-path.js';
 import { startDevServer, type DevServer } from '../src/temporal/dev-server.js';
 import { deployWorkflowId, superviseWorkflowId } from '../src/shared/constants.js';
+import { clusterWorkflowId } from '../src/shared/cluster-api.js';
 import { startDeploy } from '../src/temporal/start-deploy.js';
 import { startWorkerProcess, type WorkerProcess } from './lib/worker-process.js';
 import { decodedText, historyExportArgs } from './lib/history-export.js';
@@ -38,6 +43,7 @@ const netIndex = 12;
 const clusterName = 'replay';
 const workflowId = deployWorkflowId(clusterName);
 const supervisorId = superviseWorkflowId(clusterName);
+const clusterRecordId = clusterWorkflowId(clusterName);
 const historiesDir = join(projectRoot, 'test', 'histories');
 
 const fastPace: Partial<HostConfig['vllm']> = { shards: 8, shardSeconds: 0.2, graphCaptureSeconds: 0.3 };
@@ -74,6 +80,17 @@ interface HistoryEvent {
   workflowExecutionFailedEventAttributes?: {
     failure?: { applicationFailureInfo?: { details?: { payloads?: unknown[] } } };
   };
+  workflowExecutionContinuedAsNewEventAttributes?: { newExecutionRunId?: string };
+  workflowExecutionStartedEventAttributes?: { continuedExecutionRunId?: string };
+}
+
+/** What the script records: everything, or only the rolled-back upgrade (`--only rollback`). */
+type Only = 'rollback' | undefined;
+
+function parseOnly(args: readonly string[]): Only {
+  if (args.length === 0) return undefined;
+  if (args.length === 2 && args[0] === '--only' && args[1] === 'rollback') return 'rollback';
+  throw new Error(`usage: record-histories.ts [--only rollback] (got: ${args.join(' ')})`);
 }
 
 const say = (line: string): void => void process.stdout.write(`record-histories: ${line}\n`);
@@ -128,9 +145,10 @@ function setPace(sim: SimCluster, pace: Partial<HostConfig['vllm']>): void {
 
 type SimSpec = ReturnType<typeof simDeploySpec>;
 type EnvInput = Record<string, string | { fromEnv: string }>;
-type DeploySpecInput = Omit<SimSpec, 'ray' | 'serve'> & {
+type DeploySpecInput = Omit<SimSpec, 'ray' | 'serve' | 'rollout'> & {
   ray: Omit<SimSpec['ray'], 'env'> & { env: EnvInput };
   serve: Omit<SimSpec['serve'], 'env'> & { env: EnvInput };
+  rollout: { onFailure: DeploySpec['rollout']['onFailure'] };
 };
 
 /** Starts the deploy of the sim cluster's spec (adjusted), exactly as `liftoff deploy` does. */
@@ -188,7 +206,10 @@ function workerIdentities(events: HistoryEvent[]): string[] {
   return seen;
 }
 
-type Closing = 'workflowExecutionCompletedEventAttributes' | 'workflowExecutionFailedEventAttributes';
+type Closing =
+  | 'workflowExecutionCompletedEventAttributes'
+  | 'workflowExecutionFailedEventAttributes'
+  | 'workflowExecutionContinuedAsNewEventAttributes';
 
 function expectClosedAs(events: HistoryEvent[], closing: Closing, what: string): HistoryEvent {
   const last = events[events.length - 1];
@@ -200,14 +221,24 @@ function expectClosedAs(events: HistoryEvent[], closing: Closing, what: string):
 
 interface Recording {
   file: string;
-  workflowType: 'deploy' | 'supervise';
+  workflowType: 'deploy' | 'supervise' | 'cluster';
   workflowId: string;
   description: string;
   runId: string;
-  outcome: 'succeeded' | 'failed';
+  /** `running`: exported while it still ran (the cluster's workflow runs for as long as it holds the hosts). */
+  outcome: 'succeeded' | 'failed' | 'continued-as-new' | 'running';
   json: string;
   events: number;
   workerIdentities: string[];
+  /** The cluster's revisions this recording shows, for the tests that read them back. */
+  revisions?: RolledBackRevisions;
+}
+
+/** The revision numbers of the rolled-back upgrade: what it restored, the one that failed, the rollback's own. */
+interface RolledBackRevisions {
+  knownGood: number;
+  bad: number;
+  rollback: number;
 }
 
 function recording(
@@ -217,11 +248,13 @@ function recording(
   outcome: Recording['outcome'],
   json: string,
   workflow: Pick<Recording, 'workflowType' | 'workflowId'> = { workflowType: 'deploy', workflowId },
+  revisions?: RolledBackRevisions,
 ): Recording {
   const events = eventsOf(json);
   return {
     file,
     ...workflow,
+    ...(revisions ? { revisions } : {}),
     description,
     runId,
     outcome,
@@ -232,7 +265,7 @@ function recording(
 }
 
 async function recordSucceeded(client: Client, server: DevServer, sim: SimCluster): Promise<Recording> {
-  say('1/4: a successful deploy');
+  say('1/5: a successful deploy');
   const handle = await startSimDeploy(client, sim);
   const result = await within(handle.result());
   say(`  served at ${result.endpoint}, load ${result.loadSeconds.toFixed(1)} s`);
@@ -248,7 +281,7 @@ async function recordSucceeded(client: Client, server: DevServer, sim: SimCluste
 }
 
 async function recordFailed(client: Client, server: DevServer, sim: SimCluster): Promise<Recording> {
-  say(`2/4: the server crashes at shard ${crashAtShard} (sim fault crashAtShard on the head)`);
+  say(`2/5: the server crashes at shard ${crashAtShard} (sim fault crashAtShard on the head)`);
   const head = sim.hosts[0];
   if (!head) throw new Error('the cluster has no head');
   setFaults(simStateDir, head.name, { crashAtShard });
@@ -299,7 +332,7 @@ async function recordResumed(
   sim: SimCluster,
   first: WorkerProcess,
 ): Promise<Recording> {
-  say(`3/4: worker ${first.identity} is SIGKILLed at shard ${killAtShard}, a second worker finishes`);
+  say(`3/5: worker ${first.identity} is SIGKILLed at shard ${killAtShard}, a second worker finishes`);
   setPace(sim, resumePace);
   const handle = await startSimDeploy(client, sim);
   const deadline = Date.now() + 180_000;
@@ -360,7 +393,7 @@ async function superviseUntil(
 }
 
 async function recordSupervised(client: Client, server: DevServer, sim: SimCluster): Promise<Recording> {
-  say('4/4: a supervised deploy, vLLM SIGKILLed, lost, relaunched, serving again, stopped');
+  say('4/5: a supervised deploy, vLLM SIGKILLed, lost, relaunched, serving again, stopped');
   const handle = await startSimDeploy(client, sim, (spec) => ({ ...spec, supervise: superviseSettings }));
   const deployed = await within(handle.result());
   if (!deployed.supervision?.startsWith(`supervised by ${supervisorId}`)) {
@@ -400,6 +433,131 @@ async function recordSupervised(client: Client, server: DevServer, sim: SimClust
   );
 }
 
+// The upgrade that fails and rolls back: a spec that serves (the known-good revision), then an upgrade of it (other
+// serve args) whose load crashes after the known-good was stopped. rollout.onFailure: rollback, so the failed run
+// records its revision bad and continues as new (same workflow id) as the rollback's deploy of the known-good,
+// pinned to its image ID. The upgrade's change: a shorter context, as an operator trying a setting would.
+const upgradeArgs = ['--gpu-memory-utilization', '0.85', '--max-model-len', '16384'];
+
+async function recordRolledBack(
+  client: Client,
+  server: DevServer,
+  sim: SimCluster,
+  step: string,
+): Promise<Recording[]> {
+  say(
+    `${step}: a known-good deploy, then an upgrade whose load crashes at shard ${crashAtShard} and rolls back`,
+  );
+  const rollout = { onFailure: 'rollback' as const };
+  const good = await startSimDeploy(client, sim, (spec) => ({ ...spec, rollout }));
+  const served = await within(good.result());
+  if (served.revision === undefined) throw new Error('the known-good deploy recorded no revision');
+  say(`  known-good: revision ${served.revision}, served at ${served.endpoint}`);
+
+  const head = sim.hosts[0];
+  if (!head) throw new Error('the cluster has no head');
+  setFaults(simStateDir, head.name, { crashAtShard });
+  let upgrade: WorkflowHandleWithFirstExecutionRunId<typeof deploy>;
+  let rollbackRunId: string;
+  try {
+    upgrade = await startSimDeploy(client, sim, (spec) => ({
+      ...spec,
+      rollout,
+      serve: { ...spec.serve, args: upgradeArgs },
+    }));
+    // The rollback relaunches vLLM a few steps after the failed run continued as new: the fault goes as soon as
+    // the run changes, so the rollback's load does not crash too.
+    const deadline = Date.now() + deployTimeoutMs;
+    for (;;) {
+      const { runId, status } = await client.workflow.getHandle(workflowId).describe();
+      if (runId !== upgrade.firstExecutionRunId) {
+        rollbackRunId = runId;
+        break;
+      }
+      if (status.name !== 'RUNNING')
+        throw new Error(`the upgrade ended ${status.name} instead of continuing as the rollback`);
+      if (Date.now() > deadline) throw new Error('the upgrade did not roll back in time');
+      await sleep(100);
+    }
+  } finally {
+    setFaults(simStateDir, head.name, {});
+  }
+  say(`  the upgrade failed and continued as new: rollback run ${rollbackRunId}`);
+  // result() follows the chain of runs: the rollback's result.
+  const restored = await within(upgrade.result());
+  const rolledBack = restored.rolledBack;
+  if (!rolledBack || rolledBack.from === undefined || restored.revision === undefined)
+    throw new Error(`the upgrade's chain did not end as a rollback: ${JSON.stringify(restored)}`);
+  if (rolledBack.to !== served.revision)
+    throw new Error(`the rollback restored revision ${rolledBack.to}, not the known-good ${served.revision}`);
+  const revisions = { knownGood: served.revision, bad: rolledBack.from, rollback: restored.revision };
+  say(
+    `  rolled back: revision ${revisions.bad} bad, revision ${revisions.rollback} restores ${revisions.knownGood}, served at ${restored.endpoint}`,
+  );
+
+  const failedJson = await exportHistory(server, upgrade.firstExecutionRunId);
+  const continued = expectClosedAs(
+    eventsOf(failedJson),
+    'workflowExecutionContinuedAsNewEventAttributes',
+    'failed upgrade',
+  );
+  const next = continued.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId;
+  if (next !== rollbackRunId)
+    throw new Error(`the failed upgrade continued as run ${next ?? '(none)'}, not ${rollbackRunId}`);
+  const rollbackJson = await exportHistory(server, rollbackRunId);
+  const rollbackEvents = eventsOf(rollbackJson);
+  expectClosedAs(rollbackEvents, 'workflowExecutionCompletedEventAttributes', 'rollback');
+  const from = rollbackEvents[0]?.workflowExecutionStartedEventAttributes?.continuedExecutionRunId;
+  if (from !== upgrade.firstExecutionRunId)
+    throw new Error(
+      `the rollback's run does not continue the failed upgrade (${from ?? 'no continued run'})`,
+    );
+
+  // The cluster's workflow runs on (it holds the hosts): its history so far, with every revision recorded.
+  const clusterRun = await client.workflow.getHandle(clusterRecordId).describe();
+  if (clusterRun.status.name !== 'RUNNING')
+    throw new Error(`the cluster's workflow ${clusterRecordId} is ${clusterRun.status.name}, not running`);
+  const clusterJson = await exportHistory(server, clusterRun.runId, clusterRecordId);
+  const last = eventsOf(clusterJson).at(-1);
+  if (
+    last?.workflowExecutionCompletedEventAttributes ||
+    last?.workflowExecutionFailedEventAttributes ||
+    last?.workflowExecutionContinuedAsNewEventAttributes
+  )
+    throw new Error(`the cluster's workflow history ends closed (${last.eventType ?? '?'})`);
+
+  const rollbackFile = 'deploy-rolled-back.json';
+  return [
+    recording(
+      'deploy-rolled-back-failed.json',
+      `an upgrade of the known-good (revision ${revisions.knownGood}; serve args changed) with rollout.onFailure: rollback whose server crashes at shard ${crashAtShard} of the load: diagnostics, its revision ${revisions.bad} recorded bad, the cluster told it failed, then continued as new (same workflow id) as the rollback of ${rollbackFile}`,
+      upgrade.firstExecutionRunId,
+      'continued-as-new',
+      failedJson,
+      undefined,
+      revisions,
+    ),
+    recording(
+      rollbackFile,
+      `the rollback's run (trigger rollback) that the failed upgrade continued as: the known-good revision ${revisions.knownGood} deployed again with its image pinned by ID, every step, recorded as revision ${revisions.rollback} that restores ${revisions.knownGood}`,
+      rollbackRunId,
+      'succeeded',
+      rollbackJson,
+      undefined,
+      revisions,
+    ),
+    recording(
+      'cluster-held.json',
+      `the cluster's own workflow (${clusterRecordId}), exported while it still runs: every deploy's hold (Update-with-Start), among the revisions it recorded ${revisions.knownGood} replaced, ${revisions.bad} bad, ${revisions.rollback} serving restores ${revisions.knownGood}, and each deploy's end`,
+      clusterRun.runId,
+      'running',
+      clusterJson,
+      { workflowType: 'cluster', workflowId: clusterRecordId },
+      revisions,
+    ),
+  ];
+}
+
 function gitOutput(args: string[]): string {
   try {
     return execFileSync('git', args, { cwd: projectRoot, encoding: 'utf8' }).trim();
@@ -408,16 +566,39 @@ function gitOutput(args: string[]): string {
   }
 }
 
-function writeAll(recordings: Recording[], sim: SimCluster, server: DevServer): void {
-  mkdirSync(historiesDir, { recursive: true });
-  for (const r of recordings) writeFileSync(join(historiesDir, r.file), r.json);
+/** What the manifest says of one recording. */
+function manifestEntry(r: Recording): Record<string, unknown> {
+  return {
+    file: r.file,
+    description: r.description,
+    workflowType: r.workflowType,
+    workflowId: r.workflowId,
+    runId: r.runId,
+    outcome: r.outcome,
+    events: r.events,
+    workerIdentities: r.workerIdentities,
+    ...(r.revisions ? { revisions: r.revisions } : {}),
+    ...(r.file === 'deploy-failed.json'
+      ? {
+          plantedSecret: {
+            note: `ray.env.HF_TOKEN and serve.env.HF_TOKEN are { fromEnv: ${plantedSecret.env} }; the workers' environment held this fake value, which must appear nowhere in the history nor in anything shown from it`,
+            env: plantedSecret.env,
+            value: plantedSecret.value,
+          },
+        }
+      : {}),
+  };
+}
+
+/** Where and with what the recordings were made. */
+function recordedWith(server: DevServer): Record<string, unknown> {
   const cliVersion = execFileSync(temporalCliPath(), ['--version'], { encoding: 'utf8' }).trim();
   const sdkVersion = (
     JSON.parse(readFileSync(join(projectRoot, 'node_modules/@temporalio/worker/package.json'), 'utf8')) as {
       version: string;
     }
   ).version;
-  const manifest = {
+  return {
     recordedAt: new Date().toISOString(),
     recordedBy: 'scripts/record-histories.ts',
     gitCommit: gitOutput(['rev-parse', 'HEAD']),
@@ -426,35 +607,42 @@ function writeAll(recordings: Recording[], sim: SimCluster, server: DevServer): 
     temporalCli: cliVersion,
     temporalSdk: sdkVersion,
     namespace: server.namespace,
+  };
+}
+
+function writeAll(recordings: Recording[], sim: SimCluster, server: DevServer, only: Only): void {
+  mkdirSync(historiesDir, { recursive: true });
+  for (const r of recordings) writeFileSync(join(historiesDir, r.file), r.json);
+  const manifestPath = join(historiesDir, 'manifest.json');
+  if (only) {
+    // The other recordings stay as they were, and so do their entries and the run that made them; the new
+    // entries say when and with what they were recorded, on a cluster of their own.
+    const manifest = JSON.parse(readFileSync(manifestPath, 'utf8')) as {
+      histories: Record<string, unknown>[];
+    };
+    const files = new Set(recordings.map((r) => r.file));
+    const recordedApart = { only, cluster: clusterName, ...recordedWith(server) };
+    manifest.histories = [
+      ...manifest.histories.filter((h) => typeof h.file !== 'string' || !files.has(h.file)),
+      ...recordings.map((r) => ({ ...manifestEntry(r), recordedApart })),
+    ];
+    writeFileSync(manifestPath, `${JSON.stringify(manifest, null, 2)}\n`);
+    return;
+  }
+  const manifest = {
+    ...recordedWith(server),
     cluster: {
       name: clusterName,
       simulated: { mode: sim.mode, hosts: sim.hosts.map((h) => h.name), jumpHostFor: { spark2: 'spark1' } },
       pace: { default: fastPace, resumed: resumePace },
     },
-    histories: recordings.map((r) => ({
-      file: r.file,
-      description: r.description,
-      workflowType: r.workflowType,
-      workflowId: r.workflowId,
-      runId: r.runId,
-      outcome: r.outcome,
-      events: r.events,
-      workerIdentities: r.workerIdentities,
-      ...(r.file === 'deploy-failed.json'
-        ? {
-            plantedSecret: {
-              note: `ray.env.HF_TOKEN and serve.env.HF_TOKEN are { fromEnv: ${plantedSecret.env} }; the workers' environment held this fake value, which must appear nowhere in the history nor in anything shown from it`,
-              env: plantedSecret.env,
-              value: plantedSecret.value,
-            },
-          }
-        : {}),
-    })),
+    histories: recordings.map(manifestEntry),
   };
-  writeFileSync(join(historiesDir, 'manifest.json'), `${JSON.stringify(manifest, null, 2)}\n`);
+  writeFileSync(manifestPath, `${JSON.stringify(manifest, null, 2)}\n`);
 }
 
 async function main(): Promise<void> {
+  const only = parseOnly(process.argv.slice(2));
   const startedAt = Date.now();
   say(`bringing up a 2-host simulated cluster in ${simStateDir} (netIndex ${netIndex})`);
   cleanups.push({ name: 'simulated cluster', run: () => downCluster(simStateDir) });
@@ -486,13 +674,19 @@ async function main(): Promise<void> {
 
   const worker = await startWorker(server);
   say(`worker ${worker.identity} polling`);
-  const recordings = [
-    await recordSucceeded(client, server, sim),
-    await recordFailed(client, server, sim),
-    await recordResumed(client, server, sim, worker),
-  ];
-  recordings.push(await recordSupervised(client, server, sim));
-  writeAll(recordings, sim, server);
+  const recordings: Recording[] = [];
+  if (only === 'rollback') {
+    recordings.push(...(await recordRolledBack(client, server, sim, '1/1')));
+  } else {
+    recordings.push(
+      await recordSucceeded(client, server, sim),
+      await recordFailed(client, server, sim),
+      await recordResumed(client, server, sim, worker),
+      await recordSupervised(client, server, sim),
+      ...(await recordRolledBack(client, server, sim, '5/5')),
+    );
+  }
+  writeAll(recordings, sim, server, only);
   for (const r of recordings) {
     say(
       `wrote ${relative(projectRoot, join(historiesDir, r.file))}: ${r.events} events, ${r.json.length} bytes`,

@@ -1,6 +1,7 @@
-// Replays the recorded deploy and supervisor histories (test/histories, made by scripts/record-histories.ts)
-// against the current workflow code with the SDK's replayer: a change to src/workflows that would break the
-// deploys and supervisors running when it ships fails here. How to re-record after an intended change: test/histories/README.md.
+// Replays the recorded deploy, supervisor and cluster histories (test/histories, made by
+// scripts/record-histories.ts) against the current workflow code with the SDK's replayer: a change to
+// src/workflows that would break the deploys, supervisors and clusters' own workflows running when it ships fails
+// here. How to re-record after an intended change: test/histories/README.md.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -25,14 +26,17 @@ const historiesDir = join(projectRoot, 'test', 'histories');
 
 interface ManifestEntry {
   file: string;
-  workflowType: 'deploy' | 'supervise';
+  workflowType: 'deploy' | 'supervise' | 'cluster';
   workflowId: string;
   runId: string;
-  outcome: 'succeeded' | 'failed';
+  /** `running`: exported while it ran (a cluster's workflow runs for as long as it holds the hosts). */
+  outcome: 'succeeded' | 'failed' | 'continued-as-new' | 'running';
   events: number;
   workerIdentities: string[];
   /** A fake credential the deploy referred to ({ fromEnv }); the value was only in the workers' environment. */
   plantedSecret?: { env: string; value: string };
+  /** The rolled-back upgrade's revisions: the known-good it restored, the one that failed, the rollback's. */
+  revisions?: { knownGood: number; bad: number; rollback: number };
 }
 
 interface Manifest {
@@ -49,6 +53,23 @@ function entryFor(file: string): ManifestEntry {
   const entry = manifest.histories.find((h) => h.file === file);
   assert.ok(entry, `the manifest lists ${file}`);
   return entry;
+}
+
+type HistoryEvent = NonNullable<History['events']>[number];
+
+/** The payloads' values, as JSON. */
+function payloadValues(payloads: { payloads?: { data?: Uint8Array | null }[] | null } | null | undefined) {
+  return (payloads?.payloads ?? []).map(
+    (p) => JSON.parse(Buffer.from(p.data ?? new Uint8Array()).toString('utf8')) as unknown,
+  );
+}
+
+/** The names of the Updates a cluster's workflow accepted, in order. */
+function updateNames(events: readonly HistoryEvent[]): string[] {
+  return events.flatMap((e) => {
+    const name = e.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.input?.name;
+    return name ? [name] : [];
+  });
 }
 
 /** The ids of the patch markers in a history, in the order they were recorded. */
@@ -86,7 +107,7 @@ export async function deploy(input, options) {
 }
 `;
 
-describe('replay of recorded deploy and supervisor histories', () => {
+describe('replay of recorded deploy, supervisor and cluster histories', () => {
   let current: WorkflowBundlePath;
   let changed: WorkflowBundleWithSourceMap;
   let changedDir: string | undefined;
@@ -118,10 +139,13 @@ describe('replay of recorded deploy and supervisor histories', () => {
     if (changedDir) rmSync(changedDir, { recursive: true, force: true });
   });
 
-  it('has the four recordings, each what its name says', () => {
+  it('has the seven recordings, each what its name says', () => {
     assert.deepEqual(manifest.histories.map((h) => h.file).sort(), [
+      'cluster-held.json',
       'deploy-failed.json',
       'deploy-resumed.json',
+      'deploy-rolled-back-failed.json',
+      'deploy-rolled-back.json',
       'deploy-succeeded.json',
       'supervise-relaunched.json',
     ]);
@@ -135,6 +159,14 @@ describe('replay of recorded deploy and supervisor histories', () => {
       const last = events[events.length - 1];
       if (entry.outcome === 'succeeded') {
         assert.ok(last?.workflowExecutionCompletedEventAttributes, `${entry.file} ends completed`);
+      } else if (entry.outcome === 'continued-as-new') {
+        assert.ok(last?.workflowExecutionContinuedAsNewEventAttributes, `${entry.file} continued as new`);
+      } else if (entry.outcome === 'running') {
+        const closed =
+          last?.workflowExecutionCompletedEventAttributes ??
+          last?.workflowExecutionFailedEventAttributes ??
+          last?.workflowExecutionContinuedAsNewEventAttributes;
+        assert.ok(!closed, `${entry.file} was exported while it ran`);
       } else {
         const failure = last?.workflowExecutionFailedEventAttributes?.failure;
         assert.equal(failure?.applicationFailureInfo?.type, 'ServerFatal', `${entry.file} ends failed`);
@@ -178,6 +210,53 @@ describe('replay of recorded deploy and supervisor histories', () => {
     assert.ok(children.includes('deploy'), `the supervisor relaunched the cluster: ${children.join(', ')}`);
   });
 
+  it('the rolled-back upgrade: the failed run continues as the rollback, which the cluster records', () => {
+    const failedEntry = entryFor('deploy-rolled-back-failed.json');
+    const rollbackEntry = entryFor('deploy-rolled-back.json');
+    const revisions = failedEntry.revisions;
+    assert.ok(revisions, 'the manifest names the revisions');
+    const failed = readHistory(failedEntry).events ?? [];
+    const rollback = readHistory(rollbackEntry).events ?? [];
+    // One chain under one workflow id: the failed run's last event starts the rollback's run.
+    assert.equal(rollbackEntry.workflowId, failedEntry.workflowId);
+    const continued = failed.at(-1)?.workflowExecutionContinuedAsNewEventAttributes;
+    assert.equal(continued?.newExecutionRunId, rollbackEntry.runId);
+    assert.equal(continued.workflowType?.name, 'deploy');
+    const started = rollback[0]?.workflowExecutionStartedEventAttributes;
+    assert.equal(started?.continuedExecutionRunId, failedEntry.runId);
+    // The failed run recorded its revision bad before it continued; its load had crashed after the stop.
+    const activities = failed.flatMap((e) => {
+      const name = e.activityTaskScheduledEventAttributes?.activityType?.name;
+      return name ? [name] : [];
+    });
+    for (const name of ['stopServices', 'launchServe', 'collectDiagnostics', 'recordRevision'])
+      assert.ok(activities.includes(name), `the failed run ran ${name}: ${activities.join(', ')}`);
+    // The rollback deploys the known-good's spec with its image pinned by ID, as trigger rollback.
+    const [spec, options] = payloadValues(continued.input) as [
+      { ray: { image: string } },
+      { trigger: string; rollback: { to: number; from: number } },
+    ];
+    assert.match(spec.ray.image, /^sha256:[0-9a-f]{64}$/);
+    assert.equal(options.trigger, 'rollback');
+    assert.deepEqual([options.rollback.to, options.rollback.from], [revisions.knownGood, revisions.bad]);
+    const [result] = payloadValues(rollback.at(-1)?.workflowExecutionCompletedEventAttributes?.result) as [
+      { revision: number; rolledBack: { to: number; from: number } },
+    ];
+    assert.equal(result.revision, revisions.rollback);
+    assert.deepEqual([result.rolledBack.to, result.rolledBack.from], [revisions.knownGood, revisions.bad]);
+    // The cluster's workflow held the hosts for each of the three deploys and recorded a revision for each (a
+    // full recording has the other deploys' before them).
+    const held = readHistory(entryFor('cluster-held.json')).events ?? [];
+    assert.deepEqual(updateNames(held).slice(-6), [
+      'hold',
+      'recordRevision',
+      'hold',
+      'recordRevision',
+      'hold',
+      'recordRevision',
+    ]);
+  });
+
   // Replay proves something only for the branches a recording took: the recordings must carry the markers of
   // the patches every deploy (and every supervisor) meets, so their new branches are what replay checks. A
   // marker stays in history after its patch is deprecated (deprecatePatch writes it too); test/histories/README.md
@@ -194,11 +273,19 @@ describe('replay of recorded deploy and supervisor histories', () => {
         patches.workerPollEvery,
       ],
       supervise: [patches.localProbeRound],
+      // The cluster's workflow has no patch yet: it came with issue 29.
+      cluster: [],
     };
+    // Recorded after clusters held hosts: the rolled-back upgrade's deploys took the cluster-hold branch.
+    const heldHosts = new Set(['deploy-rolled-back-failed.json', 'deploy-rolled-back.json']);
     for (const entry of manifest.histories) {
       const markers = patchMarkers(readHistory(entry));
       for (const id of markers) assert.ok(patchIds.includes(id), `${entry.file}: ${id} is a listed patch`);
-      for (const id of met[entry.workflowType]) {
+      const expected = [
+        ...met[entry.workflowType],
+        ...(heldHosts.has(entry.file) ? [patches.clusterHold] : []),
+      ];
+      for (const id of expected) {
         assert.ok(markers.includes(id), `${entry.file} carries the marker ${id}: ${markers.join(', ')}`);
       }
     }

@@ -418,4 +418,18 @@ describe('docker ps / logs / inspect / exec', () => {
     assert.equal(images.stdout, 'vllm/vllm-openai:v0.11.0\nbusybox:latest\n');
     assert.equal((await docker('version', '--format', '{{.Server.Version}}')).code, 0);
   });
+
+  it("takes an image's ID wherever it takes a reference, as a rollback pins ray.image", async () => {
+    const inspected = await docker('image', 'inspect', '--format', '{{.Id}}', '--', 'busybox');
+    const id = inspected.stdout.trim();
+    assert.match(id, /^sha256:[0-9a-f]{64}$/);
+    const byId = await docker('image', 'inspect', '--format', '{{.Id}} {{index .RepoTags 0}}', '--', id);
+    assert.equal(byId.stdout, `${id} busybox:latest\n`, byId.stderr);
+    await runDetached('--name', 'pinned', id, 'sh', '-c', 'sleep 30');
+    const container = await docker('inspect', '--format', '{{.Image}} {{.Config.Image}}', 'pinned');
+    assert.equal(container.stdout, `${id} ${id}\n`, container.stderr);
+    assert.equal((await docker('rm', '-f', 'pinned')).code, 0);
+    const unknown = `sha256:${'0'.repeat(64)}`;
+    assert.equal((await docker('image', 'inspect', unknown)).stderr, `Error: No such image: ${unknown}\n`);
+  });
 });

@@ -10,6 +10,7 @@ import { historyEntries, median, type ListedRun } from '../../src/report/history
 import { formatDuration } from '../../src/config/duration.js';
 import { deploySteps } from '../../src/workflows/steps.js';
 import { redactedMarker } from '../../src/shared/secrets.js';
+import { decodedText } from '../../scripts/lib/history-export.js';
 
 const dir = join(import.meta.dirname, '..', 'histories');
 
@@ -91,7 +92,10 @@ describe('postmortem of a successful deploy (deploy-succeeded.json)', () => {
     );
     let previousEnd = pm.startedAtMs;
     // A recording made before clusters held hosts skips that step (its run took the unpatched branch).
-    const heldHosts = readFileSync(join(dir, 'deploy-succeeded.json'), 'utf8').includes('"cluster-hold"');
+    // (The marker's id is inside its base64 payload: the decoded text holds it, the file's text does not.)
+    const heldHosts = decodedText(readFileSync(join(dir, 'deploy-succeeded.json'), 'utf8')).includes(
+      '"cluster-hold"',
+    );
     for (const s of pm.steps) {
       if (s.name === 'holdHosts' && !heldHosts) {
         assert.equal(s.outcome, 'skipped', 'holdHosts skipped in a run recorded before it');

@@ -1,7 +1,10 @@
 // `liftoff revisions --history FILE`: the revisions read offline from an export of a cluster's workflow, by the
-// same rules the workflow applies. The events are built in the export's JSON shape (payloads base64 JSON).
+// same rules the workflow applies. The events are built in the export's JSON shape (payloads base64 JSON), and
+// read from a real export (test/histories/cluster-held.json).
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { readHistoryEvents } from '../../src/report/events.js';
 import { NotAClusterHistoryError, revisionsFromHistory } from '../../src/report/revisions.js';
 import type { RevisionToRecord } from '../../src/shared/cluster-api.js';
@@ -104,5 +107,42 @@ describe('revisions read from an exported cluster history', () => {
         ),
       (err: unknown) => err instanceof NotAClusterHistoryError && /a deploy workflow/.test(err.message),
     );
+  });
+});
+
+describe('revisions read from the recorded cluster history (test/histories/cluster-held.json)', () => {
+  const dir = join(import.meta.dirname, '..', 'histories');
+  const manifest = JSON.parse(readFileSync(join(dir, 'manifest.json'), 'utf8')) as {
+    histories: { file: string; revisions?: { knownGood: number; bad: number; rollback: number } }[];
+  };
+  const recorded = manifest.histories.find((h) => h.file === 'cluster-held.json')?.revisions;
+
+  it('reads the rolled-back upgrade: the known-good replaced, the upgrade bad, the rollback serving and restoring', () => {
+    // As committed (record-histories.ts --only rollback, a cluster of its own): 1 replaced, 2 bad, 3 serving
+    // restores 1. A full recording runs the other deploys first on the same cluster: theirs come before, replaced.
+    assert.ok(recorded, 'the manifest names the revisions of the rolled-back upgrade');
+    const { knownGood, bad: badNumber, rollback } = recorded;
+    assert.deepEqual([badNumber, rollback], [knownGood + 1, knownGood + 2]);
+    const { cluster, revisions } = revisionsFromHistory(
+      readHistoryEvents(JSON.parse(readFileSync(join(dir, 'cluster-held.json'), 'utf8'))),
+    );
+    assert.equal(cluster, 'replay');
+    assert.deepEqual(
+      revisions.map((r) => [r.number, r.status, r.restores, r.trigger]),
+      [
+        ...Array.from({ length: knownGood - 1 }, (_, i) => [i + 1, 'replaced', undefined, 'cli']),
+        [knownGood, 'replaced', undefined, 'cli'],
+        [badNumber, 'bad', undefined, 'cli'],
+        [rollback, 'serving', knownGood, 'rollback'],
+      ],
+    );
+    const [good, bad, restored] = revisions.slice(-3);
+    assert.match(bad?.badReason ?? '', /waitHealthy failed: .*shard 3\/8/);
+    // The rollback ran the known-good's spec with the image pinned to the ID the known-good recorded.
+    const imageId = good?.hosts[0]?.imageId;
+    assert.match(imageId ?? '', /^sha256:[0-9a-f]{64}$/);
+    assert.equal(restored?.image, imageId);
+    assert.deepEqual(restored?.argv, good?.argv);
+    assert.notDeepEqual(bad?.argv, good?.argv, 'the upgrade changed the serve args');
   });
 });

@@ -192,7 +192,12 @@ export function normaliseImage(ref: string): string {
   return `${ref}:latest`;
 }
 
+/** An image's ID as `docker image inspect` gives it; docker takes it wherever it takes a reference. */
+const imageIdPattern = /^sha256:[0-9a-f]{64}$/;
+
+/** The image a reference names (a tag, or an image's ID as a rollback pins it), as the host's config lists it. */
 export function findImage(cfg: HostConfig, ref: string): string | undefined {
+  if (imageIdPattern.test(ref)) return cfg.images.find((img) => imageId(img) === ref);
   const want = normaliseImage(ref);
   const bare = want.startsWith('docker.io/') ? want.slice('docker.io/'.length) : want;
   return cfg.images.find((img) => {
@@ -207,6 +212,7 @@ export const imageBytes = 19_812_345_678;
 
 /** The content hash of an image; a host's imageIdSalt knob stands for another build under the same tag. */
 export function imageId(image: string, salt = readFaults().imageIdSalt ?? ''): string {
+  if (imageIdPattern.test(image)) return image;
   return `sha256:${createHash('sha256')
     .update(`liftoff-sim-image:${normaliseImage(image)}${salt === '' ? '' : `:${salt}`}`)
     .digest('hex')}`;
@@ -217,7 +223,9 @@ export function imageId(image: string, salt = readFaults().imageIdSalt ?? ''): s
  * and the versions knob write ray and vllm dist-info (the image's "installed" versions).
  */
 export function imageEnv(dir: string, image: string): NodeJS.ProcessEnv {
-  return { PYTHONPATH: paths.imageSite(dir, normaliseImage(image)) };
+  const byId = imageIdPattern.test(image) ? readJson<HostConfig>(paths.config(dir)) : undefined;
+  const named = (byId && findImage(byId, image)) ?? image;
+  return { PYTHONPATH: paths.imageSite(dir, normaliseImage(named)) };
 }
 
 /**
