@@ -53,6 +53,10 @@ export function renderHistory(r: HistoryReport): string {
   const causes = relaunches.map(
     (e) => `relaunch #${e.relaunch?.n ?? '?'} (${e.runId}) because: ${e.relaunch?.cause ?? 'unknown'}`,
   );
+  const rollbacks = r.entries.flatMap((e) =>
+    e.rollbackOf ? [`rollback ${e.runId} of ${e.rollbackOf}`] : [],
+  );
+  const notes = [...causes, ...rollbacks];
   const rows = table([
     ['STARTED', 'TRIGGER', 'OUTCOME', 'TOTAL', 'LOAD', 'TOKENS/S', 'WORKFLOW', 'RUN'],
     ...r.entries.map((e) => [
@@ -66,7 +70,7 @@ export function renderHistory(r: HistoryReport): string {
       e.runId,
     ]),
   ]);
-  return [rows, ...(causes.length ? ['', ...causes] : [])].join('\n');
+  return [rows, ...(notes.length ? ['', ...notes] : [])].join('\n');
 }
 
 function positiveInt(text: string): number {

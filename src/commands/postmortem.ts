@@ -18,6 +18,12 @@ import {
   type ReportFormat,
 } from '../report/index.js';
 import { median } from '../report/history-list.js';
+import { readHistoryEvents } from '../report/events.js';
+import { foldHistory } from '../report/fold.js';
+import type { RollbackEvidence } from '../report/rollback.js';
+import { nameOf } from '../report/values.js';
+import { readClusterRevisions } from '../activities/revisions.js';
+import { deployWorkflowType } from '../workflows/supervise-api.js';
 import { listClusterRuns } from './history.js';
 
 interface PostmortemOptions {
@@ -82,12 +88,47 @@ async function postmortemOnline(client: Client, target: string, runId?: string):
       run = child;
       history = await client.workflow.getHandle(child.workflowId, child.runId).fetchHistory();
     }
-    const baseline = await loadBaseline(client, buildPostmortem(history, run));
-    return buildPostmortem(history, { ...run, baseline });
+    const first = buildPostmortem(history, run);
+    const baseline = await loadBaseline(client, first);
+    const rollbackEvidence = await loadRollbackEvidence(client, first);
+    return buildPostmortem(history, { ...run, baseline, rollbackEvidence });
   }
   throw new UsageError(
     `no workflow ${target}${runId ? ` run ${runId}` : ''} and no deploy of a cluster ${target} (workflow ${deployWorkflowId(target)}) found`,
   );
+}
+
+/**
+ * A rollback's run: the bad revision's data is not in its history. The cluster's recorded revisions have both
+ * (spec, host identities, argv); failing that, the failed deploy's own history has its spec. Either is extra: when
+ * neither can be read the report says the diff is unavailable, and the rest of it stands.
+ */
+async function loadRollbackEvidence(client: Client, pm: Postmortem): Promise<RollbackEvidence> {
+  const of = pm.rollback?.of;
+  if (of?.from === undefined) return {};
+  if (pm.cluster) {
+    const read = await readClusterRevisions(client, pm.cluster).catch(() => undefined);
+    const bad = read?.revisions.find((r) => r.number === of.from);
+    const restored = read?.revisions.find((r) => r.number === of.to);
+    if (bad && restored) return { revisions: { bad, restored } };
+  }
+  const failed = of.failedRun !== undefined ? runRef(of.failedRun) : undefined;
+  if (!failed) return {};
+  try {
+    const history = await client.workflow.getHandle(failed.workflowId, failed.runId).fetchHistory();
+    const record = foldHistory(readHistoryEvents(history));
+    // A bake-window rollback names its supervisor's run, whose input is not a deploy spec.
+    return nameOf(record.start.attrs.workflowType) === deployWorkflowType ? { failedSpec: record.input } : {};
+  } catch {
+    return {};
+  }
+}
+
+/** `workflowId:runId` (a launch id) split at its last colon. */
+function runRef(text: string): { workflowId: string; runId: string } | undefined {
+  const at = text.lastIndexOf(':');
+  if (at <= 0 || at === text.length - 1) return undefined;
+  return { workflowId: text.slice(0, at), runId: text.slice(at + 1) };
 }
 
 /** The median load time of the cluster's successful runs that started before this one. */

@@ -12,6 +12,7 @@ import { outcomeOfClose } from './outcome.js';
 import { redactSpec } from './redact-spec.js';
 import { redactDeep } from '../shared/secrets.js';
 import { resultReport } from './result.js';
+import { rollbackReport, rolledBackFailure, type RollbackEvidence } from './rollback.js';
 import { endedStepOf, stepTimeline } from './timeline.js';
 import { triggerReport } from './trigger.js';
 import { nameOf, stringArray, stringOr } from './values.js';
@@ -22,6 +23,8 @@ export interface BuildOptions {
   /** Used when the export does not name the workflow (older servers leave workflowId out). */
   workflowId?: string;
   runId?: string;
+  /** A rollback's run: the bad revision's data, which is in another run's history (online only). */
+  rollbackEvidence?: RollbackEvidence;
 }
 
 export function buildPostmortem(history: unknown, opts: BuildOptions = {}): Postmortem {
@@ -29,8 +32,12 @@ export function buildPostmortem(history: unknown, opts: BuildOptions = {}): Post
   const { start, input, searchAttrs, close } = record;
   const { report: spec, secrets } = redactSpec(input);
 
-  const failure = close?.kind === 'workflowExecutionFailed' ? failureReport(close.attrs.failure) : undefined;
-  const outcome = outcomeOfClose(close?.kind, failure, searchAttrs);
+  // A run that rolled back continued as new: its failure is the one it kept in its memo.
+  const failure =
+    close?.kind === 'workflowExecutionFailed'
+      ? failureReport(close.attrs.failure)
+      : rolledBackFailure(record);
+  const outcome = outcomeOfClose(close?.kind, failure, searchAttrs, record.memo);
   const cancelled = cancelledReport(outcome, record.memo);
   const endedStep = endedStepOf(record, outcome, failure?.step ?? cancelled?.step);
   const steps = stepTimeline(record, { outcome, endedStep, failureMessage: failure?.message });
@@ -40,6 +47,7 @@ export function buildPostmortem(history: unknown, opts: BuildOptions = {}): Post
   const loadSeconds = load?.loadSeconds;
   const baseline = baselineComparison(opts.baseline, loadSeconds);
   const trigger = triggerReport(record);
+  const rollback = rollbackReport(record, opts.rollbackEvidence ?? {}, secrets);
 
   const model: Postmortem = {
     format: 'liftoff-postmortem/1',
@@ -62,6 +70,7 @@ export function buildPostmortem(history: unknown, opts: BuildOptions = {}): Post
     loadVsBaseline: { loadSeconds, baseline },
     workers: record.workers,
     workflowTaskProblems: record.workflowTaskProblems,
+    ...(rollback ? { rollback } : {}),
     notes: notes(record, trigger, spec?.valid === false),
   };
   return redactDeep(model, secrets);

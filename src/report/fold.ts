@@ -54,6 +54,8 @@ interface Fold {
   workers: Map<string, WorkerReport>;
   /** The index in deploySteps of the furthest step an activity was scheduled for. */
   reached: number;
+  /** Diagnostics were collected: the deploy failed, and what it schedules now is the failure's aftermath. */
+  failing: boolean;
 }
 
 type EventHandler = (fold: Fold, event: HistoryEventView) => void;
@@ -76,6 +78,7 @@ export function foldHistory(events: readonly HistoryEventView[]): RunRecord {
     byScheduledEventId: new Map(),
     workers: new Map(),
     reached: -1,
+    failing: false,
   };
   for (const event of events) handlers.get(event.kind)?.(fold, event);
   fold.record.workers = [...fold.workers.values()];
@@ -101,6 +104,9 @@ const activityScheduled: EventHandler = (fold, event) => {
   // The same activity removes old containers before the launch and this launch's after a failure.
   if (step === 'removeContainers' && fold.reached > (stepIndex.get('removeContainers') ?? 0))
     step = 'teardown';
+  // The record step's recordRevision also records a failed revision bad before the rollback (issue 30).
+  if (type === 'recordRevision' && fold.failing) step = 'rollback';
+  if (step === 'diagnostics') fold.failing = true;
   fold.reached = Math.max(fold.reached, stepIndex.get(step) ?? -1);
   const [activityInput] = payloadValues(a.input);
   const track: ActivityTrack = {

@@ -1,7 +1,7 @@
 // `liftoff history` rows from what Temporal's visibility store lists: search attributes and memo, never the
 // events. Pure, so the rules (newest first; delegating runs only when refused) are tested without a server.
 import { isRecord } from './events.js';
-import { listedRunOutcome } from './outcome.js';
+import { listedRunOutcome, rolledBackToOf } from './outcome.js';
 import { dropUndefined, numberOr, stringOr } from './values.js';
 
 /** One listed workflow execution, as the client's list() gives it, reduced to what history needs. */
@@ -30,6 +30,10 @@ export interface HistoryEntry {
   tokensPerSecond?: number;
   /** A relaunch by the cluster's supervisor (trigger supervise): which one, and what it answered. */
   relaunch?: { n?: number; cause?: string; supervisorWorkflowId?: string };
+  /** A failed deploy that went on as its rollback: the revision the rollback restores. */
+  rolledBackTo?: number;
+  /** A rollback's deploy (trigger rollback): the run it rolls back, `workflowId:runId` (a deploy or a supervisor). */
+  rollbackOf?: string;
 }
 
 /**
@@ -64,12 +68,14 @@ export function historyEntries(runs: readonly ListedRun[], limit: number): Histo
             cause: stringOr(relaunch.cause),
             supervisorWorkflowId: stringOr(relaunch.supervisorWorkflowId),
           }),
+        rolledBackTo: rolledBackToOf(r.status, r.memo),
+        rollbackOf: stringOr(r.memo?.rollbackOf),
       });
     });
 }
 
 function outcomeOf(r: ListedRun): string {
-  return listedRunOutcome(r.status, r.outcome) ?? r.status.toLowerCase();
+  return listedRunOutcome(r.status, r.outcome, r.memo) ?? r.status.toLowerCase();
 }
 
 /** The median of the values (the mean of the middle two for an even count); undefined when empty. */

@@ -2,7 +2,7 @@
 // Content-Security-Policy forbids any load, so a stray reference could not reach the network either.
 import type { HostDiagnostics } from '../activities/types.js';
 import { formatDuration } from '../config/duration.js';
-import type { LoadSample, Postmortem } from './model.js';
+import type { LoadSample, Postmortem, RollbackReport } from './model.js';
 import {
   attemptLabel,
   diagnosticsParts,
@@ -46,6 +46,7 @@ export function renderHtml(pm: Postmortem): string {
     ['Load vs earlier runs', f.baseline],
   ];
   if (f.result !== undefined) facts.push(['Result', f.result]);
+  if (pm.rollback) facts.push(...rollbackFacts(pm.rollback));
   body.push(
     `<dl class="facts">${facts.map(([k, v]) => `<dt>${esc(k)}</dt><dd>${esc(v)}</dd>`).join('')}</dl>`,
   );
@@ -62,6 +63,7 @@ export function renderHtml(pm: Postmortem): string {
     if (f.teardown)
       body.push(`<p>Teardown:</p><ul>${f.teardown.map((l) => `<li>${esc(l)}</li>`).join('')}</ul>`);
   }
+  if (pm.rollback) body.push(...rollbackSection(pm.rollback));
   if (pm.cancelled) {
     body.push('<h2>Cancelled</h2>');
     body.push(`<p>Cancelled during <code>${esc(pm.cancelled.step ?? '?')}</code>.</p>`);
@@ -227,6 +229,47 @@ function loadCurve(samples: LoadSample[]): string {
 ${withShards.map((s) => `<circle cx="${n(px(s.atS))}" cy="${n(py((s.shardsDone ?? 0) / (s.shardsTotal ?? 1)))}" r="2.5" fill="#1e88e5"><title>${esc(`${s.atS.toFixed(1)} s: ${s.phase}, shard ${s.shardsDone ?? 0}/${s.shardsTotal ?? 0}`)}</title></circle>`).join('')}
 ${last ? `<text x="${n(px(last.atS)) + 6}" y="${n(py((last.shardsDone ?? 0) / (last.shardsTotal ?? 1))) + 4}">${esc(`${last.phase} ${last.shardsDone ?? 0}/${last.shardsTotal ?? 0}`)}</text>` : ''}
 </svg>`;
+}
+
+// Plain text: the facts list escapes every value.
+function rollbackFacts(r: RollbackReport): [string, string][] {
+  const out: [string, string][] = [];
+  const { rolledBackTo: back, of } = r;
+  if (back) out.push(['Rolled back', `revision ${back.revision}${back.runId ? ` (run ${back.runId})` : ''}`]);
+  if (of) {
+    const cause = of.cause ? firstLine(of.cause) : '(no cause recorded)';
+    const what = of.failedRun !== undefined ? `of ${of.failedRun}` : '';
+    out.push([
+      'Rollback',
+      of.from !== undefined
+        ? `${what}: revision ${of.from} failed: ${cause}; restores revision ${of.to}`
+        : `${what ? `${what} ` : ''}to revision ${of.to}: ${cause}`,
+    ]);
+  }
+  return out;
+}
+
+/** The bad revision against the one restored, as a table of the fields that differ. Every cell escaped. */
+function rollbackSection(r: RollbackReport): string[] {
+  if (!r.diff && r.diffUnavailable === undefined) return [];
+  const out = ['<h2>Rollback: what changed</h2>'];
+  if (!r.diff)
+    return [...out, `<p id="rollback-diff-unavailable" class="muted">${esc(r.diffUnavailable ?? '')}</p>`];
+  const { fromLabel, toLabel, changes, basis } = r.diff;
+  if (basis === 'specs')
+    out.push(
+      '<p class="muted">The two runs’ specs; what the hosts reported about themselves (image IDs, kernels, weights) is in the cluster’s revisions: <code>liftoff revisions --diff</code>.</p>',
+    );
+  if (changes.length === 0) return [...out, '<p id="rollback-diff">No field differs.</p>'];
+  out.push(
+    `<table id="rollback-diff" data-basis="${esc(basis)}"><thead><tr><th>field</th><th>${esc(fromLabel)}</th><th>${esc(toLabel)}</th></tr></thead><tbody>`,
+    ...changes.map(
+      (c) =>
+        `<tr${c.outsideSpec ? ' class="outside-spec"' : ''}><td><code>${esc(c.field)}</code></td><td>${esc(c.from)}</td><td>${esc(c.to)}</td></tr>`,
+    ),
+    '</tbody></table>',
+  );
+  return out;
 }
 
 function diagnosticsHtml(d: HostDiagnostics): string {

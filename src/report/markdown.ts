@@ -3,7 +3,7 @@
 // everything else in code spans (shared/host-markup.ts), so a server cannot put a link or an image in the report.
 import type { HostDiagnostics } from '../activities/types.js';
 import { markdownHostText as hostText } from '../shared/host-markup.js';
-import type { LoadSample, Postmortem, StepTimeline } from './model.js';
+import type { LoadSample, Postmortem, RollbackReport, StepTimeline } from './model.js';
 import { attemptLabel, diagnosticsParts, headline, loadLine, offset, runFacts, stepCells } from './format.js';
 import { firstLine } from './values.js';
 
@@ -19,6 +19,7 @@ export function renderMarkdown(pm: Postmortem): string {
     `- Load vs earlier runs: ${facts.baseline}`,
   );
   if (facts.result !== undefined) out.push(`- Result: ${facts.result}`);
+  if (pm.rollback) out.push(...rollbackFacts(pm.rollback));
   out.push('');
 
   if (pm.failure) {
@@ -33,6 +34,7 @@ export function renderMarkdown(pm: Postmortem): string {
       out.push('Caused by:', ...f.causes.map((c) => `- ${hostText(firstLine(c))}`), '');
     if (f.teardown) out.push('Teardown:', ...f.teardown.map((l) => `- ${hostText(l)}`), '');
   }
+  if (pm.rollback) out.push(...rollbackSection(pm.rollback));
   if (pm.cancelled) {
     out.push('## Cancelled', '', `Cancelled during \`${pm.cancelled.step ?? '?'}\`. Teardown:`);
     out.push(...pm.cancelled.teardown.map((l) => `- ${hostText(l)}`), '');
@@ -116,6 +118,43 @@ export function renderMarkdown(pm: Postmortem): string {
       '',
     );
   return out.join('\n');
+}
+
+// Run ids and the failed run's id come from the history, the cause from a server: all as host text.
+function rollbackFacts(r: RollbackReport): string[] {
+  const out: string[] = [];
+  const { rolledBackTo: back, of } = r;
+  if (back)
+    out.push(`- Rolled back: revision ${back.revision}${back.runId ? ` (run ${hostText(back.runId)})` : ''}`);
+  if (of) {
+    const what = of.failedRun !== undefined ? `- Rollback of ${hostText(of.failedRun)}` : '- Rollback';
+    const cause = of.cause ? hostText(firstLine(of.cause)) : '(no cause recorded)';
+    out.push(
+      of.from !== undefined
+        ? `${what}: revision ${of.from} failed: ${cause}; restores revision ${of.to}`
+        : `${what} to revision ${of.to}: ${cause}`,
+    );
+  }
+  return out;
+}
+
+/** What differs between the bad revision and the one restored: a list, field by field. */
+function rollbackSection(r: RollbackReport): string[] {
+  if (!r.diff && r.diffUnavailable === undefined) return [];
+  const out = ['## Rollback: what changed', ''];
+  if (!r.diff) return [...out, r.diffUnavailable ?? '', ''];
+  const { fromLabel, toLabel, changes, basis } = r.diff;
+  out.push(
+    `From ${fromLabel} to ${toLabel}${basis === 'specs' ? ' (the two runs’ specs; the hosts’ identities are in the cluster’s revisions: liftoff revisions --diff)' : ''}:`,
+    '',
+  );
+  if (changes.length === 0) out.push('- no field differs');
+  for (const c of changes)
+    out.push(
+      `- ${hostText(c.field)}: ${hostText(c.from)} → ${hostText(c.to)}${c.outsideSpec ? ' (outside the spec)' : ''}`,
+    );
+  out.push('');
+  return out;
 }
 
 function diagnosticsSection(d: HostDiagnostics): string[] {

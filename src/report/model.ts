@@ -1,6 +1,7 @@
 // The postmortem of one deploy run, built from its event history alone. Every renderer (md, html, json) reads
 // this and nothing else; `--format json` prints it as it is.
 import type { HostDiagnostics } from '../activities/types.js';
+import type { FieldChange } from '../shared/revision-diff.js';
 
 export type Outcome =
   | 'succeeded'
@@ -172,7 +173,40 @@ export interface Postmortem {
   workers: WorkerReport[];
   /** Workflow tasks that failed or timed out (a worker died or crashed mid-task). */
   workflowTaskProblems: { atMs: number; kind: 'failed' | 'timed out'; detail: string }[];
+  /** A failed upgrade that rolled back, or the rollback's own deploy (issue 30). */
+  rollback?: RollbackReport;
   notes: ReportNote[];
+}
+
+/**
+ * How a failed upgrade and its rollback link: the failed run continued as the rollback's deploy under the same
+ * workflow id (or a supervisor started it after a bake window), and what differs between the two.
+ */
+export interface RollbackReport {
+  /** This run failed after the stop and went on as the rollback to this revision, in the run named. */
+  rolledBackTo?: { revision: number; runId?: string };
+  /** This run is a rollback's deploy: the revision it restores, the one that failed, and why. */
+  of?: {
+    to: number;
+    from?: number;
+    /** The failure that caused it: host text (an error message quoting a server). */
+    cause: string;
+    /** The run that failed, `workflowId:runId`; for a bake-window rollback, the supervisor's run. */
+    failedRun?: string;
+  };
+  diff?: RollbackDiff;
+  /** Why there is no diff (the bad revision's data is in neither this history nor what was fetched). */
+  diffUnavailable?: string;
+}
+
+/** The bad revision against the one restored, field by field. */
+export interface RollbackDiff {
+  /** `revisions`: as the cluster recorded both (spec, host identities, argv); `specs`: the two runs' specs only. */
+  basis: 'revisions' | 'specs';
+  /** What the columns are, e.g. "revision 4 (failed)" and "revision 3 (restored)". */
+  fromLabel: string;
+  toLabel: string;
+  changes: FieldChange[];
 }
 
 /** A note under the report: liftoff's own words, and host text (a loss's cause) kept apart so it is never markup. */

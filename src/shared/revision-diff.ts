@@ -24,10 +24,7 @@ export function diffRevisions(a: Revision, b: Revision): FieldChange[] {
     if ((from ?? absent) !== (to ?? absent))
       changes.push({ field, from: from ?? absent, to: to ?? absent, outsideSpec });
   };
-  const specA = flatten(a.spec);
-  const specB = flatten(b.spec);
-  for (const key of [...new Set([...specA.keys(), ...specB.keys()])].sort())
-    add(`spec.${key}`, specA.get(key), specB.get(key), false);
+  changes.push(...diffSpecs(a.spec, b.spec));
   add('argv', a.argv.join(' '), b.argv.join(' '), false);
   add('envNames', a.envNames.join(' '), b.envNames.join(' '), false);
   const hosts = [...new Set([...a.hosts, ...b.hosts].map((h) => h.host))];
@@ -35,6 +32,22 @@ export function diffRevisions(a: Revision, b: Revision): FieldChange[] {
     const ha = a.hosts.find((h) => h.host === host);
     const hb = b.hosts.find((h) => h.host === host);
     for (const [name, of] of identityFields) add(`${host}.${name}`, ha && of(ha), hb && of(hb), true);
+  }
+  return changes;
+}
+
+/**
+ * Two specs field by field (`spec.` and the dotted path): what a history alone can compare, without the host
+ * identities, argv and env names only the cluster's recorded revisions hold.
+ */
+export function diffSpecs(a: unknown, b: unknown): FieldChange[] {
+  const specA = flatten(a);
+  const specB = flatten(b);
+  const changes: FieldChange[] = [];
+  for (const key of [...new Set([...specA.keys(), ...specB.keys()])].sort()) {
+    const from = specA.get(key) ?? absent;
+    const to = specB.get(key) ?? absent;
+    if (from !== to) changes.push({ field: `spec.${key}`, from, to, outsideSpec: false });
   }
   return changes;
 }
