@@ -7,7 +7,14 @@ import { isRecord, readHistoryEvents } from './events.js';
 import { failureReport } from './failure.js';
 import { foldHistory, type RunRecord } from './fold.js';
 import { loadReport } from './load.js';
-import type { BaselineReport, Outcome, Postmortem, ReportNote, TriggerReport } from './model.js';
+import type {
+  BaselineReport,
+  Outcome,
+  Postmortem,
+  ReportNote,
+  RollbackReport,
+  TriggerReport,
+} from './model.js';
 import { outcomeOfClose } from './outcome.js';
 import { redactSpec } from './redact-spec.js';
 import { redactDeep } from '../shared/secrets.js';
@@ -71,7 +78,7 @@ export function buildPostmortem(history: unknown, opts: BuildOptions = {}): Post
     workers: record.workers,
     workflowTaskProblems: record.workflowTaskProblems,
     ...(rollback ? { rollback } : {}),
-    notes: notes(record, trigger, spec?.valid === false),
+    notes: [...notes(record, trigger, spec?.valid === false), ...rollbackNotes(rollback, start.attrs)],
   };
   return redactDeep(model, secrets);
 }
@@ -99,6 +106,39 @@ function baselineComparison(
     baseline.ratio = baseline.medianSeconds > 0 ? loadSeconds / baseline.medianSeconds : undefined;
   }
   return baseline;
+}
+
+/** Where the other half of a failed upgrade and its rollback is: the command that reports on it. */
+function rollbackNotes(
+  rollback: RollbackReport | undefined,
+  startAttrs: Record<string, unknown>,
+): ReportNote[] {
+  const workflowId = stringOr(startAttrs.workflowId);
+  const back = rollback?.rolledBackTo;
+  if (back?.runId && workflowId)
+    return [
+      {
+        text: `This run failed after the known-good was stopped, recorded its revision bad and went on as the deploy of revision ${back.revision} under the same workflow id. That run’s postmortem:`,
+        hostText: `liftoff postmortem ${workflowId} --run ${back.runId}`,
+      },
+    ];
+  const failedRun = rollback?.of?.failedRun;
+  const at = failedRun?.lastIndexOf(':') ?? -1;
+  if (!failedRun || at <= 0) return [];
+  const [id, run] = [failedRun.slice(0, at), failedRun.slice(at + 1)];
+  return rollback?.of?.bySupervisor
+    ? [
+        {
+          text: 'The supervisor lost the revision within its bake window and started this rollback; its history holds what it saw:',
+          hostText: `temporal workflow show --workflow-id ${id} --run-id ${run}`,
+        },
+      ]
+    : [
+        {
+          text: 'The postmortem of the run it rolls back:',
+          hostText: `liftoff postmortem ${id} --run ${run}`,
+        },
+      ];
 }
 
 function notes(record: RunRecord, trigger: TriggerReport, invalidSpec: boolean): ReportNote[] {

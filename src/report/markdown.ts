@@ -144,10 +144,12 @@ function rollbackSection(r: RollbackReport): string[] {
   const out = ['## Rollback: what changed', ''];
   if (!r.diff) return [...out, r.diffUnavailable ?? '', ''];
   const { fromLabel, toLabel, changes, basis } = r.diff;
-  out.push(
-    `From ${fromLabel} to ${toLabel}${basis === 'specs' ? ' (the two runs’ specs; the hosts’ identities are in the cluster’s revisions: liftoff revisions --diff)' : ''}:`,
-    '',
-  );
+  if (basis === 'specs')
+    out.push(
+      'The two runs’ specs; what the hosts reported about themselves (image IDs, kernels, weights) is in the cluster’s revisions: `liftoff revisions --diff`.',
+      '',
+    );
+  out.push(`From ${fromLabel} to ${toLabel}:`, '');
   if (changes.length === 0) out.push('- no field differs');
   for (const c of changes)
     out.push(

@@ -193,6 +193,8 @@ export interface RollbackReport {
     cause: string;
     /** The run that failed, `workflowId:runId`; for a bake-window rollback, the supervisor's run. */
     failedRun?: string;
+    /** A bake-window rollback: `failedRun` is the supervisor run that lost the revision and started this one. */
+    bySupervisor?: true;
   };
   diff?: RollbackDiff;
   /** Why there is no diff (the bad revision's data is in neither this history nor what was fetched). */

@@ -3,6 +3,7 @@
 // same workflow id, so its close event is ContinuedAsNew and its failure is the memo's, not a failure event's.
 // The rollback's run carries what it restores, from what and why in its start options. Pure.
 import type { HostDiagnostics } from '../activities/types.js';
+import { FailureType } from '../shared/failures.js';
 import { diffRevisions, diffSpecs } from '../shared/revision-diff.js';
 import type { Revision } from '../shared/revisions.js';
 import { isRecord, payloadValues } from './events.js';
@@ -40,7 +41,7 @@ export function rolledBackFailure(record: RunRecord): FailureReport | undefined 
   const said = /^([A-Za-z]{1,40}) failed: /.exec(message)?.[1];
   const containers = /\ncontainers: ([^\n]*)$/.exec(message)?.[1];
   return dropUndefined({
-    type: stringOr(saved.type) ?? 'DeployFailed',
+    type: stringOr(saved.type) ?? FailureType.deployFailed,
     message,
     step: said !== undefined && stepIndex.has(said) ? said : undefined,
     causes: [],
@@ -83,8 +84,11 @@ export function rollbackReport(
   const of = rollbackOfOptions(record.options);
   if (!of) return undefined;
   // A memo's rollbackOf names the failed run too (a supervisor's, for a bake-window rollback).
-  const failedRun = of.failedRun ?? stringOr(record.memo.rollbackOf);
-  const report: RollbackReport = { of: dropUndefined({ ...of, failedRun }) };
+  const rollbackOf = stringOr(record.memo.rollbackOf);
+  const failedRun = of.failedRun ?? rollbackOf;
+  // A bake-window rollback's options name no failed run: its memo names the supervisor run that started it.
+  const bySupervisor = of.failedRun === undefined && rollbackOf !== undefined ? (true as const) : undefined;
+  const report: RollbackReport = { of: dropUndefined({ ...of, failedRun, bySupervisor }) };
   // A rollback asked for with no failure behind it has no bad revision to compare.
   if (of.from === undefined) return report;
   const fromLabel = `revision ${of.from} (failed)`;

@@ -267,6 +267,10 @@ describe('postmortem of a run that failed and rolled back (continued as new)', (
     const md = renderMarkdown(pm);
     assert.match(md, /^- Rolled back: revision 3 \(run `run-rollback`\)$/m);
     assert.match(md, /\*\*ServerFatal\*\* in step `waitHealthy`/);
+    assert.match(
+      md,
+      /^- This run failed after the known-good was stopped.* `liftoff postmortem liftoff-replay --run run-rollback`$/m,
+    );
     assert.match(renderHtml(pm), /<dt>Rolled back<\/dt><dd>revision 3 \(run run-rollback\)<\/dd>/);
   });
 
@@ -304,6 +308,10 @@ describe('postmortem of a rollback’s run', () => {
       /<dt>Rollback<\/dt><dd>of liftoff-replay:run-failed: revision 4 failed: waitHealthy failed: vllm failed &lt;script&gt;alert\(1\)&lt;\/script&gt; at shard 3\/8; restores revision 3<\/dd>/,
     );
     assert.doesNotMatch(html, /<script/);
+    assert.match(
+      md,
+      /^- The postmortem of the run it rolls back: `liftoff postmortem liftoff-replay --run run-failed`$/m,
+    );
   });
 
   it('without the failed run’s data, says the diff is unavailable offline', () => {
@@ -320,6 +328,11 @@ describe('postmortem of a rollback’s run', () => {
   it('a bake-window rollback (no failedRun) names its supervisor’s run from its memo', () => {
     const pm = buildPostmortem(rollbackRunHistory({ from: 4 }).json);
     assert.equal(pm.rollback?.of?.failedRun, 'liftoff-replay-supervise:sup-run-1');
+    assert.equal(pm.rollback?.of?.bySupervisor, true);
+    assert.match(
+      renderMarkdown(pm),
+      /^- The supervisor lost the revision .* `temporal workflow show --workflow-id liftoff-replay-supervise --run-id sup-run-1`$/m,
+    );
   });
 
   it('a rollback asked for with no failure behind it has no diff to show', () => {
