@@ -417,6 +417,61 @@ describe('postmortem of a rollback’s run', () => {
   });
 });
 
+describe('the recorded rolled-back upgrade (deploy-rolled-back-failed.json, deploy-rolled-back.json)', () => {
+  interface Manifest {
+    histories: { file: string; runId: string; workflowId: string; revisions?: Record<string, number> }[];
+  }
+  const manifest = JSON.parse(readFileSync(join(dir, 'manifest.json'), 'utf8')) as Manifest;
+  const runOf = (file: string) => {
+    const e = manifest.histories.find((h) => h.file === file);
+    assert.ok(e, `${file} is in the manifest`);
+    return e;
+  };
+  const failedRun = runOf('deploy-rolled-back-failed.json');
+  const rollbackRun = runOf('deploy-rolled-back.json');
+  const revisions = failedRun.revisions ?? {};
+
+  it('the failed run: failed in waitHealthy, its diagnostics, rolled back to the known-good in the rollback run', () => {
+    const pm = buildPostmortem(load('deploy-rolled-back-failed.json'));
+    assert.equal(pm.outcome, 'failed');
+    assert.equal(pm.failure?.step, 'waitHealthy');
+    assert.match(pm.failure?.message ?? '', /^waitHealthy failed: /);
+    assert.ok((pm.failure?.diagnostics.length ?? 0) > 0);
+    assert.deepEqual(pm.rollback?.rolledBackTo, { revision: revisions.knownGood, runId: rollbackRun.runId });
+    assert.equal(pm.rollback?.diff?.fromLabel, `revision ${revisions.bad} (this run, failed)`);
+    assert.ok(
+      pm.rollback?.diff?.changes.some((c) => c.field === 'spec.ray.image' && c.to.startsWith('sha256:')),
+    );
+    const steps = new Map(pm.steps.map((s) => [s.name, s.outcome]));
+    assert.deepEqual(
+      ['waitHealthy', 'smokeTest', 'record', 'diagnostics', 'rollback'].map((n) => steps.get(n)),
+      ['failed', 'not reached', 'not reached', 'done', 'done'],
+    );
+  });
+
+  it('the rollback run: trigger rollback, of the failed run, the spec diff once given the failed run’s spec', () => {
+    const json = load('deploy-rolled-back.json');
+    const alone = buildPostmortem(json);
+    assert.equal(alone.outcome, 'succeeded');
+    assert.equal(alone.trigger.kind, 'rollback');
+    assert.deepEqual(
+      { ...alone.rollback?.of, cause: undefined },
+      {
+        to: revisions.knownGood,
+        from: revisions.bad,
+        failedRun: `${failedRun.workflowId}:${failedRun.runId}`,
+        cause: undefined,
+      },
+    );
+    assert.match(alone.rollback?.diffUnavailable ?? '', /run the postmortem online/);
+    const failedSpec = specOf(load('deploy-rolled-back-failed.json'));
+    const pm = buildPostmortem(json, { rollbackEvidence: { failedSpec } });
+    assert.equal(pm.rollback?.diff?.basis, 'specs');
+    assert.ok(pm.rollback?.diff?.changes.some((c) => c.field.startsWith('spec.serve.args')));
+    assert.match(renderHtml(pm), /<table id="rollback-diff" data-basis="specs">/);
+  });
+});
+
 describe('diffSpecs', () => {
   it('compares two specs field by field, as diffRevisions does for their spec part', () => {
     const a = { ray: { image: 'x:1', env: { A: '1' } }, serve: { args: ['--a', '1'] } };
