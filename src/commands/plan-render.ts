@@ -295,6 +295,10 @@ export function renderPlan(result: PlanResult, opts: PlanTextOptions = {}): stri
     ...legend(result, blocks.flat(), verbose),
   ];
   for (const w of result.warnings) lines.push(...proseLines('', 'warning: ', w));
+  if (result.takesOverFrom)
+    lines.push(...proseLines('', 'takes the hosts over from: ', result.takesOverFrom.join(', ')));
+  if (result.onFailure)
+    lines.push(...proseLines('', 'if it fails after the first stop: ', result.onFailure.why));
   if (result.secrets.length > 0)
     lines.push(
       ...proseLines(

@@ -4,10 +4,12 @@
 // plan sees the hosts from where the deploy would: the worker's keys, known_hosts and network.
 import { ApplicationFailure, deprecatePatch, proxyActivities } from '@temporalio/workflow';
 import type { PreflightCheck } from '../activities/types.js';
-import type { EnvSpec } from '../config/schema.js';
+import type { DeploySpec, EnvSpec } from '../config/schema.js';
 import type { HostPlan } from '../plan/host-plan.js';
 import { FailureType } from '../shared/failures.js';
-import { retryProfiles, stepActivities, type Activities } from './activity-options.js';
+import { retryProfiles, stepActivities, type Activities, type StepActivities } from './activity-options.js';
+import { checkHostOwners } from './cluster-hold.js';
+import { knownGoodOf, pinnedImageOf, shortId } from '../shared/rollback.js';
 import { clusterOf, validate } from './cluster-run.js';
 import { checkMasterPortFree } from './deploy-multiproc.js';
 import { patches } from './patches.js';
@@ -38,6 +40,10 @@ export interface PlanResult {
   secrets: PlanSecret[];
   /** Each host's preflight checks when it passed (absent from a plan made by an older worker). */
   preflight?: PlanFindings[];
+  /** Clusters holding these hosts that the deploy would take over (takeOver: true); without it, it is refused. */
+  takesOverFrom?: string[];
+  /** What a failure after the first stop would do: roll back to the known-good, or leave the cluster failed. */
+  onFailure?: { rollbackTo?: number; image?: string; why: string };
 }
 
 export async function plan(input: unknown): Promise<PlanResult> {
@@ -48,6 +54,7 @@ export async function plan(input: unknown): Promise<PlanResult> {
   const { hosts, head, workers } = cluster;
   const secrets = [...secretsOf('ray.env', spec.ray.env), ...secretsOf('serve.env', spec.serve.env)];
   let passed: PreflightPassed;
+  let owners: { owners: { cluster: string }[] } = { owners: [] };
   try {
     passed = await preflight(cluster);
     // The deploy's preflight refuses a multiproc launch whose master port is taken on the head; so does the plan.
@@ -55,18 +62,24 @@ export async function plan(input: unknown): Promise<PlanResult> {
       deprecatePatch(patches.multiprocPlan);
       await checkMasterPortFree(cluster);
     }
+    // As the deploy's preflight: hosts another cluster holds are refused unless the spec takes them over.
+    owners = await checkHostOwners(spec, hosts, passed.machineIds, spec.takeOver);
   } catch (err) {
-    const refused = [FailureType.preflightFailed, FailureType.masterPortInUse] as string[];
+    const refused = [
+      FailureType.preflightFailed,
+      FailureType.masterPortInUse,
+      FailureType.hostsHeld,
+    ] as string[];
     if (err instanceof ApplicationFailure && refused.includes(err.type ?? '')) {
-      const problems = err.message
-        .split('\n')
-        .slice(1)
+      const lines = err.message.split('\n');
+      const problems = (lines.length > 1 ? lines.slice(1) : lines)
         .map((l) => l.trim())
         .filter((l) => l !== '');
       return { cluster: spec.cluster, wouldStart: false, problems, warnings: [], hosts: [], secrets };
     }
     throw err;
   }
+  const onFailure = await failurePlan(spec, acts);
   // A short read of each host, retried as the deploy's host steps are.
   const { planHostCommands } = proxyActivities<Activities>(retryProfiles(spec).hostStep);
   const plans = await Promise.all(hosts.map((h) => planHostCommands({ spec, host: h, head, workers })));
@@ -78,6 +91,25 @@ export async function plan(input: unknown): Promise<PlanResult> {
     hosts: plans,
     secrets,
     preflight: passed.reports.map((r) => ({ host: r.host, checks: r.checks })),
+    ...(owners.owners.length > 0 ? { takesOverFrom: owners.owners.map((o) => o.cluster) } : {}),
+    onFailure,
+  };
+}
+
+/** What the deploy's failure after the stop would bring back (rollout.onFailure and the cluster's known-good). */
+async function failurePlan(
+  spec: DeploySpec,
+  acts: StepActivities,
+): Promise<NonNullable<PlanResult['onFailure']>> {
+  if (spec.rollout.onFailure === 'leave') return { why: 'rollout.onFailure: leave, so it stays failed' };
+  const { revisions } = await acts('preflight', 'readRevisions').readRevisions({ cluster: spec.cluster });
+  const good = knownGoodOf(revisions);
+  if (!good) return { why: 'no known-good revision of the cluster yet, so it stays failed' };
+  const image = pinnedImageOf(good);
+  return {
+    rollbackTo: good.number,
+    ...(image ? { image } : {}),
+    why: `it rolls back to revision ${good.number} (${good.model}${image ? `, image ${shortId(image)}` : ''})`,
   };
 }
 

@@ -192,6 +192,21 @@ describe('the cluster’s life: down, hosts held by one cluster, the fleet view'
 
     const file = join(dir, 'glm.yaml');
     writeFileSync(file, stringify(specOf('glm', 'vllm_glm')));
+    // `liftoff plan` refuses as the deploy does, naming the holder; with takeOver it says whom it takes over from.
+    const planned = await liftoff(['plan', '-c', file, '--json']);
+    assert.equal(planned.code, 1, planned.stdout + planned.stderr);
+    const plan = JSON.parse(planned.stdout) as { wouldStart: boolean; problems: string[] };
+    assert.equal(plan.wouldStart, false);
+    assert.match(plan.problems.join('\n'), /spark1, spark2 are held by cluster qwen/);
+    const takeOverFile = join(dir, 'glm-take-over.yaml');
+    writeFileSync(takeOverFile, stringify({ ...specOf('glm', 'vllm_glm'), takeOver: true }));
+    const plannedTakeOver = await liftoff(['plan', '-c', takeOverFile, '--json']);
+    assert.equal(plannedTakeOver.code, 0, plannedTakeOver.stdout + plannedTakeOver.stderr);
+    const takeOverPlan = JSON.parse(plannedTakeOver.stdout) as {
+      wouldStart: boolean;
+      takesOverFrom?: string[];
+    };
+    assert.deepEqual([takeOverPlan.wouldStart, takeOverPlan.takesOverFrom], [true, ['qwen']]);
     const startedAtMs = Date.now();
     const taken = await liftoff(['deploy', '-c', file, '--take-over', '--follow', '--json']);
     assert.equal(taken.code, 0, taken.stdout + taken.stderr);

@@ -186,6 +186,11 @@ describe('revisions and rollback on 2 hosts with a real Docker Engine each', () 
     const launchesBefore = headLaunches(e2e.sim);
 
     const bad = specOf(badUpgrade.args);
+    // The plan says beforehand what a failure after the stop would bring back.
+    const planned = await liftoff(['plan', '-c', specFile('upgrade', bad), '--json']);
+    assert.equal(planned.code, 0, planned.stdout + planned.stderr);
+    const plan = JSON.parse(planned.stdout) as { wouldStart: boolean; onFailure?: { rollbackTo?: number } };
+    assert.deepEqual([plan.wouldStart, plan.onFailure?.rollbackTo], [true, 1]);
     const cli = await liftoff(['deploy', '-c', specFile('upgrade', bad), '--follow', '--json']);
     // What was asked failed, though the known-good serves again.
     assert.equal(cli.code, 1, cli.stdout + cli.stderr);
