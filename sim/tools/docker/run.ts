@@ -13,6 +13,7 @@ import {
   containerPaths,
   createContainer,
   findImage,
+  isImageIdRef,
   normaliseImage,
   readContainer,
   recordContainerCreated,
@@ -189,7 +190,9 @@ export async function cmdRun(args: string[]): Promise<number> {
   const rec: ContainerRecord = {
     id: randomBytes(32).toString('hex'),
     name,
-    image,
+    // Named by its ID, the image is recorded by the tag the host knows it by: the container's image ID and the
+    // image's site-packages (imageEnv) follow from the tag.
+    image: isImageIdRef(image) ? resolvedImage : image,
     created: new Date().toISOString(),
     entrypoint: entrypoint === undefined ? null : entrypoint.split(/\s+/).filter(Boolean),
     args: cmdArgs,

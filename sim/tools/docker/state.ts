@@ -192,12 +192,28 @@ export function normaliseImage(ref: string): string {
   return `${ref}:latest`;
 }
 
+/** An image ID as docker takes it in place of a name: whole (`sha256:…`), or at least 12 of its hex digits. */
+export function isImageIdRef(ref: string): boolean {
+  return /^sha256:[0-9a-f]{64}$/.test(ref) || /^[0-9a-f]{12,64}$/.test(ref);
+}
+
+/**
+ * The image a reference names, as the host knows it (by its tag): docker also takes an image's ID, whole
+ * (`sha256:…`) or as a prefix of at least 12 hex digits, which is how a rollback pins the image it restores.
+ */
 export function findImage(cfg: HostConfig, ref: string): string | undefined {
   const want = normaliseImage(ref);
   const bare = want.startsWith('docker.io/') ? want.slice('docker.io/'.length) : want;
-  return cfg.images.find((img) => {
+  const byTag = cfg.images.find((img) => {
     const have = normaliseImage(img);
     return have === want || have === bare;
+  });
+  if (byTag !== undefined || !isImageIdRef(ref)) return byTag;
+  const hex = ref.replace(/^sha256:/, '');
+  const full = ref.startsWith('sha256:');
+  return cfg.images.find((img) => {
+    const id = imageId(img).slice('sha256:'.length);
+    return full ? id === hex : id.startsWith(hex);
   });
 }
 
