@@ -28,6 +28,7 @@ const files = (roots.length ? roots : ['test']).flatMap((root) =>
 // alone while the other slot is idle. The order of the last CI run's durations.
 const slowest = [
   'test/e2e/durability.test.ts',
+  'test/e2e/rollback-durability.test.ts',
   'test/e2e/supervise-faults.test.ts',
   'test/e2e/supervise.test.ts',
   'test/e2e/network-faults.test.ts',

@@ -80,10 +80,17 @@ export function released(record: ClusterRecord, by: string, nowMs: number): void
 
 /**
  * Numbers and keeps a deploy's revision (the last revisionsKept). A good one is serving from now, and the one that
- * served before is replaced; a bad one leaves the serving revision as it was.
+ * served before is replaced; a bad one leaves the serving revision as it was. The same run's revision again (good
+ * or bad alike) is the same recording retried, and gets the number it got the first time: the activity that sends
+ * it is retried when its worker dies after the update was applied and before the activity's completion reached
+ * the server, and that retry sends a second update of its own.
  */
 export function recordRevision(record: ClusterRecord, input: RevisionToRecord, nowMs: number): number {
   const revisions = (record.revisions ??= []);
+  const recorded = revisions.find(
+    (r) => r.launchId === input.launchId && (r.badReason !== undefined) === (input.bad !== undefined),
+  );
+  if (recorded) return recorded.number;
   const number = (revisions.at(-1)?.number ?? 0) + 1;
   const { bad, ...fields } = input;
   const revision: Revision = {

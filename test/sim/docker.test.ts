@@ -432,4 +432,18 @@ describe('docker ps / logs / inspect / exec', () => {
     const unknown = `sha256:${'0'.repeat(64)}`;
     assert.equal((await docker('image', 'inspect', unknown)).stderr, `Error: No such image: ${unknown}\n`);
   });
+
+  it('takes an image by its ID, whole or as a 12-digit prefix, as a rollback pins it', async () => {
+    const id = (await docker('image', 'inspect', 'busybox', '--format', '{{.Id}}')).stdout.trim();
+    assert.match(id, /^sha256:[0-9a-f]{64}$/);
+    const byId = await docker('image', 'inspect', id, '--format', '{{index .RepoTags 0}}');
+    assert.equal(byId.stdout, 'busybox:latest\n', byId.stderr);
+    const short = id.slice('sha256:'.length, 'sha256:'.length + 12);
+    assert.equal((await docker('image', 'inspect', short, '--format', '{{.Id}}')).stdout, `${id}\n`);
+    assert.equal((await docker('image', 'inspect', `sha256:${short}`)).code, 1, 'sha256: takes the whole ID');
+    const pinned = await runDetached('--name', 'pinned', id, 'sh', '-c', 'sleep 30');
+    const image = await docker('inspect', pinned, '--format', '{{.Image}}');
+    assert.equal(image.stdout, `${id}\n`, 'the container runs the image of that ID');
+    await docker('rm', '-f', 'pinned');
+  });
 });

@@ -7,10 +7,11 @@ import {
   handedOver,
   hold,
   newRecord,
+  recordRevision,
   released,
   supervisionChanged,
 } from '../../src/workflows/cluster-record.js';
-import type { HoldInput } from '../../src/shared/cluster-api.js';
+import type { HoldInput, RevisionToRecord } from '../../src/shared/cluster-api.js';
 import { machineIdsOf } from '../../src/preflight/machine-ids.js';
 import { parseHostFacts } from '../../src/parsers/agreement-facts.js';
 import { whatToDo } from '../../src/workflows/down.js';
@@ -66,6 +67,44 @@ describe('cluster record', () => {
     assert.equal(handed.reason, 'handed over to glm by liftoff-glm (trigger cli)');
     released(r, 'liftoff-down:qwen', 9000);
     assert.deepEqual([r.state, r.endedAtMs], ['down', 9000]);
+  });
+
+  it('records a run’s revision once: the same recording retried (its worker died) gets the number it got', () => {
+    const revision = (launchId: string, bad?: string): RevisionToRecord => ({
+      atMs: 0,
+      launchId,
+      trigger: 'cli',
+      spec: { cluster: 'qwen' },
+      model: 'Qwen/Qwen3',
+      image: 'vllm:1',
+      hosts: [],
+      argv: [],
+      envNames: [],
+      ...(bad === undefined ? { evidence: { loadSeconds: 1, tokensPerSecond: 1 } } : { bad }),
+    });
+    const r = newRecord('qwen', 0);
+    assert.equal(recordRevision(r, revision('liftoff-qwen:run1'), 1000), 1);
+    assert.equal(recordRevision(r, revision('liftoff-qwen:run1'), 1100), 1, 'the good one, retried');
+    assert.equal(recordRevision(r, revision('liftoff-qwen:run2', 'load failed'), 2000), 2);
+    assert.equal(
+      recordRevision(r, revision('liftoff-qwen:run2', 'load failed'), 2100),
+      2,
+      'the bad one, retried',
+    );
+    assert.equal(recordRevision(r, { ...revision('liftoff-qwen:run3'), restores: 1 }, 3000), 3);
+    assert.equal(recordRevision(r, { ...revision('liftoff-qwen:run3'), restores: 1 }, 3100), 3);
+    // A run whose good revision was recorded and whose record step failed after it is recorded bad besides.
+    assert.equal(recordRevision(r, revision('liftoff-qwen:run3', 'supervision failed'), 3200), 4);
+    assert.deepEqual(
+      r.revisions?.map((v) => [v.number, v.status]),
+      [
+        [1, 'replaced'],
+        [2, 'bad'],
+        [3, 'serving'],
+        [4, 'bad'],
+      ],
+    );
+    assert.equal(r.revision, 3);
   });
 });
 

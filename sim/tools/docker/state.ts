@@ -195,14 +195,29 @@ export function normaliseImage(ref: string): string {
 /** An image's ID as `docker image inspect` gives it; docker takes it wherever it takes a reference. */
 const imageIdPattern = /^sha256:[0-9a-f]{64}$/;
 
-/** The image a reference names (a tag, or an image's ID as a rollback pins it), as the host's config lists it. */
+/** An image ID as docker takes it in place of a name: whole (`sha256:…`), or at least 12 of its hex digits. */
+function isImageIdRef(ref: string): boolean {
+  return imageIdPattern.test(ref) || /^[0-9a-f]{12,64}$/.test(ref);
+}
+
+/**
+ * The image a reference names, as the host's config lists it: a tag, or an image's ID, whole (`sha256:…`, as a
+ * rollback pins ray.image) or as a prefix of at least 12 hex digits.
+ */
 export function findImage(cfg: HostConfig, ref: string): string | undefined {
   if (imageIdPattern.test(ref)) return cfg.images.find((img) => imageId(img) === ref);
   const want = normaliseImage(ref);
   const bare = want.startsWith('docker.io/') ? want.slice('docker.io/'.length) : want;
-  return cfg.images.find((img) => {
+  const byTag = cfg.images.find((img) => {
     const have = normaliseImage(img);
     return have === want || have === bare;
+  });
+  if (byTag !== undefined || !isImageIdRef(ref)) return byTag;
+  const hex = ref.replace(/^sha256:/, '');
+  const full = ref.startsWith('sha256:');
+  return cfg.images.find((img) => {
+    const id = imageId(img).slice('sha256:'.length);
+    return full ? id === hex : id.startsWith(hex);
   });
 }
 
