@@ -574,18 +574,32 @@ describe('simulated vllm', () => {
     assert.equal(await proc.exited, 0);
   });
 
-  it('a reranker (bge-reranker-v2-m3) scores by shared words and has no /v1/embeddings', async () => {
+  it('a reranker (bge-reranker-v2-m3) scores by shared words, has no /v1/embeddings, and --api-key guards /v1 and /v2', async () => {
     const proc = serve(bareHost, [
       'BAAI/bge-reranker-v2-m3',
       '--port',
       String(apiPort),
       '--served-model-name',
       'reranker',
+      '--api-key',
+      'sekrit',
     ]);
     await proc.waitFor(/Application startup complete\./);
     const url = `http://127.0.1.4:${apiPort}`;
-    const post = (path: string, body: unknown) =>
-      fetch(`${url}${path}`, { method: 'POST', body: JSON.stringify(body) });
+    const post = (path: string, body: unknown, key = 'sekrit') =>
+      fetch(`${url}${path}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}` },
+        body: JSON.stringify(body),
+      });
+    // --api-key guards /v1 and /v2 (vLLM 0.32's GUARDED_PREFIX), not /rerank.
+    const anonymous = { query: 'q', documents: ['d'] };
+    assert.deepEqual(
+      await Promise.all(
+        ['/v1/rerank', '/v2/rerank', '/rerank'].map(async (p) => (await post(p, anonymous, '')).status),
+      ),
+      [401, 401, 200],
+    );
     const reranked = await post('/v1/rerank', {
       model: 'reranker',
       query: 'the cat sat',
@@ -614,7 +628,7 @@ describe('simulated vllm', () => {
       ],
       [404, 404],
     );
-    assert.equal((await fetch(`${url}/v1/models`)).status, 200);
+    assert.equal((await fetch(`${url}/health`)).status, 200);
     proc.child.kill('SIGTERM');
     assert.equal(await proc.exited, 0);
   });

@@ -13,7 +13,7 @@ export interface ApiOptions {
   kind: ModelKind;
   /** Access log, uvicorn style. */
   log: (line: string) => void;
-  /** Like vLLM's --api-key / VLLM_API_KEY: every /v1 route then needs `Authorization: Bearer <key>`. */
+  /** Like vLLM's --api-key / VLLM_API_KEY: every /v1 and /v2 route then needs `Authorization: Bearer <key>`. */
   apiKey?: string;
   /** The host's `completions` fault, read per request: a hung engine behind a healthy /health. */
   completionFault?: () => 'hang' | 'error' | undefined;
@@ -106,6 +106,9 @@ export function postRoutesOf(kind: ModelKind): string[] {
   return kind === 'embed' ? ['/v1/embeddings', ...rerankRoutes] : rerankRoutes;
 }
 
+/** The paths --api-key guards (vLLM 0.32's GUARDED_PREFIX): /rerank and /health are open, /v2/rerank is not. */
+const GUARDED_PREFIXES = ['/v1', '/v2', '/inference', '/cohere'];
+
 export class VllmApi {
   private readonly created = Math.floor(Date.now() / 1000);
   private promptTokens = 0;
@@ -158,7 +161,7 @@ export class VllmApi {
     const method = req.method ?? 'GET';
     if (
       this.opts.apiKey &&
-      path.startsWith('/v1') &&
+      GUARDED_PREFIXES.some((prefix) => path.startsWith(prefix)) &&
       req.headers.authorization !== `Bearer ${this.opts.apiKey}`
     ) {
       sendJson(res, 401, { error: 'Unauthorized' });
