@@ -160,6 +160,23 @@ describe('simulated vllm', () => {
       ],
       "a value its type refuses comes first, from `vllm serve`'s own parser",
     );
+    // vLLM 0.32 has no --task (--runner and --convert say what a model is run for) and says so.
+    const task = await run(headHost, 'vllm', ['serve', 'BAAI/bge-m3', '--task', 'embed']);
+    assert.deepEqual(
+      [task.code, task.stderr],
+      [
+        2,
+        'usage: vllm [-h] [-v] {chat,complete,serve,bench,collect-env,run-batch} ...\nvllm: error: unrecognized arguments: --task embed\n\nHint: --task is not a vllm serve option. For embedding, reranking, or reward models, use --runner pooling. To adapt a generative model for pooling, also use --convert embed, --convert classify, or --convert reward.\n',
+      ],
+    );
+    const runner = await run(headHost, 'vllm', ['serve', 'm', '--runner', 'bogus']);
+    assert.deepEqual(
+      [runner.code, runner.stderr],
+      [
+        2,
+        "usage: vllm serve [model_tag] [options]\nvllm serve: error: argument --runner: invalid choice: 'bogus' (choose from 'auto', 'draft', 'generate', 'pooling')\n",
+      ],
+    );
     assert.equal(launchLines(), before.launches, 'no launches.log line');
     assert.equal(liveGpuProcesses(headHost).length, before.gpus, 'no GPU memory held');
     assert.equal(await gpuUsedGb(), before.status, 'nothing joined Ray');
@@ -442,6 +459,178 @@ describe('simulated vllm', () => {
     proc.child.kill('SIGTERM');
     assert.equal(await proc.exited, 0);
     assert.deepEqual(liveGpuProcesses(bareHost), []);
+  });
+
+  it('`vllm serve BAAI/bge-m3 --gpu-memory-utilization 0.05` (the companion example) serves embeddings and rerank, not chat', async () => {
+    const proc = serve(bareHost, [
+      'BAAI/bge-m3',
+      '--port',
+      String(apiPort),
+      '--gpu-memory-utilization',
+      '0.05',
+    ]);
+    await proc.waitFor(/Application startup complete\./);
+    const log = proc.output();
+    assert.match(log, /\[model\.py:\d+\] Resolved `--runner auto` to `--runner pooling`\./);
+    const routes = [...log.matchAll(/Route: (\S+), Methods: POST$/gm)].map((m) => m[1]);
+    assert.deepEqual(routes, ['/v1/embeddings', '/rerank', '/v1/rerank', '/v2/rerank']);
+    const url = `http://127.0.1.4:${apiPort}`;
+    const post = (path: string, body: unknown) =>
+      fetch(`${url}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+
+    assert.equal((await fetch(`${url}/health`)).status, 200);
+    const models = (await (await fetch(`${url}/v1/models`)).json()) as {
+      data: { id: string; max_model_len: number }[];
+    };
+    assert.deepEqual(
+      models.data.map((m) => [m.id, m.max_model_len]),
+      [['BAAI/bge-m3', 8192]],
+    );
+
+    type Embeddings = {
+      id: string;
+      object: string;
+      created: number;
+      model: string;
+      data: { index: number; object: string; embedding: number[] }[];
+      usage: { prompt_tokens: number; total_tokens: number };
+    };
+    const one = await post('/v1/embeddings', { model: 'BAAI/bge-m3', input: 'The cat sat on the mat' });
+    assert.equal(one.status, 200);
+    const single = (await one.json()) as Embeddings;
+    assert.match(single.id, /^embd-/);
+    assert.deepEqual([single.object, single.model], ['list', 'BAAI/bge-m3']);
+    assert.ok(Number.isInteger(single.created));
+    const [first] = single.data;
+    assert.deepEqual([first?.index, first?.object, first?.embedding.length], [0, 'embedding', 1024]);
+    const vector = first?.embedding ?? [];
+    assert.ok(Math.abs(Math.hypot(...vector) - 1) < 1e-6, 'unit length');
+    assert.equal(single.usage.total_tokens, single.usage.prompt_tokens);
+
+    const batch = (await (
+      await post('/v1/embeddings', { input: ['The cat sat on the mat', 'stock prices fell'] })
+    ).json()) as Embeddings;
+    assert.deepEqual(
+      batch.data.map((d) => d.index),
+      [0, 1],
+    );
+    assert.deepEqual(batch.data[0]?.embedding, vector, 'the same text, the same vector');
+    assert.notDeepEqual(batch.data[1]?.embedding, vector);
+
+    const missing = await post('/v1/embeddings', { model: 'BAAI/bge-m3' });
+    assert.equal(missing.status, 400);
+    const refusal = (await missing.json()) as { error: { type: string; param: string; code: number } };
+    assert.deepEqual(
+      [refusal.error.type, refusal.error.param, refusal.error.code],
+      ['Bad Request', 'body.input', 400],
+    );
+    const empty = await post('/v1/embeddings', { input: [] });
+    assert.deepEqual(
+      [empty.status, await empty.json()],
+      [
+        400,
+        {
+          error: {
+            message: 'You must pass at least one prompt',
+            type: 'BadRequestError',
+            param: null,
+            code: 400,
+          },
+        },
+      ],
+    );
+    assert.equal((await post('/v1/embeddings', { input: 'x', model: 'gpt-4' })).status, 404);
+
+    type Reranked = { id: string; results: { index: number; relevance_score: number }[] };
+    const documents = ['stock prices fell', 'a cat on a mat', 'The cat sat on the mat'];
+    for (const path of ['/v1/rerank', '/rerank', '/v2/rerank']) {
+      const reranked = await post(path, { model: 'BAAI/bge-m3', query: 'the cat sat', documents, top_n: 2 });
+      assert.equal(reranked.status, 200, path);
+      const body = (await reranked.json()) as Reranked;
+      assert.match(body.id, /^score-/);
+      assert.deepEqual(
+        body.results.map((r) => r.index),
+        [2, 1],
+        path,
+      );
+    }
+
+    // No generation routes on a pooling model: Starlette's 404, as real vLLM 0.32 answers.
+    const chat = await post('/v1/chat/completions', { messages: [{ role: 'user', content: 'hi' }] });
+    assert.deepEqual([chat.status, await chat.json()], [404, { detail: 'Not Found' }]);
+    assert.equal((await fetch(`${url}/v1/embeddings`)).status, 405);
+
+    const metrics = await (await fetch(`${url}/metrics`)).text();
+    const prompt = Number(
+      /^vllm:prompt_tokens_total\{[^}]*model_name="BAAI\/bge-m3"\} (\d+)\.0$/m.exec(metrics)?.[1],
+    );
+    assert.ok(prompt >= single.usage.prompt_tokens + batch.usage.prompt_tokens, metrics);
+    assert.match(metrics, /^vllm:generation_tokens_total\{[^}]*\} 0\.0$/m);
+    proc.child.kill('SIGTERM');
+    assert.equal(await proc.exited, 0);
+  });
+
+  it('a reranker (bge-reranker-v2-m3) scores by shared words, has no /v1/embeddings, and --api-key guards /v1 and /v2', async () => {
+    const proc = serve(bareHost, [
+      'BAAI/bge-reranker-v2-m3',
+      '--port',
+      String(apiPort),
+      '--served-model-name',
+      'reranker',
+      '--api-key',
+      'sekrit',
+    ]);
+    await proc.waitFor(/Application startup complete\./);
+    const url = `http://127.0.1.4:${apiPort}`;
+    const post = (path: string, body: unknown, key = 'sekrit') =>
+      fetch(`${url}${path}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}` },
+        body: JSON.stringify(body),
+      });
+    // --api-key guards /v1 and /v2 (vLLM 0.32's GUARDED_PREFIX), not /rerank.
+    const anonymous = { query: 'q', documents: ['d'] };
+    assert.deepEqual(
+      await Promise.all(
+        ['/v1/rerank', '/v2/rerank', '/rerank'].map(async (p) => (await post(p, anonymous, '')).status),
+      ),
+      [401, 401, 200],
+    );
+    const reranked = await post('/v1/rerank', {
+      model: 'reranker',
+      query: 'the cat sat',
+      documents: ['a dog barks', 'cat food', 'the cat sat down'],
+    });
+    assert.equal(reranked.status, 200);
+    const body = (await reranked.json()) as {
+      model: string;
+      usage: { total_tokens: number };
+      results: { index: number; document: { text: string }; relevance_score: number }[];
+    };
+    assert.equal(body.model, 'reranker');
+    assert.deepEqual(
+      body.results.map((r) => [r.index, r.document.text, Number(r.relevance_score.toFixed(3))]),
+      [
+        [2, 'the cat sat down', 1],
+        [1, 'cat food', 0.333],
+        [0, 'a dog barks', 0],
+      ],
+    );
+    assert.ok(body.usage.total_tokens > 0);
+    assert.deepEqual(
+      [
+        (await post('/v1/embeddings', { input: 'x' })).status,
+        (await post('/v1/chat/completions', {})).status,
+      ],
+      [404, 404],
+    );
+    assert.equal((await fetch(`${url}/health`)).status, 200);
+    proc.child.kill('SIGTERM');
+    assert.equal(await proc.exited, 0);
   });
 
   it('a hung engine, switched on while serving: /health 200, completions never answer or fail with 500', async () => {

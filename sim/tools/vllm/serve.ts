@@ -28,7 +28,14 @@ import {
   type Multinode,
   type ProcessGroup,
 } from './multinode.js';
-import { VllmApi } from './server.js';
+import {
+  CONVERT_CHOICES,
+  POOLING_MAX_MODEL_LEN,
+  resolveModelKind,
+  RUNNER_CHOICES,
+  type ModelKind,
+} from './pooling.js';
+import { postRoutesOf, VllmApi } from './server.js';
 
 const ENGINE_PROCESS_NAME = 'VLLM::EngineCore';
 const DEFAULT_PACE: HostConfig['vllm'] = {
@@ -80,6 +87,9 @@ const serveSpec: FlagSpec = {
     'cpu-offload-gb',
     'speculative-config',
     'max-logprobs',
+    // What the model is run for (pooling.ts): vLLM 0.32 has no --task.
+    'runner',
+    'convert',
   ],
   booleans: [
     'trust-remote-code',
@@ -154,9 +164,28 @@ function validArgument(value: string, type: ArgumentType): boolean {
   }
 }
 
-/** argparse's refusal of a value its type cannot convert: the first such option, as argparse stops there. */
+/** Options whose value is one of a few words (a Literal in vLLM's config, argparse `choices`). */
+const choiceOptions: Record<string, readonly string[]> = {
+  runner: RUNNER_CHOICES,
+  convert: CONVERT_CHOICES,
+};
+
+/**
+ * argparse's refusal of a value its type cannot convert or its choices do not hold: the first such option, as
+ * argparse stops there. vLLM 0.32 lists the choices sorted, each quoted as Python's repr, e.g.
+ * `argument --runner: invalid choice: 'bogus' (choose from 'auto', 'draft', 'generate', 'pooling')`.
+ */
 function checkArgumentTypes(parsed: ParsedArgs): void {
   for (const [name, value] of parsed.values) {
+    const choices = choiceOptions[name];
+    if (choices && !choices.includes(value)) {
+      throw new UsageError(
+        `argument --${name}: invalid choice: '${value}' (choose from ${[...choices]
+          .sort()
+          .map((c) => `'${c}'`)
+          .join(', ')})`,
+      );
+    }
     const typed = typedOptions[name];
     if (!typed || validArgument(value, typed[1])) continue;
     const [shown, type] = typed;
@@ -204,6 +233,9 @@ export class UnrecognizedArguments extends Error {
 export class VllmServe {
   private readonly parsed;
   private readonly model: string;
+  /** Generative, or a pooling model that embeds or scores (from --runner, --convert and the model's name). */
+  private readonly kind: ModelKind;
+  private readonly kindResolutions: string[];
   private readonly dir = process.env.LIFTOFF_SIM_HOST_DIR;
   private readonly cfg: HostConfig | undefined;
   private readonly pace: HostConfig['vllm'];
@@ -230,6 +262,11 @@ export class VllmServe {
     if (!model) throw new UsageError('the following arguments are required: model_tag');
     if (this.parsed.unrecognized.length > 0) throw new UnrecognizedArguments(this.parsed.unrecognized);
     this.model = model;
+    ({ kind: this.kind, resolutions: this.kindResolutions } = resolveModelKind(
+      model,
+      this.parsed.values.get('runner'),
+      this.parsed.values.get('convert'),
+    ));
     this.cfg = this.dir ? readHostConfig(this.dir) : undefined;
     this.pace = { ...DEFAULT_PACE, ...this.cfg?.vllm };
     this.faults = this.dir ? readFaults(this.dir) : {};
@@ -277,6 +314,7 @@ export class VllmServe {
       print(vllmLine('INFO', 'api_server.py:1090', `vLLM API server version ${VLLM_VERSION}`));
     }
     print(vllmLine('INFO', 'utils.py:328', `non-default args: ${this.describeArgs()}`));
+    for (const line of this.kindResolutions) print(vllmLine('INFO', 'model.py:1310', line));
     if (m) {
       announce(m);
       this.group = await rendezvous(m);
@@ -453,14 +491,17 @@ export class VllmServe {
       ['/metrics', 'GET'],
       ['/v1/models', 'GET'],
       ['/version', 'GET'],
-      ['/v1/chat/completions', 'POST'],
+      ...postRoutesOf(this.kind).map((route) => [route, 'POST']),
     ]) {
       print(vllmLine('INFO', 'launcher.py:36', `Route: ${route}, Methods: ${methods}`));
     }
     const api = new VllmApi({
       model: this.model,
       servedNames: this.servedNames,
-      maxModelLen: humanReadableInt(this.parsed.values.get('max-model-len')) ?? 262_144,
+      maxModelLen:
+        humanReadableInt(this.parsed.values.get('max-model-len')) ??
+        (this.kind === 'generate' ? 262_144 : POOLING_MAX_MODEL_LEN),
+      kind: this.kind,
       log: print,
       apiKey: this.parsed.values.get('api-key') ?? process.env.VLLM_API_KEY,
       completionFault: () => (this.dir ? readFaults(this.dir).completions : undefined),

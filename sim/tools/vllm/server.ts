@@ -1,6 +1,7 @@
 // The OpenAI-compatible HTTP API of the simulated vLLM server, opened only once the model is "loaded".
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createHash } from 'node:crypto';
+import { embeddings, errorBody, rerank, type ModelKind, type PoolingAnswer } from './pooling.js';
 
 export interface ApiOptions {
   /** The model path or id given to `vllm serve`. */
@@ -8,9 +9,11 @@ export interface ApiOptions {
   /** Names clients may use; the first is reported by /v1/models and in responses. */
   servedNames: string[];
   maxModelLen: number;
+  /** A generative model serves chat completions; a pooling one /v1/embeddings (embed) and /rerank (both). */
+  kind: ModelKind;
   /** Access log, uvicorn style. */
   log: (line: string) => void;
-  /** Like vLLM's --api-key / VLLM_API_KEY: every /v1 route then needs `Authorization: Bearer <key>`. */
+  /** Like vLLM's --api-key / VLLM_API_KEY: every /v1 and /v2 route then needs `Authorization: Bearer <key>`. */
   apiKey?: string;
   /** The host's `completions` fault, read per request: a hung engine behind a healthy /health. */
   completionFault?: () => 'hang' | 'error' | undefined;
@@ -70,8 +73,9 @@ function sendJson(res: ServerResponse, status: number, body: unknown): void {
   res.end(text);
 }
 
+/** vLLM 0.32's ErrorResponse: `{"error": {"message", "type", "param", "code"}}`. */
 function openAiError(res: ServerResponse, status: number, type: string, message: string): void {
-  sendJson(res, status, { object: 'error', message, type, param: null, code: status });
+  sendJson(res, status, errorBody(message, type, status));
 }
 
 function readBody(req: IncomingMessage): Promise<string> {
@@ -91,14 +95,34 @@ const STATUS_TEXT: Record<number, string> = {
   500: 'Internal Server Error',
 };
 
+/**
+ * The POST routes of a server, by the model's kind: real vLLM 0.32 registers the generation routes only for a
+ * generative model, /v1/embeddings only for an embed model, and the scoring routes for both pooling kinds; any
+ * other path is Starlette's 404 `{"detail": "Not Found"}` (so is chat on a pooling model).
+ */
+export function postRoutesOf(kind: ModelKind): string[] {
+  const rerankRoutes = ['/rerank', '/v1/rerank', '/v2/rerank'];
+  if (kind === 'generate') return ['/v1/chat/completions'];
+  return kind === 'embed' ? ['/v1/embeddings', ...rerankRoutes] : rerankRoutes;
+}
+
+/** The paths --api-key guards (vLLM 0.32's GUARDED_PREFIX): /rerank and /health are open, /v2/rerank is not. */
+const GUARDED_PREFIXES = ['/v1', '/v2', '/inference', '/cohere'];
+
 export class VllmApi {
   private readonly created = Math.floor(Date.now() / 1000);
   private promptTokens = 0;
   private generationTokens = 0;
   private finished = { stop: 0, length: 0 };
+  /** The routes this server has, as real vLLM registers them for the model's kind (pooling.ts). */
+  private readonly postRoutes: ReadonlyMap<
+    string,
+    (req: IncomingMessage, res: ServerResponse) => Promise<void>
+  >;
   private readonly server: Server;
 
   constructor(private readonly opts: ApiOptions) {
+    this.postRoutes = new Map(postRoutesOf(opts.kind).map((path) => [path, this.handlerOf(path)]));
     this.server = createServer((req, res) => {
       res.on('finish', () => {
         const peer = `${req.socket.remoteAddress ?? '-'}:${req.socket.remotePort ?? 0}`;
@@ -137,7 +161,7 @@ export class VllmApi {
     const method = req.method ?? 'GET';
     if (
       this.opts.apiKey &&
-      path.startsWith('/v1') &&
+      GUARDED_PREFIXES.some((prefix) => path.startsWith(prefix)) &&
       req.headers.authorization !== `Bearer ${this.opts.apiKey}`
     ) {
       sendJson(res, 401, { error: 'Unauthorized' });
@@ -157,13 +181,30 @@ export class VllmApi {
       const text = this.metrics();
       res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' });
       res.end(text);
-    } else if (path === '/v1/chat/completions' && method === 'POST') {
-      await this.chat(req, res);
-    } else if (['/health', '/v1/models', '/metrics', '/v1/chat/completions', '/version'].includes(path)) {
+    } else if (method === 'POST' && this.postRoutes.has(path)) {
+      await this.postRoutes.get(path)?.(req, res);
+    } else if (
+      ['/health', '/v1/models', '/metrics', '/version'].includes(path) ||
+      this.postRoutes.has(path)
+    ) {
       sendJson(res, 405, { detail: 'Method Not Allowed' });
     } else {
       sendJson(res, 404, { detail: 'Not Found' });
     }
+  }
+
+  private handlerOf(path: string): (req: IncomingMessage, res: ServerResponse) => Promise<void> {
+    if (path === '/v1/chat/completions') return (req, res) => this.chat(req, res);
+    const answer = path === '/v1/embeddings' ? embeddings : rerank;
+    return async (req, res) => {
+      const pooled: PoolingAnswer = answer(
+        { kind: this.opts.kind, name: this.name, servedNames: this.opts.servedNames },
+        await readBody(req),
+      );
+      this.promptTokens += pooled.promptTokens;
+      this.finished.stop += pooled.engineRequests;
+      sendJson(res, pooled.status, pooled.body);
+    };
   }
 
   private models(): unknown {
