@@ -63,7 +63,12 @@ export async function recordRevision(input: {
 }): Promise<number> {
   return client()
     .workflow.getHandle(clusterWorkflowId(input.cluster))
-    .executeUpdate(recordRevisionUpdate, { args: [input.revision] });
+    .executeUpdate(recordRevisionUpdate, {
+      args: [input.revision],
+      // A retry after the update went through is answered with the first one's number by the server itself (the
+      // record's rule, recordRevision, also keeps one revision per launch and kind, across a continue-as-new).
+      updateId: `revision:${input.revision.launchId}:${input.revision.bad === undefined ? 'good' : 'bad'}`,
+    });
 }
 
 /** False when the cluster's workflow no longer runs (taken down, handed over): nothing to mark. */
