@@ -42,6 +42,9 @@ function scriptedCluster(readyAfterMs: number | undefined) {
     // No host reports a machine id here, so nothing is held by anyone.
     findHostOwners: () => Promise.resolve({ owners: [] }),
     holdHosts: () => Promise.resolve(true),
+    // A cluster with no revision yet: nothing to fall back on, and the one this deploy records is the first.
+    readRevisions: () => Promise.resolve({ revisions: [] }),
+    recordRevision: () => Promise.resolve(1),
     stopServices: (i) =>
       Promise.resolve({ host: i.host.target.name, stopped: i.units, disabled: [], notLoaded: [] }),
     removeContainers: (i) => Promise.resolve({ host: i.host.target.name, removed: [] }),
