@@ -31,10 +31,12 @@ const update = (name: string, arg: unknown, atMs: number) =>
     atMs,
   );
 
+let launches = 0;
 function revision(image: string, imageId: string): RevisionToRecord {
+  launches += 1;
   return {
     atMs: 0,
-    launchId: `liftoff-c:${imageId}`,
+    launchId: `liftoff-c:run-${launches}`,
     trigger: 'cli',
     spec: { cluster: 'c', ray: { image } },
     model: 'm',
