@@ -297,7 +297,8 @@ export function renderPlan(result: PlanResult, opts: PlanTextOptions = {}): stri
   for (const w of result.warnings) lines.push(...proseLines('', 'warning: ', w));
   if (result.takesOverFrom)
     lines.push(...proseLines('', 'takes the hosts over from: ', result.takesOverFrom.join(', ')));
-  if (result.onFailure)
+  // Said only when there is something to roll back to (--json always carries it): a first deploy's plan stays short.
+  if (result.onFailure?.rollbackTo !== undefined)
     lines.push(...proseLines('', 'if it fails after the first stop: ', result.onFailure.why));
   if (result.secrets.length > 0)
     lines.push(

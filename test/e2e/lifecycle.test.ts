@@ -17,6 +17,7 @@ import { sshRun } from '../helpers/ssh.js';
 import { waitFor } from '../helpers/wait.js';
 import { simDeploySpec } from '../../sim/spec.js';
 import { paths, type HostConfig } from '../../sim/host-state.js';
+import { plan } from '../../src/workflows/index.js';
 import { startDeploy } from '../../src/temporal/start-deploy.js';
 import { TASK_QUEUE, deployWorkflowId, superviseWorkflowId } from '../../src/shared/constants.js';
 import {
@@ -192,20 +193,17 @@ describe('the cluster’s life: down, hosts held by one cluster, the fleet view'
 
     const file = join(dir, 'glm.yaml');
     writeFileSync(file, stringify(specOf('glm', 'vllm_glm')));
-    // `liftoff plan` refuses as the deploy does, naming the holder; with takeOver it says whom it takes over from.
-    const planned = await liftoff(['plan', '-c', file, '--json']);
-    assert.equal(planned.code, 1, planned.stdout + planned.stderr);
-    const plan = JSON.parse(planned.stdout) as { wouldStart: boolean; problems: string[] };
-    assert.equal(plan.wouldStart, false);
-    assert.match(plan.problems.join('\n'), /spark1, spark2 are held by cluster qwen/);
-    const takeOverFile = join(dir, 'glm-take-over.yaml');
-    writeFileSync(takeOverFile, stringify({ ...specOf('glm', 'vllm_glm'), takeOver: true }));
-    const plannedTakeOver = await liftoff(['plan', '-c', takeOverFile, '--json']);
-    assert.equal(plannedTakeOver.code, 0, plannedTakeOver.stdout + plannedTakeOver.stderr);
-    const takeOverPlan = JSON.parse(plannedTakeOver.stdout) as {
-      wouldStart: boolean;
-      takesOverFrom?: string[];
-    };
+    // The plan refuses as the deploy does, naming the holder; with takeOver it says whom it takes over from.
+    const planOf = (spec: unknown) =>
+      e2e.client.workflow.execute(plan, {
+        taskQueue: TASK_QUEUE,
+        workflowId: 'liftoff-plan-glm',
+        args: [spec],
+      });
+    const refusedPlan = await planOf(specOf('glm', 'vllm_glm'));
+    assert.equal(refusedPlan.wouldStart, false);
+    assert.match(refusedPlan.problems.join('\n'), /spark1, spark2 are held by cluster qwen/);
+    const takeOverPlan = await planOf({ ...specOf('glm', 'vllm_glm'), takeOver: true });
     assert.deepEqual([takeOverPlan.wouldStart, takeOverPlan.takesOverFrom], [true, ['qwen']]);
     const startedAtMs = Date.now();
     const taken = await liftoff(['deploy', '-c', file, '--take-over', '--follow', '--json']);

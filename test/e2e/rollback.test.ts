@@ -34,6 +34,8 @@ import type { StatusReport } from '../../src/commands/status.js';
 import { formatDuration } from '../../src/config/duration.js';
 import { deployWorkflowId, superviseWorkflowId } from '../../src/shared/constants.js';
 import { FailureType } from '../../src/shared/failures.js';
+import { TASK_QUEUE } from '../../src/shared/constants.js';
+import { plan } from '../../src/workflows/index.js';
 import { startDeploy } from '../../src/temporal/start-deploy.js';
 import { progressQuery } from '../../src/workflows/deploy.js';
 import type { DeployProgress, DeployResult, StepName } from '../../src/workflows/steps.js';
@@ -187,10 +189,13 @@ describe('revisions and rollback on 2 hosts with a real Docker Engine each', () 
 
     const bad = specOf(badUpgrade.args);
     // The plan says beforehand what a failure after the stop would bring back.
-    const planned = await liftoff(['plan', '-c', specFile('upgrade', bad), '--json']);
-    assert.equal(planned.code, 0, planned.stdout + planned.stderr);
-    const plan = JSON.parse(planned.stdout) as { wouldStart: boolean; onFailure?: { rollbackTo?: number } };
-    assert.deepEqual([plan.wouldStart, plan.onFailure?.rollbackTo], [true, 1]);
+    const planned = await e2e.client.workflow.execute(plan, {
+      taskQueue: TASK_QUEUE,
+      workflowId: `liftoff-plan-${cluster}`,
+      args: [bad],
+    });
+    assert.deepEqual([planned.wouldStart, planned.onFailure?.rollbackTo], [true, 1]);
+    assert.match(planned.onFailure?.why ?? '', /^it rolls back to revision 1 \(/);
     const cli = await liftoff(['deploy', '-c', specFile('upgrade', bad), '--follow', '--json']);
     // What was asked failed, though the known-good serves again.
     assert.equal(cli.code, 1, cli.stdout + cli.stderr);
