@@ -190,16 +190,23 @@ function float32Base64(vector: number[]): string {
   return Buffer.from(new Float32Array(vector).buffer).toString('base64');
 }
 
-/** POST /v1/embeddings of an embed model: `{model?, input: string | string[], encoding_format?, dimensions?}`. */
-export function embeddings(ctx: PoolingContext, raw: string): PoolingAnswer {
+/** A request body that is a JSON object, or undefined (not JSON, or another JSON value). */
+function jsonObjectOf(raw: string): Record<string, unknown> | undefined {
   let body: unknown;
   try {
     body = JSON.parse(raw);
   } catch {
-    return invalidJson();
+    return undefined;
   }
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) return invalidJson();
-  const request = body as Record<string, unknown>;
+  return typeof body === 'object' && body !== null && !Array.isArray(body)
+    ? (body as Record<string, unknown>)
+    : undefined;
+}
+
+/** POST /v1/embeddings of an embed model: `{model?, input: string | string[], encoding_format?, dimensions?}`. */
+export function embeddings(ctx: PoolingContext, raw: string): PoolingAnswer {
+  const request = jsonObjectOf(raw);
+  if (!request) return invalidJson();
   if (!('input' in request)) return missingField('input', request);
   const { input } = request;
   const texts = typeof input === 'string' ? [input] : input;
@@ -252,14 +259,8 @@ export function embeddings(ctx: PoolingContext, raw: string): PoolingAnswer {
 
 /** POST /rerank, /v1/rerank, /v2/rerank: `{model?, query: string, documents: string[], top_n?}`. */
 export function rerank(ctx: PoolingContext, raw: string): PoolingAnswer {
-  let body: unknown;
-  try {
-    body = JSON.parse(raw);
-  } catch {
-    return invalidJson();
-  }
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) return invalidJson();
-  const request = body as Record<string, unknown>;
+  const request = jsonObjectOf(raw);
+  if (!request) return invalidJson();
   if (!('query' in request)) return missingField('query', request);
   if (!('documents' in request)) return missingField('documents', request);
   const { query, documents, top_n: topNRaw } = request;
