@@ -10,6 +10,7 @@ import {
 } from '../shared/cluster-api.js';
 import type { ClusterRecord } from '../shared/cluster-api.js';
 import type { Revision } from '../shared/revisions.js';
+import { currentRevisionOf } from '../shared/rollback.js';
 import { client, isRunning } from './temporal-client.js';
 
 export interface ClusterRevisions {
@@ -39,7 +40,7 @@ export async function readClusterRevisions(temporal: Client, cluster: string): P
   if (status === 'RUNNING') {
     try {
       const revisions = await handle.query(revisionsQuery);
-      return { revisions, ...currentOf(revisions) };
+      return withCurrent(revisions);
     } catch (err) {
       // Ended between the two calls: its result is the record.
       if ((await handle.describe()).status.name === 'RUNNING') throw err;
@@ -47,13 +48,13 @@ export async function readClusterRevisions(temporal: Client, cluster: string): P
   }
   const record = (await handle.result().catch(() => undefined)) as ClusterRecord | undefined;
   const revisions = record?.revisions ?? [];
-  return { revisions, ...currentOf(revisions) };
+  return withCurrent(revisions);
 }
 
-/** The revision serving now, or that served last: the latest one not bad. */
-export function currentOf(revisions: Revision[]): { current?: number } {
-  const current = [...revisions].reverse().find((r) => r.status !== 'bad')?.number;
-  return current === undefined ? {} : { current };
+/** The revisions with the one serving now, or that served last. */
+export function withCurrent(revisions: Revision[]): ClusterRevisions {
+  const current = currentRevisionOf(revisions);
+  return current === undefined ? { revisions } : { revisions, current };
 }
 
 /** The revision's number; the cluster's workflow must run (the deploy holds its hosts). */

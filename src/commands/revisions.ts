@@ -7,11 +7,11 @@ import { emit, table } from '../cli/render.js';
 import { runCommand, UsageError } from '../cli/run-command.js';
 import { ExitCode } from '../cli/exit-codes.js';
 import { readFile } from 'node:fs/promises';
-import { currentOf, readClusterRevisions, type ClusterRevisions } from '../activities/revisions.js';
+import { readClusterRevisions, withCurrent, type ClusterRevisions } from '../activities/revisions.js';
 import { HistoryFormatError, readHistoryEvents } from '../report/events.js';
 import { NotAClusterHistoryError, revisionsFromHistory } from '../report/revisions.js';
 import { diffRevisions, type FieldChange } from '../shared/revision-diff.js';
-import { shortId } from '../shared/rollback.js';
+import { shortImageId } from '../shared/revisions.js';
 import type { Revision } from '../shared/revisions.js';
 
 export interface RevisionLine {
@@ -47,7 +47,7 @@ export function revisionsReport(cluster: string, read: ClusterRevisions): Revisi
         atMs: r.atMs,
         trigger: r.trigger,
         image: r.image,
-        ...(only ? { imageId: shortId(only) } : {}),
+        ...(only ? { imageId: shortImageId(only) } : {}),
         model: r.model,
         status: r.status,
         ...(r.restores !== undefined ? { restores: r.restores } : {}),
@@ -103,7 +103,7 @@ function firstLine(text: string): string {
   return line.length > 160 ? `${line.slice(0, 159)}…` : line;
 }
 
-function revisionNumber(text: string, what: string): number {
+export function revisionNumber(text: string, what: string): number {
   if (!/^\d{1,9}$/.test(text))
     throw new UsageError(`${what}: expected a revision number such as 3, got ${JSON.stringify(text)}`);
   return Number(text);
@@ -134,7 +134,7 @@ async function revisionsFromFile(file: string, cluster: string): Promise<Cluster
     const read = revisionsFromHistory(readHistoryEvents(JSON.parse(text)));
     if (read.cluster !== cluster)
       throw new UsageError(`${file} is the history of cluster ${read.cluster}, not ${cluster}`);
-    return { revisions: read.revisions, ...currentOf(read.revisions) };
+    return withCurrent(read.revisions);
   } catch (err) {
     if (
       err instanceof SyntaxError ||

@@ -13,6 +13,7 @@ import { runCommand, UsageError } from '../cli/run-command.js';
 import { DeployRefusedError, followDeploy } from '../cli/deploy-run.js';
 import { deployWorkflowId } from '../shared/constants.js';
 import { readClusterRevisions } from '../activities/revisions.js';
+import { revisionNumber } from './revisions.js';
 import { pinnedSpec, rollbackRequest, rollbackTarget } from '../shared/rollback.js';
 
 export const rollbackCommand = new Command('rollback')
@@ -27,14 +28,9 @@ export const rollbackCommand = new Command('rollback')
   .action((cluster: string, opts: { to?: string; follow?: boolean; json?: boolean; supervise: boolean }) =>
     runCommand(opts, () =>
       withClient(async (client) => {
-        if (opts.to !== undefined && !/^\d{1,9}$/.test(opts.to))
-          throw new UsageError(`--to: expected a revision number such as 3, got ${JSON.stringify(opts.to)}`);
+        const to = opts.to === undefined ? undefined : revisionNumber(opts.to, '--to');
         const read = await readClusterRevisions(client, cluster);
-        const target = rollbackTarget(
-          read.revisions,
-          read.current,
-          opts.to === undefined ? undefined : Number(opts.to),
-        );
+        const target = rollbackTarget(read.revisions, read.current, to);
         if ('problem' in target) throw new UsageError(`cannot roll ${cluster} back: ${target.problem}`);
         const { revision } = target;
         // The recorded spec was valid when it ran; a liftoff that reads specs differently now says so here.

@@ -3,6 +3,7 @@
 import type { HostFacts, ImageVersions, WeightEntry } from '../parsers/agreement-facts.js';
 import { carries } from '../parsers/ip-addr.js';
 import { machineIdsOf } from './machine-ids.js';
+import { shortImageId } from '../shared/revisions.js';
 import { hostIdentityOf } from './host-identity.js';
 import type { HostIdentity } from '../shared/revisions.js';
 import type { HostReadInput } from '../host-commands/agreement.js';
@@ -68,11 +69,6 @@ const listMax = 5;
 function listed(items: string[]): string {
   const shown = items.slice(0, listMax).join(', ');
   return items.length > listMax ? `${shown} and ${items.length - listMax} more` : shown;
-}
-
-/** `sha256:3f2a…` → `3f2a9c1b2d4e`, as `docker images` shows it. */
-export function shortImageId(id: string): string {
-  return id.replace(/^sha256:/, '').slice(0, 12);
 }
 
 /** Hosts grouped by a value, in the hosts' order; hosts without a value are left out. */

@@ -46,5 +46,10 @@ export interface Revision {
   badReason?: string;
 }
 
+/** `sha256:3f2a…` → `3f2a9c1b2d4e`, as `docker images` shows it: preflight's image check and the revisions alike. */
+export function shortImageId(id: string): string {
+  return id.replace(/^sha256:/, '').slice(0, 12);
+}
+
 /** The last this many revisions are kept; older ones drop off (numbers are never reused). */
 export const revisionsKept = 20;

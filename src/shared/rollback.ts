@@ -1,6 +1,6 @@
 // Which revision a rollback deploys, with which spec, and whether the hosts still have what it needs. Pure: the
 // deploy workflow, the supervisor and the CLI use the same rules.
-import type { HostIdentity, Revision } from './revisions.js';
+import { shortImageId, type HostIdentity, type Revision } from './revisions.js';
 
 /** What a rollback's deploy carries in its options: what it restores, from what, and why. */
 export interface RollbackRequest {
@@ -73,6 +73,11 @@ export function rollbackRequest(revision: Revision, cause: string, from?: number
   } satisfies RollbackRequest;
 }
 
+/** The revision serving now, or that served last: the latest one not bad. */
+export function currentRevisionOf(revisions: readonly Revision[]): number | undefined {
+  return [...revisions].reverse().find((r) => r.status !== 'bad')?.number;
+}
+
 /**
  * What preflight found missing against what the revision recorded: an image ID or weights no longer on a host,
  * each naming the host. Nothing a host did not record is compared.
@@ -84,7 +89,7 @@ export function missingFromHosts(request: RollbackRequest, found: readonly HostI
     if (!now) continue;
     if (recorded.imageId && now.imageId !== recorded.imageId)
       problems.push(
-        `${recorded.host}: image ${shortId(recorded.imageId)} of revision ${request.to} is gone (the host has ${now.imageId ? shortId(now.imageId) : 'no such image'}); load it again (docker load) or roll back to another revision`,
+        `${recorded.host}: image ${shortImageId(recorded.imageId)} of revision ${request.to} is gone (the host has ${now.imageId ? shortImageId(now.imageId) : 'no such image'}); load it again (docker load) or roll back to another revision`,
       );
     const was = recorded.weights;
     const is = now.weights;
@@ -104,11 +109,6 @@ export function missingFromHosts(request: RollbackRequest, found: readonly HostI
 export function badRevisionWithSpec(revisions: readonly Revision[], spec: unknown): Revision | undefined {
   const wanted = canonicalJson(spec);
   return [...revisions].reverse().find((r) => r.status === 'bad' && canonicalJson(r.spec) === wanted);
-}
-
-/** `sha256:3f2a…` → `3f2a9c1b2d4e`, as `docker images` shows it. */
-export function shortId(id: string): string {
-  return id.replace(/^sha256:/, '').slice(0, 12);
 }
 
 function canonicalJson(value: unknown): string {

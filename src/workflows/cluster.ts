@@ -30,6 +30,7 @@ import {
   type HoldInput,
 } from '../shared/cluster-api.js';
 import type { Revision } from '../shared/revisions.js';
+import { currentRevisionOf } from '../shared/rollback.js';
 import {
   deployEnded,
   handedOver,
@@ -55,7 +56,7 @@ export async function cluster(input: ClusterInput): Promise<ClusterRecord> {
   const { record } = held;
   if (!input.carry && input.revisions && input.revisions.length > 0) {
     record.revisions = input.revisions;
-    record.revision = [...input.revisions].reverse().find((r) => r.status !== 'bad')?.number;
+    record.revision = currentRevisionOf(input.revisions);
   }
   let ended = false;
 

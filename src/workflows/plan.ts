@@ -9,7 +9,8 @@ import type { HostPlan } from '../plan/host-plan.js';
 import { FailureType } from '../shared/failures.js';
 import { retryProfiles, stepActivities, type Activities, type StepActivities } from './activity-options.js';
 import { checkHostOwners } from './cluster-hold.js';
-import { knownGoodOf, pinnedImageOf, shortId } from '../shared/rollback.js';
+import { knownGoodOf, pinnedImageOf } from '../shared/rollback.js';
+import { shortImageId } from '../shared/revisions.js';
 import { clusterOf, validate } from './cluster-run.js';
 import { checkMasterPortFree } from './deploy-multiproc.js';
 import { patches } from './patches.js';
@@ -109,7 +110,7 @@ async function failurePlan(
   return {
     rollbackTo: good.number,
     ...(image ? { image } : {}),
-    why: `it rolls back to revision ${good.number} (${good.model}${image ? `, image ${shortId(image)}` : ''})`,
+    why: `it rolls back to revision ${good.number} (${good.model}${image ? `, image ${shortImageId(image)}` : ''})`,
   };
 }
 

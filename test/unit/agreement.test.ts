@@ -16,12 +16,8 @@ import {
   type HostFacts,
 } from '../../src/parsers/agreement-facts.js';
 import { agreementCommands } from '../../src/steps/agreement-read.js';
-import {
-  compareHosts,
-  ifaceMatches,
-  shortImageId,
-  type AgreementExpectations,
-} from '../../src/preflight/agreement.js';
+import { compareHosts, ifaceMatches, type AgreementExpectations } from '../../src/preflight/agreement.js';
+import { shortImageId } from '../../src/shared/revisions.js';
 import { sparkExpectations } from '../helpers/agreement-expectations.js';
 
 const idA = `sha256:${'3f2a9c1b2d4e'.padEnd(64, '0')}`;

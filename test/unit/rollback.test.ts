@@ -12,8 +12,8 @@ import {
   pinnedSpec,
   rollbackRequest,
   rollbackTarget,
-  shortId,
 } from '../../src/shared/rollback.js';
+import { shortImageId } from '../../src/shared/revisions.js';
 import { diffRevisions } from '../../src/shared/revision-diff.js';
 import { revisionsKept, type HostIdentity, type Revision } from '../../src/shared/revisions.js';
 import {
@@ -172,7 +172,7 @@ describe('missingFromHosts', () => {
       { host: 'spark2', imageId: newId, weights },
     ];
     assert.deepEqual(missingFromHosts(request, found), [
-      `spark2: image ${shortId(oldId)} of revision 3 is gone (the host has ${shortId(newId)}); load it again (docker load) or roll back to another revision`,
+      `spark2: image ${shortImageId(oldId)} of revision 3 is gone (the host has ${shortImageId(newId)}); load it again (docker load) or roll back to another revision`,
     ]);
     const gone = missingFromHosts(request, [
       { host: 'spark1', imageId: oldId, weights },
