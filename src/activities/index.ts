@@ -19,3 +19,4 @@ export { planHostCommands } from './plan.js';
 export { findHostOwners, handOverHosts, holdHosts, releaseHosts } from './cluster-hold.js';
 export { lookAtCluster, endClusterRuns } from './cluster-look.js';
 export { markRevisionBad, readRevisions, recordRevision } from './revisions.js';
+export { probeCompanion, startCompanion } from './companions.js';

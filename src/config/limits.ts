@@ -42,6 +42,8 @@ export const maxItems = {
   volumes: 64,
   /** cleanup.services and cleanup.containers. */
   cleanup: 64,
+  /** companions: services beside the main model, a few a host. */
+  companions: 32,
 } as const;
 
 /**

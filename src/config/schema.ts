@@ -3,12 +3,8 @@
 import { z } from 'zod';
 import { modelPathFor } from './derive.js';
 import { credentialShapedValues, isSecretFlag } from '../shared/secrets.js';
-import {
-  dangerousMountProblem,
-  homeRelativeProblem,
-  logPathProblem,
-  protectedUnitProblem,
-} from './host-guards.js';
+import { dangerousMountProblem, logPathProblem, protectedUnitProblem } from './host-guards.js';
+import { companionIssues, companionsSchema } from './companions.js';
 import { rolloutSchema } from './rollout.js';
 import { superviseSchema } from './supervise.js';
 import { notifySchema } from './notify.js';
@@ -18,7 +14,17 @@ import { envMap } from './env-schema.js';
 import { problemCheck, shown } from './errors.js';
 import { hostIssues, jumpChainIssues } from './host-rules.js';
 import { hour, maxChars, maxHosts, maxItems, maxRenderedBytes, second } from './limits.js';
-import { argText, cappedList, cappedText, hostPath, utf8Bytes, workerPath } from './text-fields.js';
+import {
+  argText,
+  cappedList,
+  cappedText,
+  hostPath,
+  imageRef,
+  port,
+  utf8Bytes,
+  volume,
+  workerPath,
+} from './text-fields.js';
 
 export { secretRefSchema, type SecretRef, type EnvValue, type EnvSpec } from './env-schema.js';
 
@@ -28,12 +34,6 @@ export const hostNamePattern = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;
 const hostName = z
   .string()
   .regex(hostNamePattern, 'expected a host name of letters, digits, ".", "_" or "-"');
-
-const port = z
-  .number()
-  .int('expected a whole port number')
-  .min(1, 'expected a port from 1 to 65535')
-  .max(65535, 'expected a port from 1 to 65535');
 
 const ipv4 = cappedText(15).refine(
   (s) =>
@@ -57,14 +57,6 @@ const unitName = cappedText(maxChars.unitName).regex(
   'expected a systemd unit name such as vllm.service',
 );
 
-/** A `ray.volumes` entry: its host side is a host path, so a `~` there is refused for the same reason. */
-const volume = argText(maxChars.volume).superRefine((text, ctx) => {
-  const problem =
-    homeRelativeProblem(text) ??
-    (/^\/[^:]*:\/[^:]*(:(ro|rw))?$/.test(text) ? undefined : 'expected HOST_PATH:CONTAINER_PATH[:ro|rw]');
-  if (problem) ctx.addIssue({ code: 'custom', message: problem });
-});
-
 /** How to write the value at `path` without the credential: the reference that field takes. */
 function credentialFix(path: readonly PropertyKey[]): string {
   const [section, field, name] = path;
@@ -76,11 +68,6 @@ function credentialFix(path: readonly PropertyKey[]): string {
     return `Reference the URL instead: url: { fromEnv: NAME } (read from the worker's environment) or url: { fromFile: /path/on/the/worker/host }`;
   return `Keep it out of the spec: put it in the worker's environment or a file on the worker, and pass it through ray.env or serve.env as { fromEnv: NAME } or { fromFile: /path/on/the/worker/host }`;
 }
-
-const imageRef = cappedText(maxChars.image).regex(
-  /^[a-z0-9][a-z0-9._/:@-]*$/i,
-  'expected a docker image reference such as vllm/vllm-openai:latest',
-);
 
 const unixUser = z.string().regex(/^[a-z_][a-z0-9_-]{0,31}$/i, 'expected a Unix user name');
 
@@ -242,6 +229,7 @@ const deploySpecObject = z
       })
       .prefault({}),
     onFailure: z.enum(['leave', 'teardown']).default('leave'),
+    companions: companionsSchema,
     rollout: rolloutSchema,
     supervise: superviseSchema,
     notify: notifySchema,
@@ -270,6 +258,7 @@ const deploySpecObject = z
       });
     }
     for (const issue of multiprocIssues(spec)) ctx.addIssue({ code: 'custom', ...issue });
+    for (const issue of companionIssues(spec)) ctx.addIssue({ code: 'custom', ...issue });
     if (spec.serve.backend === 'ray' && spec.serve.port === spec.ray.port) {
       ctx.addIssue({
         code: 'custom',

@@ -60,3 +60,22 @@ export const hostPath = argText(maxChars.path).superRefine((path, ctx) => {
     (path.startsWith('/') ? undefined : 'expected an absolute path on the hosts (starting with /)');
   if (problem) ctx.addIssue({ code: 'custom', message: problem });
 });
+
+/** A volume (`ray.volumes`, a companion's): its host side is a host path, so a `~` there is refused for the same reason. */
+export const volume = argText(maxChars.volume).superRefine((text, ctx) => {
+  const problem =
+    homeRelativeProblem(text) ??
+    (/^\/[^:]*:\/[^:]*(:(ro|rw))?$/.test(text) ? undefined : 'expected HOST_PATH:CONTAINER_PATH[:ro|rw]');
+  if (problem) ctx.addIssue({ code: 'custom', message: problem });
+});
+
+export const port = z
+  .number()
+  .int('expected a whole port number')
+  .min(1, 'expected a port from 1 to 65535')
+  .max(65535, 'expected a port from 1 to 65535');
+
+export const imageRef = cappedText(maxChars.image).regex(
+  /^[a-z0-9][a-z0-9._/:@-]*$/i,
+  'expected a docker image reference such as vllm/vllm-openai:latest',
+);

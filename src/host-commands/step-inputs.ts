@@ -1,6 +1,8 @@
 // The inputs of the launch's activities, built from the spec in one place: the deploy schedules them and
 // `liftoff plan` renders the commands they lead to, so the two cannot disagree on a flag. Pure.
 import type { LaunchServeInput, RayContainerInput } from './launch.js';
+import type { CompanionInput } from './companions.js';
+import { companionContainer, type CompanionSpec } from '../config/companions.js';
 import type { StartRankInput } from './multiproc.js';
 import { defaultDistributedTimeout } from '../config/backend.js';
 import { parseDuration } from '../config/duration.js';
@@ -88,5 +90,23 @@ export function rankInput(
     port: spec.serve.port,
     distributedTimeoutSeconds: Math.max(1, Math.round(timeoutMs / 1000)),
     args: spec.serve.args,
+  };
+}
+
+/** The companion `companion` on its host, `host`: its image is the cluster's unless it names its own. */
+export function companionInput(
+  spec: DeploySpec,
+  launchId: string,
+  host: InputHost,
+  companion: CompanionSpec,
+): CompanionInput {
+  return {
+    host: host.ref,
+    clusterIp: host.clusterIp,
+    cluster: spec.cluster,
+    launchId,
+    companion,
+    image: companion.image ?? spec.ray.image,
+    container: companionContainer(companion.name),
   };
 }

@@ -29,6 +29,14 @@ export const FailureType = {
   deployCancelled: 'DeployCancelled',
   loadTimeout: 'LoadTimeout',
   smokeTestFailed: 'SmokeTestFailed',
+  /** A companion's container did not start, or stopped, or its port is taken on its host. */
+  companionFailed: 'CompanionFailed',
+  /** A companion's probe did not pass within its readyTimeout. */
+  companionNotReady: 'CompanionNotReady',
+  /** Preflight: the main model's share of a host's memory and its companions' budgets do not fit it. */
+  companionsDoNotFit: 'CompanionsDoNotFit',
+  /** Preflight: a companion's port is taken on its host by something the deploy does not stop. */
+  companionPortInUse: 'CompanionPortInUse',
   /** A host printed what no real tool prints (a negative or infinite figure): final, the check cannot judge it. */
   hostOutputInvalid: 'HostOutputInvalid',
   deployAlreadyRunning: 'DeployAlreadyRunning',

@@ -26,6 +26,7 @@ import { isSupervisorRelaunch, startSupervision, takeOverSupervision } from './s
 import { checkHostOwners, holdDetail, holdHosts, holdsHosts, recordDeployEnd } from './cluster-hold.js';
 import { runUnderClusterId } from './under-cluster-id.js';
 import { removeOldContainers, stopServices } from './clear-hosts.js';
+import { startCompanions } from './companions.js';
 import type { DeployOptions } from './supervise-api.js';
 import type { HostIdentity } from '../shared/revisions.js';
 import {
@@ -205,6 +206,7 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
         apiKey: spec.serve.env.VLLM_API_KEY,
       }),
     );
+    await startCompanions(run);
     const endpoint = `http://${head.address}:${spec.serve.port}/v1`;
     return await tracker.run('record', async () => {
       progress.endpoint = endpoint;

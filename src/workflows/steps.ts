@@ -85,6 +85,11 @@ export const deploySteps = [
   },
   { name: 'smokeTest', title: 'Smoke test: one chat completion', activities: [host('smokeTest')] },
   {
+    name: 'startCompanions',
+    title: 'Start the companion services',
+    activities: [host('startCompanion'), { type: 'probeCompanion', retry: 'poll' }],
+  },
+  {
     name: 'record',
     title: 'Record the result and the revision',
     activities: [{ type: 'recordRevision', retry: 'temporal' }],
@@ -180,6 +185,19 @@ export interface DeployProgress {
   rolledBackTo?: number;
   /** The revision this deploy recorded. */
   revision?: number;
+  /** The companions (spec.companions), in the order startCompanions brings them up. */
+  companions?: CompanionProgress[];
+}
+
+export interface CompanionProgress {
+  name: string;
+  host: string;
+  status: 'pending' | 'starting' | 'ready' | 'failed';
+  startedAtMs?: number;
+  /** From the start of its container to its first passing probe. */
+  durationMs?: number;
+  /** What its last probe found (the work it did, or why it failed). */
+  detail?: string;
 }
 
 export interface DeployResult {

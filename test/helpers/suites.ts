@@ -16,6 +16,7 @@ export const e2eSuites = {
   'docker-faults': { netIndex: 73 },
   lifecycle: { netIndex: 77 },
   rollback: { netIndex: 81 },
+  companions: { netIndex: 87 },
 } as const satisfies Record<string, { netIndex: number }>;
 
 export type E2eSuite = keyof typeof e2eSuites;
