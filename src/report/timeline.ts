@@ -79,7 +79,12 @@ function deploySequence(record: RunRecord, end: RunEnd): StepTimeline[] {
     if (runs.length === 0) {
       return {
         ...base,
-        outcome: failedHere ? endOutcome : index < lastReached ? 'skipped' : 'not reached',
+        // A run that succeeded passed every step: one with no activity had nothing to do (no companions).
+        outcome: failedHere
+          ? endOutcome
+          : index < lastReached || end.outcome === 'succeeded'
+            ? 'skipped'
+            : 'not reached',
         attempts: 0,
         retries: 0,
         error: here.error,
