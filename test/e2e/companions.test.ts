@@ -4,7 +4,6 @@
 // builds on the state the one before left. Times are printed as figures, never asserted.
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { hostDocker } from '../../sim/real-docker.js';
 import { simContainerVolumes } from '../../sim/real-docker.js';
 import { simDeploySpec } from '../../sim/spec.js';
 import { assertHeadServes } from '../helpers/serving.js';
@@ -14,8 +13,11 @@ import { startDeploy } from '../../src/temporal/start-deploy.js';
 import { progressQuery } from '../../src/workflows/deploy.js';
 import { deployWorkflowId } from '../../src/shared/constants.js';
 import { formatDuration } from '../../src/config/duration.js';
+import { readClusterRevisions } from '../../src/activities/revisions.js';
+import { takeDown } from '../../src/commands/down.js';
 
 const cluster = 'companions';
+const goodArgs = ['--gpu-memory-utilization', '0.85', '--max-model-len', '32768'];
 
 describe('companion services beside the 2-host model, on a real Docker Engine each', () => {
   const e2e = useSuiteCluster('companions', {
@@ -25,19 +27,20 @@ describe('companion services beside the 2-host model, on a real Docker Engine ea
   const figures: string[] = [];
   after(() => process.stdout.write(figures.map((f) => `# FIGURE: ${f}\n`).join('')));
 
-  const specOf = () => {
+  const specOf = (args?: string[]) => {
     const base = simDeploySpec(e2e.sim, { cluster });
     const [spark1, spark2] = e2e.sim.hosts;
     const volumes = simContainerVolumes(e2e.sim);
     return {
       ...base,
+      ...(args ? { serve: { ...base.serve, args }, rollout: { onFailure: 'rollback' as const } } : {}),
       companions: [
         {
           name: 'embeddings',
           host: spark1!.name,
           command: ['vllm', 'serve', 'BAAI/bge-m3', '--port', '8001', '--gpu-memory-utilization', '0.05'],
           port: 8001,
-          memoryMiB: 4096,
+          memoryMiB: 6144,
           probe: 'embeddings' as const,
           volumes,
         },
@@ -54,13 +57,23 @@ describe('companion services beside the 2-host model, on a real Docker Engine ea
             '0.04',
           ],
           port: 8002,
-          memoryMiB: 3072,
+          memoryMiB: 5120,
           probe: 'rerank' as const,
           volumes,
         },
       ],
     };
   };
+  const containerId = async (host: string, name: string): Promise<string> =>
+    (await sshRun(e2e.sim, host, `docker inspect --format '{{.Id}}' liftoff-${name}`)).trim();
+  const launchOf = async (host: string, name: string): Promise<string> =>
+    (
+      await sshRun(
+        e2e.sim,
+        host,
+        `docker inspect --format '{{index .Config.Labels "liftoff.launch"}}' liftoff-${name}`,
+      )
+    ).trim();
   const companionOn = async (host: string, name: string): Promise<string> =>
     (
       await sshRun(
@@ -95,6 +108,55 @@ describe('companion services beside the 2-host model, on a real Docker Engine ea
     assert.equal(await companionOn(e2e.sim.hosts[1]!.name, 'reranker'), 'running reranker');
     for (const c of progress.companions ?? [])
       figures.push(`companion ${c.name} ready in ${formatDuration(c.durationMs ?? 0)}`);
-    void hostDocker;
+  });
+
+  it('a revision records the companions, and an upgrade that fails rolls back with them', async () => {
+    const before = await readClusterRevisions(e2e.client, cluster);
+    const serving = before.revisions.at(-1);
+    assert.ok(serving, 'the first deploy recorded a revision');
+    const recorded = serving.spec as { companions?: { name: string }[] };
+    assert.deepEqual(
+      recorded.companions?.map((c) => c.name),
+      ['embeddings', 'reranker'],
+    );
+    const embeddingsBefore = await containerId(e2e.sim.hosts[0]!.name, 'embeddings');
+    // An upgrade with a flag vLLM refuses: it fails after the stop (the companions were removed with the rest),
+    // and the rollback deploys revision 1 again, companions and all.
+    const startedAt = Date.now();
+    const handle = await startDeploy(e2e.client, specOf([...goodArgs, '--bogus-flag']), 'cli');
+    const result = await handle.result();
+    assert.equal(result.rolledBack?.to, serving.number, JSON.stringify(result.rolledBack));
+    await assertHeadServes(e2e.sim, result);
+    const progress = await e2e.client.workflow.getHandle(deployWorkflowId(cluster)).query(progressQuery);
+    assert.deepEqual(
+      progress.companions?.map((c) => [c.name, c.status]),
+      [
+        ['embeddings', 'ready'],
+        ['reranker', 'ready'],
+      ],
+    );
+    const embeddingsAfter = await containerId(e2e.sim.hosts[0]!.name, 'embeddings');
+    assert.notEqual(embeddingsAfter, embeddingsBefore, 'the rollback started the companion anew');
+    assert.equal(await launchOf(e2e.sim.hosts[0]!.name, 'embeddings'), result.launchId);
+    assert.equal(await launchOf(e2e.sim.hosts[1]!.name, 'reranker'), result.launchId);
+    figures.push(
+      `failed upgrade to serving with companions again: ${formatDuration(Date.now() - startedAt)}`,
+    );
+  });
+
+  it('down removes the companions on both hosts with the rest of the cluster', async () => {
+    const result = await takeDown(e2e.client, cluster);
+    assert.equal(result.alreadyDown, false);
+    const removed = result.hosts.map((h) => h.removed).join('\n');
+    assert.match(removed, /liftoff-embeddings/);
+    assert.match(removed, /liftoff-reranker/);
+    for (const host of e2e.sim.hosts) {
+      const left = await sshRun(
+        e2e.sim,
+        host.name,
+        `docker ps -a --filter label=liftoff.role=companion --format '{{.Names}}'`,
+      );
+      assert.equal(left.trim(), '', `no companion container left on ${host.name}`);
+    }
   });
 });

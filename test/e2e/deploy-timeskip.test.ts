@@ -21,7 +21,8 @@ import { deployWorkflowId } from '../../src/shared/constants.js';
 // The example spec's shape, never its hosts: every activity here is scripted. No supervisor: this worker has
 // none of its probes, and its rounds would keep the time-skipping server from skipping.
 const exampleSpec = loadSpecFile(deploySpecSchema, 'examples/spark-qwen35.yaml');
-const spec = { ...exampleSpec, supervise: { ...exampleSpec.supervise, enabled: false } };
+// Without its companions: they start after the load, which is what this file times (test/e2e/companions.test.ts has them).
+const spec = { ...exampleSpec, companions: [], supervise: { ...exampleSpec.supervise, enabled: false } };
 const shards = 39;
 
 /** A scripted load: shard progress follows the (skipped) clock; ready at `readyAfterMs`, or never. */
