@@ -64,24 +64,14 @@ describe('companion services beside the 2-host model, on a real Docker Engine ea
       ],
     };
   };
-  const containerId = async (host: string, name: string): Promise<string> =>
-    (await sshRun(e2e.sim, host, `docker inspect --format '{{.Id}}' liftoff-${name}`)).trim();
-  const launchOf = async (host: string, name: string): Promise<string> =>
-    (
-      await sshRun(
-        e2e.sim,
-        host,
-        `docker inspect --format '{{index .Config.Labels "liftoff.launch"}}' liftoff-${name}`,
-      )
-    ).trim();
-  const companionOn = async (host: string, name: string): Promise<string> =>
-    (
-      await sshRun(
-        e2e.sim,
-        host,
-        `docker inspect --format '{{.State.Status}} {{index .Config.Labels "liftoff.companion"}}' liftoff-${name}`,
-      )
-    ).trim();
+  /** `docker inspect --format FORMAT` of the companion's container, on its host. */
+  const inspect = async (host: string, name: string, format: string): Promise<string> =>
+    (await sshRun(e2e.sim, host, `docker inspect --format '${format}' liftoff-${name}`)).trim();
+  const containerId = (host: string, name: string) => inspect(host, name, '{{.Id}}');
+  const launchOf = (host: string, name: string) =>
+    inspect(host, name, '{{index .Config.Labels "liftoff.launch"}}');
+  const companionOn = (host: string, name: string) =>
+    inspect(host, name, '{{.State.Status}} {{index .Config.Labels "liftoff.companion"}}');
 
   it('a deploy starts the embeddings server and the reranker after the main model, largest first, each probed by its real request', async () => {
     const handle = await startDeploy(e2e.client, specOf(), 'cli');
