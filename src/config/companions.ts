@@ -150,3 +150,22 @@ export function companionIssues(spec: SpecShape): SpecIssue[] {
   });
   return issues;
 }
+
+/** What vLLM takes of a GPU's memory when `--gpu-memory-utilization` is not given. */
+export const vllmDefaultGpuMemoryUtilization = 0.9;
+
+/**
+ * The `--gpu-memory-utilization` an argv gives vLLM (`--gpu-memory-utilization X` or `=X`; the last one wins, as
+ * argparse reads it), or undefined when it gives none, or none vLLM would take (not a fraction in (0, 1]).
+ */
+export function gpuMemoryUtilizationOf(argv: readonly string[]): number | undefined {
+  const flag = '--gpu-memory-utilization';
+  let text: string | undefined;
+  argv.forEach((arg, i) => {
+    if (arg === flag) text = argv[i + 1];
+    else if (arg.startsWith(`${flag}=`)) text = arg.slice(flag.length + 1);
+  });
+  if (text === undefined || !/^(?:\d+(?:\.\d*)?|\.\d+)$/.test(text)) return undefined;
+  const value = Number(text);
+  return value > 0 && value <= 1 ? value : undefined;
+}

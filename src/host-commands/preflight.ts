@@ -56,3 +56,16 @@ export function logWritableCommand(logDir: string, logPath: string | undefined):
     logPath === undefined ? raw('') : sh`; if [ -e ${logPath} ] && [ ! -w ${logPath} ]; then exit 5; fi`;
   return sh`test -w ${logDir} || exit 4${fileCheck}`;
 }
+
+/**
+ * The companions' memory fit reads the host's memory as verifyGpusClear does: nvidia-smi's device table (memory.total,
+ * `[N/A]` on unified memory), then /proc/meminfo (MemTotal: on unified memory, the GPU's memory).
+ */
+export { gpuDevicesCommand as gpuMemoryCommand, meminfoCommand } from './cleanup.js';
+
+/** Who listens on a companion's port: the start step's own read (`ss -Hltn 'sport = :PORT'`). */
+export { listenerCommand as companionListenerCommand } from './multiproc.js';
+
+/** The names of this cluster's companions whose containers run on the host (their liftoff.companion labels). */
+export const companionContainersCommand = (cluster: string): RemoteCommand =>
+  sh`docker ps --filter ${`label=liftoff.cluster=${cluster}`} --filter label=liftoff.role=companion --format ${'{{.Label "liftoff.companion"}}'}`;

@@ -18,16 +18,28 @@ import {
   weightFilesCommand,
 } from '../host-commands/preflight.js';
 import type { StepCommand } from '../host-commands/step-command.js';
+import type { FailureTypeName } from '../shared/failures.js';
 import type { HostFacts } from '../parsers/agreement-facts.js';
 import { dockerSaid } from '../parsers/host-output.js';
 import { carries, parseIpv4Addresses, type Ipv4Address } from '../parsers/ip-addr.js';
 import type { ExecResult } from '../ssh/executor.js';
 import { sentence } from '../shared/text.js';
 import type { PreflightInput } from './preflight-input.js';
+import {
+  companionMemoryReads,
+  companionPortReads,
+  judgeCompanionMemory,
+  judgeCompanionPorts,
+} from './companion-preflight.js';
 
 export interface Verdict {
   ok: boolean;
   detail: string;
+  /**
+   * The type a failed check gives the deploy's failure when every finding names one (the companion checks); else,
+   * and on every other check, the failure is PreflightFailed.
+   */
+  failureType?: FailureTypeName;
 }
 
 /** One declared check. Its reads' names are unique across all checks, unless two checks share the very read. */
@@ -295,6 +307,23 @@ const logWritable = declare({
   },
 });
 
+/**
+ * On a host that runs companions (and only there: elsewhere they neither read nor report): the main model's share
+ * of the host's memory and the companions' budgets fit it; each companion's port is free, or held by what the
+ * deploy stops first (src/steps/companion-preflight.ts).
+ */
+const companionMemory = declare({
+  name: 'companionMemory',
+  reads: companionMemoryReads,
+  judge: (answer, input) => judgeCompanionMemory(answer, input),
+});
+
+const companionPorts = declare({
+  name: 'companionPorts',
+  reads: companionPortReads,
+  judge: (answer, input) => judgeCompanionPorts(answer, input),
+});
+
 /** In report order; a check judged after another may read that one's verdict. */
 export const hostChecks = [
   ssh,
@@ -307,6 +336,8 @@ export const hostChecks = [
   disk,
   logDir,
   logWritable,
+  companionMemory,
+  companionPorts,
 ] as const;
 
 export type PreflightCheckName = (typeof hostChecks)[number]['name'];

@@ -1,6 +1,7 @@
 // What preflightHost is asked on one host, built from the spec in one place: by the deploy's workflow (with its
 // patches' choices) and by `liftoff plan`, so the plan lists the very reads the deploy's trip runs.
 import type { DeploySpec } from '../config/schema.js';
+import { gpuMemoryUtilizationOf, vllmDefaultGpuMemoryUtilization } from '../config/companions.js';
 import { dirnameOf, modelPathFor } from '../config/derive.js';
 import type { HostRef } from '../config/targets.js';
 import type { HostReadInput } from '../host-commands/agreement.js';
@@ -27,11 +28,65 @@ export interface PreflightInput {
    * its facts come back in the report, for the workflow to pass to checkHostsAgree.
    */
   agreement?: { read: HostReadInput; versions: boolean };
+  /**
+   * The companions this host runs, for the memory and port checks; absent on a host without any, so the
+   * preflight of a spec without companions reads and reports what it always did.
+   */
+  companions?: CompanionsOnHost;
+}
+
+/** What the companion checks of one host need: the figures they add up and the ports they look at. */
+export interface CompanionsOnHost {
+  cluster: string;
+  /** The main model's --gpu-memory-utilization (serve.args), else vLLM's default; it runs on every host. */
+  mainUtilization: { value: number; fromArgs: boolean };
+  /** spec.cleanup lists services or containers: the deploy stops those before it starts companions. */
+  cleanupListed: boolean;
+  companions: CompanionOnHost[];
+}
+
+export interface CompanionOnHost {
+  /** Its index in spec.companions, for the fields a finding names. */
+  index: number;
+  name: string;
+  port: number;
+  memoryMiB: number;
+  /** The --gpu-memory-utilization its own command gives vLLM, when it gives one. */
+  utilization?: number;
+}
+
+/** The companion checks' input of `host`, or undefined where no companion runs. */
+export function companionsOnHost(spec: DeploySpec, host: string): CompanionsOnHost | undefined {
+  const companions = spec.companions.flatMap((c, index) => {
+    if (c.host !== host) return [];
+    const utilization = gpuMemoryUtilizationOf(c.command);
+    return [
+      {
+        index,
+        name: c.name,
+        port: c.port,
+        memoryMiB: c.memoryMiB,
+        ...(utilization !== undefined ? { utilization } : {}),
+      },
+    ];
+  });
+  if (companions.length === 0) return undefined;
+  const main = gpuMemoryUtilizationOf(spec.serve.args);
+  return {
+    cluster: spec.cluster,
+    mainUtilization:
+      main !== undefined
+        ? { value: main, fromArgs: true }
+        : { value: vllmDefaultGpuMemoryUtilization, fromArgs: false },
+    cleanupListed: spec.cleanup.services.length > 0 || spec.cleanup.containers.length > 0,
+    companions,
+  };
 }
 
 /** With the agreement read in the host's own trip; no interface named: the agreement checks cover them. */
 export function preflightInputOf(spec: DeploySpec, host: PlanHost, head: PlanHost): PreflightInput {
   const isHead = host.role === 'head';
+  const companions = companionsOnHost(spec, host.name);
   const expect = {
     image: spec.ray.image,
     modelPath: modelPathFor(spec) ?? '',
@@ -49,5 +104,6 @@ export function preflightInputOf(spec: DeploySpec, host: PlanHost, head: PlanHos
     ...(isHead ? { logDir: dirnameOf(spec.serve.logPath), logPath: spec.serve.logPath } : {}),
     minFreeDiskGiB: spec.preflight.minFreeDiskGiB,
     agreement: { read: agreement, versions: isHead },
+    ...(companions ? { companions } : {}),
   };
 }

@@ -68,6 +68,8 @@ export async function plan(input: unknown): Promise<PlanResult> {
   } catch (err) {
     const refused = [
       FailureType.preflightFailed,
+      FailureType.companionsDoNotFit,
+      FailureType.companionPortInUse,
       FailureType.masterPortInUse,
       FailureType.hostsHeld,
     ] as string[];

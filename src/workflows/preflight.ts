@@ -7,7 +7,7 @@ import type { HostFacts } from '../parsers/agreement-facts.js';
 import { parseDuration } from '../config/duration.js';
 import type { DeploySpec } from '../config/schema.js';
 import { modelPathFor } from '../config/derive.js';
-import { FailureType } from '../shared/failures.js';
+import { FailureType, type FailureTypeName } from '../shared/failures.js';
 import type { HostIdentity } from '../shared/revisions.js';
 import { missingFromHosts, type RollbackRequest } from '../shared/rollback.js';
 import type { ClusterRun } from './cluster-run.js';
@@ -27,7 +27,8 @@ export interface PreflightPassed {
 }
 
 /**
- * Passes when every check on every host passed; else throws preflightFailed with every problem. A rollback's run
+ * Passes when every check on every host passed; else throws preflightFailed with every problem (or, when every
+ * problem is a finding that names its own failure type, the first one's: CompanionsDoNotFit). A rollback's run
  * (`rollback`) whose recorded image or weights are gone from a host throws rollbackRefused instead, naming the host.
  */
 export async function preflight(
@@ -46,6 +47,8 @@ export async function preflight(
   // The facts each host's trip read go to the comparison as its input; a host without them is read there.
   const agreement = checkHostsAgree({ ...expected, facts: passedFacts(reports) });
   const problems: string[] = [];
+  // The types of the findings that name their own (the companion checks), in the order found.
+  const typed: FailureTypeName[] = [];
   const byHost: Record<string, PreflightReport | { error: string }> = {};
   const verdicts: PreflightReport[] = [];
   reports.forEach((r, i) => {
@@ -58,7 +61,11 @@ export async function preflight(
       const { facts: _facts, ...report } = r.value;
       byHost[name] = report;
       verdicts.push(report);
-      for (const c of r.value.checks) if (!c.ok) problems.push(`${name}: ${c.name}: ${c.detail}`);
+      for (const c of r.value.checks) {
+        if (c.ok) continue;
+        problems.push(`${name}: ${c.name}: ${c.detail}`);
+        if (c.failureType !== undefined) typed.push(c.failureType);
+      }
     }
   });
   let warnings: string[] = [];
@@ -92,8 +99,12 @@ export async function preflight(
     });
   }
   if (problems.length > 0) {
+    // A refusal whose every finding names its type (a companion budget that does not fit, a companion port held)
+    // fails as that, the first one's; any other finding among them makes it PreflightFailed, listing them all.
+    const [firstType] = typed;
     throw ApplicationFailure.create({
-      type: FailureType.preflightFailed,
+      type:
+        firstType !== undefined && typed.length === problems.length ? firstType : FailureType.preflightFailed,
       message: `nothing was stopped or removed:\n  ${problems.join('\n  ')}`,
       nonRetryable: true,
       details: [byHost],
