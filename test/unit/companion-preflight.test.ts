@@ -145,7 +145,7 @@ describe('the companions preflight input', () => {
   });
 
   it("adds reads and checks to a companion host's trip only; a spec without companions reads as before", () => {
-    const plain = deploySpecSchema.parse(example);
+    const plain = deploySpecSchema.parse({ ...example, companions: [] });
     const spec = withCompanions();
     const head = planHost('spark1', 'head');
     const worker = planHost('spark2', 'worker');
