@@ -3,8 +3,8 @@
 import { Listr } from 'listr2';
 import type { WorkflowHandle } from '@temporalio/client';
 import { formatDuration } from '../config/duration.js';
-import type { DeployProgress, LoadProgress, StepName } from '../workflows/steps.js';
-import { deploySteps } from '../workflows/steps.js';
+import type { CompanionProgress, DeployProgress, LoadProgress, StepName } from '../workflows/steps.js';
+import { companionLine, deploySteps } from '../workflows/steps.js';
 import { progressQuery } from '../workflows/deploy.js';
 import { terminalText } from './render.js';
 
@@ -53,11 +53,25 @@ export async function followPlain(
   const write = (line: string) => writeLine(terminalText(line));
   const seen = new Map<StepName, string>();
   let lastLoad = '';
+  // Each companion's line as last written: a change of its status or detail writes it again.
+  const companionsSaid = new Map<string, string>();
+  const writeCompanions = (p: DeployProgress) => {
+    for (const c of p.companions ?? []) {
+      if (c.status === 'pending') continue;
+      const line = `  ${companionLine(c)}`;
+      const key = `${c.name}@${c.host}`;
+      if (companionsSaid.get(key) === line) continue;
+      companionsSaid.set(key, line);
+      write(line);
+    }
+  };
   for await (const p of watch(handle, done)) {
     for (const s of p.steps) {
       const before = seen.get(s.name);
       if (before === s.status) continue;
       seen.set(s.name, s.status);
+      // The companions' last changes come before their step's end.
+      if (s.name === 'startCompanions' && s.status !== 'running') writeCompanions(p);
       if (s.status === 'running') write(`▶ ${s.title}`);
       else if (s.status === 'done')
         write(`✔ ${s.title} (${formatDuration(s.durationMs ?? 0)})${s.detail ? ` — ${s.detail}` : ''}`);
@@ -66,6 +80,7 @@ export async function followPlain(
         write(`✖ ${s.title} (${formatDuration(s.durationMs ?? 0)}): ${s.error ?? ''}`);
       else if (s.status === 'cancelled') write(`✖ ${s.title}: cancelled`);
     }
+    if (p.currentStep === 'startCompanions') writeCompanions(p);
     if (p.load && p.currentStep === 'waitHealthy') {
       const line = `  load: ${loadLine(p.load)}`;
       if (line !== lastLoad) {
@@ -74,6 +89,11 @@ export async function followPlain(
       }
     }
   }
+}
+
+/** The companions under their step in the task list: one line each, host text escaped, durations so far. */
+function companionsOutput(companions: readonly CompanionProgress[]): string {
+  return companions.map((c) => terminalText(companionLine(c, Date.now()))).join('\n');
 }
 
 export async function followTty(handle: WorkflowHandle, done: Promise<unknown>): Promise<void> {
@@ -101,10 +121,14 @@ export async function followTty(handle: WorkflowHandle, done: Promise<unknown>):
   const list = new Listr(
     deploySteps.map((step) => ({
       title: step.title,
+      // The companions' lines stay under their step once it ended.
+      ...(step.name === 'startCompanions' ? { rendererOptions: { persistentOutput: true } } : {}),
       task: async (_ctx: unknown, task: { title: string; output: string; skip: (msg?: string) => void }) => {
         const ticker = setInterval(() => {
           const l = latest?.load;
           if (step.name === 'waitHealthy' && l) task.output = `${progressBar(l)} ${loadLine(l)}`;
+          if (step.name === 'startCompanions' && latest?.companions)
+            task.output = companionsOutput(latest.companions);
         }, 250);
         const status = await stepDone(step.name);
         clearInterval(ticker);
@@ -114,6 +138,8 @@ export async function followTty(handle: WorkflowHandle, done: Promise<unknown>):
         if (status === 'failed') throw new Error(terminalText(s?.error ?? 'failed'));
         // The step's detail too (what was stopped, preflight's warnings), as the plain output shows it.
         task.title = `${step.title} (${formatDuration(s?.durationMs ?? 0)})${s?.detail ? ` — ${terminalText(s.detail)}` : ''}`;
+        if (step.name === 'startCompanions' && latest?.companions)
+          task.output = companionsOutput(latest.companions);
       },
     })),
     { concurrent: false, exitOnError: true, rendererOptions: { collapseSubtasks: false } },

@@ -2,7 +2,12 @@
 import { Command } from 'commander';
 import type { Client } from '@temporalio/client';
 import { progressQuery } from '../workflows/deploy.js';
-import type { DeployProgress, DeployResult } from '../workflows/steps.js';
+import {
+  companionDuration,
+  type CompanionProgress,
+  type DeployProgress,
+  type DeployResult,
+} from '../workflows/steps.js';
 import { formatDuration } from '../config/duration.js';
 import { table } from '../cli/render.js';
 import { printReport } from './print-report.js';
@@ -53,6 +58,20 @@ export function renderRevision(r: RevisionStatus): string[] {
   return lines;
 }
 
+/** The companions under their step, a row each: `  embeddings@spark1`, its status, time so far, its detail. */
+function companionRows(companions: readonly CompanionProgress[]): string[][] {
+  const now = Date.now();
+  return companions.map((c) => {
+    const ms = companionDuration(c, now);
+    return [
+      `  ${c.name}@${c.host}`,
+      c.status,
+      ms !== undefined ? formatDuration(ms) : '',
+      (c.detail ?? '').split('\n')[0]?.slice(0, 200) ?? '',
+    ];
+  });
+}
+
 export function renderStatus(r: StatusReport): string {
   const lines = [
     `${r.workflowId} (run ${r.runId}): ${r.status}, started ${r.startTime}${r.closeTime ? `, closed ${r.closeTime}` : ''}`,
@@ -61,11 +80,14 @@ export function renderStatus(r: StatusReport): string {
     lines.push(
       table([
         ['STEP', 'STATUS', 'DURATION', 'DETAIL'],
-        ...r.progress.steps.map((s) => [
-          s.name,
-          s.status,
-          s.durationMs !== undefined ? formatDuration(s.durationMs) : '',
-          (s.error ?? s.detail ?? '').split('\n')[0] ?? '',
+        ...r.progress.steps.flatMap((s) => [
+          [
+            s.name,
+            s.status,
+            s.durationMs !== undefined ? formatDuration(s.durationMs) : '',
+            (s.error ?? s.detail ?? '').split('\n')[0] ?? '',
+          ],
+          ...(s.name === 'startCompanions' ? companionRows(r.progress?.companions ?? []) : []),
         ]),
       ]),
     );

@@ -13,6 +13,7 @@ import { startRayPlan } from '../steps/start-ray.js';
 import { verifyRayPlan } from '../steps/verify-ray.js';
 import { launchServePlan } from '../steps/launch-serve.js';
 import { smokePlan } from '../steps/smoke.js';
+import { companionsPlan } from '../steps/companion.js';
 import { headPollCommand, rankPollCommand, rayWorkerWatchCommand } from '../host-commands/polls.js';
 import { imageVersionsCommand } from '../host-commands/agreement.js';
 import { preflightPlan } from '../steps/preflight.js';
@@ -173,6 +174,10 @@ export function planHost(
     const at = steps.map((s) => s.step).lastIndexOf(hostStep.after);
     steps.splice(at === -1 ? steps.length : at + 1, 0, entry);
   }
+  // The companions start once the main model answered its smoke test (the head's last step before them); a
+  // worker has no smoke test of its own, so its companions come last there too.
+  const companions = companionsPlan(spec, host);
+  if (companions) steps.push(companions);
   return { host: host.name, role: host.role, steps, stop, disable, remove, start };
 }
 

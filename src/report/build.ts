@@ -3,6 +3,7 @@
 // (trigger, outcome, load time), and the close event (result or failure with its diagnostics). fold.ts reads
 // the events once; the other modules each make one part of the report from what it read.
 import { attemptErrors } from './attempts.js';
+import { companionReports } from './companions.js';
 import { isRecord, readHistoryEvents } from './events.js';
 import { failureReport } from './failure.js';
 import { foldHistory, type RunRecord } from './fold.js';
@@ -55,6 +56,7 @@ export function buildPostmortem(history: unknown, opts: BuildOptions = {}): Post
   const baseline = baselineComparison(opts.baseline, loadSeconds);
   const trigger = triggerReport(record);
   const rollback = rollbackReport(record, opts.rollbackEvidence ?? {}, secrets);
+  const companions = companionReports(record, outcome, failure?.message);
 
   const model: Postmortem = {
     format: 'liftoff-postmortem/1',
@@ -77,6 +79,7 @@ export function buildPostmortem(history: unknown, opts: BuildOptions = {}): Post
     loadVsBaseline: { loadSeconds, baseline },
     workers: record.workers,
     workflowTaskProblems: record.workflowTaskProblems,
+    ...(companions ? { companions } : {}),
     ...(rollback ? { rollback } : {}),
     notes: [...notes(record, trigger, spec?.valid === false), ...rollbackNotes(rollback, start.attrs)],
   };

@@ -13,6 +13,8 @@ export interface ActivityTrack {
   run: ActivityRun;
   step: string;
   result?: unknown;
+  /** startCompanion, probeCompanion: the companion (spec.companions[].name) it is for. */
+  companion?: string;
 }
 
 /** The deploy a UI or schedule run started as its child. */
@@ -120,6 +122,8 @@ const activityScheduled: EventHandler = (fold, event) => {
       outcome: 'scheduled',
     },
   };
+  const companion = companionOf(activityInput);
+  if (companion !== undefined) track.companion = companion;
   fold.byScheduledEventId.set(String(event.eventId), track);
   fold.record.activities.push(track);
 };
@@ -248,4 +252,10 @@ function hostOf(value: unknown): string | undefined {
     }
   }
   return undefined;
+}
+
+/** The companion a startCompanion or probeCompanion input is for (its `companion.name`). */
+function companionOf(value: unknown): string | undefined {
+  const companion = isRecord(value) ? value.companion : undefined;
+  return isRecord(companion) && typeof companion.name === 'string' ? companion.name : undefined;
 }

@@ -4,6 +4,7 @@ import { formatDuration } from '../config/duration.js';
 import type {
   AttemptError,
   BaselineReport,
+  CompanionReport,
   LoadReport,
   LoadSample,
   Postmortem,
@@ -98,6 +99,16 @@ export function stepCells(s: StepTimeline, index: number, t0: number) {
       s.attempts === 0
         ? ''
         : `${s.attempts}${s.retries > 0 ? ` (${s.retries} ${s.retries === 1 ? 'retry' : 'retries'})` : ''}`,
+  };
+}
+
+/** The cells of a companion's row: when it started, how long it took, its probes, and what it said (host text). */
+export function companionCells(c: CompanionReport, t0: number) {
+  return {
+    start: offset(c.startedAtMs, t0),
+    duration: c.durationMs === undefined ? '' : formatDuration(c.durationMs),
+    probes: c.startedAtMs === undefined ? '' : String(c.probes),
+    said: c.error ?? c.detail ?? '',
   };
 }
 

@@ -5,6 +5,7 @@ import { formatDuration } from '../config/duration.js';
 import type { LoadSample, Postmortem, RollbackReport } from './model.js';
 import {
   attemptLabel,
+  companionCells,
   diagnosticsParts,
   headline,
   loadLine,
@@ -81,6 +82,20 @@ export function renderHtml(pm: Postmortem): string {
     );
   });
   body.push('</tbody></table>');
+
+  if (pm.companions) {
+    body.push(
+      '<h2>Companions</h2>',
+      '<table id="companions"><thead><tr><th>companion</th><th>host</th><th>outcome</th><th>start</th><th>duration</th><th>probes</th><th>detail / error</th></tr></thead><tbody>',
+    );
+    for (const c of pm.companions) {
+      const cells = companionCells(c, t0);
+      body.push(
+        `<tr data-companion="${esc(c.name)}"><td>${esc(c.name)}</td><td>${esc(c.host)}</td><td class="outcome-${cls(c.outcome)}">${esc(c.outcome)}</td><td>${cells.start}</td><td class="duration">${esc(cells.duration)}</td><td>${esc(cells.probes)}</td><td>${esc(firstLine(cells.said))}</td></tr>`,
+      );
+    }
+    body.push('</tbody></table>');
+  }
 
   body.push('<h2>Retries and errors</h2>');
   if (pm.attemptErrors.length === 0) body.push('<p>No activity attempt failed.</p>');

@@ -4,7 +4,16 @@
 import type { HostDiagnostics } from '../activities/types.js';
 import { markdownHostText as hostText } from '../shared/host-markup.js';
 import type { LoadSample, Postmortem, RollbackReport, StepTimeline } from './model.js';
-import { attemptLabel, diagnosticsParts, headline, loadLine, offset, runFacts, stepCells } from './format.js';
+import {
+  attemptLabel,
+  companionCells,
+  diagnosticsParts,
+  headline,
+  loadLine,
+  offset,
+  runFacts,
+  stepCells,
+} from './format.js';
 import { firstLine } from './values.js';
 
 export function renderMarkdown(pm: Postmortem): string {
@@ -54,6 +63,21 @@ export function renderMarkdown(pm: Postmortem): string {
     );
   });
   out.push('');
+
+  if (pm.companions) {
+    out.push('## Companions', '');
+    out.push(
+      '| companion | host | outcome | start | duration | probes | detail / error |',
+      '|---|---|---|---|---|---|---|',
+    );
+    for (const c of pm.companions) {
+      const cells = companionCells(c, t0);
+      out.push(
+        `| ${hostText(c.name, tableCell)} | ${hostText(c.host, tableCell)} | ${c.outcome} | ${cells.start} | ${cells.duration} | ${cells.probes} | ${cells.said ? hostText(firstLine(cells.said), tableCell) : ''} |`,
+      );
+    }
+    out.push('');
+  }
 
   out.push('## Retries and errors', '');
   if (pm.attemptErrors.length === 0) {

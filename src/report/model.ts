@@ -173,9 +173,31 @@ export interface Postmortem {
   workers: WorkerReport[];
   /** Workflow tasks that failed or timed out (a worker died or crashed mid-task). */
   workflowTaskProblems: { atMs: number; kind: 'failed' | 'timed out'; detail: string }[];
+  /** The spec's companions (issue 31): each one's start and readiness; absent when the spec has none. */
+  companions?: CompanionReport[];
   /** A failed upgrade that rolled back, or the rollback's own deploy (issue 30). */
   rollback?: RollbackReport;
   notes: ReportNote[];
+}
+
+/** One companion (spec.companions[]) as the deploy's startCompanions step brought it up. */
+export interface CompanionReport {
+  name: string;
+  host: string;
+  /** starting: the run is still probing it; not started: the deploy ended before its turn. */
+  outcome: 'ready' | 'failed' | 'starting' | 'not started';
+  /** When its start was scheduled (ms since the epoch). */
+  startedAtMs?: number;
+  /** From its start to its first passing probe, or to its last answer when it failed. */
+  durationMs?: number;
+  /** Readiness probes sent. */
+  probes: number;
+  /** The passing probe's request time. */
+  latencyMs?: number;
+  /** Host text: what its passing probe did, or what its last probe found. */
+  detail?: string;
+  /** Host text: why it failed (its own error). */
+  error?: string;
 }
 
 /**

@@ -6,6 +6,7 @@ import { backendOfInput, multiprocSkipsRay, rayOnlySteps } from '../config/backe
 import { stepIndex, type ChildRun, type RunRecord } from './fold.js';
 import type { ActivityRun, Outcome, StepOutcome, StepTimeline } from './model.js';
 import { dropUndefined } from './values.js';
+import { isRecord } from './events.js';
 
 const aftermathTitles = new Map<string, string>(aftermathSteps.map((s) => [s.name, s.title]));
 
@@ -75,6 +76,11 @@ function deploySequence(record: RunRecord, end: RunEnd): StepTimeline[] {
     }
     if (runs.length === 0 && rayless && isRayStep(def.name) && index < lastReached) {
       return { ...base, outcome: 'skipped', attempts: 0, retries: 0, detail: multiprocSkipsRay };
+    }
+    // A spec without companions skips their step (as the deploy's progress says), once the run got past it.
+    const past = end.outcome === 'succeeded' || index < lastReached;
+    if (runs.length === 0 && def.name === 'startCompanions' && !companionsIn(record.input) && past) {
+      return { ...base, outcome: 'skipped', attempts: 0, retries: 0, detail: 'no companions' };
     }
     if (runs.length === 0) {
       return {
@@ -212,4 +218,9 @@ function withTimes(
 ): StepTimeline {
   const durationMs = start !== undefined && end !== undefined ? Math.max(0, end - start) : undefined;
   return dropUndefined({ ...step, startedAtMs: start, endedAtMs: end, durationMs });
+}
+
+/** Whether the run's spec (the workflow's input, any JSON) lists companions. */
+function companionsIn(input: unknown): boolean {
+  return isRecord(input) && Array.isArray(input.companions) && input.companions.length > 0;
 }

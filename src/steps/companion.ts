@@ -218,9 +218,10 @@ export function companionsPlan(spec: DeploySpec, host: PlanHost): PlannedStep | 
   const inputs = here.map((c) => companionInput(spec, 'RUN_ID', host, c));
   return {
     step: 'startCompanions',
-    intent: inputs.map(({ companion: c, image, container }) => {
+    // The image and command are in the docker run line below it: the intent says what, when, and how it is judged.
+    intent: inputs.map(({ companion: c, container }) => {
       const model = companionModel(c);
-      return `start ${c.name} (${container}, ${image}) once the main model answers: ${c.command.join(' ')}; ${c.memoryMiB} MiB; ready when its ${c.probe} probe at ${companionProbeUrl(host.clusterIp, c.port, c.probe)} does the work${model ? ` (model ${model})` : ''}`;
+      return `start ${c.name} (${container}, ${c.memoryMiB} MiB) after the smoke test; ready when its ${c.probe} probe${model ? ` of ${model}` : ''} at ${companionProbeUrl(host.clusterIp, c.port, c.probe)} does the work`;
     }),
     commands: inputs.flatMap((input) => [
       plannedRun(startCommands(input, planTransport(input.companion.env))),

@@ -8,6 +8,7 @@ import { formatDuration, parseDuration } from '../config/duration.js';
 import { companionInput } from '../host-commands/step-inputs.js';
 import { FailureType } from '../shared/failures.js';
 import type { ClusterRun, DeployRun } from './cluster-run.js';
+import { messageOf } from './failures.js';
 import { publishDetails } from './step-tracker.js';
 import type { CompanionProgress } from './steps.js';
 
@@ -89,7 +90,8 @@ export async function bringUpCompanion(
       }
     }
   } catch (err) {
-    report({ status: 'failed', durationMs: Date.now() - startedAtMs });
+    // Its own error (a docker run refused, its port taken, its probe's last answer), so every view names it.
+    report({ status: 'failed', durationMs: Date.now() - startedAtMs, detail: messageOf(err).split('\n')[0] });
     throw err;
   }
 }

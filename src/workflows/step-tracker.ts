@@ -12,8 +12,15 @@ import type { HostDiagnostics } from '../activities/types.js';
 import { formatDuration } from '../config/duration.js';
 import { searchAttributes } from '../shared/constants.js';
 import { FailureType } from '../shared/failures.js';
+import { markdownHostText } from '../shared/host-markup.js';
 import { messageOf, rootApplicationFailure } from './failures.js';
-import type { DeployProgress, StepName, StepState } from './steps.js';
+import {
+  companionLine,
+  type CompanionProgress,
+  type DeployProgress,
+  type StepName,
+  type StepState,
+} from './steps.js';
 
 export class StepTracker {
   constructor(private readonly progress: DeployProgress) {}
@@ -108,6 +115,11 @@ export class StepTracker {
 }
 
 export function publishDetails(p: DeployProgress): void {
+  setCurrentDetails(detailsMarkdown(p, Date.now()));
+}
+
+/** The workflow's current details for the Temporal UI: each step's line, the companions under theirs, the load. */
+export function detailsMarkdown(p: DeployProgress, nowMs: number): string {
   // Markdown as the Temporal UI renders it: blank lines around the list, and "n of N" (the UI typesets n/N
   // as a fraction).
   const lines = [`**${p.cluster}** — ${p.status}${p.currentStep ? `, step ${p.currentStep}` : ''}`, ''];
@@ -116,6 +128,9 @@ export function publishDetails(p: DeployProgress): void {
     lines.push(
       `- ${s.status === 'done' ? '✓' : s.status === 'failed' ? '✗' : s.status === 'skipped' ? '–' : '…'} ${s.title}${s.durationMs !== undefined ? ` (${formatDuration(s.durationMs)})` : ''}`,
     );
+    // Each companion under its step, a nested list item; its detail is host text, never markup.
+    if (s.name === 'startCompanions')
+      for (const c of p.companions ?? []) lines.push(`  - ${companionDetailsLine(c, nowMs)}`);
   }
   if (p.load && p.currentStep === 'waitHealthy') {
     const l = p.load;
@@ -124,5 +139,13 @@ export function publishDetails(p: DeployProgress): void {
       `load: ${l.phase}${l.shardsTotal ? `, shard ${l.shardsDone} of ${l.shardsTotal}` : ''}${l.etaS !== undefined ? `, ETA ${formatDuration(l.etaS * 1000)}` : ''}`,
     );
   }
-  setCurrentDetails(lines.join('\n'));
+  return lines.join('\n');
+}
+
+/** A companion's line in the UI's markdown: its name, host and status, and its detail (host text) as a code span. */
+function companionDetailsLine(c: CompanionProgress, nowMs: number): string {
+  const { detail, ...rest } = c;
+  const line = companionLine(rest, nowMs);
+  const said = (detail ?? '').split('\n')[0]?.slice(0, 200) ?? '';
+  return said ? `${line} — ${markdownHostText(said)}` : line;
 }

@@ -1,6 +1,7 @@
 // The one map of the deploy: each step's name, title, and the activities it runs, each with the retry profile
 // it runs under (activity-options.ts holds the profiles' numbers). Pure: the workflow, `--follow`, `status` and
 // the postmortem all read it.
+import { formatDuration } from '../config/duration.js';
 import type { RollbackRequest } from '../shared/rollback.js';
 
 export type RetryProfileName =
@@ -198,6 +199,27 @@ export interface CompanionProgress {
   durationMs?: number;
   /** What its last probe found (the work it did, or why it failed). */
   detail?: string;
+}
+
+/** How long a companion has taken: to its first passing probe (or its failure), else so far at `nowMs`. */
+export function companionDuration(c: CompanionProgress, nowMs?: number): number | undefined {
+  if (c.durationMs !== undefined) return c.durationMs;
+  return c.startedAtMs !== undefined && nowMs !== undefined ? Math.max(0, nowMs - c.startedAtMs) : undefined;
+}
+
+/**
+ * One companion as `--follow`, `status` and the Temporal UI show it: `embeddings on spark1: ready in 3.1s — an
+ * embedding of 1024 dimensions`. The detail is host text (a probe's answer): its first line, at most 200
+ * characters; the caller escapes it for where it goes.
+ */
+export function companionLine(c: CompanionProgress, nowMs?: number): string {
+  const ms = companionDuration(c, nowMs);
+  const took =
+    ms === undefined
+      ? ''
+      : ` ${c.status === 'ready' ? 'in' : c.status === 'failed' ? 'after' : 'for'} ${formatDuration(ms)}`;
+  const detail = (c.detail ?? '').split('\n')[0]?.slice(0, 200) ?? '';
+  return `${c.name} on ${c.host}: ${c.status}${took}${detail ? ` — ${detail}` : ''}`;
 }
 
 export interface DeployResult {

@@ -18,6 +18,7 @@ export const e2eSuites = {
   rollback: { netIndex: 81 },
   companions: { netIndex: 87 },
   'companions-preflight': { netIndex: 93 },
+  'companions-down': { netIndex: 95 },
 } as const satisfies Record<string, { netIndex: number }>;
 
 export type E2eSuite = keyof typeof e2eSuites;

@@ -40,8 +40,42 @@ const sim: SimCluster = {
   })),
 };
 
-export function demoPlan(): PlanResult {
-  const spec = deploySpecSchema.parse(simDeploySpec(sim, { cluster: 'sim-demo' }));
+/** The demo's spec with two companions (issue 31): an embeddings server on the head, a reranker on the worker. */
+function withCompanions(spec: Record<string, unknown>): Record<string, unknown> {
+  return {
+    ...spec,
+    companions: [
+      {
+        name: 'embeddings',
+        host: 'spark1',
+        command: ['vllm', 'serve', 'BAAI/bge-m3', '--port', '8001', '--gpu-memory-utilization', '0.05'],
+        port: 8001,
+        memoryMiB: 4096,
+        probe: 'embeddings',
+      },
+      {
+        name: 'reranker',
+        host: 'spark2',
+        command: [
+          'vllm',
+          'serve',
+          'BAAI/bge-reranker-v2-m3',
+          '--port',
+          '8002',
+          '--gpu-memory-utilization',
+          '0.04',
+        ],
+        port: 8002,
+        memoryMiB: 3072,
+        probe: 'rerank',
+      },
+    ],
+  };
+}
+
+export function demoPlan(opts: { companions?: boolean } = {}): PlanResult {
+  const base = simDeploySpec(sim, { cluster: 'sim-demo' });
+  const spec = deploySpecSchema.parse(opts.companions ? withCompanions(base) : base);
   const auth = { privateKeyPath: spec.ssh.privateKeyPath, knownHostsPath: spec.ssh.knownHostsPath };
   const hosts: PlanHost[] = spec.hosts.map((h) => ({
     name: h.name,
@@ -96,5 +130,38 @@ describe('plan text of the demo spec (golden files)', () => {
   it('--verbose: matches test/golden/plan-demo-verbose.txt and adds each round trip script', () => {
     const text = renderPlan(plan, { verbose: true });
     matchesGolden('plan-demo-verbose.txt', text);
+  });
+});
+
+describe('plan text of the demo spec with two companions (golden file)', () => {
+  const plan = demoPlan({ companions: true });
+
+  it('matches test/golden/plan-companions.txt: each companion after the smoke test on its own host, no line over 200 characters', () => {
+    const text = renderPlan(plan);
+    const lines = text.split('\n');
+    matchesGolden('plan-companions.txt', text);
+    const wide = lines.filter((l) => l.length > planWidth);
+    assert.deepEqual(wide, [], 'no line over the plan width');
+    const order = text.split('\n').filter((l) => /\[(smokeTest|startCompanions|record)\]$/.test(l));
+    assert.deepEqual(
+      order.map((l) => /\[(\w+)\]$/.exec(l)?.[1]),
+      ['smokeTest', 'startCompanions'],
+      'the companions come right after the smoke test',
+    );
+    const block = text.slice(text.indexOf('[startCompanions]'));
+    assert.match(block, /spark1: start embeddings \(liftoff-embeddings/);
+    assert.match(block, /spark2: start reranker \(liftoff-reranker/);
+  });
+
+  it('--json carries the startCompanions step on each host, after smokeTest on the head', () => {
+    const json = JSON.parse(JSON.stringify(plan)) as PlanResult;
+    const [head, worker] = json.hosts;
+    const names = head?.steps.map((s) => s.step) ?? [];
+    assert.equal(names.indexOf('startCompanions'), names.indexOf('smokeTest') + 1);
+    assert.ok(worker?.steps.some((s) => s.step === 'startCompanions'));
+  });
+
+  it('the demo plan (no companions) has no startCompanions step', () => {
+    assert.ok(demoPlan().hosts.every((h) => h.steps.every((s) => s.step !== 'startCompanions')));
   });
 });
