@@ -27,7 +27,10 @@ export function companionRunCommand(input: CompanionInput, transport: EnvTranspo
   const [entrypoint = '', ...args] = companion.command;
   const gpus = companion.gpus ? ['--gpus', 'all'] : [];
   const labels = launchLabels(input, 'liftoff.role=companion', `liftoff.companion=${companion.name}`);
-  return sh`${transport.prelude} docker run -d --name ${input.container} ${gpus} --network host --ipc host ${labels} ${transport.flags} ${companion.volumes.flatMap((v) => ['-v', v])} --entrypoint ${entrypoint} ${input.image} ${args}`;
+  const volumes = companion.volumes.flatMap((v) => ['-v', v]);
+  // One list, so an empty part (no GPUs, no env, no volumes) leaves no gap in the command.
+  const options = [...gpus, '--network', 'host', '--ipc', 'host', ...labels, ...transport.flags, ...volumes];
+  return sh`${transport.prelude} docker run -d --name ${input.container} ${options} --entrypoint ${entrypoint} ${input.image} ${args}`;
 }
 
 /** Where a probe of `kind` goes, on the companion's host. */
