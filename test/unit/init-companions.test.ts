@@ -352,6 +352,16 @@ describe('init writes and confirms companions', () => {
     assert.match(text, /^# WARNING: companion proxy: memoryMiB is a placeholder/m);
   });
 
+  it("takes --gpu-memory-utilization of one GPU's memory on a discrete GPU", () => {
+    const h200 = { ...spark1, gpus: parseGpus('0, NVIDIA H200, 143771\n1, NVIDIA H200, 143771\n') };
+    const { companions } = chooseSpec([h200], undefined);
+    assert.equal(companions.proposals[0]?.companion.memoryMiB, Math.ceil(0.05 * 143771));
+    assert.equal(
+      companions.proposals[0]?.memory.reason,
+      "--gpu-memory-utilization 0.05 of 143771 MiB (spark1's GPU memory)",
+    );
+  });
+
   it('asks per service: the default keeps it, "s" only stops it; --no-companions keeps none', async () => {
     const { companions } = chooseSpec([spark1, spark2], undefined);
     const asked: string[] = [];
