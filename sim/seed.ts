@@ -157,6 +157,42 @@ export const referenceUnits = [
   'vllm-reranker.service',
 ];
 
+/**
+ * The command line each reference unit shows as its ExecStart, as on the reference site: the multi-node model, a
+ * LiteLLM proxy in front of it, an embeddings server and a reranker, each a `docker run` of its container.
+ */
+export const referenceUnitCommandLines: Record<string, string[]> = {
+  'vllm-cluster.service': [
+    ...'/usr/bin/docker run --rm --name vllm_node --gpus all --network host --ipc host --shm-size 64g'.split(
+      ' ',
+    ),
+    ...'-v /home/aurora/.cache/huggingface:/root/.cache/huggingface hellohal2064/vllm-qwen3.5-gb10'.split(
+      ' ',
+    ),
+    ...'vllm serve Qwen/Qwen3.5-122B-A10B-FP8 --tensor-parallel-size 2 --distributed-executor-backend ray'.split(
+      ' ',
+    ),
+    ...'--port 30000 --gpu-memory-utilization 0.85'.split(' '),
+  ],
+  'vllm-proxy.service': [
+    ...'/usr/bin/docker run --rm --name vllm_proxy --network host --entrypoint litellm'.split(' '),
+    ...'-v /home/aurora/litellm/config.yaml:/app/config.yaml:ro ghcr.io/berriai/litellm:main-stable'.split(
+      ' ',
+    ),
+    ...'--config /app/config.yaml --port 4000'.split(' '),
+  ],
+  'vllm-embeddings.service': [
+    ...'/usr/bin/docker run --rm --name vllm_embeddings --gpus all --network host'.split(' '),
+    ...'-v /home/aurora/.cache/huggingface:/root/.cache/huggingface vllm/vllm-openai:latest'.split(' '),
+    ...'vllm serve BAAI/bge-m3 --port 8001 --gpu-memory-utilization 0.05'.split(' '),
+  ],
+  'vllm-reranker.service': [
+    ...'/usr/bin/docker run --rm --name reranker --gpus all --network host'.split(' '),
+    ...'-v /home/aurora/.cache/huggingface:/root/.cache/huggingface vllm/vllm-openai:latest'.split(' '),
+    ...'vllm serve BAAI/bge-reranker-v2-m3 --port 8002 --gpu-memory-utilization 0.04'.split(' '),
+  ],
+};
+
 export interface SeedContainer {
   name: string;
   image: string;
@@ -194,6 +230,7 @@ export async function seedReferenceState(
       active: false,
       enabled: true,
       execStart: 'exec sleep infinity',
+      ...(referenceUnitCommandLines[unit] ? { commandLine: referenceUnitCommandLines[unit] } : {}),
     });
   }
   check('systemctl start', await runOnHost(['systemctl', 'start', ...referenceUnits]));

@@ -15,6 +15,12 @@ export interface UnitState {
   enabled: boolean;
   /** A shell command, run as `sh -c`. A unit without one is only a state (active/inactive). */
   execStart?: string;
+  /**
+   * The argv systemd shows as the unit's ExecStart (`systemctl show -p ExecStart`): the reference site's command
+   * line. The sim runs execStart in its place, so the containers seeded beside the units stay the ones tests count.
+   * Without it, ExecStart shows execStart run by /bin/sh -c.
+   */
+  commandLine?: string[];
   description?: string;
   pgid?: number;
   invocationId?: string;
@@ -223,7 +229,19 @@ const showOrder = [
   'MainPID',
   'ExecMainPID',
   'InvocationID',
+  'ExecStart',
 ];
+
+/** ExecStart as systemd 255 prints it: `{ path=… ; argv[]=… ; … }`, argv joined by spaces without quoting. */
+function execStartProperty(unit: Unit, state: ActiveState): string {
+  const argv =
+    unit.state.commandLine ??
+    (unit.state.execStart !== undefined ? ['/bin/sh', '-c', unit.state.execStart] : undefined);
+  if (argv === undefined) return '';
+  const pid = state === 'active' ? (unit.state.pgid ?? 0) : 0;
+  const started = state === 'active' ? systemdTime(unit.state.activeSince) : 'n/a';
+  return `{ path=${argv[0] ?? ''} ; argv[]=${argv.join(' ')} ; ignore_errors=no ; start_time=[${started}] ; stop_time=[n/a] ; pid=${pid} ; code=(null) ; status=0/0 }`;
+}
 
 function showProperties(name: string, unit: Unit | undefined): Record<string, string> {
   if (!unit)
@@ -240,6 +258,7 @@ function showProperties(name: string, unit: Unit | undefined): Record<string, st
       MainPID: '0',
       ExecMainPID: '0',
       InvocationID: '',
+      ExecStart: '',
     };
   const state = activeState(unit);
   const pid = state === 'active' && unit.state.pgid !== undefined ? String(unit.state.pgid) : '0';
@@ -256,6 +275,7 @@ function showProperties(name: string, unit: Unit | undefined): Record<string, st
     MainPID: pid,
     ExecMainPID: pid,
     InvocationID: state === 'active' ? (unit.state.invocationId ?? '') : '',
+    ExecStart: execStartProperty(unit, state),
   };
 }
 

@@ -1,10 +1,12 @@
 // `liftoff init --host NAME=ADDRESS …`: writes a commented spec from what the hosts show, read only: GPUs,
 // interfaces (RDMA links where ibdev2netdev is installed), docker images, models in the Hugging Face cache,
-// and the vLLM services and containers running now (suggested for cleanup). It runs here, not as a workflow:
+// and the vLLM services and containers running now (suggested for cleanup; those beside the main model also
+// offered as companions, with the command line read from each, which a terminal user keeps or declines one by one). It runs here, not as a workflow:
 // there is no spec yet to hand a worker, and it only reads. Host keys are verified against --known-hosts as
 // everywhere else; the written spec must pass the schema and this machine's worker policy before it is
 // written, and an existing file is never replaced without --force; with it, a link at -o is replaced, not written through.
 import { userInfo } from 'node:os';
+import { createInterface } from 'node:readline/promises';
 import { Command } from 'commander';
 import { parseSpecText } from '../config/load.js';
 import { deploySpecSchema, hostNamePattern, sshSchema } from '../config/schema.js';
@@ -17,6 +19,8 @@ import { runCommand, UsageError } from '../cli/run-command.js';
 import { chooseSpec, placement, type InitChoices } from '../init/choose.js';
 import { probeHost, type HostFacts } from '../init/probe.js';
 import { writeSpecText } from '../init/write-spec.js';
+import { confirmCompanions, type CompanionsMode } from '../init/confirm.js';
+import { shownCommandLine } from '../init/companions.js';
 
 interface InitOptions {
   host: string[];
@@ -29,12 +33,20 @@ interface InitOptions {
   agent?: boolean;
   knownHosts: string;
   json?: boolean;
+  yes?: boolean;
+  /** false with --no-companions. */
+  companions: boolean;
 }
+
+/** What --json shows of a host: its facts, each command line read shown as the spec's comments show it. */
+type ShownHostFacts = Omit<HostFacts, 'commandLines'> & {
+  commandLines: { kind: 'unit' | 'container'; name: string; commandLine: string | undefined }[];
+};
 
 export interface InitResult {
   written: string;
   cluster: string;
-  hosts: HostFacts[];
+  hosts: ShownHostFacts[];
   choices: InitChoices;
   spec: string;
 }
@@ -82,9 +94,31 @@ function renderInit(r: InitResult): string {
   lines.push(
     `  cleanup: services ${r.choices.services.map((s) => s.name).join(', ') || 'none'}; containers ${r.choices.containers.map((c) => c.name).join(', ') || 'none'}`,
   );
+  const kept = r.choices.companions.proposals;
+  lines.push(
+    `  companions: ${kept.map((p) => `${p.companion.name} on ${p.companion.host} (from ${p.source.name})`).join(', ') || 'none'}`,
+  );
   for (const w of r.choices.warnings) lines.push(`  warning: ${w}`);
   lines.push(`wrote ${r.written}; it validates. Next: liftoff plan -c ${r.written}`);
   return lines.join('\n');
+}
+
+/**
+ * How the found services are kept: asked one by one on a terminal; all kept with --yes, --json or without a
+ * terminal (a script's init must not wait on a question); none with --no-companions. Questions go to stderr.
+ */
+async function withCompanionsMode<T>(
+  opts: InitOptions,
+  use: (mode: CompanionsMode) => Promise<T>,
+): Promise<T> {
+  if (!opts.companions) return use({ keep: 'none' });
+  if (opts.yes || opts.json || !process.stdin.isTTY || !process.stderr.isTTY) return use({ keep: 'all' });
+  const rl = createInterface({ input: process.stdin, output: process.stderr });
+  try {
+    return await use({ keep: 'ask', ask: (question) => rl.question(question) });
+  } finally {
+    rl.close();
+  }
 }
 
 export const initCommand = new Command('init')
@@ -108,6 +142,8 @@ export const initCommand = new Command('init')
     '~/.ssh/known_hosts',
   )
   .option('--json', 'print what was probed and chosen as JSON')
+  .option('-y, --yes', 'keep every vLLM service found as a companion without asking')
+  .option('--no-companions', 'offer no companions: the services found are only stopped')
   .action((opts: InitOptions) =>
     runCommand(opts, async () => {
       const hosts = parseHosts(opts.host, opts.jump);
@@ -143,7 +179,11 @@ export const initCommand = new Command('init')
       } finally {
         await pool.closeAll();
       }
-      const choices = chooseSpec(facts, opts.jump);
+      const chosen = chooseSpec(facts, opts.jump);
+      const choices = {
+        ...chosen,
+        companions: await withCompanionsMode(opts, (mode) => confirmCompanions(chosen.companions, mode)),
+      };
       const text = writeSpecText({
         cluster: opts.cluster,
         ssh,
@@ -162,7 +202,21 @@ export const initCommand = new Command('init')
       }
       emit(
         opts,
-        { written: opts.output, cluster: opts.cluster, hosts: facts, choices, spec: text },
+        {
+          written: opts.output,
+          cluster: opts.cluster,
+          // A command line read from a host may carry a credential: shown redacted, as in the spec's comments.
+          hosts: facts.map((f) => ({
+            ...f,
+            commandLines: f.commandLines.map((c) => ({
+              kind: c.kind,
+              name: c.name,
+              commandLine: c.read ? shownCommandLine(c.read.argv) : undefined,
+            })),
+          })),
+          choices,
+          spec: text,
+        },
         renderInit,
       );
     }),

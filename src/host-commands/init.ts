@@ -22,8 +22,35 @@ export const hfModelsCommand = (): RemoteCommand =>
 const vllmUnitPattern = '*vllm*';
 export const isVllmUnit = (unit: string): boolean => unit.includes('vllm');
 
+/** A container that looks like an inference server by its name or image (suggested for cleanup, read by init). */
+const servingContainer = /vllm|ray|sglang|llm|tgi|text-generation|triton|ollama/i;
+export const isServingContainer = (c: { name: string; image: string }): boolean =>
+  servingContainer.test(`${c.name} ${c.image}`);
+
 export const vllmUnitsCommand = (): RemoteCommand =>
   sh`systemctl list-units --type=service --state=running --no-legend --plain -- ${vllmUnitPattern}`;
 
 export const runningContainersCommand = (): RemoteCommand =>
   sh`docker ps --format ${'{{.Names}} {{.Image}}'}`;
+
+/** What systemd runs for a unit: its ExecStart, `{ path=… ; argv[]=… ; … }` (init/command-line.ts reads it). */
+export const unitExecStartCommand = (unit: string): RemoteCommand =>
+  sh`systemctl show -p ExecStart --value ${unit}`;
+
+/**
+ * A container's command line and what a companion would carry over, one JSON value a line: its image, entrypoint,
+ * command, bind mounts and GPU requests. Not `{{json .Config}}`: that holds its environment, often a token.
+ */
+export const containerCommandLineFormat = [
+  '{{json .Config.Image}}',
+  '{{json .Config.Entrypoint}}',
+  '{{json .Config.Cmd}}',
+  '{{json .HostConfig.Binds}}',
+  '{{json .HostConfig.DeviceRequests}}',
+].join('\n');
+
+export const containerCommandLineCommand = (container: string): RemoteCommand =>
+  sh`docker inspect --type container --format ${containerCommandLineFormat} ${container}`;
+
+/** The host's memory, for a companion's budget from its --gpu-memory-utilization on unified memory (GB10). */
+export const memTotalCommand = (): RemoteCommand => sh`grep -m 1 ${'^MemTotal:'} /proc/meminfo`;

@@ -1,9 +1,10 @@
 // `liftoff init`'s choices from what the hosts showed: each host's cluster interface and IP, the image, the
 // model and its cache, the GPUs per host, and what to clean up. Pure. Every choice keeps the alternatives and
 // why it won, so the written spec can say so where a person would otherwise have to guess.
-import { isVllmUnit } from '../host-commands/init.js';
+import { isServingContainer, isVllmUnit } from '../host-commands/init.js';
 import { sameSubnet, type Ipv4Address } from '../parsers/ip-addr.js';
 import type { HostFacts } from './probe.js';
+import { proposeCompanions, type CompanionChoices, type HostMemory } from './companions.js';
 
 export interface Choice<T> {
   value: T;
@@ -31,6 +32,8 @@ export interface InitChoices {
   containers: CleanupSuggestion[];
   /** Running containers not suggested for cleanup (no sign of an inference server). */
   otherContainers: string[];
+  /** The vLLM services found beside the main model, offered as companions (and still stopped by cleanup). */
+  companions: CompanionChoices;
   warnings: string[];
 }
 
@@ -44,7 +47,6 @@ export const rayContainerName = 'liftoff_ray';
 
 // Interfaces that are never an interconnect: loopback and the bridges and veths of container runtimes and VPNs.
 const notInterconnect = /^(lo|docker\d*|br-.*|veth.*|virbr\d*|cni\d*|flannel.*|cali.*|tailscale\d*|wg\d*)$/;
-const servingContainer = /vllm|ray|sglang|llm|tgi|text-generation|triton|ollama/i;
 
 function candidates(h: HostFacts): Ipv4Address[] {
   return h.addresses.filter((a) => !notInterconnect.test(a.iface) && !a.address.startsWith('127.'));
@@ -145,6 +147,16 @@ function pickModel(hosts: HostFacts[], warnings: string[]): InitChoices['model']
   };
 }
 
+/** What --gpu-memory-utilization is a share of: one GPU's memory, or MemTotal on unified memory (GB10). */
+function memoryOf(h: HostFacts): HostMemory {
+  const sizes = h.gpus.map((g) => g.memoryTotalMiB);
+  if (sizes.length > 0 && sizes.every((m): m is number => m !== null))
+    return { host: h.name, mib: Math.min(...sizes), what: `${h.name}'s GPU memory` };
+  return h.memTotalMiB !== null
+    ? { host: h.name, mib: h.memTotalMiB, what: `${h.name}'s MemTotal, unified memory` }
+    : { host: h.name, mib: null, what: 'unknown' };
+}
+
 /** Where a host sits in the spec: the first is the head, every other reached through `jump` if given. */
 export function placement(i: number, name: string, jump: string | undefined) {
   return {
@@ -185,21 +197,34 @@ export function chooseSpec(hosts: HostFacts[], jump: string | undefined): InitCh
   for (const h of hosts) if (h.gpus.length === 0) warnings.push(`${h.name}: nvidia-smi lists no GPU`);
   const running = hosts.flatMap((h) => h.containers);
   const containers = suggest(hosts, (h) =>
-    h.containers
-      .filter((c) => servingContainer.test(`${c.name} ${c.image}`) && c.name !== rayContainerName)
-      .map((c) => c.name),
+    h.containers.filter((c) => isServingContainer(c) && c.name !== rayContainerName).map((c) => c.name),
   );
   const suggested = new Set(containers.map((c) => c.name));
+  const model = pickModel(hosts, warnings);
+  const companions = proposeCompanions(
+    hosts.flatMap((h) => h.commandLines.map((c) => ({ ...c, host: h.name }))),
+    {
+      mainModel: model?.value.id,
+      hosts: hostChoices,
+      memory: hosts.map(memoryOf),
+      rayContainer: rayContainerName,
+    },
+  );
+  for (const p of companions.proposals) {
+    if (p.memory.placeholder)
+      warnings.push(`companion ${p.companion.name}: memoryMiB is a placeholder (${p.memory.reason})`);
+  }
   return {
     hosts: hostChoices,
     iface: names[0],
     image: pickImage(hosts, warnings),
-    model: pickModel(hosts, warnings),
+    model,
     gpusPerHost: Math.max(1, Math.min(...counts)),
     // The host's own filter (systemctl's pattern) is the host's word: the same test again on this side.
     services: suggest(hosts, (h) => h.units.filter(isVllmUnit)),
     containers,
     otherContainers: [...new Set(running.map((c) => c.name))].filter((n) => !suggested.has(n)),
+    companions,
     warnings,
   };
 }

@@ -11,13 +11,19 @@ import {
   type RdmaLink,
 } from '../parsers/ip-addr.js';
 import { ipv4AddressesCommand } from '../host-commands/preflight.js';
+import { readContainerCommandLine, readUnitCommandLine, type ReadCommandLine } from './command-line.js';
 import {
+  containerCommandLineCommand,
   gpuListCommand,
   hfModelsCommand,
   imagesCommand,
   initGpuFields,
+  isServingContainer,
+  isVllmUnit,
+  memTotalCommand,
   rdmaLinksCommand,
   runningContainersCommand,
+  unitExecStartCommand,
   vllmUnitsCommand,
 } from '../host-commands/init.js';
 
@@ -45,6 +51,25 @@ export interface HostFacts {
   models: CachedModel[];
   units: string[];
   containers: { name: string; image: string }[];
+  /** MemTotal, MiB; null when /proc/meminfo did not say. */
+  memTotalMiB: number | null;
+  /** The command lines of its vLLM units and inference containers (undefined: not readable), for companions. */
+  commandLines: FoundCommandLine[];
+}
+
+export interface FoundCommandLine {
+  kind: 'unit' | 'container';
+  name: string;
+  read: ReadCommandLine | undefined;
+}
+
+/** How many units and containers a host's command lines are read of: a host listing more is not a real site. */
+export const maxCommandLinesRead = 16;
+
+/** `MemTotal:  127535616 kB` (grep's line) in MiB; null for anything else. */
+export function parseMemTotalMiB(text: string): number | null {
+  const m = /^MemTotal:[ \t]+(\d{1,13}) kB$/.exec(text.trim());
+  return m?.[1] ? Math.floor(Number(m[1]) / 1024) : null;
 }
 
 const modelFolder = /^(\/[^\s]*)\/hub\/models--([A-Za-z0-9][A-Za-z0-9._-]*)--([A-Za-z0-9][A-Za-z0-9._-]*)$/;
@@ -83,7 +108,7 @@ export async function probeHost(session: SshSession, name: string, address: stri
     const res = await session.exec(cmd, { timeoutMs: 30_000, check: false });
     return res.exitCode === 0 ? res.stdout : '';
   };
-  const [gpus, ip, rdma, images, models, units, containers] = await Promise.all([
+  const [gpus, ip, rdma, images, models, unitList, containerList, memTotal] = await Promise.all([
     run(gpuListCommand()),
     run(ipv4AddressesCommand()),
     run(rdmaLinksCommand()),
@@ -91,6 +116,30 @@ export async function probeHost(session: SshSession, name: string, address: stri
     run(hfModelsCommand()),
     run(vllmUnitsCommand()),
     run(runningContainersCommand()),
+    run(memTotalCommand()),
+  ]);
+  const units = hostLines(unitList)
+    .map((l) => l.trim().split(/\s+/)[0] ?? '')
+    .filter((u) => /^[A-Za-z0-9@._:-]+\.service$/.test(u));
+  const containers = pairs(containerList).map(([n, image]) => ({ name: n, image }));
+  // Then each vLLM unit's and inference container's command line: what init offers as a companion.
+  const commandLines = await Promise.all([
+    ...units
+      .filter(isVllmUnit)
+      .slice(0, maxCommandLinesRead)
+      .map(async (u): Promise<FoundCommandLine> => ({
+        kind: 'unit',
+        name: u,
+        read: readUnitCommandLine(await run(unitExecStartCommand(u))),
+      })),
+    ...containers
+      .filter(isServingContainer)
+      .slice(0, maxCommandLinesRead)
+      .map(async (c): Promise<FoundCommandLine> => ({
+        kind: 'container',
+        name: c.name,
+        read: readContainerCommandLine(c.name, await run(containerCommandLineCommand(c.name))),
+      })),
   ]);
   return {
     name,
@@ -102,9 +151,9 @@ export async function probeHost(session: SshSession, name: string, address: stri
       .filter(([ref]) => !ref.includes('<none>'))
       .map(([ref, id]) => ({ ref, id })),
     models: parseModels(models),
-    units: hostLines(units)
-      .map((l) => l.trim().split(/\s+/)[0] ?? '')
-      .filter((u) => /^[A-Za-z0-9@._:-]+\.service$/.test(u)),
-    containers: pairs(containers).map(([n, image]) => ({ name: n, image })),
+    units,
+    containers,
+    memTotalMiB: parseMemTotalMiB(memTotal),
+    commandLines,
   };
 }

@@ -7,6 +7,7 @@
 import type { Choice, CleanupSuggestion, InitChoices } from './choose.js';
 import { rayContainerName } from './choose.js';
 import type { HostFacts } from './probe.js';
+import type { CompanionChoices, CompanionProposal } from './companions.js';
 
 export interface InitSshOptions {
   user: string;
@@ -77,6 +78,46 @@ function logPathFor(cacheDir: string | undefined): string {
   return home ? `${home}/liftoff-vllm-serve.log` : fallbackLog;
 }
 
+const sourceOf = (p: { source: CompanionProposal['source'] }): string =>
+  `${p.source.kind === 'unit' ? 'unit' : 'container'} ${p.source.name} on ${p.source.host}`;
+
+/** One companion: the found line the user confirms, then its fields, each that needs it with its comment. */
+function companionLines(p: CompanionProposal): string[] {
+  const c = p.companion;
+  const out = [
+    `  # found: ${commentText(sourceOf(p))} running ${commentText(p.commandLine)}; confirm before deploying`,
+    ...p.notes.map((n) => `  # note: ${commentText(n)}`),
+    `  - name: ${q(c.name)}`,
+    `    host: ${q(c.host)}`,
+  ];
+  if (c.image !== undefined) out.push(`    image: ${q(c.image)}`);
+  out.push(`    command: [${c.command.map(q).join(', ')}]`);
+  if (c.model !== undefined) out.push(`    model: ${q(c.model)}`);
+  out.push(`    port: ${c.port}`);
+  out.push(`    # ${commentText(p.memory.reason)}`, `    memoryMiB: ${c.memoryMiB}`);
+  out.push(`    probe: ${c.probe}`, `    gpus: ${c.gpus}`);
+  if (c.volumes.length > 0) out.push('    volumes:', ...c.volumes.map((v) => `      - ${q(v)}`));
+  return out;
+}
+
+/** The companions section: what was offered, and as comments what was found but not offered, with why. */
+function companionsSection(choices: CompanionChoices): string[] {
+  const found = choices.proposals.length + choices.notOffered.length;
+  if (found === 0) return [];
+  const out = [
+    '# vLLM services found running beside the main model: the deploy starts each again as a companion (in its own',
+    '# container, liftoff-NAME) after the main model answers, once cleanup stopped the unit or container it was.',
+  ];
+  for (const n of choices.notOffered) {
+    const line = n.commandLine !== undefined ? ` running ${n.commandLine}` : '';
+    out.push(`# not offered: ${commentText(`${sourceOf(n)}${line}: ${n.reason}`)}`);
+  }
+  if (choices.proposals.length === 0) return [...out, 'companions: []'];
+  out.push('companions:');
+  for (const p of choices.proposals) out.push(...companionLines(p));
+  return out;
+}
+
 export function writeSpecText(input: WriteSpecInput): string {
   const { choices } = input;
   const out: string[] = [
@@ -107,6 +148,9 @@ export function writeSpecText(input: WriteSpecInput): string {
   out.push('cleanup:');
   out.push(
     '  # running on the hosts now: vLLM services, and containers of an inference server; the deploy stops and removes them',
+    ...(choices.companions.proposals.length > 0
+      ? ['  # (those offered under companions below come back as companions once the main model answers)']
+      : []),
   );
   const hostNames = choices.hosts.map((h) => h.name);
   out.push(...reportedBy(choices.services, hostNames));
@@ -142,5 +186,6 @@ export function writeSpecText(input: WriteSpecInput): string {
   out.push(`  model: ${q(model?.value.id ?? fallbackModel)}`);
   out.push(`  tensorParallelSize: ${choices.hosts.length * choices.gpusPerHost}`);
   out.push(`  logPath: ${q(logPathFor(cacheDir))}`);
+  out.push(...companionsSection(choices.companions));
   return `${out.join('\n')}\n`;
 }

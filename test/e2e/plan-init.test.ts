@@ -332,8 +332,60 @@ describe('liftoff plan and init on the simulated cluster', () => {
     assert.match(text, /jumpHost: "spark1"/);
     const validated = await runLiftoff(['validate', '-c', out], env());
     assert.equal(validated.code, 0, validated.stderr);
+    // The vLLM units beside the main model come back as companions, each with the command line read from its
+    // ExecStart (the reference site's docker run); no terminal to ask at, so each is kept. Every host runs the
+    // same units: spark2's are named after it. The main model's unit is only stopped.
+    const offered = loadSpecFile(deploySpecSchema, out).companions;
+    assert.deepEqual(
+      offered.map((c) => [c.name, c.host, c.image, c.port, c.probe, c.gpus]),
+      [
+        ['embeddings', 'spark1', 'vllm/vllm-openai:latest', 8001, 'embeddings', true],
+        ['proxy', 'spark1', 'ghcr.io/berriai/litellm:main-stable', 4000, 'health', false],
+        ['reranker', 'spark1', 'vllm/vllm-openai:latest', 8002, 'rerank', true],
+        ['embeddings-spark2', 'spark2', 'vllm/vllm-openai:latest', 8001, 'embeddings', true],
+        ['proxy-spark2', 'spark2', 'ghcr.io/berriai/litellm:main-stable', 4000, 'health', false],
+        ['reranker-spark2', 'spark2', 'vllm/vllm-openai:latest', 8002, 'rerank', true],
+      ],
+    );
+    assert.deepEqual(offered[0]?.command, [
+      'vllm',
+      'serve',
+      'BAAI/bge-m3',
+      '--port',
+      '8001',
+      '--gpu-memory-utilization',
+      '0.05',
+    ]);
+    assert.match(
+      text,
+      /^ {2}# found: unit vllm-embeddings\.service on spark1 running \/usr\/bin\/docker run --rm --name vllm_embeddings --gpus all --network host -v \S+ vllm\/vllm-openai:latest vllm serve BAAI\/bge-m3 --port 8001 --gpu-memory-utilization 0\.05; confirm before deploying\n {2}- name: "embeddings"$/m,
+    );
+    assert.match(
+      text,
+      /^# not offered: unit vllm-cluster\.service on spark1 running .*: it serves the main model/m,
+    );
+    assert.match(text, /services: \[.*"vllm-embeddings\.service"/, 'the unit is still stopped');
+    assert.match(
+      run.stdout,
+      /companions: embeddings on spark1 \(from vllm-embeddings\.service\), proxy on spark1/,
+    );
 
-    const spec = loadSpecFile(deploySpecSchema, out);
+    // --no-companions: the services are only stopped. That spec deploys as it stands (the proxy's image is on no
+    // simulated host; the companions' own deploy is test/e2e/companions.test.ts's).
+    const stopOnly = join(stateDir, 'init-stop-only.yaml');
+    rmSync(stopOnly, { force: true });
+    const stopRun = await runLiftoff(
+      [...args.map((a) => (a === out ? stopOnly : a)), '--no-companions'],
+      env(),
+    );
+    assert.equal(stopRun.code, 0, stopRun.stderr);
+    const stopText = readFileSync(stopOnly, 'utf8');
+    assert.match(stopText, /^companions: \[\]$/m);
+    assert.match(
+      stopText,
+      /^# not offered: unit vllm-embeddings\.service on spark1 running .*: only stopped/m,
+    );
+    const spec = loadSpecFile(deploySpecSchema, stopOnly);
     const handle = await e2e.client.workflow.start(deploy, {
       taskQueue: TASK_QUEUE,
       workflowId: 'liftoff-init-e2e',

@@ -12,6 +12,7 @@ import {
   useSimHostRoot,
 } from '../helpers/sim-host.js';
 import { gpuProcessFile } from '../../sim/host-state.js';
+import { readUnitCommandLine } from '../../src/init/command-line.js';
 
 const { binDir, hostDir } = useSimHostRoot('liftoff-systemctl-');
 
@@ -156,5 +157,36 @@ describe('systemctl', () => {
     writeUnit('plain.service.json', { active: true, enabled: true });
     const mixed = await systemctl('is-active', 'plain', 'crasher');
     assert.deepEqual([mixed.code, mixed.stdout], [0, 'active\nfailed\n'], 'one active unit is enough');
+  });
+
+  it("shows ExecStart as systemd 255 does: the unit's command line, else its execStart under /bin/sh -c", async () => {
+    const commandLine = [
+      '/usr/bin/docker',
+      'run',
+      '--rm',
+      '--name',
+      'emb',
+      'img',
+      'vllm',
+      'serve',
+      'BAAI/bge-m3',
+    ];
+    writeUnit('shown.service.json', {
+      active: false,
+      enabled: true,
+      execStart: 'exec sleep 30',
+      commandLine,
+    });
+    writeUnit('plainrun.service.json', { active: false, enabled: true, execStart: 'exec sleep 30' });
+    assert.equal((await systemctl('start', 'shown', 'plainrun')).code, 0);
+    const shown = await systemctl('show', '-p', 'ExecStart', '--value', 'shown');
+    assert.match(
+      shown.stdout,
+      /^\{ path=\/usr\/bin\/docker ; argv\[\]=\/usr\/bin\/docker run --rm --name emb img vllm serve BAAI\/bge-m3 ; ignore_errors=no ; start_time=\[\w{3} [\d-]+ [\d:]+ UTC\] ; stop_time=\[n\/a\] ; pid=\d+ ; code=\(null\) ; status=0\/0 \}\n$/,
+    );
+    assert.deepEqual(readUnitCommandLine(shown.stdout)?.argv, commandLine, "init's reader reads it back");
+    const plain = await systemctl('show', '-p', 'ExecStart', 'plainrun');
+    assert.match(plain.stdout, /^ExecStart=\{ path=\/bin\/sh ; argv\[\]=\/bin\/sh -c exec sleep 30 ; /);
+    assert.equal((await systemctl('stop', 'shown', 'plainrun')).code, 0);
   });
 });

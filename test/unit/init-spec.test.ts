@@ -19,6 +19,8 @@ function host(name: string, address: string, more: Partial<HostFacts> = {}): Hos
     models: [{ id: 'Qwen/Qwen3-8B', cacheDir: '/home/ops/.cache/huggingface' }],
     units: [],
     containers: [],
+    memTotalMiB: null,
+    commandLines: [],
     ...more,
   };
 }
