@@ -17,6 +17,7 @@ export const e2eSuites = {
   lifecycle: { netIndex: 77 },
   rollback: { netIndex: 81 },
   companions: { netIndex: 87 },
+  'companions-supervise': { netIndex: 91 },
 } as const satisfies Record<string, { netIndex: number }>;
 
 export type E2eSuite = keyof typeof e2eSuites;
