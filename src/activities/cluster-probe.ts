@@ -7,6 +7,7 @@
 // unreachable window. The spec's companions are probed in the same round, each over its host's connection beside
 // that host's own probes; their outcomes come back apart, so a companion's failure never fails the main round.
 import type { HostRef } from '../config/targets.js';
+import { companionProbeTimeoutS } from '../host-commands/companions.js';
 import { baseUrl } from '../host-commands/launch.js';
 import { judgeContainer } from '../parsers/container-state.js';
 import { redactedTail } from '../shared/secrets.js';
@@ -85,6 +86,9 @@ export async function probeServingCluster(
   );
 }
 
+/** How long a companion's probe may take in a round: one request's curl timeout and a little for the rest. */
+const companionRoundTimeoutS = companionProbeTimeoutS + 5;
+
 /**
  * A companion's probe over its host's connection (the one this round opened for the host's own probes, found by
  * name: the input's refs are copies). Never throws: a host that cannot be reached makes it `unreachable`.
@@ -98,12 +102,23 @@ async function probeCompanionIn(
   const who = { name: input.companion.name, host: input.host.target.name };
   const ref = refs.find((r) => r.target.name === who.host);
   if (!ref) return { ...who, ok: false, running: false, error: `no host ${who.host} in this cluster` };
+  let timer: NodeJS.Timeout | undefined;
+  // Bounded, so a companion that hangs never holds the main model's verdict past the round's own timeout.
+  const late = new Promise<CompanionRoundProbe>((resolve) => {
+    timer = setTimeout(
+      () =>
+        resolve({ ...who, ok: false, running: true, error: `no answer within ${companionRoundTimeoutS}s` }),
+      companionRoundTimeoutS * 1000,
+    );
+  });
   try {
-    return await probeCompanionOn(await open(ref), { ...input, host: ref });
+    return await Promise.race([probeCompanionOn(await open(ref), { ...input, host: ref }), late]);
   } catch (err) {
     const error = redactedTail(toFailureDetails(err).message, secrets, 2048);
     if (err instanceof SshConnectError) return { ...who, unreachable: true, error };
     return { ...who, ok: false, running: true, error };
+  } finally {
+    clearTimeout(timer);
   }
 }
 

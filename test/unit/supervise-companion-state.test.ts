@@ -14,6 +14,8 @@ import {
   type CompanionState,
 } from '../../src/workflows/supervise-companion-state.js';
 import { companionLine } from '../../src/commands/supervise/common.js';
+import { renderStatus } from '../../src/commands/status.js';
+import type { DeployProgress } from '../../src/workflows/steps.js';
 
 const budget: CompanionBudget = { failureThreshold: 2, maxRestarts: 2, windowMs: 3_600_000 };
 const fresh = (): Record<string, CompanionState> =>
@@ -178,5 +180,27 @@ describe("a companion's line in `liftoff status`", () => {
       companionLine(c, Date.UTC(2026, 0, 1, 0, 0, 10)),
       'embeddings on spark1: failing, http://10.0.0.1:8001, last probe 0ms ago failed: its container liftoff-embeddings is gone, 1 restart(s), last 2026-01-01T00:00:00.000Z serving',
     );
+  });
+});
+
+describe('`liftoff status` without a supervisor', () => {
+  it('lists the companions as the deploy left them', () => {
+    const text = renderStatus({
+      cluster: 'lab',
+      workflowId: 'liftoff-lab',
+      runId: 'r',
+      status: 'COMPLETED',
+      startTime: '2026-01-01T00:00:00.000Z',
+      progress: {
+        steps: [],
+        companions: [
+          { name: 'embeddings', host: 'spark1', status: 'ready', detail: 'an embedding of 1024 dimensions' },
+          { name: 'reranker', host: 'spark2', status: 'failed' },
+        ],
+      } as unknown as DeployProgress,
+    });
+    assert.match(text, /^companions \(as the deploy started them\):$/m);
+    assert.match(text, /^ {2}embeddings on spark1: ready \(an embedding of 1024 dimensions\)$/m);
+    assert.match(text, /^ {2}reranker on spark2: failed$/m);
   });
 });
