@@ -4,8 +4,10 @@
 // per host and a workflow task per result. The connections are the worker's (ssh-context.ts), kept open at least
 // until the next round. Each host's outcome stays its own: a host that cannot be reached is
 // reported with the error, never failing the others, so the workflow still counts each against its
-// unreachable window.
+// unreachable window. The spec's companions are probed in the same round, each over its host's connection beside
+// that host's own probes; their outcomes come back apart, so a companion's failure never fails the main round.
 import type { HostRef } from '../config/targets.js';
+import { companionProbeTimeoutS } from '../host-commands/companions.js';
 import { baseUrl } from '../host-commands/launch.js';
 import { judgeContainer } from '../parsers/container-state.js';
 import { redactedTail } from '../shared/secrets.js';
@@ -15,6 +17,7 @@ import { sh } from '../ssh/quote.js';
 import { containerSecrets, inspectContainer, type ContainerState } from './docker.js';
 import { readRayStatus } from './ray-cluster.js';
 import { resolveValue, secretValues } from './secrets.js';
+import { probeCompanionOn, type CompanionInput, type CompanionProbe } from './companions.js';
 import { chatCompletion } from './smoke.js';
 import { onHosts } from './ssh-context.js';
 import type { ProbeCheck, ProbeName, ProbeServingInput } from './types.js';
@@ -29,19 +32,31 @@ export interface ProbeServingClusterInput {
    * SSH idle time, so a healthy round costs no SSH handshake; unset: the worker's idle time alone.
    */
   keepConnectionsMs?: number;
+  /** The spec's companions, each probed on its host (only set when the spec has any). */
+  companions?: CompanionInput[];
 }
+
+/**
+ * One companion's outcome in a round: its probe's verdict, or `unreachable` when its host could not be reached
+ * (the host's own window judges that, not the companion's count).
+ */
+export type CompanionRoundProbe =
+  CompanionProbe | { name: string; host: string; unreachable: true; error: string };
 
 export type HostProbe =
   | { host: string; ok: true; checks: ProbeCheck[] }
   /** The host could not be reached (or its probe could not run): why, as the SSH layer or the host said it. */
   | { host: string; ok: false; error: string };
 
-export async function probeServingCluster(input: ProbeServingClusterInput): Promise<{ hosts: HostProbe[] }> {
+export async function probeServingCluster(
+  input: ProbeServingClusterInput,
+): Promise<{ hosts: HostProbe[]; companions?: CompanionRoundProbe[] }> {
   const keep = input.keepConnectionsMs !== undefined ? { idleMs: input.keepConnectionsMs } : undefined;
   // The spec's env secrets, which nothing the probes report may show (a server's error body can quote them).
   const secrets = await secretValues(...(input.head.secretEnv ?? []));
+  const refs = [input.head.head, ...input.workers];
   return onHosts(
-    [input.head.head, ...input.workers],
+    refs,
     async (open) => {
       const settle = async (ref: HostRef, probe: () => Promise<ProbeCheck[]>): Promise<HostProbe> => {
         try {
@@ -51,6 +66,9 @@ export async function probeServingCluster(input: ProbeServingClusterInput): Prom
           return { host: ref.target.name, ok: false, error };
         }
       };
+      const companions = Promise.all(
+        (input.companions ?? []).map((c) => probeCompanionIn(c, refs, open, secrets)),
+      );
       const hosts = await Promise.all([
         settle(input.head.head, async () => probeHead(await open(input.head.head), input.head, secrets)),
         ...input.workers.map((ref, i) =>
@@ -61,10 +79,47 @@ export async function probeServingCluster(input: ProbeServingClusterInput): Prom
           }),
         ),
       ]);
-      return { hosts };
+      if (!input.companions?.length) return { hosts };
+      return { hosts, companions: await companions };
     },
     keep,
   );
+}
+
+/** How long a companion's probe may take in a round: one request's curl timeout and a little for the rest. */
+const companionRoundTimeoutS = companionProbeTimeoutS + 5;
+
+/**
+ * A companion's probe over its host's connection (the one this round opened for the host's own probes, found by
+ * name: the input's refs are copies). Never throws: a host that cannot be reached makes it `unreachable`.
+ */
+async function probeCompanionIn(
+  input: CompanionInput,
+  refs: readonly HostRef[],
+  open: (ref: HostRef) => Promise<SshSession>,
+  secrets: readonly string[],
+): Promise<CompanionRoundProbe> {
+  const who = { name: input.companion.name, host: input.host.target.name };
+  const ref = refs.find((r) => r.target.name === who.host);
+  if (!ref) return { ...who, ok: false, running: false, error: `no host ${who.host} in this cluster` };
+  let timer: NodeJS.Timeout | undefined;
+  // Bounded, so a companion that hangs never holds the main model's verdict past the round's own timeout.
+  const late = new Promise<CompanionRoundProbe>((resolve) => {
+    timer = setTimeout(
+      () =>
+        resolve({ ...who, ok: false, running: true, error: `no answer within ${companionRoundTimeoutS}s` }),
+      companionRoundTimeoutS * 1000,
+    );
+  });
+  try {
+    return await Promise.race([probeCompanionOn(await open(ref), { ...input, host: ref }), late]);
+  } catch (err) {
+    const error = redactedTail(toFailureDetails(err).message, secrets, 2048);
+    if (err instanceof SshConnectError) return { ...who, unreachable: true, error };
+    return { ...who, ok: false, running: true, error };
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 // The head's probes, over one SSH session: the Ray container runs, `/health` answers 200, a real one-token

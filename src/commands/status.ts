@@ -92,6 +92,14 @@ export function renderStatus(r: StatusReport): string {
       ]),
     );
     if (r.progress.load) lines.push(`load: ${loadLine(r.progress.load)}`);
+    // As the deploy left them; under supervision, the supervisor's part shows them as its rounds see them.
+    if (r.progress.companions?.length && !r.supervision?.state?.companions) {
+      lines.push('companions (as the deploy started them):');
+      for (const c of r.progress.companions)
+        lines.push(
+          `  ${c.name} on ${c.host}: ${c.status}${c.detail ? ` (${c.detail.split('\n')[0] ?? ''})` : ''}`,
+        );
+    }
   } else {
     lines.push('(progress unavailable: no worker answered the query)');
   }

@@ -13,6 +13,8 @@ export const notifyEvents = [
   'degraded',
   'recovered',
   'rolledBack',
+  'companionRestarted',
+  'companionFailed',
 ] as const;
 export type NotifyEvent = (typeof notifyEvents)[number];
 

@@ -29,6 +29,19 @@ export const notifyText = {
     `✖ ${slackEscape(cluster)} is degraded: ${slackHostText(reason)}`,
   rolledBack: (cluster: string, from: number | undefined, to: number, cause: string): string =>
     `↩ ${slackEscape(cluster)} rolled back${from !== undefined ? ` from revision ${from}` : ''} to revision ${to}, serving again: ${slackHostText(cause)}`,
+  companionRestarted: (
+    cluster: string,
+    name: string,
+    host: string,
+    n: number,
+    cause: string,
+    error: string | undefined,
+  ): string =>
+    error === undefined
+      ? `↻ companion ${slackEscape(name)} on ${slackEscape(host)} of ${slackEscape(cluster)} restarted alone (#${n}), serving again: ${slackHostText(cause)}`
+      : `✖ companion ${slackEscape(name)} on ${slackEscape(host)} of ${slackEscape(cluster)} restarted alone (#${n}) and still fails: ${slackHostText(error)}`,
+  companionFailed: (cluster: string, name: string, host: string, reason: string): string =>
+    `✖ companion ${slackEscape(name)} on ${slackEscape(host)} of ${slackEscape(cluster)} is left failed: ${slackHostText(reason)}`,
 };
 
 export interface NotifyInput {

@@ -2,7 +2,8 @@
 // which a multiproc cluster has not) and every worker's container (Ray's, or its rank), in parallel, judged into a
 // ProbeRound. A silent host is given serve.hostUnreachableTimeout, as during the load, before it fails the round.
 import { deprecatePatch, isCancellation, proxyLocalActivities } from '@temporalio/workflow';
-import type { HostProbe } from '../activities/cluster-probe.js';
+import type { CompanionRoundProbe, HostProbe } from '../activities/cluster-probe.js';
+import type { CompanionInput } from '../activities/companions.js';
 import type { ProbeCheck, ProbeServingInput } from '../activities/types.js';
 import { formatDuration, parseDuration } from '../config/duration.js';
 import { probeTimeoutMs } from '../config/supervise.js';
@@ -12,10 +13,17 @@ import { messageOf } from './failures.js';
 import { patches } from './patches.js';
 import type { ProbeRound, SuperviseState } from './supervise-state.js';
 
+/** A round: the main model's verdict, and apart from it each companion's probe (none without companions). */
+export interface RoundOutcome {
+  round: ProbeRound;
+  companions?: CompanionRoundProbe[];
+}
+
 export async function probeRound(
   { spec, head, workers }: ClusterRun,
   state: SuperviseState,
-): Promise<ProbeRound> {
+  companions: CompanionInput[] = [],
+): Promise<RoundOutcome> {
   const startedAt = Date.now();
   const hosts = [head, ...workers];
   const headInput: ProbeServingInput = {
@@ -44,6 +52,7 @@ export async function probeRound(
     retry: { maximumAttempts: 1 },
   });
   let answers: HostProbe[] | string;
+  let companionProbes: CompanionRoundProbe[] | undefined;
   try {
     const result = await probeServingCluster({
       head: headInput,
@@ -51,8 +60,11 @@ export async function probeRound(
       container: spec.ray.container,
       // Until a little after the next round: a supervisor that stopped leaves no connection open for long.
       keepConnectionsMs: 2 * (parseDuration(spec.supervise.interval) ?? 30_000) + 10_000,
+      // Only when there are any: the input of a round without companions stays as it was recorded.
+      ...(companions.length > 0 ? { companions } : {}),
     });
     answers = result.hosts;
+    companionProbes = result.companions;
   } catch (err) {
     if (isCancellation(err)) throw err;
     answers = messageOf(err);
@@ -84,7 +96,7 @@ export async function probeRound(
       );
     } else unknown = true;
   }
-  return {
+  const round: ProbeRound = {
     atMs: startedAt,
     durationMs: now - startedAt,
     verdict: failures.length > 0 ? 'failed' : unknown ? 'unknown' : 'passed',
@@ -92,4 +104,5 @@ export async function probeRound(
     failures,
     unreachable,
   };
+  return companionProbes ? { round, companions: companionProbes } : { round };
 }

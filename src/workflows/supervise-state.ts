@@ -4,6 +4,7 @@
 import type { FailureBundle, ProbeCheck } from '../activities/types.js';
 import { formatDuration } from '../config/duration.js';
 import { markdownHostText } from '../shared/host-markup.js';
+import type { CompanionState } from './supervise-companion-state.js';
 
 export type SuperviseStatus = 'serving' | 'lost' | 'relaunching' | 'degraded' | 'stopped';
 
@@ -70,6 +71,8 @@ export interface SuperviseState {
   relaunches: RelaunchEntry[];
   /** The bundle collected when the budget was found spent: the evidence of the last failure. */
   finalBundle?: FailureBundle;
+  /** Each companion (spec.companions) by name: its state, last probe and restarts; unset without companions. */
+  companions?: Record<string, CompanionState>;
 }
 
 export interface Budget {
@@ -212,6 +215,13 @@ export function detailsMarkdown(state: SuperviseState, nowMs: number): string {
     const latency = p.checks.find((c) => c.name === 'completion')?.latencyMs;
     lines.push(
       `- last probe: ${p.verdict}${latency !== undefined ? `, completion ${formatDuration(latency)}` : ''}${p.failures.length ? ` (${markdownHostText(p.failures.join('; '))})` : ''}`,
+    );
+  }
+  for (const c of Object.values(state.companions ?? {})) {
+    const last = c.lastProbe;
+    const probe = last ? (last.ok ? 'passed' : `failed (${markdownHostText(last.error ?? '')})`) : 'not yet';
+    lines.push(
+      `- companion ${c.name} on ${c.host}: ${c.status}, last probe ${probe}, ${c.restarts.length} restart(s)`,
     );
   }
   if (state.relaunches.length > 0) {

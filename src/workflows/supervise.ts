@@ -31,6 +31,7 @@ import { tearDown } from './teardown.js';
 import { stopSupervisionSignal, supervisionQuery, type SuperviseInput } from './supervise-api.js';
 import { collectBundle, relaunchCluster } from './supervise-relaunch.js';
 import { rollBackLostRevision, withinBake } from './supervise-rollback.js';
+import { companionSupervisor } from './supervise-companions.js';
 import { probeRound } from './supervise-round.js';
 import { clusterReporter } from './supervise-report.js';
 import {
@@ -67,6 +68,17 @@ export async function supervise(input: SuperviseInput): Promise<SuperviseResult>
   const budgetNow = (): Budget =>
     patched(patches.superviseBackoffReset) ? { ...budget, stableAfterMs } : budget;
   const report = clusterReporter(spec.cluster);
+  // Without companions it does nothing, and adds nothing to the history.
+  const companions = companionSupervisor(
+    cluster,
+    state,
+    {
+      failureThreshold: spec.supervise.failureThreshold,
+      maxRestarts: spec.supervise.maxRelaunches,
+      windowMs: budget.windowMs,
+    },
+    () => publish(),
+  );
 
   let stopReason: string | undefined;
   let relaunchScope: CancellationScope | undefined;
@@ -215,10 +227,16 @@ export async function supervise(input: SuperviseInput): Promise<SuperviseResult>
   try {
     for (;;) {
       if (stopped()) return await end('stopped', stopReason ?? 'stopped');
-      const round = await probeRound(cluster, state);
+      const { round, companions: companionProbes } = await probeRound(
+        cluster,
+        state,
+        companions.probeInputs(),
+      );
       recordRound(state, round);
       if (state.consecutiveFailures >= spec.supervise.failureThreshold) {
         if (stoppedMeanwhile()) return await end('stopped', stopReason ?? 'stopped');
+        // The whole cluster goes; its deploy brings the companions back after the main model.
+        companions.cancelRestarts();
         state.status = 'lost';
         state.lostAtMs = Date.now();
         await publish();
@@ -238,16 +256,21 @@ export async function supervise(input: SuperviseInput): Promise<SuperviseResult>
         if (recovered === 'stopped') return await end('stopped', stopReason ?? 'stopped');
         if (recovered === 'degraded') return await degrade();
         Object.assign(state, { status: 'serving', consecutiveFailures: 0, unreachableSinceMs: {} });
+        companions.reset();
         await sendNotification(spec, 'recovered', notifyText.recovered(spec.cluster, state.launch.launchId), {
           launchId: state.launch.launchId,
           endpoint: state.launch.endpoint,
         });
         delete state.lostAtMs;
-      }
+      } else if (!stopped()) await companions.afterRound(companionProbes, round.verdict === 'passed');
       await publish();
       // The interval first, so the next run's first round keeps the spacing.
       if (await condition(stopped, Math.max(0, intervalMs - round.durationMs))) continue;
-      if (state.roundsThisRun >= roundsPerRun || workflowInfo().continueAsNewSuggested) {
+      // Not under a companion's restart, which would be abandoned: the next round's turn comes soon enough.
+      if (
+        (state.roundsThisRun >= roundsPerRun || workflowInfo().continueAsNewSuggested) &&
+        !companions.restarting()
+      ) {
         trimRelaunchLog(state, budget, Date.now());
         await continueAsNew<typeof supervise>({
           spec: input.spec,

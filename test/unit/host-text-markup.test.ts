@@ -65,6 +65,14 @@ describe('notification text for Slack', () => {
       notifyText.lost('lab', hostile),
       notifyText.relaunched('lab', 2, hostile),
       notifyText.degraded('lab', `the relaunch budget is spent; last failure: ${hostile}`),
+      notifyText.companionRestarted('lab', 'embeddings', 'spark1', 1, hostile, undefined),
+      notifyText.companionRestarted('lab', 'embeddings', 'spark1', 2, 'gone', hostile),
+      notifyText.companionFailed(
+        'lab',
+        'embeddings',
+        'spark1',
+        `its restart budget is spent; last failure: ${hostile}`,
+      ),
     ];
     for (const text of texts) {
       assert.doesNotMatch(text, /<|>/, text);
@@ -74,6 +82,10 @@ describe('notification text for Slack', () => {
     assert.equal(
       notifyText.lost('lab', 'head: GET /health failed <!here>'),
       '✖ lab is lost: `head: GET /health failed &lt;!here&gt;`',
+    );
+    assert.equal(
+      notifyText.companionRestarted('lab', 'embeddings', 'spark1', 1, 'its container is gone', undefined),
+      '↻ companion embeddings on spark1 of lab restarted alone (#1), serving again: `its container is gone`',
     );
     assert.equal(
       notifyText.deploySucceeded('lab', 'Org/A&B', 'http://10.0.0.1:8000/v1'),

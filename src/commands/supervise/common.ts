@@ -4,6 +4,7 @@ import { WorkflowNotFoundError, type Client, type WorkflowHandle } from '@tempor
 import { superviseWorkflowId } from '../../shared/constants.js';
 import { supervisionQuery, type SuperviseState } from '../../workflows/supervise-api.js';
 import { formatDuration } from '../../config/duration.js';
+import type { CompanionState } from '../../workflows/supervise-companion-state.js';
 
 export interface SupervisionReport {
   workflowId: string;
@@ -63,6 +64,11 @@ export function renderSupervision(r: SupervisionReport, nowMs: number): string {
       ...p.failures.map((f) => `    ✗ ${f}`),
     );
   }
+  const companions = Object.values(s.companions ?? {});
+  if (companions.length > 0) {
+    lines.push('  companions:');
+    for (const c of companions) lines.push(`    ${companionLine(c, nowMs)}`);
+  }
   if (s.relaunches.length > 0) {
     lines.push('  relaunches:');
     for (const x of s.relaunches) {
@@ -72,4 +78,18 @@ export function renderSupervision(r: SupervisionReport, nowMs: number): string {
     }
   }
   return lines.join('\n');
+}
+
+/** One companion: state, endpoint, last probe (its age, and its latency or error), restarts with the last one. */
+export function companionLine(c: CompanionState, nowMs: number): string {
+  const p = c.lastProbe;
+  const probe = !p
+    ? 'not probed yet'
+    : `${formatDuration(Math.max(0, nowMs - p.atMs))} ago ${p.ok ? `passed${p.latencyMs !== undefined ? ` in ${formatDuration(p.latencyMs)}` : ''}` : `failed: ${(p.error ?? '').split('\n')[0] ?? ''}`}`;
+  const last = c.restarts.at(-1);
+  const restarts =
+    c.restarts.length === 0
+      ? 'no restarts'
+      : `${c.restarts.length} restart(s), last ${new Date(last?.atMs ?? 0).toISOString()} ${last?.outcome ?? 'running'}${last?.error ? `: ${last.error.split('\n')[0] ?? ''}` : ''}`;
+  return `${c.name} on ${c.host}: ${c.status}, ${c.endpoint}, last probe ${probe}, ${restarts}`;
 }
