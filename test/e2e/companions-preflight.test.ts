@@ -12,6 +12,7 @@ import { holdPort } from '../helpers/port-holder.js';
 import { assertHeadServes, simServedModel } from '../helpers/serving.js';
 import { sshRun } from '../helpers/ssh.js';
 import { useSuiteCluster } from '../helpers/suites.js';
+import { embeddingsCompanion, rerankerCompanion } from '../helpers/companions.js';
 import { FailureType } from '../../src/shared/failures.js';
 import { startDeploy } from '../../src/temporal/start-deploy.js';
 import { progressQuery } from '../../src/workflows/deploy.js';
@@ -23,14 +24,7 @@ describe('companion preflight: refused before anything is stopped', () => {
     vllm: { shards: 2, shardSeconds: 0.1, graphCaptureSeconds: 0.2 },
   });
   const base = () => simDeploySpec(e2e.sim, { cluster });
-  const embeddings = (memoryMiB: number) => ({
-    name: 'embeddings',
-    host: e2e.sim.hosts[0]!.name,
-    command: ['vllm', 'serve', 'BAAI/bge-m3', '--port', '8001', '--gpu-memory-utilization', '0.05'],
-    port: 8001,
-    memoryMiB,
-    probe: 'embeddings' as const,
-  });
+  const embeddings = (memoryMiB: number) => embeddingsCompanion(e2e.sim.hosts[0]!.name, { memoryMiB });
 
   /** What runs on each host, as its own Docker says (names and IDs): a stop or a relaunch would change it. */
   const containers = async (): Promise<string[]> =>
@@ -92,24 +86,7 @@ describe('companion preflight: refused before anything is stopped', () => {
       const spec = {
         ...base(),
         cleanup: { services: [], containers: [], disableServices: false },
-        companions: [
-          {
-            name: 'reranker',
-            host: spark2.name,
-            command: [
-              'vllm',
-              'serve',
-              'BAAI/bge-reranker-v2-m3',
-              '--port',
-              '8002',
-              '--gpu-memory-utilization',
-              '0.04',
-            ],
-            port: 8002,
-            memoryMiB: 8192,
-            probe: 'rerank' as const,
-          },
-        ],
+        companions: [rerankerCompanion(spark2.name, { memoryMiB: 8192 })],
       };
       const failure = await refused(spec);
       assert.equal(failure.type, FailureType.companionPortInUse, failure.message);

@@ -13,6 +13,7 @@ import { runLiftoff } from '../helpers/cli.js';
 import { hostLogLines } from '../helpers/host-logs.js';
 import { sshRun } from '../helpers/ssh.js';
 import { useSuiteCluster } from '../helpers/suites.js';
+import { embeddingsCompanion, rerankerCompanion } from '../helpers/companions.js';
 import { waitFor } from '../helpers/wait.js';
 import { superviseWorkflowId } from '../../src/shared/constants.js';
 import { startDeploy } from '../../src/temporal/start-deploy.js';
@@ -50,32 +51,8 @@ describe('companions under supervision, on a real Docker Engine each', () => {
       ...base,
       supervise,
       companions: [
-        {
-          name: 'embeddings',
-          host: spark1!.name,
-          command: ['vllm', 'serve', 'BAAI/bge-m3', '--port', '8001', '--gpu-memory-utilization', '0.05'],
-          port: 8001,
-          memoryMiB: 4096,
-          probe: 'embeddings' as const,
-          volumes,
-        },
-        {
-          name: 'reranker',
-          host: spark2!.name,
-          command: [
-            'vllm',
-            'serve',
-            'BAAI/bge-reranker-v2-m3',
-            '--port',
-            '8002',
-            '--gpu-memory-utilization',
-            '0.04',
-          ],
-          port: 8002,
-          memoryMiB: 3072,
-          probe: 'rerank' as const,
-          volumes,
-        },
+        embeddingsCompanion(spark1!.name, { volumes }),
+        rerankerCompanion(spark2!.name, { volumes }),
       ],
     };
   };

@@ -9,6 +9,7 @@ import { simDeploySpec } from '../../sim/spec.js';
 import { assertHeadServes } from '../helpers/serving.js';
 import { sshRun } from '../helpers/ssh.js';
 import { useSuiteCluster } from '../helpers/suites.js';
+import { embeddingsCompanion, rerankerCompanion } from '../helpers/companions.js';
 import { startDeploy } from '../../src/temporal/start-deploy.js';
 import { progressQuery } from '../../src/workflows/deploy.js';
 import { deployWorkflowId } from '../../src/shared/constants.js';
@@ -35,32 +36,8 @@ describe('companion services beside the 2-host model, on a real Docker Engine ea
       ...base,
       ...(args ? { serve: { ...base.serve, args }, rollout: { onFailure: 'rollback' as const } } : {}),
       companions: [
-        {
-          name: 'embeddings',
-          host: spark1!.name,
-          command: ['vllm', 'serve', 'BAAI/bge-m3', '--port', '8001', '--gpu-memory-utilization', '0.05'],
-          port: 8001,
-          memoryMiB: 6144,
-          probe: 'embeddings' as const,
-          volumes,
-        },
-        {
-          name: 'reranker',
-          host: spark2!.name,
-          command: [
-            'vllm',
-            'serve',
-            'BAAI/bge-reranker-v2-m3',
-            '--port',
-            '8002',
-            '--gpu-memory-utilization',
-            '0.04',
-          ],
-          port: 8002,
-          memoryMiB: 5120,
-          probe: 'rerank' as const,
-          volumes,
-        },
+        embeddingsCompanion(spark1!.name, { volumes }),
+        rerankerCompanion(spark2!.name, { volumes }),
       ],
     };
   };

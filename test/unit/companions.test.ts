@@ -13,6 +13,7 @@ import type { ExecResult } from '../../src/ssh/executor.js';
 import { judgeProbe, judgeStart, probeCommands, startCommands } from '../../src/steps/companion.js';
 import { envTransport } from '../../src/host-commands/env-transport.js';
 import type { HostRef } from '../../src/config/targets.js';
+import { embeddingsCompanion } from '../helpers/companions.js';
 
 const example = parse(readFileSync('examples/spark-qwen35.yaml', 'utf8')) as Record<string, unknown>;
 
@@ -22,14 +23,7 @@ function refusal(spec: unknown): string {
   return r.success ? '' : formatIssues(r.error);
 }
 
-const embeddings = {
-  name: 'embeddings',
-  host: 'spark1',
-  command: ['vllm', 'serve', 'BAAI/bge-m3', '--port', '8001', '--gpu-memory-utilization', '0.05'],
-  port: 8001,
-  memoryMiB: 4096,
-  probe: 'embeddings',
-};
+const embeddings = embeddingsCompanion('spark1', { memoryMiB: 4096 });
 
 describe('spec.companions', () => {
   it("takes the issue's example as written, with the defaults filled in", () => {

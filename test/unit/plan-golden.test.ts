@@ -15,6 +15,7 @@ import { renderPlan } from '../../src/commands/plan-render.js';
 import { planWidth } from '../../src/commands/plan-wrap.js';
 import type { PlanFindings, PlanResult } from '../../src/workflows/index.js';
 import { simDeploySpec } from '../../sim/spec.js';
+import { embeddingsCompanion, rerankerCompanion } from '../helpers/companions.js';
 import type { SimCluster } from '../../sim/cluster-state.js';
 
 const golden = (name: string) => new URL(`../golden/${name}`, import.meta.url);
@@ -44,32 +45,7 @@ const sim: SimCluster = {
 function withCompanions(spec: Record<string, unknown>): Record<string, unknown> {
   return {
     ...spec,
-    companions: [
-      {
-        name: 'embeddings',
-        host: 'spark1',
-        command: ['vllm', 'serve', 'BAAI/bge-m3', '--port', '8001', '--gpu-memory-utilization', '0.05'],
-        port: 8001,
-        memoryMiB: 4096,
-        probe: 'embeddings',
-      },
-      {
-        name: 'reranker',
-        host: 'spark2',
-        command: [
-          'vllm',
-          'serve',
-          'BAAI/bge-reranker-v2-m3',
-          '--port',
-          '8002',
-          '--gpu-memory-utilization',
-          '0.04',
-        ],
-        port: 8002,
-        memoryMiB: 3072,
-        probe: 'rerank',
-      },
-    ],
+    companions: [embeddingsCompanion('spark1'), rerankerCompanion('spark2')],
   };
 }
 
