@@ -11,6 +11,8 @@ import {
   readdirSync,
   renameSync,
   rmSync,
+  statSync,
+  utimesSync,
   writeFileSync,
   writeSync,
 } from 'node:fs';
@@ -195,12 +197,38 @@ export function registerGpuProcess(dir: string, proc: GpuProcess): void {
   mkdirSync(paths.gpu(dir), { recursive: true });
   const pidNamespace = ownPidNamespace();
   const started = startTicks(proc.pid);
-  writeJson(gpuProcessFile(dir, proc.pid, proc.gpuIndex), {
+  const file = gpuProcessFile(dir, proc.pid, proc.gpuIndex);
+  writeJson(file, {
     ...proc,
     ...(pidNamespace ? { pidNamespace } : {}),
     ...(started === undefined ? {} : { startTicks: started }),
   });
+  // A holder in a container beats on its file: another container cannot see this process in its /proc, and a
+  // beat that stopped is how it tells that the process died (a `docker rm -f` leaves the file behind).
+  if (pidNamespace !== undefined && proc.pid === process.pid) {
+    setInterval(() => {
+      const now = new Date();
+      try {
+        utimesSync(file, now, now);
+      } catch {
+        // Released (or the host's state removed): nothing left to beat on.
+      }
+    }, gpuHeartbeatMs).unref();
+  }
   refreshMeminfo(dir);
+}
+
+/** How often a containerised GPU holder beats on its registration, and how long without a beat reads as dead. */
+const gpuHeartbeatMs = 1000;
+const gpuHeartbeatStaleMs = 3000;
+
+/** From inside a container, whether another namespace's holder still beats on its file (see registerGpuProcess). */
+function stillBeating(file: string): boolean {
+  try {
+    return Date.now() - statSync(file).mtimeMs < gpuHeartbeatStaleMs;
+  } catch {
+    return false;
+  }
 }
 
 export function releaseGpuProcess(dir: string, pid: number): void {
@@ -226,6 +254,7 @@ export function isAliveSince(pid: number, started: number | undefined): boolean 
  */
 function gpuProcessNow(
   proc: GpuProcess,
+  file: string,
   own: string | undefined,
   others: PidNamespaces,
 ): { alive: boolean; pid: number } {
@@ -233,7 +262,8 @@ function gpuProcessNow(
     return { alive: isAliveSince(proc.pid, proc.startTicks), pid: proc.pid };
   const hostPid = others.hostPid(proc.pidNamespace, proc.pid, proc.startTicks);
   if (hostPid !== undefined) return { alive: true, pid: hostPid };
-  return { alive: insideContainer(), pid: proc.pid };
+  // Inside a container only its own processes show in /proc: another container's holder lives while it beats.
+  return { alive: insideContainer() && stillBeating(file), pid: proc.pid };
 }
 
 /**
@@ -251,7 +281,7 @@ export function liveGpuProcesses(dir = hostDir()): GpuProcess[] {
     const file = join(paths.gpu(dir), f);
     const proc = readJson<GpuProcess>(file);
     if (!proc) continue;
-    const seen = gpuProcessNow(proc, own, others);
+    const seen = gpuProcessNow(proc, file, own, others);
     if (seen.alive) {
       // As nvidia-smi shows it: the pid in the viewer's namespace.
       out.push({ ...proc, pid: seen.pid });

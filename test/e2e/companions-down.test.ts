@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { simDeploySpec } from '../../sim/spec.js';
 import { sshRun } from '../helpers/ssh.js';
 import { useSuiteCluster } from '../helpers/suites.js';
+import { embeddingsCompanion } from '../helpers/companions.js';
 import { startDeploy } from '../../src/temporal/start-deploy.js';
 import { followPlain } from '../../src/cli/follow.js';
 import { clusterStatus, renderStatus } from '../../src/commands/status.js';
@@ -28,16 +29,7 @@ describe('a companion beside the 2-host model: followed, in status and the postm
   const spark1 = () => e2e.sim.hosts[0]!.name;
   const specOf = () => ({
     ...simDeploySpec(e2e.sim, { cluster }),
-    companions: [
-      {
-        name: 'embeddings',
-        host: spark1(),
-        command: ['vllm', 'serve', 'BAAI/bge-m3', '--port', '8001', '--gpu-memory-utilization', '0.05'],
-        port: 8001,
-        memoryMiB: 4096,
-        probe: 'embeddings' as const,
-      },
-    ],
+    companions: [embeddingsCompanion(spark1())],
   });
   /** `docker ps -a` on the host: NAME CLUSTER-LABEL a line. */
   const containers = async (host: string): Promise<string[]> =>

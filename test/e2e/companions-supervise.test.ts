@@ -80,17 +80,25 @@ describe('companions under supervision, on a real Docker Engine each', () => {
     return { id, status, launch };
   };
   const supervisor = () => e2e.client.workflow.getHandle(superviseWorkflowId(cluster));
-  const until = (what: string, pred: (s: SuperviseState) => boolean, ms: number) =>
-    waitFor(
+  const until = (what: string, pred: (s: SuperviseState) => boolean, ms: number) => {
+    // What the supervisor last said, for the timeout's message: its status and each companion's.
+    let last: SuperviseState | undefined;
+    return waitFor(
       what,
       async () => {
         const s = await supervisor()
           .query(supervisionQuery)
           .catch(() => undefined);
+        last = s ?? last;
         return s && pred(s) ? s : undefined;
       },
       ms,
+      {
+        detail: () =>
+          `supervisor: ${JSON.stringify({ status: last?.status, companions: last?.companions, lastProbe: last?.lastProbe?.failures })}`,
+      },
     );
+  };
   const companionsServing = (s: SuperviseState): boolean =>
     ['embeddings', 'reranker'].every(
       (n) => s.companions?.[n]?.status === 'serving' && s.companions[n]?.lastProbe?.ok === true,
