@@ -2,8 +2,8 @@
 // started, a deploy whose worker is SIGKILLed mid-load and finished by a second worker, a supervisor that
 // loses its cluster, relaunches it and is stopped, and an upgrade that fails and rolls back to the known-good
 // (the failed run, the rollback's run, and the cluster's own workflow that recorded the revisions), and a supervised
-// deploy with companions whose supervisor restarts one of them alone. A script for
-// engineers (`npx tsx scripts/record-histories.ts`), not part of `npm test`: it takes about two minutes.
+// deploy with companions whose supervisor restarts one of them alone. A script for engineers
+// (`npx tsx scripts/record-histories.ts`), not part of `npm test`: it takes about three minutes.
 // `--only rollback` records the rollback's three alone, on a cluster of their own, and leaves the other files as
 // they are (their manifest entries too); `--only companions` does the same for the companions' two (a supervised
 // deploy with companions, and its supervisor restarting one: scripts/lib/record-companions.ts).
