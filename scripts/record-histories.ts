@@ -1,20 +1,21 @@
 // Records the event histories that test/replay replays: a successful deploy, a deploy that fails after Ray
 // started, a deploy whose worker is SIGKILLed mid-load and finished by a second worker, a supervisor that
 // loses its cluster, relaunches it and is stopped, and an upgrade that fails and rolls back to the known-good
-// (the failed run, the rollback's run, and the cluster's own workflow that recorded the revisions). A script for
-// engineers (`npx tsx scripts/record-histories.ts`), not part of `npm test`: it takes about two minutes.
+// (the failed run, the rollback's run, and the cluster's own workflow that recorded the revisions), and a supervised
+// deploy with companions whose supervisor restarts one of them alone. A script for engineers
+// (`npx tsx scripts/record-histories.ts`), not part of `npm test`: it takes about three minutes.
 // `--only rollback` records the rollback's three alone, on a cluster of their own, and leaves the other files as
-// they are (their manifest entries too).
+// they are (their manifest entries too); `--only companions` does the same for the companions' two (a supervised
+// deploy with companions, and its supervisor restarting one: scripts/lib/record-companions.ts).
 //
 // Everything is real except the hosts: a simulated 2-host cluster, the embedded Temporal dev server, and
 // `liftoff worker` processes. The files are written the way a user exports a history:
 // `temporal workflow show --workflow-id … --run-id … --output json`.
-import { execFile, execFileSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join, relative } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { promisify } from 'node:util';
 import {
   Client,
   Connection,
@@ -31,9 +32,23 @@ import { deployWorkflowId, superviseWorkflowId } from '../src/shared/constants.j
 import { clusterWorkflowId } from '../src/shared/cluster-api.js';
 import { startDeploy } from '../src/temporal/start-deploy.js';
 import { startWorkerProcess, type WorkerProcess } from './lib/worker-process.js';
-import { decodedText, historyExportArgs } from './lib/history-export.js';
+import { decodedText } from './lib/history-export.js';
+import {
+  deployTimeoutMs,
+  eventsOf,
+  expectClosedAs,
+  exportHistory,
+  recording,
+  say,
+  superviseUntil,
+  within,
+  workerIdentities,
+  type RecordedWorkflow,
+  type Recording,
+} from './lib/recording.js';
+import { recordCompanions } from './lib/record-companions.js';
 import { deploy, progressQuery } from '../src/workflows/index.js';
-import { stopSupervisionSignal, supervisionQuery } from '../src/workflows/supervise-api.js';
+import { stopSupervisionSignal } from '../src/workflows/supervise-api.js';
 import type { SuperviseState } from '../src/workflows/supervise-state.js';
 
 const simStateDir = '/tmp/liftoff-record-histories';
@@ -44,6 +59,7 @@ const clusterName = 'replay';
 const workflowId = deployWorkflowId(clusterName);
 const supervisorId = superviseWorkflowId(clusterName);
 const clusterRecordId = clusterWorkflowId(clusterName);
+const deployRun: RecordedWorkflow = { workflowType: 'deploy', workflowId };
 const historiesDir = join(projectRoot, 'test', 'histories');
 
 const fastPace: Partial<HostConfig['vllm']> = { shards: 8, shardSeconds: 0.2, graphCaptureSeconds: 0.3 };
@@ -71,29 +87,16 @@ const superviseSettings = {
 // The workers' policy: the cluster's key and known_hosts, and the planted secret's variable besides the defaults.
 const workerPolicyFile = join(simStateDir, 'worker-policy-recording.yaml');
 
-/** The fields of an exported (proto JSON) history event that this script checks. */
-interface HistoryEvent {
-  eventType?: string;
-  workflowTaskCompletedEventAttributes?: { identity?: string };
-  activityTaskStartedEventAttributes?: { identity?: string };
-  workflowExecutionCompletedEventAttributes?: object;
-  workflowExecutionFailedEventAttributes?: {
-    failure?: { applicationFailureInfo?: { details?: { payloads?: unknown[] } } };
-  };
-  workflowExecutionContinuedAsNewEventAttributes?: { newExecutionRunId?: string };
-  workflowExecutionStartedEventAttributes?: { continuedExecutionRunId?: string };
-}
-
-/** What the script records: everything, or only the rolled-back upgrade (`--only rollback`). */
-type Only = 'rollback' | undefined;
+/** What the script records: everything, or only the rolled-back upgrade or the companions (`--only …`). */
+const onlyChoices = ['rollback', 'companions'] as const;
+type Only = (typeof onlyChoices)[number] | undefined;
 
 function parseOnly(args: readonly string[]): Only {
   if (args.length === 0) return undefined;
-  if (args.length === 2 && args[0] === '--only' && args[1] === 'rollback') return 'rollback';
-  throw new Error(`usage: record-histories.ts [--only rollback] (got: ${args.join(' ')})`);
+  const choice = onlyChoices.find((c) => c === args[1]);
+  if (args.length === 2 && args[0] === '--only' && choice) return choice;
+  throw new Error(`usage: record-histories.ts [--only rollback|companions] (got: ${args.join(' ')})`);
 }
-
-const say = (line: string): void => void process.stdout.write(`record-histories: ${line}\n`);
 
 /** Undo actions, run newest first however the script ends. */
 const cleanups: { name: string; run: () => Promise<void> }[] = [];
@@ -160,116 +163,12 @@ function startSimDeploy(
   return startDeploy(client, adjust(simDeploySpec(sim, { cluster: clusterName })), 'cli');
 }
 
-const deployTimeoutMs = 6 * 60_000;
-
-/** A deploy that neither ends nor fails (a stuck workflow task) must not hang the script forever. */
-async function within<T>(result: Promise<T>): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () =>
-        reject(new Error(`the deploy did not end within ${deployTimeoutMs / 1000} s; see the Temporal UI`)),
-      deployTimeoutMs,
-    );
-  });
-  try {
-    return await Promise.race([result, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-/** The user's export: `temporal workflow show --output json`, byte for byte. */
-async function exportHistory(server: DevServer, runId: string, id = workflowId): Promise<string> {
-  const { stdout } = await promisify(execFile)(
-    temporalCliPath(),
-    historyExportArgs({ address: server.address, namespace: server.namespace, workflowId: id, runId }),
-    { maxBuffer: 64 * 1024 * 1024 },
-  );
-  return stdout;
-}
-
-function eventsOf(json: string): HistoryEvent[] {
-  const parsed = JSON.parse(json) as { events?: HistoryEvent[] };
-  if (!Array.isArray(parsed.events)) throw new Error('`temporal workflow show` printed no events array');
-  return parsed.events;
-}
-
-/** Worker identities in the order they first ran a workflow task or picked up an activity. */
-function workerIdentities(events: HistoryEvent[]): string[] {
-  const seen: string[] = [];
-  for (const e of events) {
-    const identity =
-      e.workflowTaskCompletedEventAttributes?.identity ?? e.activityTaskStartedEventAttributes?.identity;
-    if (identity && !seen.includes(identity)) seen.push(identity);
-  }
-  return seen;
-}
-
-type Closing =
-  | 'workflowExecutionCompletedEventAttributes'
-  | 'workflowExecutionFailedEventAttributes'
-  | 'workflowExecutionContinuedAsNewEventAttributes';
-
-function expectClosedAs(events: HistoryEvent[], closing: Closing, what: string): HistoryEvent {
-  const last = events[events.length - 1];
-  if (!last?.[closing]) {
-    throw new Error(`${what}: the history does not end with ${closing.replace(/Attributes$/, '')}`);
-  }
-  return last;
-}
-
-interface Recording {
-  file: string;
-  workflowType: 'deploy' | 'supervise' | 'cluster';
-  workflowId: string;
-  description: string;
-  runId: string;
-  /** `running`: exported while it still ran (the cluster's workflow runs for as long as it holds the hosts). */
-  outcome: 'succeeded' | 'failed' | 'continued-as-new' | 'running';
-  json: string;
-  events: number;
-  workerIdentities: string[];
-  /** The cluster's revisions this recording shows, for the tests that read them back. */
-  revisions?: RolledBackRevisions;
-}
-
-/** The revision numbers of the rolled-back upgrade: what it restored, the one that failed, the rollback's own. */
-interface RolledBackRevisions {
-  knownGood: number;
-  bad: number;
-  rollback: number;
-}
-
-function recording(
-  file: string,
-  description: string,
-  runId: string,
-  outcome: Recording['outcome'],
-  json: string,
-  workflow: Pick<Recording, 'workflowType' | 'workflowId'> = { workflowType: 'deploy', workflowId },
-  revisions?: RolledBackRevisions,
-): Recording {
-  const events = eventsOf(json);
-  return {
-    file,
-    ...workflow,
-    ...(revisions ? { revisions } : {}),
-    description,
-    runId,
-    outcome,
-    json,
-    events: events.length,
-    workerIdentities: workerIdentities(events),
-  };
-}
-
 async function recordSucceeded(client: Client, server: DevServer, sim: SimCluster): Promise<Recording> {
-  say('1/5: a successful deploy');
+  say('1/6: a successful deploy');
   const handle = await startSimDeploy(client, sim);
   const result = await within(handle.result());
   say(`  served at ${result.endpoint}, load ${result.loadSeconds.toFixed(1)} s`);
-  const json = await exportHistory(server, handle.firstExecutionRunId);
+  const json = await exportHistory(server, handle.firstExecutionRunId, workflowId);
   expectClosedAs(eventsOf(json), 'workflowExecutionCompletedEventAttributes', 'succeeded deploy');
   return recording(
     'deploy-succeeded.json',
@@ -277,11 +176,12 @@ async function recordSucceeded(client: Client, server: DevServer, sim: SimCluste
     handle.firstExecutionRunId,
     'succeeded',
     json,
+    deployRun,
   );
 }
 
 async function recordFailed(client: Client, server: DevServer, sim: SimCluster): Promise<Recording> {
-  say(`2/5: the server crashes at shard ${crashAtShard} (sim fault crashAtShard on the head)`);
+  say(`2/6: the server crashes at shard ${crashAtShard} (sim fault crashAtShard on the head)`);
   const head = sim.hosts[0];
   if (!head) throw new Error('the cluster has no head');
   setFaults(simStateDir, head.name, { crashAtShard });
@@ -303,7 +203,7 @@ async function recordFailed(client: Client, server: DevServer, sim: SimCluster):
   } finally {
     setFaults(simStateDir, head.name, {});
   }
-  const json = await exportHistory(server, handle.firstExecutionRunId);
+  const json = await exportHistory(server, handle.firstExecutionRunId, workflowId);
   const events = eventsOf(json);
   const closed = expectClosedAs(events, 'workflowExecutionFailedEventAttributes', 'failed deploy');
   const failureDetails = closed.workflowExecutionFailedEventAttributes?.failure;
@@ -323,6 +223,7 @@ async function recordFailed(client: Client, server: DevServer, sim: SimCluster):
     handle.firstExecutionRunId,
     'failed',
     json,
+    deployRun,
   );
 }
 
@@ -332,7 +233,7 @@ async function recordResumed(
   sim: SimCluster,
   first: WorkerProcess,
 ): Promise<Recording> {
-  say(`3/5: worker ${first.identity} is SIGKILLed at shard ${killAtShard}, a second worker finishes`);
+  say(`3/6: worker ${first.identity} is SIGKILLed at shard ${killAtShard}, a second worker finishes`);
   setPace(sim, resumePace);
   const handle = await startSimDeploy(client, sim);
   const deadline = Date.now() + 180_000;
@@ -356,7 +257,7 @@ async function recordResumed(
   say(`  served at ${result.endpoint}, load ${result.loadSeconds.toFixed(1)} s`);
   setPace(sim, fastPace);
 
-  const json = await exportHistory(server, handle.firstExecutionRunId);
+  const json = await exportHistory(server, handle.firstExecutionRunId, workflowId);
   const events = eventsOf(json);
   expectClosedAs(events, 'workflowExecutionCompletedEventAttributes', 'resumed deploy');
   const identities = workerIdentities(events);
@@ -371,35 +272,23 @@ async function recordResumed(
     handle.firstExecutionRunId,
     'succeeded',
     json,
+    deployRun,
   );
 }
 
-/** Polls the supervisor's state until `pred` holds. */
-async function superviseUntil(
-  client: Client,
-  what: string,
-  pred: (s: SuperviseState) => boolean,
-): Promise<SuperviseState> {
-  const deadline = Date.now() + 180_000;
-  for (;;) {
-    const s = await client.workflow
-      .getHandle(supervisorId)
-      .query(supervisionQuery)
-      .catch(() => undefined);
-    if (s && pred(s)) return s;
-    if (Date.now() > deadline) throw new Error(`the supervisor did not reach "${what}" within 180 s`);
-    await sleep(200);
-  }
-}
-
 async function recordSupervised(client: Client, server: DevServer, sim: SimCluster): Promise<Recording> {
-  say('4/5: a supervised deploy, vLLM SIGKILLed, lost, relaunched, serving again, stopped');
+  say('4/6: a supervised deploy, vLLM SIGKILLed, lost, relaunched, serving again, stopped');
   const handle = await startSimDeploy(client, sim, (spec) => ({ ...spec, supervise: superviseSettings }));
   const deployed = await within(handle.result());
   if (!deployed.supervision?.startsWith(`supervised by ${supervisorId}`)) {
     throw new Error(`the deploy did not start its supervisor: ${deployed.supervision ?? '(nothing said)'}`);
   }
-  await superviseUntil(client, 'two passed rounds', (s) => s.status === 'serving' && s.rounds >= 2);
+  await superviseUntil(
+    client,
+    supervisorId,
+    'two passed rounds',
+    (s) => s.status === 'serving' && s.rounds >= 2,
+  );
   const head = sim.hosts[0];
   if (!head) throw new Error('the cluster has no head');
   const launched = readFileSync(paths.launches(head.hostDir), 'utf8').trim().split('\n').at(-1);
@@ -409,11 +298,17 @@ async function recordSupervised(client: Client, server: DevServer, sim: SimClust
   say(`  vLLM (pid ${pid}) SIGKILLed`);
   const back = await superviseUntil(
     client,
+    supervisorId,
     'serving again after a relaunch',
     (s) => s.status === 'serving' && s.relaunches.at(-1)?.outcome === 'serving',
   );
   const relaunchedAt = back.relaunches.at(-1)?.endedAtMs ?? Date.now();
-  await superviseUntil(client, 'a round after the relaunch', (s) => (s.lastProbe?.atMs ?? 0) > relaunchedAt);
+  await superviseUntil(
+    client,
+    supervisorId,
+    'a round after the relaunch',
+    (s) => (s.lastProbe?.atMs ?? 0) > relaunchedAt,
+  );
   const supervisor = client.workflow.getHandle(supervisorId);
   const { runId } = await supervisor.describe();
   await supervisor.signal(stopSupervisionSignal, { reason: 'record-histories: recorded' });
@@ -495,7 +390,7 @@ async function recordRolledBack(
     `  rolled back: revision ${revisions.bad} bad, revision ${revisions.rollback} restores ${revisions.knownGood}, served at ${restored.endpoint}`,
   );
 
-  const failedJson = await exportHistory(server, upgrade.firstExecutionRunId);
+  const failedJson = await exportHistory(server, upgrade.firstExecutionRunId, workflowId);
   const continued = expectClosedAs(
     eventsOf(failedJson),
     'workflowExecutionContinuedAsNewEventAttributes',
@@ -504,7 +399,7 @@ async function recordRolledBack(
   const next = continued.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId;
   if (next !== rollbackRunId)
     throw new Error(`the failed upgrade continued as run ${next ?? '(none)'}, not ${rollbackRunId}`);
-  const rollbackJson = await exportHistory(server, rollbackRunId);
+  const rollbackJson = await exportHistory(server, rollbackRunId, workflowId);
   const rollbackEvents = eventsOf(rollbackJson);
   expectClosedAs(rollbackEvents, 'workflowExecutionCompletedEventAttributes', 'rollback');
   const from = rollbackEvents[0]?.workflowExecutionStartedEventAttributes?.continuedExecutionRunId;
@@ -534,7 +429,7 @@ async function recordRolledBack(
       upgrade.firstExecutionRunId,
       'continued-as-new',
       failedJson,
-      undefined,
+      deployRun,
       revisions,
     ),
     recording(
@@ -543,7 +438,7 @@ async function recordRolledBack(
       rollbackRunId,
       'succeeded',
       rollbackJson,
-      undefined,
+      deployRun,
       revisions,
     ),
     recording(
@@ -675,15 +570,20 @@ async function main(): Promise<void> {
   const worker = await startWorker(server);
   say(`worker ${worker.identity} polling`);
   const recordings: Recording[] = [];
+  const companions = (step: string) =>
+    recordCompanions({ client, server, sim, cluster: clusterName, supervise: superviseSettings, step });
   if (only === 'rollback') {
     recordings.push(...(await recordRolledBack(client, server, sim, '1/1')));
+  } else if (only === 'companions') {
+    recordings.push(...(await companions('1/1')));
   } else {
     recordings.push(
       await recordSucceeded(client, server, sim),
       await recordFailed(client, server, sim),
       await recordResumed(client, server, sim, worker),
       await recordSupervised(client, server, sim),
-      ...(await recordRolledBack(client, server, sim, '5/5')),
+      ...(await recordRolledBack(client, server, sim, '5/6')),
+      ...(await companions('6/6')),
     );
   }
   writeAll(recordings, sim, server, only);

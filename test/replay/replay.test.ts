@@ -64,6 +64,32 @@ function payloadValues(payloads: { payloads?: { data?: Uint8Array | null }[] | n
   );
 }
 
+/** The activities a run scheduled, in order. */
+function activityNames(events: readonly HistoryEvent[]): string[] {
+  return events.flatMap((e) => {
+    const name = e.activityTaskScheduledEventAttributes?.activityType?.name;
+    return name ? [name] : [];
+  });
+}
+
+/** The child workflows a run started, by type. */
+function childWorkflows(events: readonly HistoryEvent[]): string[] {
+  return events.flatMap((e) => {
+    const name = e.startChildWorkflowExecutionInitiatedEventAttributes?.workflowType?.name;
+    return name ? [name] : [];
+  });
+}
+
+/** The containers of the companions a run started (startCompanion's input), in order. */
+function startedContainers(events: readonly HistoryEvent[]): string[] {
+  return events.flatMap((e) => {
+    const scheduled = e.activityTaskScheduledEventAttributes;
+    if (scheduled?.activityType?.name !== 'startCompanion') return [];
+    const [input] = payloadValues(scheduled.input) as [{ container?: string }];
+    return [input.container ?? '(no container)'];
+  });
+}
+
 /** The names of the Updates a cluster's workflow accepted, in order. */
 function updateNames(events: readonly HistoryEvent[]): string[] {
   return events.flatMap((e) => {
@@ -139,14 +165,16 @@ describe('replay of recorded deploy, supervisor and cluster histories', () => {
     if (changedDir) rmSync(changedDir, { recursive: true, force: true });
   });
 
-  it('has the seven recordings, each what its name says', () => {
+  it('has the nine recordings, each what its name says', () => {
     assert.deepEqual(manifest.histories.map((h) => h.file).sort(), [
       'cluster-held.json',
+      'deploy-companions.json',
       'deploy-failed.json',
       'deploy-resumed.json',
       'deploy-rolled-back-failed.json',
       'deploy-rolled-back.json',
       'deploy-succeeded.json',
+      'supervise-companion-restarted.json',
       'supervise-relaunched.json',
     ]);
     for (const entry of manifest.histories) {
@@ -198,16 +226,44 @@ describe('replay of recorded deploy, supervisor and cluster histories', () => {
     assert.equal(identities[identities.length - 1], distinct[1], 'the second worker finished the deploy');
     // The supervisor lost its cluster and relaunched it: a failure bundle, then the deploy as its child.
     const supervised = readHistory(entryFor('supervise-relaunched.json')).events ?? [];
-    const activities = supervised.flatMap((e) => {
-      const name = e.activityTaskScheduledEventAttributes?.activityType?.name;
-      return name ? [name] : [];
-    });
-    assert.ok(activities.includes('collectFailureBundle'), 'the supervisor collected a failure bundle');
-    const children = supervised.flatMap((e) => {
-      const name = e.startChildWorkflowExecutionInitiatedEventAttributes?.workflowType?.name;
-      return name ? [name] : [];
-    });
+    assert.ok(
+      activityNames(supervised).includes('collectFailureBundle'),
+      'the supervisor collected a failure bundle',
+    );
+    const children = childWorkflows(supervised);
     assert.ok(children.includes('deploy'), `the supervisor relaunched the cluster: ${children.join(', ')}`);
+  });
+
+  // The companions' code in the workflows (startCompanions, bringUpCompanion, the supervisor's restart of one) is
+  // covered by replay only if the recordings ran it.
+  it('the companions: the deploy started and probed both, the supervisor restarted one alone', () => {
+    const deployEvents = readHistory(entryFor('deploy-companions.json')).events ?? [];
+    const deployed = activityNames(deployEvents);
+    const smokeAt = deployed.indexOf('smokeTest');
+    assert.ok(smokeAt >= 0, `the deploy ran its smoke test: ${deployed.join(', ')}`);
+    assert.ok(
+      !deployed.slice(0, smokeAt).some((n) => n === 'startCompanion' || n === 'probeCompanion'),
+      'no companion starts before the main model answered its smoke test',
+    );
+    // One companion after the other: each started, then probed (every few seconds) until ready.
+    const companionSteps = deployed
+      .slice(smokeAt + 1)
+      .filter((n) => n === 'startCompanion' || n === 'probeCompanion')
+      .filter((n, i, all) => n !== all[i - 1]);
+    assert.deepEqual(companionSteps, [
+      'startCompanion',
+      'probeCompanion',
+      'startCompanion',
+      'probeCompanion',
+    ]);
+    // The larger budget first: the embeddings server, then the reranker.
+    assert.deepEqual(startedContainers(deployEvents), ['liftoff-embeddings', 'liftoff-reranker']);
+
+    const supervised = readHistory(entryFor('supervise-companion-restarted.json')).events ?? [];
+    const restarted = activityNames(supervised);
+    assert.ok(restarted.includes('probeCompanion'), `the restart probed it: ${restarted.join(', ')}`);
+    assert.deepEqual(startedContainers(supervised), ['liftoff-embeddings'], 'only the removed one restarted');
+    assert.deepEqual(childWorkflows(supervised), [], 'no relaunch of the cluster');
   });
 
   it('the rolled-back upgrade: the failed run continues as the rollback, which the cluster records', () => {
@@ -277,7 +333,11 @@ describe('replay of recorded deploy, supervisor and cluster histories', () => {
       cluster: [],
     };
     // Recorded after clusters held hosts: the rolled-back upgrade's deploys took the cluster-hold branch.
-    const heldHosts = new Set(['deploy-rolled-back-failed.json', 'deploy-rolled-back.json']);
+    const heldHosts = new Set([
+      'deploy-rolled-back-failed.json',
+      'deploy-rolled-back.json',
+      'deploy-companions.json',
+    ]);
     for (const entry of manifest.histories) {
       const markers = patchMarkers(readHistory(entry));
       for (const id of markers) assert.ok(patchIds.includes(id), `${entry.file}: ${id} is a listed patch`);
