@@ -39,6 +39,8 @@ const slowest = [
   'test/e2e/multiproc.test.ts',
   'test/e2e/multiproc-durability.test.ts',
   'test/e2e/lifecycle.test.ts',
+  'test/e2e/companions-supervise.test.ts',
+  'test/e2e/companions.test.ts',
   'test/e2e/failures.test.ts',
   'test/e2e/load-faults.test.ts',
   'test/e2e/schedule.test.ts',
