@@ -118,9 +118,11 @@ describe('docker run / rm -f', () => {
 
     const tagged = await until(() => {
       const pids = pidsWithEnv(`LIFTOFF_SIM_CONTAINER=${id}`);
-      const cmd = (p: number) => readFileSync(`/proc/${p}/cmdline`, 'utf8');
-      const inGroup = pids.find((p) => cmd(p).includes('301'));
-      const outside = pids.find((p) => cmd(p).includes('302'));
+      // The sleeps themselves: the `sh -c` that starts the second one names 302 in its own command line.
+      const sleeping = (p: number, n: string) =>
+        readFileSync(`/proc/${p}/cmdline`, 'utf8').split('\0').slice(0, 2).join(' ') === `sleep ${n}`;
+      const inGroup = pids.find((p) => sleeping(p, '301'));
+      const outside = pids.find((p) => sleeping(p, '302'));
       return inGroup && outside ? { inGroup, outside } : undefined;
     }, 'exec -d processes');
     assert.equal(pgrpOf(tagged.inGroup), pgid, 'exec -d joins the container process group');
