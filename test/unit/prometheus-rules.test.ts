@@ -3,7 +3,8 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { parse } from 'yaml';
@@ -50,6 +51,21 @@ describe('deploy/prometheus/alerts.yml', () => {
     const tested = readFileSync(join(rulesDir, 'alerts.test.yml'), 'utf8');
     for (const alert of rules.flatMap((r) => (r.alert ? [r.alert] : [])))
       assert.match(tested, new RegExp(`alertname: ${alert}$`, 'm'), `${alert} has a test`);
+  });
+
+  it("prometheus.yml (the compose profile's) passes promtool check config, its paths where compose mounts them", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'liftoff-prometheus-'));
+    try {
+      const config = readFileSync(join(rulesDir, 'prometheus.yml'), 'utf8').replaceAll(
+        '/etc/prometheus/',
+        `${dir}/`,
+      );
+      writeFileSync(join(dir, 'prometheus.yml'), config);
+      copyFileSync(join(rulesDir, 'alerts.yml'), join(dir, 'alerts.yml'));
+      assert.match(await promtool('check', 'config', join(dir, 'prometheus.yml')), /SUCCESS/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('has the alerts issue 32 asks for, each with a severity', () => {
