@@ -39,6 +39,8 @@ if [ "$purpose" = test ]; then
   [ -x /usr/bin/chromium ] || missing_debs+=(chromium)
   # The non-root SSH user of the real-Docker tests stops units through `sudo -n`, as at the reference site.
   [ -x /usr/bin/sudo ] || missing_debs+=(sudo)
+  # promtool checks and tests the alert rules (deploy/prometheus); the tests start their own prometheus on loopback.
+  command -v promtool >/dev/null 2>&1 || missing_debs+=(prometheus)
 fi
 if [ ${#missing_debs[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
@@ -47,6 +49,12 @@ if [ ${#missing_debs[@]} -gt 0 ]; then
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing_debs[@]}" >/dev/null
     log "installed ${missing_debs[*]} in $(since "$started")"
+    # Debian starts the prometheus service it installs (on :9090, scraping this machine): liftoff wants only its
+    # binaries.
+    if [[ " ${missing_debs[*]} " == *" prometheus "* ]]; then
+      systemctl disable --now prometheus prometheus-node-exporter >/dev/null 2>&1 ||
+        service prometheus stop >/dev/null 2>&1 || true
+    fi
   else
     log "missing Debian packages: ${missing_debs[*]}; install them with: sudo apt-get install ${missing_debs[*]}"
     exit 1

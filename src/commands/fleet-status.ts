@@ -30,16 +30,31 @@ export interface FleetReport {
   clusters: FleetLine[];
 }
 
-export async function fleetStatus(client: Client): Promise<FleetReport> {
-  const newest = new Map<string, { startMs: number; line: FleetLine }>();
-  const keep = (line: FleetLine, startMs: number): void => {
-    const seen = newest.get(line.cluster);
-    if (!seen || seen.startMs < startMs) newest.set(line.cluster, { startMs, line });
-  };
+/** A cluster's record as the memo of its workflow's newest run keeps it. */
+export interface FleetRecord {
+  record: ClusterRecord;
+  workflowId: string;
+  startMs: number;
+}
+
+/** Every cluster's record, from the memo of its workflow's newest run (visibility alone: no worker needed). */
+export async function fleetRecords(client: Client): Promise<FleetRecord[]> {
+  const newest = new Map<string, FleetRecord>();
   for await (const wf of client.workflow.list({ query: `WorkflowType = '${clusterWorkflowType}'` })) {
     const record = wf.memo?.record as ClusterRecord | undefined;
-    if (record) keep(lineOf(record, wf.workflowId), wf.startTime.getTime());
+    if (!record) continue;
+    const startMs = wf.startTime.getTime();
+    const seen = newest.get(record.cluster);
+    if (!seen || seen.startMs < startMs)
+      newest.set(record.cluster, { record, workflowId: wf.workflowId, startMs });
   }
+  return [...newest.values()];
+}
+
+export async function fleetStatus(client: Client): Promise<FleetReport> {
+  const newest = new Map<string, { startMs: number; line: FleetLine }>();
+  for (const { record, workflowId, startMs } of await fleetRecords(client))
+    newest.set(record.cluster, { startMs, line: lineOf(record, workflowId) });
   // Clusters that only a supervisor or a deploy started before the upgrade stand for.
   const legacy = `WorkflowType IN ('supervise', 'deploy') AND ExecutionStatus = 'Running'`;
   for await (const wf of client.workflow.list({ query: legacy })) {
@@ -86,7 +101,9 @@ function lineOf(r: ClusterRecord, workflowId: string): FleetLine {
   };
 }
 
-const isUp = (state: string): boolean => ['serving', 'lost', 'relaunching', 'degraded'].includes(state);
+/** The states in which a cluster has a launch whose endpoint serves (or should). */
+export const isUp = (state: string): boolean =>
+  ['serving', 'lost', 'relaunching', 'degraded'].includes(state);
 
 export function renderFleet(report: FleetReport): string {
   if (report.clusters.length === 0)

@@ -24,6 +24,7 @@ export const commandLoaders: Readonly<Record<string, () => Promise<Command>>> = 
   dev: async () => (await import('./dev.js')).devCommand,
   worker: async () => (await import('./worker.js')).workerCommand,
   probe: async () => (await import('./probe.js')).probeCommand,
+  metrics: async () => (await import('./metrics.js')).metricsCommand,
   trust: async () => (await import('./trust.js')).trustCommand,
 };
 

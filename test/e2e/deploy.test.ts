@@ -3,7 +3,7 @@
 // own state, not liftoff's report of it.
 import { before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { suiteStateDir, useSuiteCluster } from '../helpers/suites.js';
 import { assertHeadServes } from '../helpers/serving.js';
@@ -21,6 +21,9 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import type { StatusReport } from '../../src/commands/status.js';
 import { liftoffArgv } from '../helpers/cli.js';
+import { tempDir } from '../helpers/temp-dir.js';
+import { waitFor } from '../helpers/wait.js';
+import type { TargetsReport } from '../../src/commands/metrics.js';
 
 const execFileAsync = promisify(execFile);
 
@@ -135,6 +138,41 @@ describe('deploy on a simulated 2-host cluster', () => {
     assert.equal(report.progress?.status, 'succeeded');
     assert.ok(report.progress?.steps.every((s) => s.status === 'done' || s.status === 'skipped'));
     assert.equal(report.progress?.load?.phase, 'ready');
+  });
+
+  it('`liftoff metrics targets -o FILE` writes the endpoint, named by its head, as file_sd JSON that Prometheus can scrape', async () => {
+    const dir = tempDir('liftoff-targets-');
+    const file = join(dir, 'vllm.json');
+    const env = { ...process.env, ...e2e.temporalEnv };
+    const head = simDeploySpec(e2e.sim, { cluster: 'e2e-deploy' }).hosts.find((h) => h.role === 'head');
+    const endpoint = new URL(result.endpoint);
+    const expected = [{ targets: [endpoint.host], labels: { cluster: 'e2e-deploy', host: head?.name } }];
+    // The fleet's records are Temporal's visibility, which may lag the deploy's end by a moment.
+    const report = await waitFor(
+      'the serving cluster in the targets',
+      async () => {
+        const { stdout } = await execFileAsync(
+          process.execPath,
+          liftoffArgv(['metrics', 'targets', '-o', file, '--json']),
+          { env, timeout: 60_000 },
+        );
+        const r = JSON.parse(stdout) as TargetsReport;
+        return r.groups.length > 0 ? r : undefined;
+      },
+      20_000,
+      { everyMs: 500 },
+    );
+    assert.deepEqual(report.withoutSpec, [], 'the worker gave the spec');
+    assert.deepEqual(JSON.parse(readFileSync(file, 'utf8')), expected);
+    assert.deepEqual(readdirSync(dir), ['vllm.json'], 'no temporary file left');
+    const printed = await execFileAsync(process.execPath, liftoffArgv(['metrics', 'targets', '-o', '-']), {
+      env,
+      timeout: 60_000,
+    });
+    assert.deepEqual(JSON.parse(printed.stdout), expected);
+    // The target serves vLLM's metrics, the smoke test's completion in its TTFT histogram.
+    const metrics = await (await fetch(`http://${expected[0]!.targets[0]}/metrics`)).text();
+    assert.match(metrics, /^vllm:time_to_first_token_seconds_count\{[^}]*\} [1-9]\d*\.0$/m);
   });
 
   it('a server crash fails within a poll, with diagnostics from every host, and onFailure: teardown removes the containers', async () => {

@@ -336,6 +336,17 @@ describe('simulated vllm', () => {
     assert.match(metrics, /^vllm:generation_tokens_total\{engine="0",model_name="qwen"\} (\d+)\.0$/m);
     const generated = Number(/^vllm:generation_tokens_total\{[^}]*\} (\d+)/m.exec(metrics)?.[1]);
     assert.equal(generated, chat.usage.completion_tokens * 3);
+    // TTFT and inter-token latency as real vLLM's histograms, per completion, with its bucket boundaries.
+    assert.match(metrics, /^# TYPE vllm:time_to_first_token_seconds histogram$/m);
+    assert.match(metrics, /^vllm:time_to_first_token_seconds_bucket\{[^}]*,le="\+Inf"\} 3\.0$/m);
+    assert.match(metrics, /^vllm:time_to_first_token_seconds_count\{[^}]*\} 3\.0$/m);
+    assert.match(metrics, /^vllm:time_to_first_token_seconds_bucket\{[^}]*,le="2560\.0"\} 3\.0$/m);
+    const gaps = 3 * (chat.usage.completion_tokens - 1);
+    assert.match(
+      metrics,
+      new RegExp(`^vllm:inter_token_latency_seconds_bucket\\{[^}]*,le="0\\.01"\\} ${gaps}\\.0$`, 'm'),
+    );
+    assert.match(metrics, new RegExp(`^vllm:inter_token_latency_seconds_count\\{[^}]*\\} ${gaps}\\.0$`, 'm'));
 
     // GPU memory is held on both hosts while serving: by vLLM here, by the worker's Ray process there.
     const vllmPid = proc.child.pid ?? 0;

