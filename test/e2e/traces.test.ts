@@ -11,9 +11,10 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { writeFileSync } from 'node:fs';
 import { stringify } from 'yaml';
-import type { Worker } from '@temporalio/worker';
+import { Worker } from '@temporalio/worker';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { createLiftoffWorker } from '../../src/worker.js';
+import { workflowBundle } from '../../src/temporal/workflow-bundle.js';
 import { loadWorkerPolicy } from '../../src/config/worker-policy.js';
 import { createDevServerEnv } from '../helpers/temporal.js';
 import { runLiftoff } from '../helpers/cli.js';
@@ -28,6 +29,8 @@ interface ReceivedSpan {
   spanId: string;
   parentSpanId: string;
   attributes: Record<string, unknown>;
+  /** OTLP's status: code 2 is an error. */
+  status: { code?: number; message?: string };
 }
 
 interface OtlpAnyValue {
@@ -49,6 +52,7 @@ interface OtlpTraces {
         spanId: string;
         parentSpanId?: string;
         attributes?: OtlpKeyValue[];
+        status?: { code?: number; message?: string };
       }[];
     }[];
   }[];
@@ -71,6 +75,7 @@ function spansOf(body: OtlpTraces): ReceivedSpan[] {
         spanId: s.spanId,
         parentSpanId: s.parentSpanId ?? '',
         attributes: attributesOf(s.attributes),
+        status: s.status ?? {},
       })),
     );
   });
@@ -166,7 +171,8 @@ describe('traces of a deploy, from the CLI to the activity', () => {
         },
       }),
     );
-    const cli = await runLiftoff(['deploy', '-c', specPath, '--json'], {
+    // --follow: the CLI polls the deploy's progress query until it ends, and those polls make no span.
+    const cli = await runLiftoff(['deploy', '-c', specPath, '--follow'], {
       ...process.env,
       TEMPORAL_ADDRESS: env.address,
       TEMPORAL_NAMESPACE: env.namespace ?? 'default',
@@ -203,6 +209,9 @@ describe('traces of a deploy, from the CLI to the activity', () => {
     );
     assert.equal(run.service, 'liftoff-worker');
     assert.equal(activity.service, 'liftoff-worker');
+    // The refusal is on the activity's span.
+    assert.equal(activity.status.code, 2, 'the activity span has the error status');
+    assert.match(activity.status.message ?? '', /refused by the worker policy/);
     for (const s of [run, activity])
       assert.equal(s.traceId, start.traceId, `${s.name} is in the CLI's trace`);
     assert.equal(run.parentSpanId, start.spanId, 'the workflow run is under the CLI start');
@@ -213,5 +222,16 @@ describe('traces of a deploy, from the CLI to the activity', () => {
     assert.equal(scheduled.parentSpanId, run.spanId);
     // The CLI's progress polls are not traced.
     assert.ok(!spans.some((s) => s.name.startsWith('QueryWorkflow')), 'no span per query');
+  });
+
+  it("the traced run's history carries the trace in headers only, and replays on a worker without tracing", async () => {
+    assert.ok(env);
+    const handle = env.client.workflow.getHandle('liftoff-traces');
+    await assert.rejects(handle.result());
+    const history = await handle.fetchHistory();
+    const scheduled = (history.events ?? []).find((e) => e.activityTaskScheduledEventAttributes);
+    const headerFields = Object.keys(scheduled?.activityTaskScheduledEventAttributes?.header?.fields ?? {});
+    assert.ok(headerFields.includes('_tracer-data'), `the activity's headers: ${headerFields.join(', ')}`);
+    await Worker.runReplayHistory({ workflowBundle: await workflowBundle() }, history, 'liftoff-traces');
   });
 });
