@@ -11,6 +11,7 @@ import { bindWorkerPolicy } from './activities/worker-policy.js';
 import { bindSshPool } from './activities/ssh-context.js';
 import { SharedSshPool } from './ssh/executor.js';
 import { sshIdleMsFromEnv } from './config/ssh-idle.js';
+import { tracingRequested } from './config/tracing.js';
 
 export interface LiftoffWorkerOptions {
   connection: NativeConnection;
@@ -26,6 +27,11 @@ export interface LiftoffWorkerOptions {
    * this process's environment (the file LIFTOFF_WORKER_POLICY names, or the defaults), read once, here.
    */
   policy?: WorkerPolicy;
+  /**
+   * Export OpenTelemetry traces of the workflows and activities (src/temporal/tracing.ts). Default: when this
+   * process's environment names an OTLP endpoint (OTEL_EXPORTER_OTLP_ENDPOINT).
+   */
+  tracing?: boolean;
 }
 
 /**
@@ -49,16 +55,28 @@ export async function createLiftoffWorker(opts: LiftoffWorkerOptions): Promise<W
   const policy = opts.policy ?? loadWorkerPolicy(process.env);
   // One SSH connection per host, shared by its activities, kept while unused for LIFTOFF_SSH_IDLE_TIMEOUT.
   const pool = new SharedSshPool({ idleMs: sshIdleMsFromEnv(process.env) });
+  const traced = opts.tracing ?? tracingRequested(process.env);
+  // Loaded only when traces are exported: without them no OpenTelemetry code runs, here or in the sandbox.
+  const tracingModule = traced ? await import('./temporal/tracing.js') : undefined;
+  const tracing = tracingModule?.startTracing('liftoff-worker');
+  const traceOptions = tracingModule && tracing ? tracingModule.workerTracing(tracing) : {};
   const worker = await Worker.create({
     connection: opts.connection,
     namespace: opts.namespace,
     taskQueue: opts.taskQueue ?? TASK_QUEUE,
-    // Workflow code converts failures inside the sandbox, so it needs the same failure converter.
-    workflowBundle: await workflowBundle(dataConverter.failureConverterPath),
+    // Workflow code converts failures inside the sandbox, so it needs the same failure converter; the tracing
+    // interceptors of the sandbox are in the bundle too (a worker option cannot add them to a bundle).
+    workflowBundle: await workflowBundle({
+      ...(dataConverter.failureConverterPath
+        ? { failureConverterPath: dataConverter.failureConverterPath }
+        : {}),
+      tracing: traced,
+    }),
     activities: activitiesUnder(policy, pool),
     dataConverter,
     // After a worker dies, its workflows' next task goes back to the shared queue after this long.
     stickyQueueScheduleToStartTimeout: '5s',
+    ...traceOptions,
   });
   // The pool's connections close when the worker stops, however it is run: they would otherwise hold the
   // process (and a login on every host) open until idle.
@@ -68,6 +86,8 @@ export async function createLiftoffWorker(opts: LiftoffWorkerOptions): Promise<W
       await run();
     } finally {
       await pool.close();
+      // The last spans (the workflows' and activities' that ended just before) go out before the process ends.
+      await tracing?.flush();
     }
   };
   return worker;

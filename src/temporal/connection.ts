@@ -1,12 +1,13 @@
 // Where the CLI and the worker find Temporal: Temporal's own environment configuration (TEMPORAL_ADDRESS,
 // TEMPORAL_NAMESPACE, TEMPORAL_PROFILE, TLS and API key settings, or a temporal.toml profile),
 // defaulting to the embedded dev server.
-import { Client, Connection } from '@temporalio/client';
+import { Client, Connection, type ClientInterceptors } from '@temporalio/client';
 import type { NativeConnection } from '@temporalio/worker';
 import { loadClientConnectConfig } from '@temporalio/envconfig';
 import type { DataConverter } from '@temporalio/common';
 import { liftoffDataConverter } from './codec.js';
 import { TemporalUnreachableError } from './errors.js';
+import { tracingRequested } from '../config/tracing.js';
 
 export const EMBEDDED_ADDRESS = '127.0.0.1:7233';
 export const DEFAULT_NAMESPACE = 'default';
@@ -34,23 +35,40 @@ export function loadTemporalSettings(env: NodeJS.ProcessEnv = process.env): Temp
   };
 }
 
-export async function connectClient(settings = loadTemporalSettings()): Promise<Client> {
+export async function connectClient(
+  settings = loadTemporalSettings(),
+  interceptors?: ClientInterceptors,
+): Promise<Client> {
   try {
     const connection = await Connection.connect({ ...settings.connectionOptions, connectTimeout: 5000 });
     await connection.workflowService.getSystemInfo({});
-    return new Client({ connection, namespace: settings.namespace, dataConverter: settings.dataConverter });
+    return new Client({
+      connection,
+      namespace: settings.namespace,
+      dataConverter: settings.dataConverter,
+      ...(interceptors ? { interceptors } : {}),
+    });
   } catch (err) {
     throw new TemporalUnreachableError(settings.address, err);
   }
 }
 
-/** Runs `body` with a client of the configured Temporal, closing its connection however `body` ends. */
+/**
+ * Runs `body` with a client of the configured Temporal, closing its connection however `body` ends. With an OTLP
+ * endpoint in the environment, the workflows the command starts are traced (src/temporal/tracing.ts): its start is
+ * the trace's root, and its spans are sent before the command returns.
+ */
 export async function withClient<T>(body: (client: Client) => Promise<T>): Promise<T> {
-  const client = await connectClient();
+  const settings = loadTemporalSettings();
+  // Loaded only when traces are exported: the OpenTelemetry SDK would add to every command's start.
+  const tracingModule = tracingRequested(process.env) ? await import('./tracing.js') : undefined;
+  const tracing = tracingModule?.startTracing('liftoff-cli');
+  const client = await connectClient(settings, tracingModule?.cliClientInterceptors());
   try {
     return await body(client);
   } finally {
     await client.connection.close();
+    await tracing?.flush();
   }
 }
 

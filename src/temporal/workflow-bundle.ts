@@ -4,6 +4,7 @@
 import { createHash } from 'node:crypto';
 import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -21,13 +22,27 @@ const bundlerEntry = fileURLToPath(import.meta.url);
 const execFileAsync = promisify(execFile);
 
 /**
- * Bundles in this process (the child's side). `failureConverterPath`: a failure converter module for the sandbox
- * (src/temporal/codec.ts, when payloads are encrypted).
+ * The OpenTelemetry workflow interceptors (issue 32), in the bundle of a worker that exports traces only: a span
+ * per workflow run and per activity it schedules, sent out of the sandbox through the `exporter` sink, which the
+ * SDK does not call on replay. A worker without tracing runs a bundle without them.
  */
-async function bundleWorkflowsTo(file: string, failureConverterPath?: string): Promise<void> {
+export const workflowTracingModule = createRequire(import.meta.url).resolve(
+  '@temporalio/interceptors-opentelemetry/lib/workflow-interceptors',
+);
+
+export interface WorkflowBundleOptions {
+  /** A failure converter module for the sandbox (src/temporal/codec.ts, when payloads are encrypted). */
+  failureConverterPath?: string;
+  /** Bundle the OpenTelemetry workflow interceptors (workflowTracingModule). */
+  tracing?: boolean;
+}
+
+/** Bundles in this process (the child's side). */
+async function bundleWorkflowsTo(file: string, options: WorkflowBundleOptions): Promise<void> {
   const { code } = await bundleWorkflowCode({
     workflowsPath,
-    ...(failureConverterPath ? { failureConverterPath } : {}),
+    ...(options.failureConverterPath ? { failureConverterPath: options.failureConverterPath } : {}),
+    ...(options.tracing ? { workflowInterceptorModules: [workflowTracingModule] } : {}),
     // Sources use NodeNext-style `.js` specifiers that point at `.ts` files.
     webpackConfigHook: (config) => {
       config.resolve = { ...config.resolve, extensionAlias: { '.js': ['.ts', '.js'] } };
@@ -51,7 +66,7 @@ async function bundleWorkflowsTo(file: string, failureConverterPath?: string): P
 }
 
 /** Names the bundle by everything that can change it: the sources, the locked package versions, the options. */
-function bundleHash(failureConverterPath: string | undefined): string {
+function bundleHash(options: WorkflowBundleOptions): string {
   const hash = createHash('sha256');
   // An installed package has no lock file; its package.json pins the Temporal packages that bundle.
   const lock = join(projectRoot, 'package-lock.json');
@@ -60,7 +75,9 @@ function bundleHash(failureConverterPath: string | undefined): string {
     ...sources.map((f) => join(srcDir, f)).sort(),
     existsSync(lock) ? lock : join(projectRoot, 'package.json'),
   ];
-  if (failureConverterPath) files.push(failureConverterPath);
+  if (options.failureConverterPath) files.push(options.failureConverterPath);
+  // The interceptors' version is in the lock file (or package.json) already; their path names the variant.
+  if (options.tracing) hash.update('tracing:').update(workflowTracingModule).update('\0');
   for (const file of files) {
     hash.update(file).update('\0').update(readFileSync(file)).update('\0');
   }
@@ -69,12 +86,15 @@ function bundleHash(failureConverterPath: string | undefined): string {
 
 const bundlePromises = new Map<string, Promise<WorkflowBundlePath>>();
 
-/** The bundle file for the current sources and options, built on first use; every worker of the process shares it. */
-export function workflowBundle(failureConverterPath?: string): Promise<WorkflowBundlePath> {
-  const variant = failureConverterPath ?? '';
+/**
+ * The bundle file for the current sources and options, built on first use; every worker of the process with the
+ * same options shares it.
+ */
+export function workflowBundle(options: WorkflowBundleOptions = {}): Promise<WorkflowBundlePath> {
+  const variant = `${options.failureConverterPath ?? ''}\0${options.tracing ? 'tracing' : ''}`;
   let promise = bundlePromises.get(variant);
   if (!promise) {
-    promise = buildBundleFile(failureConverterPath).catch((err: unknown) => {
+    promise = buildBundleFile(options).catch((err: unknown) => {
       // A failed build is not kept: the next worker tries again.
       bundlePromises.delete(variant);
       throw err;
@@ -93,12 +113,12 @@ export function workflowBundleDir(env: NodeJS.ProcessEnv, home: string): string 
   return join(env.XDG_CACHE_HOME ?? join(home, '.cache'), 'liftoff', 'workflow-bundles');
 }
 
-async function buildBundleFile(failureConverterPath: string | undefined): Promise<WorkflowBundlePath> {
+async function buildBundleFile(options: WorkflowBundleOptions): Promise<WorkflowBundlePath> {
   const dir = workflowBundleDir(process.env, homedir());
   mkdirSync(dir, { recursive: true, mode: 0o700 });
-  const codePath = join(dir, `workflows-${bundleHash(failureConverterPath)}.js`);
+  const codePath = join(dir, `workflows-${bundleHash(options)}.js`);
   if (!existsSync(codePath)) {
-    const args = [bundlerEntry, codePath, ...(failureConverterPath ? [failureConverterPath] : [])];
+    const args = [bundlerEntry, codePath, JSON.stringify(options)];
     await execFileAsync(process.execPath, [...(compiled ? [] : ['--import', 'tsx']), ...args], {
       cwd: projectRoot,
       maxBuffer: 16 * 1024 * 1024,
@@ -110,6 +130,8 @@ async function buildBundleFile(failureConverterPath: string | undefined): Promis
   return { codePath };
 }
 
-// The child's side: `node [--import tsx] workflow-bundle.(ts|js) FILE [FAILURE_CONVERTER]`, run by buildBundleFile.
-const [, main, file, failureConverter] = process.argv;
-if (main === bundlerEntry && file) await bundleWorkflowsTo(file, failureConverter);
+// The child's side: `node [--import tsx] workflow-bundle.(ts|js) FILE OPTIONS_JSON`, run by buildBundleFile.
+const [, main, file, optionsJson] = process.argv;
+if (main === bundlerEntry && file) {
+  await bundleWorkflowsTo(file, JSON.parse(optionsJson ?? '{}') as WorkflowBundleOptions);
+}

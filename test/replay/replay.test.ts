@@ -17,6 +17,9 @@ import {
 } from '@temporalio/worker';
 import { historyFromJSON, type History } from '@temporalio/common/lib/proto-utils.js';
 import { DeterminismViolationError } from '@temporalio/workflow';
+import { makeWorkflowExporter } from '@temporalio/interceptors-opentelemetry';
+import { Resource } from '@opentelemetry/resources';
+import type { ReadableSpan, SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { workflowBundle, workflowsPath } from '../../src/temporal/workflow-bundle.js';
 import { patches, patchIds } from '../../src/workflows/patches.js';
 import { projectRoot } from '../../src/temporal/cli-path.js';
@@ -112,12 +115,23 @@ function patchMarkers(history: History): string[] {
 function replay(
   bundle: WorkflowBundlePath | WorkflowBundleWithSourceMap,
   entry: ManifestEntry,
+  sinks: Parameters<typeof Worker.runReplayHistory>[0]['sinks'] = undefined,
 ): Promise<void> {
   return Worker.runReplayHistory(
-    { workflowBundle: bundle, replayName: `replay ${entry.file}` },
+    { workflowBundle: bundle, replayName: `replay ${entry.file}`, ...(sinks ? { sinks } : {}) },
     readHistory(entry),
     entry.workflowId,
   );
+}
+
+/** A span processor that keeps what the workflow sandbox's exporter sink hands it. */
+function keepingProcessor(kept: ReadableSpan[]): SpanProcessor {
+  return {
+    onStart: () => undefined,
+    onEnd: (span) => void kept.push(span),
+    forceFlush: () => Promise.resolve(),
+    shutdown: () => Promise.resolve(),
+  };
 }
 
 /** The deploy as it is, except that it runs one extra activity before its first step. */
@@ -135,6 +149,7 @@ export async function deploy(input, options) {
 
 describe('replay of recorded deploy, supervisor and cluster histories', () => {
   let current: WorkflowBundlePath;
+  let traced: WorkflowBundlePath;
   let changed: WorkflowBundleWithSourceMap;
   let changedDir: string | undefined;
 
@@ -144,8 +159,9 @@ describe('replay of recorded deploy, supervisor and cluster histories', () => {
     changedDir = mkdtempSync(join(tmpdir(), 'liftoff-replay-'));
     const changedPath = join(changedDir, 'workflows.ts');
     writeFileSync(changedPath, changedWorkflowSource);
-    [current, changed] = await Promise.all([
+    [current, traced, changed] = await Promise.all([
       workflowBundle(),
+      workflowBundle({ tracing: true }),
       bundleWorkflowCode({
         workflowsPath: changedPath,
         // The file lives outside the project: let it find the project's packages.
@@ -356,6 +372,26 @@ describe('replay of recorded deploy, supervisor and cluster histories', () => {
       await replay(current, entry);
     });
   }
+
+  // A worker restarted with OTEL_EXPORTER_OTLP_ENDPOINT set (issue 32) takes over the deploys a worker without it
+  // ran, and the other way round: the tracing interceptors add headers, never commands, and their export sink is
+  // not called on replay (the spans of what already ran are not sent twice).
+  it('the worker without tracing has none of its code; every recording replays with the tracing interceptors too, exporting no span', async () => {
+    const interceptorName = 'OpenTelemetryInboundInterceptor';
+    assert.ok(
+      !readFileSync(current.codePath, 'utf8').includes(interceptorName),
+      'no tracing in the plain bundle',
+    );
+    assert.ok(readFileSync(traced.codePath, 'utf8').includes(interceptorName), 'the traced bundle has them');
+    const kept: ReadableSpan[] = [];
+    const exporter = makeWorkflowExporter(keepingProcessor(kept), new Resource({ 'service.name': 'replay' }));
+    for (const entry of manifest.histories) await replay(traced, entry, { exporter });
+    assert.deepEqual(
+      kept.map((s) => s.name),
+      [],
+      'replay exports no span',
+    );
+  });
 
   it('a workflow that runs one extra activity before its first step fails replay (DeterminismViolationError)', async () => {
     const entry = entryFor('deploy-succeeded.json');
