@@ -48,6 +48,8 @@ import {
   type StepName,
 } from './steps.js';
 import { patches } from './patches.js';
+import { countedFailure, recordDeployOutcome } from './metrics.js';
+import { revisionOf } from './supervise-state.js';
 import { hostStepNamed, type HostStepInput } from '../steps/host-steps.js';
 import { runsOn } from '../steps/host-step.js';
 import { headAddressOf, launchServeInput, rayContainerInput } from '../host-commands/step-inputs.js';
@@ -94,7 +96,7 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
     if (clusterGuess !== '(unknown)') {
       upsertSearchAttributes([{ key: searchAttributes.cluster, value: clusterGuess }]);
     }
-    throw tracker.fail(err, undefined);
+    throw countedFailure(clusterGuess, tracker.fail(err, undefined));
   }
   progress.cluster = spec.cluster;
   upsertSearchAttributes([{ key: searchAttributes.cluster, value: spec.cluster }]);
@@ -113,6 +115,7 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
   const failed = async (failed: ApplicationFailure): Promise<ApplicationFailure> => {
     // A rollback that fails too carries both failures, so the record and the notification tell the whole story.
     const failure = options.rollback ? rollbackFailure(failed, options.rollback) : failed;
+    countedFailure(spec.cluster, failure);
     if (holding) await recordDeployEnd(spec.cluster, { outcome: 'failed', error: failure.message });
     const text = notifyText.deployFailed(spec.cluster, failure.message);
     await sendNotification(spec, 'deployFailed', text, { launchId, trigger });
@@ -211,6 +214,7 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
     return await tracker.run('record', async () => {
       progress.endpoint = endpoint;
       progress.status = 'succeeded';
+      recordDeployOutcome(spec.cluster, 'succeeded');
       upsertSearchAttributes([
         { key: searchAttributes.outcome, value: 'succeeded' },
         { key: searchAttributes.loadSeconds, value: loadSeconds },
@@ -258,7 +262,7 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
       result.supervision = await startSupervision(
         spec.cluster,
         spec,
-        { launchId, servingSinceMs: Date.now(), endpoint },
+        { launchId, servingSinceMs: Date.now(), endpoint, ...revisionOf(revision, Date.now()) },
         { spec: spec.supervise.enabled, option: options.supervise !== false },
         trigger,
         bakeWindowOf(spec, revision, fallback),
