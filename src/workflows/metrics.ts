@@ -124,17 +124,27 @@ export function recordEtaError(
 }
 
 /**
- * A deploy that ended, with its failure type ('' when it succeeded). A cluster that serves is serving; one whose
- * deploy failed or was cancelled has no state until something says otherwise (its supervisor, after a relaunch
- * that failed; the rollback's deploy).
+ * A deploy that ended, with its failure type ('' when it succeeded). A cluster that serves is serving. One whose
+ * deploy failed or was cancelled after it took the cluster over (stopped its supervisor and services) has no
+ * state until something says otherwise (its supervisor, after a relaunch that failed; the rollback's deploy); one
+ * that ended before that (a refused spec, a failed preflight) leaves the state of what still runs as it was.
  */
-export function recordDeployOutcome(cluster: string, outcome: DeployOutcome, failureType = ''): void {
-  count(deployMetrics.outcomes, { cluster, outcome, failure_type: failureType });
-  recordClusterState(cluster, outcome === 'succeeded' ? 'serving' : undefined);
+export function recordDeployOutcome(
+  cluster: string,
+  outcome: DeployOutcome,
+  at: { failureType?: string; tookOver: boolean },
+): void {
+  count(deployMetrics.outcomes, { cluster, outcome, failure_type: at.failureType ?? '' });
+  if (outcome === 'succeeded') recordClusterState(cluster, 'serving');
+  else if (at.tookOver) recordClusterState(cluster, undefined);
 }
 
 /** Counts a failed deploy; returns the failure, for `throw`. */
-export function countedFailure(cluster: string, failure: ApplicationFailure): ApplicationFailure {
-  recordDeployOutcome(cluster, 'failed', failure.type ?? '');
+export function countedFailure(
+  cluster: string,
+  failure: ApplicationFailure,
+  tookOver: boolean,
+): ApplicationFailure {
+  recordDeployOutcome(cluster, 'failed', { failureType: failure.type ?? '', tookOver });
   return failure;
 }

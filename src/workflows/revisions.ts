@@ -138,7 +138,7 @@ export async function rollBack(
   });
   await recordDeployEnd(spec.cluster, { outcome: 'failed', error: failure.message });
   const to = fallback.request.to;
-  recordDeployOutcome(spec.cluster, 'rolled_back', failure.type ?? '');
+  recordDeployOutcome(spec.cluster, 'rolled_back', { failureType: failure.type ?? '', tookOver: true });
   progress.rolledBackTo = to;
   publishDetails(progress);
   upsertSearchAttributes([{ key: searchAttributes.outcome, value: 'failed' }]);

@@ -14,7 +14,7 @@ import { searchAttributes } from '../shared/constants.js';
 import { FailureType } from '../shared/failures.js';
 import { markdownHostText } from '../shared/host-markup.js';
 import { messageOf, rootApplicationFailure } from './failures.js';
-import { recordDeployOutcome, recordStepDuration } from './metrics.js';
+import { recordStepDuration } from './metrics.js';
 import {
   companionLine,
   type CompanionProgress,
@@ -84,7 +84,6 @@ export class StepTracker {
   cancelled(err: unknown, teardown: string[]): CancelledFailure {
     const step = this.stepThat('cancelled');
     this.progress.status = 'cancelled';
-    recordDeployOutcome(this.progress.cluster, 'cancelled');
     this.progress.teardown = teardown;
     upsertSearchAttributes([{ key: searchAttributes.outcome, value: 'cancelled' }]);
     upsertMemo({ cancelled: { step, teardown } });
