@@ -61,9 +61,19 @@ const stepBuckets = [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1200,
  * first one installs a Runtime without metrics otherwise.
  */
 export async function installMetricsRuntime(address: MetricsAddress): Promise<void> {
-  // Loaded here, as the worker SDK is everywhere in the CLI: only the commands that run a worker pay for it.
+  // Loaded here, not at the top: only the commands that run a worker load the worker SDK.
   const { Runtime } = await import('@temporalio/worker');
-  Runtime.install({
+  try {
+    installWith(Runtime, address);
+  } catch (err) {
+    // A port already taken, an address not of this machine: the operator's to fix, named as such.
+    const said = err instanceof Error ? err.message : String(err);
+    throw new MetricsAddressError(`--metrics ${address.bindAddress}: ${said}`);
+  }
+}
+
+function installWith(runtime: typeof import('@temporalio/worker').Runtime, address: MetricsAddress): void {
+  runtime.install({
     telemetryOptions: {
       metrics: {
         prometheus: {
