@@ -78,8 +78,8 @@ function installWith(runtime: typeof import('@temporalio/worker').Runtime, addre
       metrics: {
         prometheus: {
           bindAddress: address.bindAddress,
-          // Prometheus's convention: durations in seconds (the SDK's latencies otherwise come in milliseconds).
-          useSecondsForDurations: true,
+          // The SDK's own latencies stay in its default milliseconds, as the dashboard reads them; liftoff's
+          // durations are seconds by name.
           histogramBucketOverrides: { [deployMetrics.stepDuration]: stepBuckets },
         },
       },
