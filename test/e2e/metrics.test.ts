@@ -160,16 +160,18 @@ describe('worker metrics scraped by Prometheus', () => {
       async () => ((await instant('up{job="liftoff-worker"} == 1')).length > 0 ? true : undefined),
       30_000,
     );
-    // Idle: nothing deployed yet. Both workers over the same window, the measured one scraped every second.
-    await new Promise((r) => setTimeout(r, 2000));
+    // Idle: nothing deployed yet. Both workers over the same window, the measured one scraped every second,
+    // after their start has settled.
+    await new Promise((r) => setTimeout(r, 5000));
     const from = { measured: cpuSeconds(measured.pid!), plain: cpuSeconds(plain.pid!), at: Date.now() };
     await new Promise((r) => setTimeout(r, idleWindowMs));
     const seconds = (Date.now() - from.at) / 1000;
     const withMetrics = (100 * (cpuSeconds(measured.pid!) - from.measured)) / seconds;
     const without = (100 * (cpuSeconds(plain.pid!) - from.plain)) / seconds;
-    const cost = withMetrics - without;
+    // The difference is within the clock's 1/100 s ticks and the two workers' own noise; the whole measured
+    // worker's CPU bounds the endpoint's cost from above, so the verdict is taken on that bound.
     figures.push(
-      `FIGURE: idle worker CPU over ${seconds.toFixed(0)} s: ${withMetrics.toFixed(2)}% of a core with --metrics scraped every 1 s, ${without.toFixed(2)}% without --metrics; the endpoint's cost ${cost.toFixed(2)}% of a core (issue 32 wants < 1%: ${cost < 1 ? 'met' : 'missed'})`,
+      `FIGURE: idle worker CPU over ${seconds.toFixed(0)} s: ${withMetrics.toFixed(2)}% of a core with --metrics scraped every 1 s, ${without.toFixed(2)}% without --metrics beside it (difference ${(withMetrics - without).toFixed(2)}%); the endpoint costs at most ${withMetrics.toFixed(2)}% of a core idle (issue 32 wants < 1%: ${withMetrics < 1 ? 'met' : without + 1 > withMetrics ? 'met by the difference only' : 'missed'})`,
     );
     plain.kill('SIGTERM');
   });
