@@ -39,15 +39,27 @@ if [ "$purpose" = test ]; then
   [ -x /usr/bin/chromium ] || missing_debs+=(chromium)
   # The non-root SSH user of the real-Docker tests stops units through `sudo -n`, as at the reference site.
   [ -x /usr/bin/sudo ] || missing_debs+=(sudo)
-  # promtool checks and tests the alert rules (deploy/prometheus); the tests start their own prometheus on loopback.
-  command -v promtool >/dev/null 2>&1 || missing_debs+=(prometheus)
+  # promtool checks and tests the alert rules (deploy/prometheus); the metrics test runs prometheus itself. The
+  # tests start their own prometheus on loopback.
+  { command -v promtool >/dev/null 2>&1 && [ -x /usr/bin/prometheus ]; } || missing_debs+=(prometheus)
 fi
 if [ ${#missing_debs[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     started=$(date +%s)
     log "installing ${missing_debs[*]} (apt)"
     apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing_debs[@]}" >/dev/null
+    # No service of these packages is started by their install (Debian's prometheus would listen on :9090):
+    # policy-rc.d refuses every start while it exists, unless the machine has its own policy; where it does, the
+    # service is stopped below.
+    own_policy=""
+    if [ ! -e /usr/sbin/policy-rc.d ]; then
+      printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d && own_policy=1
+    fi
+    apt_status=0
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing_debs[@]}" >/dev/null ||
+      apt_status=$?
+    [ -z "$own_policy" ] || rm -f /usr/sbin/policy-rc.d
+    [ "$apt_status" = 0 ] || exit "$apt_status"
     log "installed ${missing_debs[*]} in $(since "$started")"
     # Debian starts the prometheus service it installs (on :9090, scraping this machine): liftoff wants only its
     # binaries.

@@ -2,6 +2,7 @@
 import { SpecError } from '../config/load.js';
 import { PayloadKeyError, TemporalUnreachableError } from '../temporal/errors.js';
 import { WorkerPolicyError } from '../config/worker-policy.js';
+import { MetricsAddressError } from '../temporal/metrics.js';
 import { ExitCode } from './exit-codes.js';
 import { emitError, type OutputOptions } from './render.js';
 
@@ -14,7 +15,8 @@ export function exitCodeFor(err: unknown): number {
     err instanceof SpecError ||
     err instanceof UsageError ||
     err instanceof PayloadKeyError ||
-    err instanceof WorkerPolicyError
+    err instanceof WorkerPolicyError ||
+    err instanceof MetricsAddressError
   )
     return ExitCode.invalidInput;
   if (err instanceof TemporalUnreachableError) return ExitCode.temporalUnreachable;

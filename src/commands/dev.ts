@@ -9,6 +9,7 @@ import { stateDir } from '../cli/state-dir.js';
 import { emit, colors } from '../cli/render.js';
 import { runCommand } from '../cli/run-command.js';
 import { loadWorkerPolicy } from '../config/worker-policy.js';
+import { installMetricsRuntime, metricsAddressFrom } from '../temporal/metrics.js';
 
 export const devCommand = new Command('dev')
   .description('run the embedded Temporal dev server (history kept in .liftoff/) and a liftoff worker')
@@ -16,8 +17,15 @@ export const devCommand = new Command('dev')
   .option('--ui-port <port>', 'Temporal UI port', '8233')
   .option('--namespace <ns>', 'Temporal namespace', 'default')
   .option('--json', 'print the addresses as JSON')
-  .action((opts: { port: string; uiPort: string; namespace: string; json?: boolean }) =>
+  .option(
+    '--metrics <host:port>',
+    'serve Prometheus metrics at http://HOST:PORT/metrics, e.g. 127.0.0.1:9464 (env LIFTOFF_METRICS_ADDRESS; default: off)',
+  )
+  .action((opts: { port: string; uiPort: string; namespace: string; json?: boolean; metrics?: string }) =>
     runCommand(opts, async () => {
+      // A bad address fails before a server is started; the Runtime goes in before the worker's connection.
+      const metrics = metricsAddressFrom(opts.metrics);
+      if (metrics) await installMetricsRuntime(metrics);
       // A malformed LIFTOFF_PAYLOAD_KEY fails here, before a server is started.
       const dataConverter = liftoffDataConverter(process.env, { role: 'worker' });
       const policy = loadWorkerPolicy(process.env);
@@ -44,6 +52,7 @@ export const devCommand = new Command('dev')
         taskQueue: TASK_QUEUE,
         database: server.dbFile,
         workerPolicy: policy.source,
+        metrics: metrics?.url ?? null,
       };
       emit(opts, info, (i) =>
         [
@@ -51,6 +60,7 @@ export const devCommand = new Command('dev')
           `${colors.green('Temporal UI')}         ${colors.bold(i.ui)}`,
           `worker on task queue ${i.taskQueue}; history in ${i.database}`,
           `worker policy: ${i.workerPolicy}`,
+          ...(i.metrics ? [`metrics: ${i.metrics}`] : []),
           'Press Ctrl-C to stop.',
         ].join('\n'),
       );

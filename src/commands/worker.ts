@@ -5,16 +5,24 @@ import { TASK_QUEUE } from '../shared/constants.js';
 import { emit } from '../cli/render.js';
 import { runCommand } from '../cli/run-command.js';
 import { loadWorkerPolicy } from '../config/worker-policy.js';
+import { installMetricsRuntime, metricsAddressFrom } from '../temporal/metrics.js';
 
 export const workerCommand = new Command('worker')
   .description('run a liftoff worker against the configured Temporal (default: the embedded dev server)')
   .option('--task-queue <name>', 'task queue', TASK_QUEUE)
   .option('--json', 'print the connection as JSON')
-  .action((opts: { taskQueue: string; json?: boolean }) =>
+  .option(
+    '--metrics <host:port>',
+    'serve Prometheus metrics at http://HOST:PORT/metrics, e.g. 127.0.0.1:9464 (env LIFTOFF_METRICS_ADDRESS; default: off)',
+  )
+  .action((opts: { taskQueue: string; json?: boolean; metrics?: string }) =>
     runCommand(opts, async () => {
+      const metrics = metricsAddressFrom(opts.metrics);
       const settings = loadTemporalSettings();
       // What specs may make this worker reach; a bad policy file stops it here, before it connects.
       const policy = loadWorkerPolicy(process.env);
+      // Before the connection: the SDK's Runtime is made with the first one, and its exporter with it.
+      if (metrics) await installMetricsRuntime(metrics);
       const connection = await connectWorkerConnection(settings);
       // The worker and its activities load only for the commands that run one, not for every CLI command.
       const { createLiftoffWorker, runUntilSignalled } = await import('../worker.js');
@@ -31,9 +39,10 @@ export const workerCommand = new Command('worker')
           namespace: settings.namespace,
           taskQueue: opts.taskQueue,
           workerPolicy: policy.source,
+          metrics: metrics?.url ?? null,
         },
         (i) =>
-          `worker polling ${i.taskQueue} on ${i.address} (namespace ${i.namespace}); Ctrl-C to stop\nworker policy: ${i.workerPolicy}`,
+          `worker polling ${i.taskQueue} on ${i.address} (namespace ${i.namespace}); Ctrl-C to stop\nworker policy: ${i.workerPolicy}${i.metrics ? `\nmetrics: ${i.metrics}` : ''}`,
       );
       try {
         await runUntilSignalled(worker);

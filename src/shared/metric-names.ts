@@ -36,7 +36,10 @@ export const deployMetrics = {
   loadPhase: 'liftoff_deploy_load_phase',
   /** The load's estimated time left, in seconds. */
   loadEta: 'liftoff_deploy_load_eta_seconds',
-  /** The first ETA the load gave, minus what it took: how far off the estimate was, in seconds. */
+  /**
+   * How far off the load's first ETA was, in seconds: label `direction`, `late` (it took longer than said) or
+   * `early`, the other 0 (a gauge of the SDK's meter cannot go negative, so the sign is the label).
+   */
   etaError: 'liftoff_deploy_eta_error_seconds',
   /** Deploys that ended, by `outcome` (succeeded, failed, cancelled, rolled_back) and `failure_type` ('' when none). */
   outcomes: 'liftoff_deploy_outcomes_total',

@@ -48,6 +48,8 @@ import {
   type StepName,
 } from './steps.js';
 import { patches } from './patches.js';
+import { countedFailure, recordClusterState, recordDeployOutcome } from './metrics.js';
+import { revisionOf } from './supervise-state.js';
 import { hostStepNamed, type HostStepInput } from '../steps/host-steps.js';
 import { runsOn } from '../steps/host-step.js';
 import { headAddressOf, launchServeInput, rayContainerInput } from '../host-commands/step-inputs.js';
@@ -94,7 +96,7 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
     if (clusterGuess !== '(unknown)') {
       upsertSearchAttributes([{ key: searchAttributes.cluster, value: clusterGuess }]);
     }
-    throw tracker.fail(err, undefined);
+    throw countedFailure(clusterGuess, tracker.fail(err, undefined), false);
   }
   progress.cluster = spec.cluster;
   upsertSearchAttributes([{ key: searchAttributes.cluster, value: spec.cluster }]);
@@ -113,6 +115,7 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
   const failed = async (failed: ApplicationFailure): Promise<ApplicationFailure> => {
     // A rollback that fails too carries both failures, so the record and the notification tell the whole story.
     const failure = options.rollback ? rollbackFailure(failed, options.rollback) : failed;
+    countedFailure(spec.cluster, failure, tookOver);
     if (holding) await recordDeployEnd(spec.cluster, { outcome: 'failed', error: failure.message });
     const text = notifyText.deployFailed(spec.cluster, failure.message);
     await sendNotification(spec, 'deployFailed', text, { launchId, trigger });
@@ -125,6 +128,8 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
   // The known-good a failure after the stop rolls back to (rollout.onFailure: rollback).
   let fallback: Fallback | undefined;
   let recording = false;
+  /** Whether this deploy took the cluster over (its old supervisor and services stopped): the metrics' state. */
+  let tookOver = false;
   // 1–4: read, stop, remove, check. Nothing of this launch runs yet, so a failure leaves nothing to tear down.
   try {
     const checked = await tracker.run('preflight', async () => {
@@ -160,6 +165,9 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
     // The old supervisor must not relaunch what this deploy removes.
     deprecatePatch(patches.supervision);
     await takeOverSupervision(spec.cluster, trigger);
+    // From here the cluster is this deploy's to bring up: its state is loading until it serves or fails.
+    tookOver = true;
+    recordClusterState(spec.cluster, 'loading');
     const lists = await tracker.run('stopServices', () => stopServices(run));
     await tracker.run('removeContainers', () => removeOldContainers(run, lists, taken ?? new Map()));
     await tracker.run('verifyGpusClear', async () => {
@@ -170,6 +178,7 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
   } catch (err) {
     if (isCancellation(err)) {
       if (holding) await recordDeployEnd(spec.cluster, { outcome: 'cancelled' });
+      recordDeployOutcome(spec.cluster, 'cancelled', { tookOver });
       throw tracker.cancelled(err, ['nothing to tear down: no container of this launch had started']);
     }
     throw await failed(tracker.fail(err, undefined));
@@ -211,6 +220,7 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
     return await tracker.run('record', async () => {
       progress.endpoint = endpoint;
       progress.status = 'succeeded';
+      recordDeployOutcome(spec.cluster, 'succeeded', { tookOver });
       upsertSearchAttributes([
         { key: searchAttributes.outcome, value: 'succeeded' },
         { key: searchAttributes.loadSeconds, value: loadSeconds },
@@ -258,7 +268,7 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
       result.supervision = await startSupervision(
         spec.cluster,
         spec,
-        { launchId, servingSinceMs: Date.now(), endpoint },
+        { launchId, servingSinceMs: Date.now(), endpoint, ...revisionOf(revision, Date.now()) },
         { spec: spec.supervise.enabled, option: options.supervise !== false },
         trigger,
         bakeWindowOf(spec, revision, fallback),
@@ -282,6 +292,7 @@ export async function deploy(input: unknown, options: DeployOptions = {}): Promi
       // A cancel asks for the cluster to be left clean, whatever onFailure says.
       const teardown = await CancellationScope.nonCancellable(() => tearDown(run));
       if (holding) await recordDeployEnd(spec.cluster, { outcome: 'cancelled' });
+      recordDeployOutcome(spec.cluster, 'cancelled', { tookOver });
       throw tracker.cancelled(err, teardown);
     }
     const diagnostics = await CancellationScope.nonCancellable(() => collectDiagnostics(run));

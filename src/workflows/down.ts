@@ -21,6 +21,7 @@ import { stepActivities, temporalCalls } from './activity-options.js';
 import { clusterOf, validate } from './cluster-run.js';
 import { messageOf } from './failures.js';
 import { tearDown } from './teardown.js';
+import { recordClusterState } from './metrics.js';
 
 export interface DownInput {
   cluster: string;
@@ -114,6 +115,8 @@ export async function down(input: DownInput): Promise<DownResult> {
 
   progress.step = 'release';
   const record = await temporal.releaseHosts({ cluster, by });
+  // Down, whether or not the GPUs are clear (that failure says so on its own).
+  recordClusterState(cluster, 'down');
   const result: DownResult = {
     cluster,
     alreadyDown: false,
@@ -136,6 +139,7 @@ export async function down(input: DownInput): Promise<DownResult> {
 
   function finish(r: DownResult): DownResult {
     progress.step = 'done';
+    if (r.known) recordClusterState(cluster, 'down');
     upsertSearchAttributes([
       { key: searchAttributes.outcome, value: r.alreadyDown ? 'already down' : 'down' },
     ]);

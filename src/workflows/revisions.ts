@@ -32,6 +32,7 @@ import {
   type DeployOptions,
   type DeployWorkflow,
 } from './supervise-api.js';
+import { recordDeployOutcome } from './metrics.js';
 
 /**
  * Preflight's check of the revisions, read only: a schedule does not redeploy a bad revision unasked (a rollback
@@ -137,6 +138,7 @@ export async function rollBack(
   });
   await recordDeployEnd(spec.cluster, { outcome: 'failed', error: failure.message });
   const to = fallback.request.to;
+  recordDeployOutcome(spec.cluster, 'rolled_back', { failureType: failure.type ?? '', tookOver: true });
   progress.rolledBackTo = to;
   publishDetails(progress);
   upsertSearchAttributes([{ key: searchAttributes.outcome, value: 'failed' }]);

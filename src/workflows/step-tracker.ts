@@ -14,6 +14,7 @@ import { searchAttributes } from '../shared/constants.js';
 import { FailureType } from '../shared/failures.js';
 import { markdownHostText } from '../shared/host-markup.js';
 import { messageOf, rootApplicationFailure } from './failures.js';
+import { recordStepDuration } from './metrics.js';
 import {
   companionLine,
   type CompanionProgress,
@@ -48,6 +49,7 @@ export class StepTracker {
     } finally {
       s.endedAtMs = Date.now();
       s.durationMs = s.endedAtMs - s.startedAtMs;
+      recordStepDuration(this.progress.cluster, name, s.durationMs);
       publishDetails(this.progress);
     }
   }

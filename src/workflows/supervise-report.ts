@@ -8,13 +8,16 @@ import {
 } from '../shared/cluster-api.js';
 import { patches } from './patches.js';
 import { backoffIfLostNow, type Budget, type SuperviseState } from './supervise-state.js';
+import { supervisionRecorder } from './metrics.js';
 
 /** Sends a change only: a round that changes nothing sends nothing. */
 export function clusterReporter(cluster: string): (state: SuperviseState, budget: Budget) => Promise<void> {
   let last = '';
   // A cluster deployed before clusters held hosts has no workflow to tell; the first refusal ends the telling.
   let reachable = true;
+  const recordMetrics = supervisionRecorder(cluster);
   return async (state, budget) => {
+    recordMetrics(state, budget);
     if (!reachable || state.status === 'stopped') return;
     const change: SupervisionChange = {
       state: state.status,

@@ -44,6 +44,9 @@ export interface LaunchInfo {
   /** When this launch started serving: uptime counts from here. */
   servingSinceMs: number;
   endpoint?: string;
+  /** The revision serving and when it was recorded, for the metrics; unset in runs started before they were. */
+  revision?: number;
+  revisionRecordedAtMs?: number;
 }
 
 export interface SuperviseState {
@@ -176,6 +179,14 @@ export function trimRelaunchLog(state: SuperviseState, budget: Budget, nowMs: nu
       const { bundle: _dropped, ...rest } = r;
       return rest;
     });
+}
+
+/** A launch's revision fields, when its deploy recorded one (at `atMs`, near enough for the metrics). */
+export function revisionOf(
+  revision: number | undefined,
+  atMs: number,
+): Pick<LaunchInfo, 'revision' | 'revisionRecordedAtMs'> {
+  return revision === undefined ? {} : { revision, revisionRecordedAtMs: atMs };
 }
 
 export function initialState(cluster: string, launch: LaunchInfo, nowMs: number): SuperviseState {

@@ -44,6 +44,7 @@ import {
   type Budget,
   type RelaunchEntry,
   type SuperviseState,
+  revisionOf,
 } from './supervise-state.js';
 
 /** Rounds per run before continuing as new: about 6 events a round keeps a run near 1,200 events. */
@@ -176,6 +177,7 @@ export async function supervise(input: SuperviseInput): Promise<SuperviseResult>
           launchId: outcome.result.launchId,
           servingSinceMs: Date.now(),
           endpoint: outcome.result.endpoint,
+          ...revisionOf(outcome.result.revision, Date.now()),
         };
         return 'serving';
       }

@@ -14,6 +14,7 @@ import { isFinal, loadFailure, messageOf } from './failures.js';
 import { patches } from './patches.js';
 import { publishDetails } from './step-tracker.js';
 import type { LoadProgress } from './steps.js';
+import { recordClusterState, recordEtaError, recordLoad } from './metrics.js';
 
 type HostPoll<T> = { ok: true; value: T } | { ok: false; error: string; final: boolean; cause: unknown };
 
@@ -102,6 +103,13 @@ export async function waitHealthy<T>(run: DeployRun, pid: number, followers: Fol
   deprecatePatch(patches.workerPollEvery);
   const every = spec.serve.workerPollEvery;
   let offset = 0;
+  recordClusterState(spec.cluster, 'loading');
+  /** The load's first estimate, which its ETA error is measured against when it is done. */
+  let firstEta: { atMs: number; etaS: number } | undefined;
+  const done = (): void => {
+    if (firstEta) recordEtaError(spec.cluster, firstEta, Date.now());
+    recordLoad(spec.cluster, load);
+  };
   for (let round = 0; ; round++) {
     // A host that does not answer has been silent since this poll began, not since it gave up.
     const pollStartedAt = Date.now();
@@ -142,6 +150,8 @@ export async function waitHealthy<T>(run: DeployRun, pid: number, followers: Fol
     offset = r.logOffset;
     watch.tail = r.tail;
     recordPoll(load, r, now, startedAt);
+    if (load.etaS !== undefined) firstEta ??= { atMs: now, etaS: load.etaS };
+    recordLoad(spec.cluster, load);
     publishDetails(progress);
     const phaseBefore = load.phase;
     // The workers this round did not poll (serve.workerPollEvery).
@@ -161,11 +171,11 @@ export async function waitHealthy<T>(run: DeployRun, pid: number, followers: Fol
     }
     if (ready) {
       // Ready is judged with every host's answer of this very round: the workers not polled yet are polled now.
-      if (rest.length === 0) return;
+      if (rest.length === 0) return done();
       const restStartedAt = Date.now();
       const restPolls = await pollEach(followers, rest);
       judgeWorkers(watch, followers, restPolls, { pollStartedAt: restStartedAt, now: Date.now() });
-      if (Object.keys(watch.unreachableSince).length === 0) return;
+      if (Object.keys(watch.unreachableSince).length === 0) return done();
       // A worker did not answer: not ready yet, whatever the head says.
       load.phase = phaseBefore;
       publishDetails(progress);

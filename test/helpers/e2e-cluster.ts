@@ -22,6 +22,7 @@ async function startE2eCluster(
     /** What the worker allows beyond the sim's key and known_hosts (its settings, never the spec's). */
     workerPolicy?: WorkerPolicySettings;
     timeSkipping?: boolean;
+    worker?: boolean;
   },
 ): Promise<E2eCluster> {
   await downCluster(opts.stateDir);
@@ -29,17 +30,20 @@ async function startE2eCluster(
     upCluster(opts),
     opts.timeSkipping ? createTimeSkippingEnv() : createDevServerEnv(),
   ]);
-  const worker = await createLiftoffWorker({
-    connection: env.nativeConnection,
-    namespace: env.namespace ?? 'default',
-    policy: simWorkerPolicy(sim, opts.workerPolicy),
-  });
-  const running = worker.run();
+  const worker =
+    opts.worker === false
+      ? undefined
+      : await createLiftoffWorker({
+          connection: env.nativeConnection,
+          namespace: env.namespace ?? 'default',
+          policy: simWorkerPolicy(sim, opts.workerPolicy),
+        });
+  const running = worker?.run();
   return {
     sim,
     env,
     stop: async () => {
-      worker.shutdown();
+      worker?.shutdown();
       await running;
       await env.teardown();
       await downCluster(opts.stateDir);
@@ -63,6 +67,8 @@ export type E2eClusterOptions = Partial<SimClusterOptions> & {
   workerPolicy?: WorkerPolicySettings;
   /** The time-skipping test server instead of the dev server: timers skip while the activities stay real. */
   timeSkipping?: boolean;
+  /** false: no worker in the test's process (the test runs its own, e.g. the CLI's `liftoff worker`). */
+  worker?: boolean;
 };
 
 /**

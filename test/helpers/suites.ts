@@ -20,6 +20,7 @@ export const e2eSuites = {
   'companions-preflight': { netIndex: 93 },
   'companions-down': { netIndex: 95 },
   'companions-supervise': { netIndex: 91 },
+  metrics: { netIndex: 97 },
 } as const satisfies Record<string, { netIndex: number }>;
 
 export type E2eSuite = keyof typeof e2eSuites;
