@@ -19,6 +19,7 @@ import { deploy, type PlanResult } from '../../src/workflows/index.js';
 import { planPlaceholders, type PlannedCommand } from '../../src/steps/plan-entry.js';
 import { containersLogPath, type ContainerCreation } from '../../sim/tools/docker/state.js';
 import { hostLogLines } from '../helpers/host-logs.js';
+import { embeddingsCommand } from '../helpers/companions.js';
 
 const stateDir = suiteStateDir('plan-init');
 const cluster = 'plan-e2e';
@@ -347,15 +348,8 @@ describe('liftoff plan and init on the simulated cluster', () => {
         ['reranker-spark2', 'spark2', 'vllm/vllm-openai:latest', 8002, 'rerank', true],
       ],
     );
-    assert.deepEqual(offered[0]?.command, [
-      'vllm',
-      'serve',
-      'BAAI/bge-m3',
-      '--port',
-      '8001',
-      '--gpu-memory-utilization',
-      '0.05',
-    ]);
+    // The reference site's embeddings unit runs the example command.
+    assert.deepEqual(offered[0]?.command, embeddingsCommand);
     assert.match(
       text,
       /^ {2}# found: unit vllm-embeddings\.service on spark1 running \/usr\/bin\/docker run --rm --name vllm_embeddings --gpus all --network host -v \S+ vllm\/vllm-openai:latest vllm serve BAAI\/bge-m3 --port 8001 --gpu-memory-utilization 0\.05; confirm before deploying\n {2}- name: "embeddings"$/m,

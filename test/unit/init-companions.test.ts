@@ -23,6 +23,7 @@ import { parseGpus, parseMemTotalMiB, type HostFacts } from '../../src/init/prob
 import { writeSpecText } from '../../src/init/write-spec.js';
 import { deploySpecSchema } from '../../src/config/schema.js';
 import { referenceUnitCommandLines } from '../../sim/seed.js';
+import { rerankerCommand } from '../helpers/companions.js';
 
 /** `systemctl show -p ExecStart --value UNIT` on systemd 255 for a unit running `argv`. */
 const execStart = (argv: string[]): string =>
@@ -191,15 +192,7 @@ describe('init proposes companions', () => {
           name: 'reranker',
           host: 'spark2',
           image: 'vllm/vllm-openai:latest',
-          command: [
-            'vllm',
-            'serve',
-            'BAAI/bge-reranker-v2-m3',
-            '--port',
-            '8002',
-            '--gpu-memory-utilization',
-            '0.04',
-          ],
+          command: rerankerCommand,
           port: 8002,
           memoryMiB: 4096,
           probe: 'rerank',
