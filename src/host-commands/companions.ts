@@ -4,7 +4,7 @@ import { sh, type RemoteCommand } from '../ssh/quote.js';
 import type { CompanionProbeKind, CompanionSpec } from '../config/companions.js';
 import type { HostRef } from '../config/targets.js';
 import type { EnvTransport } from './env-transport.js';
-import { baseUrl, launchLabels, smokeTimingMarker } from './launch.js';
+import { baseUrl, headerLineFromStdin, launchLabels, smokeTimingMarker } from './launch.js';
 
 /** One companion to start or probe on its host, from the spec (step-inputs.ts builds it). */
 export interface CompanionInput {
@@ -72,17 +72,9 @@ export function companionProbeBody(kind: CompanionProbeKind, model: string | und
   }
 }
 
-/**
- * A POST whose header line (empty without a key) and body come on stdin, as the smoke test's: the key never
- * appears on a command line. Prints the body, then the timing marker, curl's time and the HTTP status.
- */
-export function companionPostCommand(url: string): RemoteCommand {
-  const curl = sh`curl -sS --max-time ${companionProbeTimeoutS} -H ${'Content-Type: application/json'} -H @/dev/fd/3 --data-binary @- -w ${`${smokeTimingMarker}%{time_total}\\n%{http_code}`} ${url}`;
-  return sh`IFS= read -r auth; { printf '%s\n' "$auth" | { ${curl} 3<&0 <&4 4<&-; }; } 4<&0`;
-}
-
 /** GET with the header line on stdin: `/health`'s status, then `/v1/models`' body, for the health probe. */
 export function companionGetCommand(url: string): RemoteCommand {
-  const curl = sh`curl -sS --max-time ${companionProbeTimeoutS} -H @/dev/fd/3 -w ${`${smokeTimingMarker}%{time_total}\\n%{http_code}`} ${url}`;
-  return sh`IFS= read -r auth; { printf '%s\n' "$auth" | { ${curl} 3<&0 <&4 4<&-; }; } 4<&0`;
+  return headerLineFromStdin(
+    sh`curl -sS --max-time ${companionProbeTimeoutS} -H @/dev/fd/3 -w ${`${smokeTimingMarker}%{time_total}\\n%{http_code}`} ${url}`,
+  );
 }

@@ -230,6 +230,12 @@ export const smokeTimingMarker = '\n__liftoff_time_total=';
  * the key becomes part of a command line, and no file holds the key, so a killed command leaves none.
  */
 export function smokeCommand(url: string, timeoutS: number, timingMarker: string): RemoteCommand {
-  const curl = sh`curl -sS --max-time ${timeoutS} -H ${'Content-Type: application/json'} -H @/dev/fd/3 --data-binary @- -w ${`${timingMarker}%{time_total}\\n%{http_code}`} ${url}`;
+  return headerLineFromStdin(
+    sh`curl -sS --max-time ${timeoutS} -H ${'Content-Type: application/json'} -H @/dev/fd/3 --data-binary @- -w ${`${timingMarker}%{time_total}\\n%{http_code}`} ${url}`,
+  );
+}
+
+/** Runs `curl` with the first stdin line (the header line, maybe empty) on its fd 3 and the rest on its stdin. */
+export function headerLineFromStdin(curl: RemoteCommand): RemoteCommand {
   return sh`IFS= read -r auth; { printf '%s\n' "$auth" | { ${curl} 3<&0 <&4 4<&-; }; } 4<&0`;
 }

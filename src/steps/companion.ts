@@ -12,7 +12,7 @@ import { judgeContainer } from '../parsers/container-state.js';
 import { isObject, redactedTail } from '../shared/secrets.js';
 import {
   companionGetCommand,
-  companionPostCommand,
+  companionProbeTimeoutS,
   companionProbeUrl,
   companionRunCommand,
   type CompanionInput,
@@ -23,6 +23,7 @@ import {
   healthCommand,
   inspectContainerCommand,
   removeContainerCommand,
+  smokeCommand,
   smokeTimingMarker,
 } from '../host-commands/launch.js';
 import { listenerCommand } from '../host-commands/multiproc.js';
@@ -31,6 +32,7 @@ import { planTransport, plannedRun, type PlannedStep } from './plan-entry.js';
 import type { ExecResult } from '../ssh/executor.js';
 import { companionInput } from '../host-commands/step-inputs.js';
 import type { PlanHost } from './plan-entry.js';
+import { timedReplyOf, type TimedReply } from './smoke.js';
 
 /** Remove what holds the name (an earlier run's container), see that nothing listens on the port, then run it. */
 export function startCommands(input: CompanionInput, transport: EnvTransport): StepCommand[] {
@@ -95,30 +97,22 @@ export function probeCommands(input: CompanionInput): StepCommand[] {
     ];
   }
   const url = companionProbeUrl(clusterIp, companion.port, companion.probe);
-  return [state, { name: 'request', command: companionPostCommand(url), stdin: true }];
+  return [
+    state,
+    { name: 'request', command: smokeCommand(url, companionProbeTimeoutS, smokeTimingMarker), stdin: true },
+  ];
 }
 
 /** One probe's verdict: it did the work (and how fast), or why not, and whether its container still runs. */
 export type CompanionVerdict =
   { ok: true; latencyMs: number; detail: string } | { ok: false; running: boolean; error: string };
 
-interface Reply {
-  body: string;
-  status: number;
-  seconds: number;
-}
-
-/** curl's answer: the body, then the marker with curl's time and the HTTP status. */
-function replyOf(res: ExecResult): Reply | string {
+/** curl's answer (timedReplyOf), or why there is none. */
+function replyOf(res: ExecResult): TimedReply | string {
   if (res.exitCode !== 0)
     return `curl failed (exit ${res.exitCode}): ${res.stderr.trim() || res.stdout.trim()}`;
-  const at = res.stdout.lastIndexOf(smokeTimingMarker);
-  if (at < 0) return 'no answer';
-  const [time = '', status = ''] = res.stdout
-    .slice(at + smokeTimingMarker.length)
-    .trim()
-    .split('\n');
-  return { body: res.stdout.slice(0, at), status: Number(status), seconds: Number(time) };
+  const reply = timedReplyOf(res.stdout);
+  return reply.timed ? reply : 'no answer';
 }
 
 function parsed(body: string): unknown {
@@ -192,7 +186,7 @@ export function judgeProbe(
   }
   const reply = replyOf(answerOf(answers, companion.probe === 'health' ? 'models' : 'request'));
   if (typeof reply === 'string') return fail(reply);
-  if (reply.status !== 200) return fail(`HTTP ${reply.status}: ${reply.body.trim()}`);
+  if (reply.httpStatus !== 200) return fail(`HTTP ${reply.httpStatus}: ${reply.body.trim()}`);
   const work = workDone(companion.probe, reply.body);
   if (!work.done) return fail(work.problem);
   const latencyMs = Number.isFinite(reply.seconds) ? Math.round(reply.seconds * 1000) : 0;

@@ -29,6 +29,34 @@ export const chatCommands = (url: string, timeoutS: number): StepCommand[] => [
   { name: 'chat', command: smokeCommand(url, timeoutS, smokeTimingMarker), stdin: true },
 ];
 
+/** What smokeCommand printed: the body, then curl's time and the HTTP status (0 and 0 when the marker is missing). */
+export interface TimedReply {
+  body: string;
+  seconds: number;
+  httpStatus: number;
+  /** Whether curl's marker was there at all. */
+  timed: boolean;
+}
+
+/**
+ * smokeCommand's output read: curl prints its timing and the status after the body, so one request gives the
+ * answer and curl's own timing. The smoke test and a companion's probe read their requests' answers with it.
+ */
+export function timedReplyOf(stdout: string): TimedReply {
+  const markerAt = stdout.lastIndexOf(smokeTimingMarker);
+  if (markerAt < 0) return { body: stdout, seconds: 0, httpStatus: 0, timed: false };
+  const [timeText = '', statusText = ''] = stdout
+    .slice(markerAt + smokeTimingMarker.length)
+    .trim()
+    .split('\n');
+  return {
+    body: stdout.slice(0, markerAt),
+    seconds: Number(timeText),
+    httpStatus: Number(statusText),
+    timed: true,
+  };
+}
+
 /** What the chat completion's answer says: the text, its tokens and tokens/s; else the smoke test's failure. */
 export function judgeChat(
   res: ExecResult,
@@ -46,16 +74,7 @@ export function judgeChat(
   if (res.exitCode !== 0) {
     throw fail(`curl failed (exit ${res.exitCode}): ${said(res.stderr.trim())}`, { exitCode: res.exitCode });
   }
-  // curl prints its timing and the status after the body, so one request gives the answer and curl's own timing.
-  const markerAt = res.stdout.lastIndexOf(smokeTimingMarker);
-  const payload = markerAt >= 0 ? res.stdout.slice(0, markerAt) : res.stdout;
-  const [timeText = '', statusText = ''] = (
-    markerAt >= 0 ? res.stdout.slice(markerAt + smokeTimingMarker.length) : ''
-  )
-    .trim()
-    .split('\n');
-  const seconds = Number(timeText);
-  const httpStatus = Number(statusText);
+  const { body: payload, seconds, httpStatus } = timedReplyOf(res.stdout);
   const reading = readChatCompletion(payload, httpStatus);
   if (!reading.ok) {
     throw fail(`${reading.problem}: ${said(reading.quote)}`, { httpStatus }, !reading.retryable);
