@@ -53,20 +53,25 @@ export function startTicks(pid: number | 'self'): number | undefined {
  * as an SSH user that is not root sees a root container's process, by its pid there and its start time.
  */
 export class PidNamespaces {
-  private table: Map<string, number> | undefined;
+  private table: Map<string, { hostPid: number; started: number | undefined }> | undefined;
 
-  /** The pid (as this process's /proc numbers it) of `pid` in `namespace`, or undefined when no such process lives. */
+  /**
+   * The pid (as this process's /proc numbers it) of `pid` in `namespace` that started at `started`, or undefined
+   * when no such process lives. The start time counts on the namespace's path too: the kernel reuses a freed
+   * namespace's number at once, so a removed container's `pid:[N]` soon names the next container's namespace,
+   * where the same small pid (1, 7, …) is some other process.
+   */
   hostPid(namespace: string, pid: number, started?: number): number | undefined {
     this.table ??= scan();
-    return (
-      this.table.get(`${namespace} ${pid}`) ??
-      (started === undefined ? undefined : this.table.get(`@${started} ${pid}`))
-    );
+    const byNamespace = this.table.get(`${namespace} ${pid}`);
+    if (byNamespace !== undefined)
+      return started === undefined || byNamespace.started === started ? byNamespace.hostPid : undefined;
+    return started === undefined ? undefined : this.table.get(`@${started} ${pid}`)?.hostPid;
   }
 }
 
-function scan(): Map<string, number> {
-  const table = new Map<string, number>();
+function scan(): Map<string, { hostPid: number; started: number | undefined }> {
+  const table = new Map<string, { hostPid: number; started: number | undefined }>();
   for (const name of readdirSync('/proc')) {
     if (!/^\d{1,10}$/.test(name)) continue;
     try {
@@ -81,14 +86,14 @@ function scan(): Map<string, number> {
       } catch {
         // not ours to trace: found by start time only
       }
+      const started = startTicks(Number(name));
       if (namespace !== undefined) {
-        table.set(`${namespace} ${inner}`, Number(name));
+        table.set(`${namespace} ${inner}`, { hostPid: Number(name), started });
         continue;
       }
       // Only where the namespace is unreadable: two containers started in the same clock tick have the same inner
       // pids (1, 2, …) and start times, and a live one must not stand for a killed one in a namespace we can read.
-      const started = startTicks(Number(name));
-      if (started !== undefined) table.set(`@${started} ${inner}`, Number(name));
+      if (started !== undefined) table.set(`@${started} ${inner}`, { hostPid: Number(name), started });
     } catch {
       // the process ended while being read
     }

@@ -74,6 +74,9 @@ describe('GPU registry across PID namespaces', () => {
       const others = new PidNamespaces();
       assert.equal(others.hostPid(pidNamespace, 1, startTicks(sleeper)), sleeper);
       assert.equal(others.hostPid('pid:[1]', 1, startTicks(sleeper)), undefined);
+      // A removed container's namespace number is soon another container's (the kernel reuses it at once): its
+      // pid 1 that started at another time is not the registered process.
+      assert.equal(others.hostPid(pidNamespace, 1, (startTicks(sleeper) ?? 0) + 1), undefined);
       const seen = liveGpuProcesses(dir).map((p) => [p.processName, p.pid]);
       assert.deepEqual(seen.sort(), [
         ['python3', sleeper],
