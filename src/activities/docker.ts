@@ -7,6 +7,7 @@ import { sentence, tail } from '../shared/text.js';
 import type { SshSession } from '../ssh/executor.js';
 import type { RemoteCommand } from '../ssh/quote.js';
 import { currentContext } from './heartbeat.js';
+import { parseContainerInspect } from '../parsers/container-state.js';
 import {
   containerLogTailCommand,
   inspectContainerCommand,
@@ -29,12 +30,6 @@ export interface ContainerState {
   labels: Record<string, string>;
   /** Config.Env as K=V: used only to learn which values to redact. */
   env: string[];
-}
-
-interface DockerInspectEntry {
-  Id?: unknown;
-  State?: { Running?: unknown; Status?: unknown; ExitCode?: unknown };
-  Config?: { Labels?: unknown; Env?: unknown };
 }
 
 /** `docker inspect` of one container; a missing container is `exists: false`, not an error. */
@@ -65,29 +60,8 @@ export function containerStateOf(
       false,
     );
   }
-  let entry: DockerInspectEntry | undefined;
-  try {
-    entry = (JSON.parse(res.stdout) as DockerInspectEntry[])[0];
-  } catch {
-    entry = undefined;
-  }
-  if (!entry || typeof entry !== 'object') return { exists: false, running: false, labels: {}, env: [] };
-  const { Labels, Env } = entry.Config ?? {};
-  const labels = Object.fromEntries(
-    Object.entries(Labels && typeof Labels === 'object' ? Labels : {}).filter(
-      ([, v]) => typeof v === 'string',
-    ),
-  ) as Record<string, string>;
-  const env = Array.isArray(Env) ? Env.filter((e): e is string => typeof e === 'string') : [];
-  return {
-    exists: true,
-    ...(typeof entry.Id === 'string' ? { id: entry.Id } : {}),
-    running: entry.State?.Running === true,
-    ...(typeof entry.State?.Status === 'string' ? { status: entry.State.Status } : {}),
-    ...(typeof entry.State?.ExitCode === 'number' ? { exitCode: entry.State.ExitCode } : {}),
-    labels,
-    env,
-  };
+  const entry = parseContainerInspect(res.stdout);
+  return entry ? { exists: true, ...entry } : { exists: false, running: false, labels: {}, env: [] };
 }
 
 /** The secret-looking values of a container's env (what liftoff gave it): what its log must not show. */

@@ -8,6 +8,7 @@ import { envMap } from './env-schema.js';
 import { shown, type SpecIssue } from './errors.js';
 import { dangerousMountProblem } from './host-guards.js';
 import { maxChars, maxItems } from './limits.js';
+import { flagValue } from './vllm-flags.js';
 import { argText, cappedList, cappedText, imageRef, port, volume } from './text-fields.js';
 
 /** How a companion shows it does real work: the request its readiness probe and the supervisor send. */
@@ -63,11 +64,8 @@ export function companionContainer(name: string): string {
 export function companionModel(c: Pick<CompanionSpec, 'command' | 'model'>): string | undefined {
   if (c.model !== undefined) return c.model;
   const argv = c.command;
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i] ?? '';
-    if (arg === '--served-model-name') return argv[i + 1];
-    if (arg.startsWith('--served-model-name=')) return arg.slice('--served-model-name='.length);
-  }
+  const served = flagValue(argv, 'served-model-name');
+  if (served !== undefined) return served;
   const serveAt = argv.findIndex((a, i) => a === 'serve' && /(^|\/)vllm$/.test(argv[i - 1] ?? ''));
   const model = serveAt >= 0 ? argv[serveAt + 1] : undefined;
   return model !== undefined && !model.startsWith('-') ? model : undefined;
@@ -155,16 +153,11 @@ export function companionIssues(spec: SpecShape): SpecIssue[] {
 export const vllmDefaultGpuMemoryUtilization = 0.9;
 
 /**
- * The `--gpu-memory-utilization` an argv gives vLLM (`--gpu-memory-utilization X` or `=X`; the last one wins, as
- * argparse reads it), or undefined when it gives none, or none vLLM would take (not a fraction in (0, 1]).
+ * The `--gpu-memory-utilization` an argv gives vLLM (either spelling, `X` or `=X`, the last one winning: flagValue),
+ * or undefined when it gives none, or none vLLM would take (not a fraction in (0, 1]).
  */
 export function gpuMemoryUtilizationOf(argv: readonly string[]): number | undefined {
-  const flag = '--gpu-memory-utilization';
-  let text: string | undefined;
-  argv.forEach((arg, i) => {
-    if (arg === flag) text = argv[i + 1];
-    else if (arg.startsWith(`${flag}=`)) text = arg.slice(flag.length + 1);
-  });
+  const text = flagValue(argv, 'gpu-memory-utilization');
   if (text === undefined || !/^(?:\d+(?:\.\d*)?|\.\d+)$/.test(text)) return undefined;
   const value = Number(text);
   return value > 0 && value <= 1 ? value : undefined;

@@ -6,9 +6,11 @@ import {
   companionIssues,
   companionModel,
   companionSchema,
+  gpuMemoryUtilizationOf,
   type CompanionProbeKind,
   type CompanionSpec,
 } from '../config/companions.js';
+import { flagValue } from '../config/vllm-flags.js';
 import { rayOnlyFields } from '../config/backend.js';
 import { dangerousMountProblem } from '../config/host-guards.js';
 import { volume as volumeSchema } from '../config/text-fields.js';
@@ -67,21 +69,7 @@ const maxShownChars = 600;
 // The names of embedding and reranker models, as vLLM's `--runner auto` would tell them from the architecture.
 const rerankerName = /rerank/i;
 const embeddingName = /embed|(?:^|[/_-])(?:bge|e5|gte)(?:[-_]|$)|minilm|sentence-transformers\//i;
-const utilization = /^(?:0?\.\d{1,6}|0|1(?:\.0{1,6})?)$/;
-
 const basename = (word: string): string => word.slice(word.lastIndexOf('/') + 1);
-
-/** A flag's value (`--port 8001`, `--port=8001`, vLLM's `--gpu_memory_utilization` alike); the last one wins. */
-export function flagValue(argv: readonly string[], flag: string): string | undefined {
-  let value: string | undefined;
-  const underscored = flag.replaceAll('-', '_');
-  argv.forEach((arg, i) => {
-    const [name, inline] = arg.includes('=') ? [arg.slice(0, arg.indexOf('=')), true] : [arg, false];
-    if (name !== `--${flag}` && name !== `--${underscored}`) return;
-    value = inline ? arg.slice(arg.indexOf('=') + 1) : argv[i + 1];
-  });
-  return value;
-}
 
 /** The companion's name from its unit or container: vllm-embeddings.service → embeddings. */
 export function companionNameOf(source: string): string {
@@ -211,14 +199,13 @@ function proposeOne(
   const portText = flagValue(command, 'port');
   const port = portText === undefined ? 8000 : /^\d{1,5}$/.test(portText) ? Number(portText) : NaN;
   if (!(port >= 1 && port <= 65535)) return refuse(`its --port ${JSON.stringify(portText)} is no port`);
-  const util = flagValue(command, 'gpu-memory-utilization');
-  const share = util !== undefined && utilization.test(util) ? Number(util) : undefined;
+  const share = gpuMemoryUtilizationOf(command);
   const memoryOf = (): CompanionProposal['memory'] & { mib: number } => {
-    if (share !== undefined && share > 0 && memory?.mib != null) {
+    if (share !== undefined && memory?.mib != null) {
       return {
         mib: Math.max(1, Math.ceil(share * memory.mib)),
         placeholder: false,
-        reason: `--gpu-memory-utilization ${util} of ${memory.mib} MiB (${memory.what})`,
+        reason: `--gpu-memory-utilization ${share} of ${memory.mib} MiB (${memory.what})`,
       };
     }
     const why =

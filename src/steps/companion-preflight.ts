@@ -1,13 +1,16 @@
-// Preflight's two companion checks on a host that runs companions (src/steps/preflight-checks.ts declares them):
-// the main model's share of the host's memory plus the companions' budgets fit the host, and each companion's port
-// is free or held by something the deploy stops first. Their reads and pure judges; a refusal names the host, the
+// Preflight's companion checks on a host that runs companions (src/steps/preflight-checks.ts declares them): each
+// companion's own image is on the host and its volumes' host paths exist; the main model's share of the host's
+// memory plus the companions' budgets fit the host; and each companion's port is free or held by something the
+// deploy stops first. Their reads and pure judges; a refusal names the host, the
 // figures and the spec fields to change, and the failure type it gives the deploy. Read only, like all of preflight:
 // nothing is stopped before every host passed.
 import {
   companionContainersCommand,
   companionListenerCommand,
   gpuMemoryCommand,
+  imageIdCommand,
   meminfoCommand,
+  missingPathsCommand,
 } from '../host-commands/preflight.js';
 import { gpuFields } from '../host-commands/cleanup.js';
 import type { StepCommand } from '../host-commands/step-command.js';
@@ -207,4 +210,88 @@ export function judgeCompanionPorts(
       ...(unread ? {} : { failureType: FailureType.companionPortInUse }),
     };
   return { ok: true, detail: passed.join('; ') };
+}
+
+/**
+ * The companions' images that the main image check does not already cover: each other image once, named by the
+ * companions that use it.
+ */
+function otherImages(input: PreflightInput): Map<string, CompanionOnHost[]> {
+  const images = new Map<string, CompanionOnHost[]>();
+  for (const c of input.companions?.companions ?? []) {
+    if (c.image === input.image) continue;
+    images.set(c.image, [...(images.get(c.image) ?? []), c]);
+  }
+  return images;
+}
+
+const imageRead = (i: number): string => `companion-image-${i}`;
+
+export function companionImageReads(input: PreflightInput): StepCommand[] {
+  return [...otherImages(input).keys()].map((image, i) => ({
+    name: imageRead(i),
+    command: imageIdCommand(image),
+    maxBytes: 16384,
+  }));
+}
+
+/** Each companion image other than ray.image is on the host: a companion's docker run would fail after the stop. */
+export function judgeCompanionImages(
+  answer: Answer,
+  input: PreflightInput,
+): CompanionCheckVerdict | undefined {
+  const images = [...otherImages(input)];
+  if (images.length === 0) return undefined;
+  const host = input.host.target.name;
+  const passed: string[] = [];
+  const missing: string[] = [];
+  images.forEach(([image, users], i) => {
+    const res = answer(imageRead(i));
+    const fields = users.map((c) => `companions[${c.index}].image`).join(', ');
+    if (res.exitCode === 0) passed.push(`${image} is present`);
+    else
+      missing.push(
+        `image ${image} (${fields}) is not on ${host} (${tail(res.stderr.trim() || `exit ${res.exitCode}`, 200)}): run docker pull ${image} there, or docker load it, or fix ${fields}`,
+      );
+  });
+  if (missing.length > 0) return { ok: false, detail: missing.join('; ') };
+  return { ok: true, detail: passed.join('; ') };
+}
+
+const companionPaths = (input: PreflightInput): string[] => [
+  ...new Set((input.companions?.companions ?? []).flatMap((c) => c.volumeHostPaths)),
+];
+
+export function companionVolumeReads(input: PreflightInput): StepCommand[] {
+  const paths = companionPaths(input);
+  return paths.length > 0
+    ? [{ name: 'companion-missing-paths', command: missingPathsCommand(paths), maxBytes: 65536 }]
+    : [];
+}
+
+/** Every host path a companion mounts exists: docker would create an empty root-owned folder instead. */
+export function judgeCompanionVolumes(
+  answer: Answer,
+  input: PreflightInput,
+): CompanionCheckVerdict | undefined {
+  const paths = companionPaths(input);
+  if (paths.length === 0) return undefined;
+  const host = input.host.target.name;
+  const res = answer('companion-missing-paths');
+  if (res.exitCode !== 0)
+    return {
+      ok: false,
+      detail: `could not tell whether the companions' volume paths exist on ${host} (exit ${res.exitCode}: ${tail(res.stderr.trim(), 200)})`,
+    };
+  const missing = new Set(res.stdout.split('\n').filter((l) => l !== ''));
+  const problems = (input.companions?.companions ?? []).flatMap((c) => {
+    const gone = c.volumeHostPaths.filter((p) => missing.has(p));
+    return gone.length > 0
+      ? [
+          `missing on ${host}: ${gone.join(', ')} (companions[${c.index}].volumes of ${c.name}). Create them (mkdir -p) or fix companions[${c.index}].volumes; docker would create an empty root-owned folder instead`,
+        ]
+      : [];
+  });
+  if (problems.length > 0) return { ok: false, detail: problems.join('; ') };
+  return { ok: true, detail: `every companion host path exists: ${paths.join(', ')}` };
 }

@@ -8,7 +8,7 @@ import { FailureType } from '../shared/failures.js';
 import { readChatCompletion } from '../parsers/chat-completion.js';
 import { dockerSaid, listenerOf } from '../parsers/host-output.js';
 import { sh } from '../ssh/quote.js';
-import { judgeContainer } from '../parsers/container-state.js';
+import { judgeContainer, parseContainerInspect, type ContainerLook } from '../parsers/container-state.js';
 import { isObject, redactedTail } from '../shared/secrets.js';
 import {
   companionGetCommand,
@@ -193,16 +193,9 @@ export function judgeProbe(
   return { ok: true, latencyMs, detail: work.detail };
 }
 
-/** `docker inspect`'s answer as the container's look; a failed read counts as not running, with docker's words. */
-function stateOf(res: ExecResult): { running: boolean; status?: string; exitCode?: number } {
-  if (res.exitCode !== 0) return { running: false };
-  const entry: unknown = (parsed(res.stdout) as unknown[] | undefined)?.[0];
-  const state = isObject(entry) && isObject(entry.State) ? entry.State : {};
-  return {
-    running: state.Running === true,
-    ...(typeof state.Status === 'string' ? { status: state.Status } : {}),
-    ...(typeof state.ExitCode === 'number' ? { exitCode: state.ExitCode } : {}),
-  };
+/** `docker inspect`'s answer as the container's look; a failed read counts as not running. */
+function stateOf(res: ExecResult): ContainerLook {
+  return (res.exitCode === 0 ? parseContainerInspect(res.stdout) : undefined) ?? { running: false };
 }
 
 /** startCompanions as `liftoff plan` shows it on `host`: each companion there, in the order the deploy starts them. */

@@ -26,10 +26,14 @@ import type { ExecResult } from '../ssh/executor.js';
 import { sentence } from '../shared/text.js';
 import type { PreflightInput } from './preflight-input.js';
 import {
+  companionImageReads,
   companionMemoryReads,
   companionPortReads,
+  companionVolumeReads,
+  judgeCompanionImages,
   judgeCompanionMemory,
   judgeCompanionPorts,
+  judgeCompanionVolumes,
 } from './companion-preflight.js';
 
 export interface Verdict {
@@ -308,10 +312,23 @@ const logWritable = declare({
 });
 
 /**
- * On a host that runs companions (and only there: elsewhere they neither read nor report): the main model's share
+ * On a host that runs companions (and only there: elsewhere they neither read nor report): their own images (the
+ * ones other than ray.image) and volume host paths are there; the main model's share
  * of the host's memory and the companions' budgets fit it; each companion's port is free, or held by what the
  * deploy stops first (src/steps/companion-preflight.ts).
  */
+const companionImages = declare({
+  name: 'companionImages',
+  reads: companionImageReads,
+  judge: (answer, input) => judgeCompanionImages(answer, input),
+});
+
+const companionVolumes = declare({
+  name: 'companionVolumes',
+  reads: companionVolumeReads,
+  judge: (answer, input) => judgeCompanionVolumes(answer, input),
+});
+
 const companionMemory = declare({
   name: 'companionMemory',
   reads: companionMemoryReads,
@@ -336,6 +353,8 @@ export const hostChecks = [
   disk,
   logDir,
   logWritable,
+  companionImages,
+  companionVolumes,
   companionMemory,
   companionPorts,
 ] as const;

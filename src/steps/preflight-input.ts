@@ -5,6 +5,7 @@ import { gpuMemoryUtilizationOf, vllmDefaultGpuMemoryUtilization } from '../conf
 import { dirnameOf, modelPathFor } from '../config/derive.js';
 import type { HostRef } from '../config/targets.js';
 import type { HostReadInput } from '../host-commands/agreement.js';
+import { volumeHostPaths } from '../host-commands/preflight.js';
 import { hostReadOf } from '../preflight/agreement.js';
 import type { PlanHost } from './plan-entry.js';
 
@@ -53,6 +54,10 @@ export interface CompanionOnHost {
   memoryMiB: number;
   /** The --gpu-memory-utilization its own command gives vLLM, when it gives one. */
   utilization?: number;
+  /** Its image (companions[].image, else ray.image). */
+  image: string;
+  /** The host side of its volumes (companions[].volumes) that are absolute paths. */
+  volumeHostPaths: string[];
 }
 
 /** The companion checks' input of `host`, or undefined where no companion runs. */
@@ -67,6 +72,8 @@ export function companionsOnHost(spec: DeploySpec, host: string): CompanionsOnHo
         port: c.port,
         memoryMiB: c.memoryMiB,
         ...(utilization !== undefined ? { utilization } : {}),
+        image: c.image ?? spec.ray.image,
+        volumeHostPaths: volumeHostPaths(c.volumes),
       },
     ];
   });

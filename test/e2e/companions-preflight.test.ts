@@ -103,4 +103,32 @@ describe('companion preflight: refused before anything is stopped', () => {
     assert.deepEqual(await containers(), before, 'the serving containers are untouched');
     assert.equal(await serving(), true, 'the first deploy still serves');
   });
+
+  it("a companion whose own image is not on its host, or whose volume's host path is missing, is refused in preflight", async () => {
+    const before = await containers();
+    const spec = {
+      ...base(),
+      companions: [
+        embeddings(6144),
+        {
+          ...rerankerCompanion(e2e.sim.hosts[0]!.name),
+          image: 'liftoff-test/reranker:absent',
+          volumes: ['/srv/liftoff-absent/reranker:/models:ro'],
+        },
+      ],
+    };
+    const failure = await refused(spec);
+    assert.equal(failure.type, FailureType.preflightFailed, failure.message);
+    assert.match(
+      failure.message,
+      /spark1: companionImages: image liftoff-test\/reranker:absent \(companions\[1\]\.image\) is not on spark1 \(Error: No such image: liftoff-test\/reranker:absent\): run docker pull/,
+    );
+    assert.match(
+      failure.message,
+      /spark1: companionVolumes: missing on spark1: \/srv\/liftoff-absent\/reranker \(companions\[1\]\.volumes of reranker\)/,
+    );
+    assert.doesNotMatch(failure.message, /companionMemory|companionPorts/, 'the rest of the companions pass');
+    assert.deepEqual(await containers(), before, 'the serving containers are untouched');
+    assert.equal(await serving(), true, 'the first deploy still serves');
+  });
 });

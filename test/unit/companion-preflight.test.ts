@@ -17,9 +17,12 @@ import {
   type PreflightInput,
 } from '../../src/steps/preflight-input.js';
 import {
+  companionImageReads,
   hostMemoryOf,
+  judgeCompanionImages,
   judgeCompanionMemory,
   judgeCompanionPorts,
+  judgeCompanionVolumes,
 } from '../../src/steps/companion-preflight.js';
 import { preflightCommands, preflightPlan } from '../../src/steps/preflight.js';
 import type { PlanHost } from '../../src/steps/plan-entry.js';
@@ -65,7 +68,15 @@ function inputWith(companions: CompanionsOnHost): PreflightInput {
   };
 }
 
-const embeddings = { index: 0, name: 'embeddings', port: 8001, memoryMiB: 8192, utilization: 0.05 };
+const embeddings = {
+  index: 0,
+  name: 'embeddings',
+  port: 8001,
+  memoryMiB: 8192,
+  utilization: 0.05,
+  image: 'img:1',
+  volumeHostPaths: [],
+};
 const onHost = (over: Partial<CompanionsOnHost> = {}): CompanionsOnHost => ({
   cluster: 'prod',
   mainUtilization: { value: 0.85, fromArgs: true },
@@ -94,6 +105,12 @@ describe('gpuMemoryUtilizationOf', () => {
     assert.equal(gpuMemoryUtilizationOf(['--gpu-memory-utilization']), undefined);
     assert.equal(gpuMemoryUtilizationOf(['--gpu-memory-utilization', 'lots']), undefined);
     assert.equal(gpuMemoryUtilizationOf(['--gpu-memory-utilization', '1.5']), undefined);
+    // vLLM's parser takes the underscore spelling as well.
+    assert.equal(gpuMemoryUtilizationOf(['--gpu_memory_utilization', '0.3']), 0.3);
+    assert.equal(
+      gpuMemoryUtilizationOf(['--gpu_memory_utilization=0.2', '--gpu-memory-utilization', '0.4']),
+      0.4,
+    );
   });
 });
 
@@ -111,7 +128,16 @@ describe('the companions preflight input', () => {
           memoryMiB: 8192,
           probe: 'embeddings',
         },
-        { name: 'proxy', host: 'spark1', command: ['litellm'], port: 4000, memoryMiB: 1024, gpus: false },
+        {
+          name: 'proxy',
+          host: 'spark1',
+          image: 'litellm:main-stable',
+          command: ['litellm', '--config', '/app/config.yaml'],
+          volumes: ['/srv/litellm/config.yaml:/app/config.yaml:ro'],
+          port: 4000,
+          memoryMiB: 1024,
+          gpus: false,
+        },
       ],
     });
     return serveArgs ? { ...spec, serve: { ...spec.serve, args: serveArgs } } : spec;
@@ -130,8 +156,23 @@ describe('the companions preflight input', () => {
       mainUtilization: { value: 0.85, fromArgs: true },
       cleanupListed: true,
       companions: [
-        { index: 0, name: 'embeddings', port: 8001, memoryMiB: 8192, utilization: 0.05 },
-        { index: 1, name: 'proxy', port: 4000, memoryMiB: 1024 },
+        {
+          index: 0,
+          name: 'embeddings',
+          port: 8001,
+          memoryMiB: 8192,
+          utilization: 0.05,
+          image: spec.ray.image,
+          volumeHostPaths: [],
+        },
+        {
+          index: 1,
+          name: 'proxy',
+          port: 4000,
+          memoryMiB: 1024,
+          image: 'litellm:main-stable',
+          volumeHostPaths: ['/srv/litellm/config.yaml'],
+        },
       ],
     });
     assert.equal(companionsOnHost(spec, 'spark2'), undefined);
@@ -156,6 +197,8 @@ describe('the companions preflight input', () => {
     assert.deepEqual(
       names(spec, head).filter((n) => !names(plain, head).includes(n)),
       [
+        'companion-image-0',
+        'companion-missing-paths',
         'companion-gpus',
         'companion-meminfo',
         'companion-port-8001',
@@ -165,7 +208,7 @@ describe('the companions preflight input', () => {
     );
     assert.match(
       preflightPlan(preflightInputOf(spec, head, head)).intent?.[0] ?? '',
-      /companionMemory, companionPorts/,
+      /companionImages, companionVolumes, companionMemory, companionPorts/,
     );
     assert.doesNotMatch(preflightPlan(preflightInputOf(plain, head, head)).intent?.[0] ?? '', /companion/);
     const containers = preflightCommands(preflightInputOf(spec, head, head)).find(
@@ -222,7 +265,14 @@ describe('companionMemory', () => {
   });
 
   it('refuses budgets that do not fit beside the main share: CompanionsDoNotFit naming the host, the MiB and the fields', () => {
-    const big = { index: 2, name: 'reranker', port: 8002, memoryMiB: 12288 };
+    const big = {
+      index: 2,
+      name: 'reranker',
+      port: 8002,
+      memoryMiB: 12288,
+      image: 'img:1',
+      volumeHostPaths: [],
+    };
     const verdict = judgeCompanionMemory(
       memoryAnswers(gb10Gpus),
       inputWith(onHost({ companions: [embeddings, big] })),
@@ -296,7 +346,7 @@ describe('companionMemory', () => {
 });
 
 describe('companionPorts', () => {
-  const proxy = { index: 1, name: 'proxy', port: 4000, memoryMiB: 1024 };
+  const proxy = { index: 1, name: 'proxy', port: 4000, memoryMiB: 1024, image: 'img:1', volumeHostPaths: [] };
   const portAnswers =
     (held: Record<number, string>, running = '') =>
     (name: string): ExecResult => {
@@ -362,5 +412,64 @@ describe('companionPorts', () => {
       verdict?.detail ?? '',
       /could not tell whether companions\[0\]\.port 8001 is free on spark1/,
     );
+  });
+});
+
+describe('companionImages and companionVolumes', () => {
+  const proxy = {
+    index: 1,
+    name: 'proxy',
+    port: 4000,
+    memoryMiB: 1024,
+    image: 'litellm:main-stable',
+    volumeHostPaths: ['/srv/litellm/config.yaml'],
+  };
+  const reranker = { ...embeddings, index: 2, name: 'reranker', port: 8002, image: 'litellm:main-stable' };
+
+  it('reads each image other than ray.image once, and nothing where every companion uses ray.image', () => {
+    assert.deepEqual(
+      companionImageReads(inputWith(onHost({ companions: [embeddings, proxy, reranker] }))).map((r) => [
+        r.name,
+        r.command.text,
+      ]),
+      [['companion-image-0', "docker image inspect --format '{{.Id}}' -- litellm:main-stable"]],
+    );
+    assert.deepEqual(companionImageReads(inputWith(onHost())), []);
+    assert.equal(
+      judgeCompanionImages(() => ok(''), inputWith(onHost())),
+      undefined,
+    );
+  });
+
+  it('refuses a missing companion image, naming every field that uses it and the fix', () => {
+    const verdict = judgeCompanionImages(
+      () => failed(1, 'Error: No such image: litellm:main-stable'),
+      inputWith(onHost({ companions: [embeddings, proxy, reranker] })),
+    );
+    assert.equal(verdict?.ok, false);
+    assert.equal(
+      verdict?.detail,
+      'image litellm:main-stable (companions[1].image, companions[2].image) is not on spark1 (Error: No such image: litellm:main-stable): run docker pull litellm:main-stable there, or docker load it, or fix companions[1].image, companions[2].image',
+    );
+    assert.equal(
+      judgeCompanionImages(() => ok('sha256:ab\n'), inputWith(onHost({ companions: [proxy] })))?.ok,
+      true,
+    );
+  });
+
+  it('refuses a missing volume host path, naming the companion and its field', () => {
+    const answers = (stdout: string) => (name: string) => {
+      assert.equal(name, 'companion-missing-paths');
+      return ok(stdout);
+    };
+    const input = inputWith(onHost({ companions: [embeddings, proxy] }));
+    const verdict = judgeCompanionVolumes(answers('/srv/litellm/config.yaml\n'), input);
+    assert.equal(verdict?.ok, false);
+    assert.equal(
+      verdict?.detail,
+      'missing on spark1: /srv/litellm/config.yaml (companions[1].volumes of proxy). Create them (mkdir -p) or fix companions[1].volumes; docker would create an empty root-owned folder instead',
+    );
+    assert.equal(judgeCompanionVolumes(answers(''), input)?.ok, true);
+    assert.equal(judgeCompanionVolumes(answers(''), inputWith(onHost())), undefined);
   });
 });

@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { containerStateOf } from '../../src/activities/docker.js';
-import { judgeContainer } from '../../src/parsers/container-state.js';
+import { judgeContainer, parseContainerInspect } from '../../src/parsers/container-state.js';
 
 /** `docker inspect --type container -- NAME` of one container, the fields liftoff reads, as docker prints them. */
 function inspected(state: { Status: string; Running: boolean; ExitCode: number }): string {
@@ -46,6 +46,36 @@ describe('judgeContainer: one sentence for a container that does not run, from i
     assert.deepEqual(judgeContainer({ running: false, status: 'running (its main process is gone)' }, 'c'), {
       ok: false,
       message: 'c is running (its main process is gone)',
+    });
+  });
+});
+
+describe('parseContainerInspect: docker inspect read field by field, whatever the host printed', () => {
+  it('reads the id, state, string labels and env', () => {
+    const text = JSON.stringify([
+      {
+        Id: 'f3a9',
+        State: { Status: 'running', Running: true, ExitCode: 0 },
+        Config: { Labels: { 'liftoff.role': 'companion', bad: 7 }, Env: ['A=1', 2] },
+      },
+    ]);
+    assert.deepEqual(parseContainerInspect(text), {
+      id: 'f3a9',
+      running: true,
+      status: 'running',
+      exitCode: 0,
+      labels: { 'liftoff.role': 'companion' },
+      env: ['A=1'],
+    });
+  });
+
+  it('names no container for an empty array, another shape or not JSON', () => {
+    for (const text of ['[]', '{}', '[1]', 'Error: No such object', '[{"State": "running"}'])
+      assert.equal(parseContainerInspect(text), undefined, text);
+    assert.deepEqual(parseContainerInspect('[{"State": "running", "Config": null}]'), {
+      running: false,
+      labels: {},
+      env: [],
     });
   });
 });
