@@ -312,33 +312,30 @@ const logWritable = declare({
 });
 
 /**
- * On a host that runs companions (and only there: elsewhere they neither read nor report): their own images (the
- * ones other than ray.image) and volume host paths are there; the main model's share
- * of the host's memory and the companions' budgets fit it; each companion's port is free, or held by what the
- * deploy stops first (src/steps/companion-preflight.ts).
+ * On a host that runs companions (and only there: elsewhere they neither read nor report): their own images (those
+ * other than ray.image) and volume host paths are there; the main model's share of the host's memory and the
+ * companions' budgets fit it; each companion's port is free, or held by what the deploy stops first
+ * (src/steps/companion-preflight.ts has their reads and judges).
  */
 const companionImages = declare({
   name: 'companionImages',
   reads: companionImageReads,
-  judge: (answer, input) => judgeCompanionImages(answer, input),
+  judge: judgeCompanionImages,
 });
-
 const companionVolumes = declare({
   name: 'companionVolumes',
   reads: companionVolumeReads,
-  judge: (answer, input) => judgeCompanionVolumes(answer, input),
+  judge: judgeCompanionVolumes,
 });
-
 const companionMemory = declare({
   name: 'companionMemory',
   reads: companionMemoryReads,
-  judge: (answer, input) => judgeCompanionMemory(answer, input),
+  judge: judgeCompanionMemory,
 });
-
 const companionPorts = declare({
   name: 'companionPorts',
   reads: companionPortReads,
-  judge: (answer, input) => judgeCompanionPorts(answer, input),
+  judge: judgeCompanionPorts,
 });
 
 /** In report order; a check judged after another may read that one's verdict. */
