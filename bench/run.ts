@@ -5,11 +5,12 @@
 // every figure to bench/results.json.
 //
 //   npm run bench [-- --sizes 2,8,16,32,64] [--repeats 3] [--no-faults]
+//   npm run bench -- --only idle-metrics    (one measurement alone, its figure merged into bench/results.json)
 //
 // LIFTOFF_BENCH_SIZES and LIFTOFF_BENCH_REPEATS set the same as the flags. A size this machine cannot bring up
 // (bench/capacity.ts) is reported with the limit that stops it, and the others are still measured.
-import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { cpus, totalmem } from 'node:os';
+import { mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { parseArgs } from 'node:util';
@@ -41,6 +42,7 @@ import {
 import { processUsage, round } from './measure.js';
 import { measureSize, type SizeResult } from './size-runs.js';
 import { judge, summarizeSize, type SizeSummary, type Target } from './summary.js';
+import { idleMetricsTarget, measureIdleMetrics, type IdleMetricsResult } from './metrics-idle.js';
 
 const { values: flags } = parseArgs({
   options: {
@@ -48,8 +50,13 @@ const { values: flags } = parseArgs({
     repeats: { type: 'string', default: process.env.LIFTOFF_BENCH_REPEATS ?? '3' },
     // Sizes only: for a quick look at the deploy figures.
     'no-faults': { type: 'boolean', default: false },
+    // One measurement alone, against a Temporal of its own; its figure replaces its own in bench/results.json.
+    only: { type: 'string' },
   },
 });
+const onlyChoices = ['idle-metrics'];
+if (flags.only !== undefined && !onlyChoices.includes(flags.only))
+  throw new Error(`--only wants one of ${onlyChoices.join(', ')}; got ${flags.only}`);
 const sizes = (flags.sizes ?? '').split(',').map(Number);
 const repeats = Number(flags.repeats);
 if (!sizes.every((n) => Number.isInteger(n) && n > 0) || !(repeats >= 1))
@@ -116,15 +123,19 @@ async function main(): Promise<void> {
     const crash = faults ? await measureCrash(env, repeats) : [];
     const resume = faults ? await measureResume(env, repeats) : [];
     const supervision = faults ? await measureSupervision(env) : undefined;
+    const idleMetrics = faults ? await measureIdleMetrics(server.address, server.namespace) : undefined;
     const summaries = bySize.map((s) => summarizeSize(s, cores));
-    const targets = judge(summaries, crash, resume);
+    const targets = [
+      ...judge(summaries, crash, resume),
+      ...(idleMetrics ? [idleMetricsTarget(idleMetrics)] : []),
+    ];
     const results = {
       date: new Date().toISOString(),
       machine: {
         cores,
         cpuModel: cpus()[0]?.model ?? 'unknown',
         memoryGiB: round(totalmem() / 2 ** 30, 1),
-        loadAverageAtEnd: readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).map(Number),
+        loadAverageAtEnd: loadAverage(),
       },
       versions: versions(),
       settings: {
@@ -140,6 +151,7 @@ async function main(): Promise<void> {
       crash: { ...crashSettings, runs: crash },
       resume: { ...resumeSettings, runs: resume },
       supervision,
+      idleMetrics,
       workerStartupPeakRssMiB: round(workerStartup.peakRssMiB, 0),
       cpuGroupsMeasured: simCpu.available ? 'yes' : simCpu.why,
       raw: bySize,
@@ -234,7 +246,41 @@ function printReport(
   process.stdout.write(`${out.join('\n')}\n`);
 }
 
-main().catch((err: unknown) => {
+/**
+ * `--only idle-metrics`: the idle cost of the metrics endpoint alone, against a dev server of its own, merged into
+ * bench/results.json (its `idleMetrics` and its target replaced, every other figure left as the last full run
+ * wrote it). The result says when it was measured and at which commit, since the file's `date` is the full run's.
+ */
+async function onlyIdleMetrics(): Promise<void> {
+  const stateDir = mkdtempSync(join(tmpdir(), 'liftoff-bench-idle-temporal-'));
+  const server = await startDevServer({ stateDir, port: temporalPort, uiPort });
+  let result: IdleMetricsResult;
+  try {
+    result = await measureIdleMetrics(server.address, server.namespace);
+  } finally {
+    await server.stop();
+    rmSync(stateDir, { recursive: true, force: true });
+  }
+  const target = idleMetricsTarget(result);
+  const file = 'bench/results.json';
+  const results = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown> & { targets?: Target[] };
+  results.targets = [...(results.targets ?? []).filter((t) => t.measure !== target.measure), target];
+  results.idleMetrics = {
+    ...result,
+    alone: { cores: cpus().length, liftoffCommit: versions().liftoffCommit, loadAverageAtEnd: loadAverage() },
+  };
+  writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
+  process.stdout.write(
+    `${table([
+      ['measure', 'figure', 'target', ''],
+      [target.measure, target.figure, target.target, target.met ? 'met' : 'not met'],
+    ])}\n${target.binds?.join('\n') ?? ''}\nmerged into ${file}\n`,
+  );
+}
+
+const loadAverage = (): number[] => readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).map(Number);
+
+(flags.only === 'idle-metrics' ? onlyIdleMetrics() : main()).catch((err: unknown) => {
   console.error(err instanceof Error ? (err.stack ?? err.message) : String(err));
   process.exitCode = 1;
 });

@@ -3,7 +3,7 @@
 // loop): the file is replaced in one rename, so Prometheus never reads half of it, and follows relaunches.
 import { Command } from 'commander';
 import type { Client } from '@temporalio/client';
-import { clusterQuery, clusterWorkflowId } from '../shared/cluster-api.js';
+import { clusterQuery, clusterWorkflowId, type ClusterRecord } from '../shared/cluster-api.js';
 import { withClient } from '../temporal/connection.js';
 import { emit, print, type OutputOptions } from '../cli/render.js';
 import { runCommand } from '../cli/run-command.js';
@@ -42,22 +42,51 @@ async function specOf(client: Client, cluster: string): Promise<TargetSpec | und
   }
 }
 
-export async function metricsTargets(client: Client, output: string): Promise<TargetsReport> {
+/**
+ * The specs a long-lived caller (the worker's targets file) already has, by cluster: asked again only when the
+ * cluster's record says another deploy or revision serves (`key`), and kept when its workflow does not answer.
+ */
+export type SpecCache = Map<string, { key: string; spec: TargetSpec }>;
+
+/** What changes a cluster's spec: its workflow run, its last deploy, its revision. A relaunch changes none. */
+function specKey(record: ClusterRecord, workflowId: string): string {
+  return JSON.stringify([workflowId, record.lastDeploy?.workflowId ?? '', record.revision ?? null]);
+}
+
+export interface FleetTargets {
+  groups: TargetGroup[];
+  /** Clusters whose spec no worker gave in time (nor the cache held): their companions (if any) are left out. */
+  withoutSpec: string[];
+}
+
+/** The scrape targets of every cluster whose launch serves (or should), from the fleet's records and specs. */
+export async function fleetTargets(client: Client, cache?: SpecCache): Promise<FleetTargets> {
   const records = (await fleetRecords(client)).filter((r) => isUp(r.record.state) && r.record.endpoint);
   const sources: TargetSource[] = await Promise.all(
-    records.map(async ({ record }) => {
-      const spec = await specOf(client, record.cluster);
+    records.map(async ({ record, workflowId }) => {
+      const key = specKey(record, workflowId);
+      const cached = cache?.get(record.cluster);
+      let spec = cached?.key === key ? cached.spec : await specOf(client, record.cluster);
+      if (spec) cache?.set(record.cluster, { key, spec });
+      // No answer: the spec it had (companions rarely change), asked again next time since its key is old.
+      else spec = cached?.spec;
       return spec ? { record, spec } : { record };
     }),
   );
-  const groups = scrapeTargets(sources);
-  if (output === '-') process.stdout.write(targetsFileText(groups));
-  else writeOutputFile(output, targetsFileText(groups), { replace: true });
+  if (cache)
+    for (const cluster of cache.keys())
+      if (!records.some((r) => r.record.cluster === cluster)) cache.delete(cluster);
   return {
-    output,
-    groups,
+    groups: scrapeTargets(sources),
     withoutSpec: sources.filter((s) => !s.spec).map((s) => s.record.cluster),
   };
+}
+
+export async function metricsTargets(client: Client, output: string): Promise<TargetsReport> {
+  const { groups, withoutSpec } = await fleetTargets(client);
+  if (output === '-') process.stdout.write(targetsFileText(groups));
+  else writeOutputFile(output, targetsFileText(groups), { replace: true });
+  return { output, groups, withoutSpec };
 }
 
 export function renderTargets(r: TargetsReport): string {

@@ -2,7 +2,8 @@
 // CLI, a process of its own), a small deploy with supervision on serves, its vLLM is killed, and the supervisor
 // relaunches it. Everything asserted is read back through Prometheus's HTTP API: the cluster's state went serving
 // → lost/relaunching → serving, the deploy's series are there with sane values, and so are the SDK's own
-// (temporal_*). Also a figure, never asserted: the worker's idle CPU with Prometheus scraping it every second,
+// (temporal_*); and vLLM's own target, which Prometheus finds in the file_sd file the worker keeps
+// (--metrics-targets), is up while serving, down while lost and up again after the relaunch, nobody editing the file. Also a figure, never asserted: the worker's idle CPU with Prometheus scraping it every second,
 // against a worker without --metrics idling beside it over the same window.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -68,6 +69,7 @@ describe('worker metrics scraped by Prometheus', () => {
   let dir: string;
   let promUrl = '';
   let metricsPort = 0;
+  let targetsFile = '';
   const children: ChildProcess[] = [];
   const figures: string[] = [];
   const output: Record<string, string> = {};
@@ -109,6 +111,18 @@ describe('worker metrics scraped by Prometheus', () => {
   const instant = (query: string) => prom('query', { query });
   const value = (s: PromSample | undefined) => Number(s?.value?.[1]);
 
+  /** The file the worker keeps; undefined until it is there. */
+  const readTargets = (): { targets: string[]; labels: Record<string, string> }[] | undefined => {
+    try {
+      return JSON.parse(readFileSync(targetsFile, 'utf8')) as {
+        targets: string[];
+        labels: Record<string, string>;
+      }[];
+    } catch {
+      return undefined;
+    }
+  };
+
   const supervisorState = (): Promise<SuperviseState> =>
     client.workflow.getHandle(superviseWorkflowId(cluster)).query(supervisionQuery);
 
@@ -117,11 +131,12 @@ describe('worker metrics scraped by Prometheus', () => {
     client = e2e.client;
     dir = mkdtempSync(join(tmpdir(), 'liftoff-metrics-'));
     metricsPort = await freePort();
+    targetsFile = join(dir, 'vllm-targets.json');
     const promPort = await freePort();
     promUrl = `http://127.0.0.1:${promPort}`;
     // The worker under test, and one without --metrics on a queue of its own (so it runs nothing) to compare.
     const [measured, plain] = await Promise.all([
-      startWorker('worker', ['--metrics', `127.0.0.1:${metricsPort}`]),
+      startWorker('worker', ['--metrics', `127.0.0.1:${metricsPort}`, '--metrics-targets', targetsFile]),
       startWorker('plain worker', ['--task-queue', 'liftoff-metrics-idle']),
     ]);
     writeFileSync(
@@ -134,6 +149,11 @@ describe('worker metrics scraped by Prometheus', () => {
         '  - job_name: liftoff-worker',
         '    static_configs:',
         `      - targets: ['127.0.0.1:${metricsPort}']`,
+        // vLLM's own /metrics, wherever the worker's file says; re-read each second (it also watches the file).
+        '  - job_name: vllm',
+        '    file_sd_configs:',
+        `      - files: [${JSON.stringify(targetsFile)}]`,
+        '        refresh_interval: 1s',
         '',
       ].join('\n'),
     );
@@ -203,6 +223,12 @@ describe('worker metrics scraped by Prometheus', () => {
       ...simDeploySpec(sim, { cluster }),
       supervise: { interval: '1s', failureThreshold: 2, backoff: '1s', maxRelaunches: 3, window: '1h' },
     };
+    // The worker wrote the file at its start, with nothing serving yet.
+    await waitFor(
+      'the empty targets file',
+      () => Promise.resolve(readTargets()?.length === 0 || undefined),
+      10_000,
+    );
     const result = await (await startDeploy(client, spec, 'cli')).result();
     assert.match(result.supervision ?? '', /supervised by/);
     await waitFor(
@@ -213,6 +239,16 @@ describe('worker metrics scraped by Prometheus', () => {
       },
       60_000,
     );
+    // The worker's poll puts the endpoint in the file, and Prometheus scrapes vLLM there.
+    const vllmUp = `up{job="vllm",cluster="${cluster}"}`;
+    await waitFor(
+      'vLLM scraped through the file',
+      async () => ((await instant(`${vllmUp} == 1`)).length > 0 ? true : undefined),
+      30_000,
+    );
+    const groups = readTargets() ?? [];
+    assert.equal(groups.length, 1, JSON.stringify(groups));
+    assert.deepEqual(groups[0]?.labels, { cluster, host: sim.hosts[0]!.name });
     const launches = readFileSync(join(sim.hosts[0]!.hostDir, 'launches.log'), 'utf8').trim().split('\n');
     const { pid } = JSON.parse(launches.at(-1)!) as { pid: number };
     process.kill(pid, 'SIGKILL');
@@ -224,9 +260,36 @@ describe('worker metrics scraped by Prometheus', () => {
       },
       180_000,
     );
+    await waitFor(
+      'vLLM scraped again after the relaunch',
+      async () => ((await instant(`${vllmUp} == 1`)).length > 0 ? true : undefined),
+      30_000,
+    );
     // Two scrapes after the last change, so Prometheus has it.
     await new Promise((r) => setTimeout(r, 3000));
     const endAt = Date.now() / 1000;
+
+    // vLLM's target, second by second: up (1), down (0) or gone from the file (-).
+    const upRange = await prom('query_range', {
+      query: vllmUp,
+      start: String(Math.floor(startedAt)),
+      end: String(Math.ceil(endAt)),
+      step: '1',
+    });
+    const upAt = new Map<number, string>();
+    for (const series of upRange) for (const [t, v] of series.values ?? []) upAt.set(t, v);
+    const seconds = [...upAt.keys()].sort((a, b) => a - b);
+    const upTimeline =
+      seconds.length === 0
+        ? []
+        : Array.from(
+            { length: seconds.at(-1)! - seconds[0]! + 1 },
+            (_, i) => upAt.get(seconds[0]! + i) ?? '-',
+          );
+    const upChanges = upTimeline.filter((s, i) => i === 0 || upTimeline[i - 1] !== s).join(' → ');
+    assert.match(upChanges, /^(?:0 → )?1 → (?:0|-)(?: → (?:0|-))* → 1$/, `vLLM's up: ${upChanges}`);
+    assert.deepEqual(readTargets(), groups, 'the same endpoint after the relaunch');
+    figures.push(`vLLM's up through the worker's file_sd file: ${upChanges}`);
 
     // The state, second by second: which state was 1 at each step.
     const range = await prom('query_range', {

@@ -12,6 +12,10 @@ import { join } from 'node:path';
 import { writeFileSync } from 'node:fs';
 import { stringify } from 'yaml';
 import { Worker } from '@temporalio/worker';
+import { Client } from '@temporalio/client';
+import { OpenTelemetryWorkflowClientInterceptor } from '@temporalio/interceptors-opentelemetry';
+import { clusterWorkflowId, releaseUpdate } from '../../src/shared/cluster-api.js';
+import { TASK_QUEUE } from '../../src/shared/constants.js';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { createLiftoffWorker } from '../../src/worker.js';
 import { workflowBundle } from '../../src/temporal/workflow-bundle.js';
@@ -131,8 +135,9 @@ describe('traces of a deploy, from the CLI to the activity', () => {
     worker = await createLiftoffWorker({
       connection: env.nativeConnection,
       namespace: env.namespace ?? 'default',
-      // The defaults: whatever the spec says, its serve.env may not read the worker's own settings.
-      policy: loadWorkerPolicy({}),
+      // The defaults: whatever the spec says, its serve.env may not read the worker's own settings. Its home is
+      // the test's folder, so a spec may name the key and known_hosts under dir/.ssh (the child test's does).
+      policy: loadWorkerPolicy({}, dir),
     });
     running = worker.run();
   });
@@ -233,5 +238,71 @@ describe('traces of a deploy, from the CLI to the activity', () => {
     const headerFields = Object.keys(scheduled?.activityTaskScheduledEventAttributes?.header?.fields ?? {});
     assert.ok(headerFields.includes('_tracer-data'), `the activity's headers: ${headerFields.join(', ')}`);
     await Worker.runReplayHistory({ workflowBundle: await workflowBundle() }, history, 'liftoff-traces');
+  });
+
+  it('an Update handler and a child workflow get spans, each under its caller', async () => {
+    assert.ok(env && collector);
+    const { spans } = collector;
+    // A client of this process traced as the CLI's is (its start, updates): the worker's spans join its trace.
+    const client = new Client({
+      connection: env.client.connection,
+      namespace: env.namespace ?? 'default',
+      interceptors: { workflow: [new OpenTelemetryWorkflowClientInterceptor()] },
+    });
+    const byId = () => new Map(spans.map((s) => [s.spanId, s]));
+    const waitSpan = (name: string, match: (s: ReceivedSpan) => boolean = () => true) =>
+      waitFor(name, () => spans.find((s) => s.name === name && match(s)), 30_000, {
+        detail: () => `spans so far: ${spans.map((s) => `${s.service} ${s.name}`).join(', ')}`,
+      });
+
+    // An Update: a cluster's workflow released by hand (its handler ends the workflow).
+    const held = await client.workflow.start('cluster', {
+      taskQueue: TASK_QUEUE,
+      workflowId: clusterWorkflowId('traces-update'),
+      args: [{ cluster: 'traces-update' }],
+    });
+    await held.executeUpdate(releaseUpdate, { args: [{ by: 'traces test' }] });
+    await held.result();
+    const handled = await waitSpan('HandleUpdate:release');
+    const asked = byId().get(handled.parentSpanId);
+    assert.equal(asked?.name, 'StartWorkflowUpdate:release', 'the handler is under the caller’s update span');
+    assert.equal(handled.traceId, asked.traceId);
+
+    // A child: a deploy started under another id (as the Temporal UI starts one) runs as a child under
+    // liftoff-<cluster>. The spec passes the policy; its preflight fails on a port nothing listens on.
+    const parent = await client.workflow.start('deploy', {
+      taskQueue: TASK_QUEUE,
+      workflowId: 'traces-from-ui',
+      args: [
+        {
+          cluster: 'traces-child',
+          ssh: {
+            user: 'nobody',
+            privateKeyPath: join(dir, '.ssh', 'id_ed25519'),
+            knownHostsPath: join(dir, '.ssh', 'known_hosts'),
+          },
+          hosts: [{ name: 'h1', address: '127.0.0.1', port: 1, clusterIp: '127.0.0.1', role: 'head' }],
+          gpu: { perHost: 1 },
+          ray: { image: 'liftoff/none:1', container: 'traces_ray' },
+          serve: {
+            model: 'none/none',
+            modelPath: join(dir, 'weights'),
+            port: 30000,
+            tensorParallelSize: 1,
+            logPath: '/tmp/liftoff-traces-never.log',
+          },
+        },
+      ],
+    });
+    await assert.rejects(parent.result());
+    const started = await waitSpan('StartChildWorkflow:deploy');
+    const childRun = await waitSpan('RunWorkflow:deploy', (s) => s.parentSpanId === started.spanId);
+    const parentRun = await waitSpan('RunWorkflow:deploy', (s) => s.spanId === started.parentSpanId);
+    assert.equal(childRun.traceId, parentRun.traceId, 'one trace');
+    // The child's own activities are under its run.
+    const childActivity = spans.find(
+      (s) => s.name.startsWith('StartActivity:') && s.parentSpanId === childRun.spanId,
+    );
+    assert.ok(childActivity, `an activity of the child: ${spans.map((s) => s.name).join(', ')}`);
   });
 });

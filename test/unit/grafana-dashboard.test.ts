@@ -33,7 +33,6 @@ interface Variable {
   type: string;
   name: string;
   query: unknown;
-  definition?: string;
 }
 interface Dashboard {
   title: string;
@@ -70,7 +69,6 @@ describe('deploy/grafana/liftoff.json', () => {
       ['datasource', 'datasource', 'prometheus'],
     );
     assert.deepEqual([cluster?.type, cluster?.name], ['query', 'cluster']);
-    assert.equal(cluster?.definition, 'label_values(liftoff_cluster_state, cluster)');
     assert.deepEqual(
       (cluster?.query as { query?: string }).query,
       'label_values(liftoff_cluster_state, cluster)',
