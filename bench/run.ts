@@ -5,6 +5,7 @@
 // every figure to bench/results.json.
 //
 //   npm run bench [-- --sizes 2,8,16,32,64] [--repeats 3] [--no-faults]
+//   npm run bench -- --only fleet [--clusters 50] [--fleet-minutes 10] [--idle-minutes 5]   (bench/fleet-supervision.ts)
 //
 // LIFTOFF_BENCH_SIZES and LIFTOFF_BENCH_REPEATS set the same as the flags. A size this machine cannot bring up
 // (bench/capacity.ts) is reported with the limit that stops it, and the others are still measured.
@@ -38,6 +39,7 @@ import {
   crashSettings,
   resumeSettings,
 } from './fault-runs.js';
+import { runFleetBench } from './fleet-supervision.js';
 import { processUsage, round } from './measure.js';
 import { measureSize, type SizeResult } from './size-runs.js';
 import { judge, summarizeSize, type SizeSummary, type Target } from './summary.js';
@@ -48,12 +50,19 @@ const { values: flags } = parseArgs({
     repeats: { type: 'string', default: process.env.LIFTOFF_BENCH_REPEATS ?? '3' },
     // Sizes only: for a quick look at the deploy figures.
     'no-faults': { type: 'boolean', default: false },
+    // `--only fleet`: one worker supervising many clusters, alone (bench/fleet-supervision.ts), merged into results.json.
+    only: { type: 'string' },
+    clusters: { type: 'string', default: '50' },
+    'fleet-minutes': { type: 'string', default: '10' },
+    'idle-minutes': { type: 'string', default: '5' },
   },
 });
 const sizes = (flags.sizes ?? '').split(',').map(Number);
 const repeats = Number(flags.repeats);
 if (!sizes.every((n) => Number.isInteger(n) && n > 0) || !(repeats >= 1))
   throw new Error(`--sizes wants e.g. 2,8,16 and --repeats a count; got ${flags.sizes} and ${flags.repeats}`);
+if (flags.only !== undefined && flags.only !== 'fleet')
+  throw new Error(`--only knows fleet; got ${flags.only}`);
 
 function versions(): Record<string, string> {
   const pkg = (name: string) =>
@@ -234,7 +243,14 @@ function printReport(
   process.stdout.write(`${out.join('\n')}\n`);
 }
 
-main().catch((err: unknown) => {
+(flags.only === 'fleet'
+  ? runFleetBench({
+      clusters: Number(flags.clusters),
+      minutes: Number(flags['fleet-minutes']),
+      idleMinutes: Number(flags['idle-minutes']),
+    })
+  : main()
+).catch((err: unknown) => {
   console.error(err instanceof Error ? (err.stack ?? err.message) : String(err));
   process.exitCode = 1;
 });
