@@ -451,6 +451,10 @@ function markerTimes(json: string): { type: string; scheduledMs: number; complet
 export function judgeFleet(r: FleetResult): Target {
   const s = r.supervised;
   const judged = r.supervisionCpuSPerHour?.total ?? s.perHour.total;
+  const perProcess = r.supervisionCpuSPerHour;
+  // CPU-ms per probe round: an hour's CPU-s over the rounds the clusters make in an hour.
+  const msPerRound = (cpuSPerHour: number) =>
+    round((cpuSPerHour / r.clusters) * (r.intervalS / 3600) * 1000, 1);
   const load = `load average ${s.loadAverage.start.join(' ')} → ${s.loadAverage.end.join(' ')} on ${r.cores} cores shared with other jobs`;
   return {
     measure: `fleet supervision, ${r.clusters} clusters`,
@@ -468,7 +472,11 @@ export function judgeFleet(r: FleetResult): Target {
         (r.idle
           ? `; idle window ${r.idle.seconds} s: worker ${r.idle.perHour.worker}, Temporal server ${r.idle.perHour.temporal}`
           : ''),
-      `per cluster: ${round(judged / r.clusters, 2)} CPU-s/h, per round ${round((judged / r.clusters) * (r.intervalS / 3600) * 1000, 1)} ms of CPU`,
+      `per cluster: ${round(judged / r.clusters, 2)} CPU-s/h, per round ${msPerRound(judged)} ms of CPU` +
+        (perProcess
+          ? ` (worker ${msPerRound(perProcess.worker)}, Temporal server ${msPerRound(perProcess.temporal)})`
+          : '') +
+        `; the target allows ${round((targetCpuSPerHour / 50) * (r.intervalS / 3600) * 1000, 1)} ms per round at 50 clusters every ${r.intervalS} s`,
       `rounds in the window: ${r.rounds.passed} passed, ${r.rounds.failed} failed, ${r.rounds.expected} expected`,
       load,
       ...(r.clusters < 50 ? [`only ${r.clusters} clusters measured: the target is for 50`] : []),
