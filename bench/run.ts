@@ -6,6 +6,7 @@
 //
 //   npm run bench [-- --sizes 2,8,16,32,64] [--repeats 3] [--no-faults]
 //   npm run bench -- --only idle-metrics    (one measurement alone, its figure merged into bench/results.json)
+//   npm run bench -- --only fleet [--clusters 50] [--fleet-minutes 10] [--idle-minutes 5]   (bench/fleet-supervision.ts)
 //
 // LIFTOFF_BENCH_SIZES and LIFTOFF_BENCH_REPEATS set the same as the flags. A size this machine cannot bring up
 // (bench/capacity.ts) is reported with the limit that stops it, and the others are still measured.
@@ -39,6 +40,7 @@ import {
   crashSettings,
   resumeSettings,
 } from './fault-runs.js';
+import { runFleetBench } from './fleet-supervision.js';
 import { processUsage, round } from './measure.js';
 import { measureSize, type SizeResult } from './size-runs.js';
 import { judge, summarizeSize, type SizeSummary, type Target } from './summary.js';
@@ -52,6 +54,10 @@ const { values: flags } = parseArgs({
     'no-faults': { type: 'boolean', default: false },
     // One measurement alone, against a Temporal of its own; its figure replaces its own in bench/results.json.
     only: { type: 'string' },
+    // `--only fleet`: one worker supervising many clusters (bench/fleet-supervision.ts).
+    clusters: { type: 'string', default: '50' },
+    'fleet-minutes': { type: 'string', default: '10' },
+    'idle-minutes': { type: 'string', default: '5' },
   },
 });
 const onlyChoices = ['idle-metrics'];
@@ -61,6 +67,8 @@ const sizes = (flags.sizes ?? '').split(',').map(Number);
 const repeats = Number(flags.repeats);
 if (!sizes.every((n) => Number.isInteger(n) && n > 0) || !(repeats >= 1))
   throw new Error(`--sizes wants e.g. 2,8,16 and --repeats a count; got ${flags.sizes} and ${flags.repeats}`);
+if (flags.only !== undefined && flags.only !== 'fleet')
+  throw new Error(`--only knows fleet; got ${flags.only}`);
 
 function versions(): Record<string, string> {
   const pkg = (name: string) =>
@@ -280,7 +288,25 @@ async function onlyIdleMetrics(): Promise<void> {
 
 const loadAverage = (): number[] => readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).map(Number);
 
-(flags.only === 'idle-metrics' ? onlyIdleMetrics() : main()).catch((err: unknown) => {
+/** The measurements `--only NAME` runs alone. */
+const alone: Record<string, () => Promise<void>> = {
+  'idle-metrics': onlyIdleMetrics,
+  fleet: () =>
+    runFleetBench({
+      clusters: Number(flags.clusters),
+      minutes: Number(flags['fleet-minutes']),
+      idleMinutes: Number(flags['idle-minutes']),
+    }),
+};
+
+function chosen(): Promise<void> {
+  if (flags.only === undefined) return main();
+  const run = alone[flags.only];
+  if (!run) throw new Error(`--only wants one of ${Object.keys(alone).join(', ')}; got ${flags.only}`);
+  return run();
+}
+
+chosen().catch((err: unknown) => {
   console.error(err instanceof Error ? (err.stack ?? err.message) : String(err));
   process.exitCode = 1;
 });
