@@ -11,12 +11,14 @@ import type { DeployProgress } from '../src/workflows/steps.js';
 import type { WorkerProcess } from '../scripts/lib/worker-process.js';
 import type { SimCpuMeter } from './cpu-groups.js';
 
-export const workDir = '/tmp/liftoff-bench';
+// Its own directory, network layout and ports, so the bench can run beside the test suite or `liftoff dev`; each
+// overridable (LIFTOFF_BENCH_DIR, LIFTOFF_BENCH_NET_INDEX, LIFTOFF_BENCH_PORT: the UI takes that + 1000) so a
+// second bench can run beside the first.
+export const workDir = process.env.LIFTOFF_BENCH_DIR ?? '/tmp/liftoff-bench';
 export const simDir = join(workDir, 'sim');
-// Its own network layout and ports, so the bench can run beside the test suite or `liftoff dev`.
-export const netIndex = 30;
-export const temporalPort = 27533;
-export const uiPort = 28533;
+export const netIndex = Number(process.env.LIFTOFF_BENCH_NET_INDEX ?? 30);
+export const temporalPort = Number(process.env.LIFTOFF_BENCH_PORT ?? 27533);
+export const uiPort = temporalPort + 1000;
 export const pollSeconds = 1;
 export const heartbeatTimeoutSeconds = 10; // src/workflows/deploy.ts
 export const instantTools = { shards: 1, shardSeconds: 0, graphCaptureSeconds: 0, memoryMiB: 1024 };

@@ -7,6 +7,7 @@
 //   npm run bench [-- --sizes 2,8,16,32,64] [--repeats 3] [--no-faults]
 //   npm run bench -- --only idle-metrics    (one measurement alone, its figure merged into bench/results.json)
 //   npm run bench -- --only fleet [--clusters 50] [--fleet-minutes 10] [--idle-minutes 5]   (bench/fleet-supervision.ts)
+//   npm run bench -- --only outages [--repeats 3]   (bench/outage-runs.ts, merged into bench/results.json as outages)
 //
 // LIFTOFF_BENCH_SIZES and LIFTOFF_BENCH_REPEATS set the same as the flags. A size this machine cannot bring up
 // (bench/capacity.ts) is reported with the limit that stops it, and the others are still measured.
@@ -42,6 +43,7 @@ import {
 } from './fault-runs.js';
 import { runFleetBench } from './fleet-supervision.js';
 import { processUsage, round } from './measure.js';
+import { outageBench } from './outage-runs.js';
 import { measureSize, type SizeResult } from './size-runs.js';
 import { judge, summarizeSize, type SizeSummary, type Target } from './summary.js';
 import { idleMetricsTarget, measureIdleMetrics, type IdleMetricsResult } from './metrics-idle.js';
@@ -60,15 +62,10 @@ const { values: flags } = parseArgs({
     'idle-minutes': { type: 'string', default: '5' },
   },
 });
-const onlyChoices = ['idle-metrics'];
-if (flags.only !== undefined && !onlyChoices.includes(flags.only))
-  throw new Error(`--only wants one of ${onlyChoices.join(', ')}; got ${flags.only}`);
 const sizes = (flags.sizes ?? '').split(',').map(Number);
 const repeats = Number(flags.repeats);
 if (!sizes.every((n) => Number.isInteger(n) && n > 0) || !(repeats >= 1))
   throw new Error(`--sizes wants e.g. 2,8,16 and --repeats a count; got ${flags.sizes} and ${flags.repeats}`);
-if (flags.only !== undefined && flags.only !== 'fleet')
-  throw new Error(`--only knows fleet; got ${flags.only}`);
 
 function versions(): Record<string, string> {
   const pkg = (name: string) =>
@@ -125,6 +122,7 @@ async function main(): Promise<void> {
   const workerStartup = processUsage(worker.pid);
   const cores = cpus().length;
   try {
+    if (flags.only === 'outages') return await outageBench(env, repeats);
     const bySize: SizeResult[] = [];
     for (const hosts of sizes) bySize.push(await measureSize(env, hosts, repeats));
     const faults = !flags['no-faults'];
@@ -167,6 +165,7 @@ async function main(): Promise<void> {
     };
     writeFileSync('bench/results.json', `${JSON.stringify(results, null, 2)}\n`);
     printReport(summaries, targets, supervision, cores, results.benchSeconds);
+    if (faults) await outageBench(env, repeats);
   } catch (err) {
     // Said before the cleanup below, whose own error would otherwise be the only one shown.
     log(`failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
@@ -297,6 +296,8 @@ const alone: Record<string, () => Promise<void>> = {
       minutes: Number(flags['fleet-minutes']),
       idleMinutes: Number(flags['idle-minutes']),
     }),
+  // The outages need the bench's dev server, worker and simulated cluster: main() sets them up and runs only these.
+  outages: main,
 };
 
 function chosen(): Promise<void> {
