@@ -61,6 +61,8 @@ export interface OutageRun {
   totalS: number;
   /** Supervised: how far into a probe interval the server was killed (from the start of a passed round). */
   killIntoIntervalS?: number;
+  /** The steps orchestration is made of, each one's duration: what it spent its time on. */
+  orchestrationStepsS?: Record<string, number>;
 }
 
 export interface OutageSetting {
@@ -70,6 +72,8 @@ export interface OutageSetting {
   runs: OutageRun[];
   /** The median of each phase over the runs. */
   medianS: OutageRun;
+  /** The median of each orchestration step over the runs. */
+  orchestrationStepsMedianS: Record<string, number>;
   target: null;
   targetNote: string;
 }
@@ -178,6 +182,16 @@ function step(p: DeployProgress, name: StepName): { startedAtMs: number; endedAt
   return { startedAtMs: st.startedAtMs, endedAtMs: st.endedAtMs };
 }
 
+/** The deploy's steps that ended before its load began, with their durations. */
+function stepsBeforeLoad(p: DeployProgress): Record<string, number> {
+  const loadAtMs = step(p, 'waitHealthy').startedAtMs;
+  return Object.fromEntries(
+    p.steps
+      .filter((x) => x.durationMs !== undefined && (x.endedAtMs ?? Infinity) <= loadAtMs)
+      .map((x) => [x.name, s(x.durationMs ?? 0)]),
+  );
+}
+
 /** The phases of an outage from its moments, in the order they happen. */
 function phases(m: {
   faultMs: number;
@@ -210,6 +224,13 @@ const phaseKeys = [
   'betweenS',
   'totalS',
 ] as const satisfies readonly (keyof OutageRun)[];
+
+function stepMedians(runs: readonly OutageRun[]): Record<string, number> {
+  const names = [...new Set(runs.flatMap((r) => Object.keys(r.orchestrationStepsS ?? {})))];
+  return Object.fromEntries(
+    names.map((n) => [n, round(median(runs.map((r) => r.orchestrationStepsS?.[n] ?? 0)), 2)]),
+  );
+}
 
 /** Each phase's median over the runs (each taken alone: they need not add up to the total's). */
 function medians(runs: readonly OutageRun[]): OutageRun {
@@ -290,7 +311,11 @@ async function supervisedOutage(
     load: step(child, 'waitHealthy'),
     servingMs: entry.endedAtMs,
   });
-  return { ...run, killIntoIntervalS: s((faultMs - roundAtMs) % intervalMs) };
+  return {
+    ...run,
+    killIntoIntervalS: s((faultMs - roundAtMs) % intervalMs),
+    orchestrationStepsS: stepsBeforeLoad(child),
+  };
 }
 
 // ------------------------------------------------------------------------------------------- rollback
@@ -332,7 +357,7 @@ async function rollbackOutage(env: Env, sim: SimCluster, good: DeploySpecInput):
   const failed = await query<DeployProgress>(env, handle.workflowId, failedRunId, 'progress');
   const failedHistory = await env.client.workflow.getHandle(handle.workflowId, failedRunId).fetchHistory();
   const rollback = await query<DeployProgress>(env, handle.workflowId, undefined, 'progress');
-  return phases({
+  const run = phases({
     faultMs,
     detectedMs: step(failed, 'waitHealthy').endedAtMs,
     bundle: spanOf(failedHistory, 'collectDiagnostics'),
@@ -340,6 +365,7 @@ async function rollbackOutage(env: Env, sim: SimCluster, good: DeploySpecInput):
     load: step(rollback, 'waitHealthy'),
     servingMs: step(rollback, 'record').endedAtMs,
   });
+  return { ...run, orchestrationStepsS: stepsBeforeLoad(rollback) };
 }
 
 // ------------------------------------------------------------------------------------------- status, down
@@ -497,7 +523,14 @@ export async function measureOutages(env: Env, repeats: number): Promise<OutageR
         runs.push(await supervisedOutage(env, sim, setting.supervise, phase, setting.timeoutMs));
         log(`${setting.name}, run ${r + 1}/${repeats}: ${JSON.stringify(runs.at(-1))}`);
       }
-      supervised.push({ ...setting, runs, medianS: medians(runs), target: null, targetNote: noTarget });
+      supervised.push({
+        ...setting,
+        runs,
+        medianS: medians(runs),
+        orchestrationStepsMedianS: stepMedians(runs),
+        target: null,
+        targetNote: noTarget,
+      });
     }
     await env.client.workflow
       .getHandle(superviseWorkflowId(outageCluster))
@@ -517,6 +550,7 @@ export async function measureOutages(env: Env, repeats: number): Promise<OutageR
       name: `automatic rollback: the upgrade's load crashes at shard ${crashAtShard} of ${loadingTools.shards}, the known-good serves again`,
       runs,
       medianS: medians(runs),
+      orchestrationStepsMedianS: stepMedians(runs),
       target: null,
       targetNote: noTarget,
     };
@@ -574,6 +608,12 @@ export async function outageBench(
       ...outages.supervised.map(row),
       row(outages.rollback),
     ]),
+    ...[...outages.supervised, outages.rollback].map(
+      (x) =>
+        `${x.name}, orchestration by step (medians, s): ${Object.entries(x.orchestrationStepsMedianS)
+          .map(([k, v]) => `${k} ${v.toFixed(1)}`)
+          .join(', ')}`,
+    ),
     '',
     table([
       ['command', 'wall s (median; runs)', 'inner s (median)'],
