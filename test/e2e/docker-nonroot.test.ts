@@ -11,7 +11,11 @@ import { TASK_QUEUE } from '../../src/shared/constants.js';
 import { deploy } from '../../src/workflows/index.js';
 import type { DeployResult } from '../../src/workflows/steps.js';
 import { simDeploySpec } from '../../sim/spec.js';
+import { simContainerVolumes } from '../../sim/real-docker.js';
 import { sshRun } from '../helpers/ssh.js';
+import { embeddingsCompanion } from '../helpers/companions.js';
+import { deployWorkflowId } from '../../src/shared/constants.js';
+import { progressQuery } from '../../src/workflows/deploy.js';
 
 const cluster = 'e2e-docker-nonroot';
 const sshUser = 'liftoff';
@@ -39,8 +43,18 @@ describe('deploy as a non-root SSH user in the docker group, on real Docker Engi
         .filter((l) => l.length > 0);
     const handle = await e2e.client.workflow.start(deploy, {
       taskQueue: TASK_QUEUE,
-      workflowId: 'liftoff-e2e-docker-nonroot',
-      args: [simDeploySpec(e2e.sim, { cluster }), { trigger: 'cli' }],
+      workflowId: deployWorkflowId(cluster),
+      // A companion too: its preflight reads (its volumes' host paths), its docker run and its probe's docker
+      // inspect run as the same user.
+      args: [
+        {
+          ...simDeploySpec(e2e.sim, { cluster }),
+          companions: [
+            embeddingsCompanion(e2e.sim.hosts[0]!.name, { volumes: simContainerVolumes(e2e.sim) }),
+          ],
+        },
+        { trigger: 'cli' },
+      ],
     });
     result = await handle.result();
   });
@@ -77,5 +91,20 @@ describe('deploy as a non-root SSH user in the docker group, on real Docker Engi
     process.stdout.write(
       `# deploy as a non-root user on real Docker took ${result.totalSeconds.toFixed(1)} s, load ${result.loadSeconds.toFixed(1)} s\n`,
     );
+  });
+
+  it("the companion starts and answers its probe as that user, and its container is root's", async () => {
+    const progress = await e2e.client.workflow.getHandle(deployWorkflowId(cluster)).query(progressQuery);
+    assert.deepEqual(
+      progress.companions?.map((c) => [c.name, c.status, c.detail]),
+      [['embeddings', 'ready', 'an embedding of 1024 dimensions']],
+    );
+    const spark1 = e2e.sim.hosts[0]!.name;
+    const out = await sshRun(
+      e2e.sim,
+      spark1,
+      "docker inspect --format '{{.State.Status}} {{.State.Pid}}' liftoff-embeddings | { read s p; echo $s; stat -c %u /proc/$p; }",
+    );
+    assert.deepEqual(out.trim().split('\n'), ['running', '0'], out);
   });
 });
