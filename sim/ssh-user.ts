@@ -3,7 +3,6 @@
 // each host (the host folder with its home, state and command logs). Root still starts sshd and dockerd, and a
 // container's main process still belongs to root, as on a real host: so a deploy meets the ownership a real
 // non-root login meets.
-import { paths } from './host-state.js';
 import { createHash } from 'node:crypto';
 import {
   chownSync,
@@ -17,6 +16,7 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { join } from 'node:path';
+import { paths } from './host-state.js';
 import { run } from './processes.js';
 import { sshdPaths } from './sshd.js';
 

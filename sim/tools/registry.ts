@@ -27,7 +27,10 @@ export function isToolName(name: string): name is ToolName {
 export function recordCommand(hostDir: string | undefined, tool: string, args: readonly string[]): void {
   if (!hostDir || tool === 'container-shim' || tool === 'gpu-hog') return;
   try {
-    appendFileSync(paths.commands(hostDir), `${JSON.stringify({ time: Date.now(), argv: [tool, ...args] })}\n`);
+    appendFileSync(
+      paths.commands(hostDir),
+      `${JSON.stringify({ time: Date.now(), argv: [tool, ...args] })}\n`,
+    );
   } catch {
     // A host folder being removed (cluster down) must not fail the tool.
   }

@@ -99,7 +99,12 @@ async function serveCall(conn: Socket, req: CallRequest | undefined): Promise<vo
     (chunk: string | Uint8Array): void => {
       if (!conn.destroyed) conn.write(frame(kind, Buffer.from(chunk)));
     };
-  const io: ToolIo = { env: req.env, stdout: send(frameKind.stdout), stderr: send(frameKind.stderr), pid: req.pid };
+  const io: ToolIo = {
+    env: req.env,
+    stdout: send(frameKind.stdout),
+    stderr: send(frameKind.stderr),
+    pid: req.pid,
+  };
   recordCommand(req.env.LIFTOFF_SIM_HOST_DIR, name, args);
   let code: number;
   try {
