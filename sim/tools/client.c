@@ -188,7 +188,7 @@ int main(int argc, char **argv) {
     }
   }
   /* The server went away mid-call. Before any output the call is run again as its own process (the server only
-   * takes read-only calls); after it, the caller learns it failed. */
+   * takes read-only calls; the host's commands.log then lists it twice); after it, the caller learns it failed. */
   close(fd);
   if (!answered) run_bundle(argc, argv, tool);
   fputs("simtool: the host's tool server ended during the call\n", stderr);
