@@ -33,9 +33,18 @@ extern char **environ;
 /* A simulated host's container of sim/real-docker.ts: its tools run there, apart from the host's server. */
 #define IN_CONTAINER_MARK "/etc/liftoff-sim/env"
 
+/*
+ * The tool argv[0] names: its file name up to the first dot. No tool's name has one, and a copy of a tool kept
+ * beside a wrapper of it (nvidia-smi.real, as a test wraps a tool) still runs that tool, as a copy of the shell
+ * shim, which named its tool inside, did.
+ */
 static const char *tool_name(const char *argv0) {
   const char *slash = strrchr(argv0, '/');
-  return slash ? slash + 1 : argv0;
+  const char *base = slash ? slash + 1 : argv0;
+  const char *dot = strchr(base, '.');
+  if (!dot || dot == base) return base;
+  char *name = strndup(base, (size_t)(dot - base));
+  return name ? name : base;
 }
 
 /* The node bundle, as the shell shim ran it; never returns. */
@@ -75,8 +84,11 @@ static int put_u32(struct buffer *b, uint32_t v) { return put(b, &v, sizeof v); 
 
 static int put_str(struct buffer *b, const char *s) { return put(b, s, strlen(s) + 1); }
 
-/* The request (server.ts's wire): header, uid, pid, counts, then cwd, argv and environ as NUL-ended strings. */
-static int build_request(struct buffer *b, int argc, char **argv) {
+/*
+ * The request (server.ts's wire): header, uid, pid, counts, then cwd, argv and environ as NUL-ended strings, the
+ * tool's name in argv[0]'s place.
+ */
+static int build_request(struct buffer *b, const char *tool, int argc, char **argv) {
   uint32_t envc = 0;
   for (char **e = environ; *e; e++) envc++;
   char cwd[4096];
@@ -84,7 +96,8 @@ static int build_request(struct buffer *b, int argc, char **argv) {
   if (put_u32(b, REQUEST_MAGIC) || put_u32(b, 0) || put_u32(b, (uint32_t)getuid()) ||
       put_u32(b, (uint32_t)getpid()) || put_u32(b, (uint32_t)argc) || put_u32(b, envc) || put_str(b, cwd))
     return -1;
-  for (int i = 0; i < argc; i++)
+  if (put_str(b, tool)) return -1;
+  for (int i = 1; i < argc; i++)
     if (put_str(b, argv[i])) return -1;
   for (char **e = environ; *e; e++)
     if (put_str(b, *e)) return -1;
@@ -148,7 +161,7 @@ int main(int argc, char **argv) {
   int fd = connect_server(host_dir);
   if (fd < 0) run_bundle(argc, argv, tool);
   struct buffer req = {0};
-  if (build_request(&req, argc, argv) != 0 || write_all(fd, req.data, req.len) != 0) {
+  if (build_request(&req, tool, argc < 1 ? 1 : argc, argv) != 0 || write_all(fd, req.data, req.len) != 0) {
     close(fd);
     run_bundle(argc, argv, tool);
   }
