@@ -1,7 +1,7 @@
 // Bundles sim/tools into one fast-starting .mjs and puts each tool name into binDir. Hosts put binDir first on
 // PATH, so `docker`, `ray`, `vllm`… resolve to the simulation. With a C compiler (and the tool server on, see
 // sim/tool-server.ts), each name is a link to the thin client of the host's tool server (tools/client.c), which
-// runs a read-only call in the server for about a millisecond of CPU and execs the bundle for every other call;
+// runs a read-only call in the server for about 2 ms of CPU and execs the bundle for every other call;
 // without one, or with LIFTOFF_SIM_TOOL_SERVER=0, each name is a shell shim that execs the bundle.
 import { spawnSync } from 'node:child_process';
 import { chmodSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -37,14 +37,16 @@ function buildClient(out: string, bundlePath: string): boolean {
   const node = literal(process.execPath);
   const bundled = literal(bundlePath);
   if (!node || !bundled) return false;
-  const compiler = process.env.CC ?? 'cc';
+  const compilers = process.env.CC ? [process.env.CC] : ['cc', 'gcc'];
   const args = ['-O2', '-std=c11', '-D_GNU_SOURCE', `-DSIMTOOL_NODE=${node}`, `-DSIMTOOL_BUNDLE=${bundled}`];
-  for (const linking of [['-static'], []]) {
-    const r = spawnSync(compiler, [...args, ...linking, '-o', out, join(toolsDir, 'client.c')], {
-      stdio: 'ignore',
-      timeout: 60_000,
-    });
-    if (r.status === 0) return true;
+  for (const compiler of compilers) {
+    for (const linking of [['-static'], []]) {
+      const r = spawnSync(compiler, [...args, ...linking, '-o', out, join(toolsDir, 'client.c')], {
+        stdio: 'ignore',
+        timeout: 60_000,
+      });
+      if (r.status === 0) return true;
+    }
   }
   rmSync(out, { force: true });
   return false;

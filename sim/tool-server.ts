@@ -1,6 +1,6 @@
 // Starting a simulated host's tool server (sim/tools/server.ts): the long-lived process that runs the hosts'
-// short, read-only tool calls for the thin client in bin/ (sim/tools/client.c), so a call costs about a
-// millisecond of CPU instead of a Node start. It runs in the host's namespaces (network: `ray status` reaches the
+// short, read-only tool calls for the thin client in bin/ (sim/tools/client.c), so a call costs about 2 ms of
+// CPU instead of a Node start's 50. It runs in the host's namespaces (network: `ray status` reaches the
 // head over the host's links; mount: the host's /home and /proc/meminfo), as its sshd does, and outlives sshd
 // restarts as the host's other processes do. Its LIFTOFF_SIM_HOST_DIR is how cluster-down finds and ends it.
 import { spawn } from 'node:child_process';

@@ -1,7 +1,7 @@
 // The host's tool server: one long-lived process per simulated host that runs the short, read-only tool calls
-// (served.ts) in-process, so a call costs about a millisecond of CPU instead of a Node start (~50 ms). The thin
-// client (client.c), which is each tool's name in the host's bin/, sends it one call per connection; a call the
-// server does not take is answered "not mine" and the client execs the node bundle (main.ts) as before.
+// (served.ts) in-process, so a call costs about 2 ms of CPU (1 in the server) instead of a Node start (~50). The
+// thin client (client.c), which is each tool's name in the host's bin/, sends it one call per connection; a call
+// the server does not take is answered "not mine" and the client execs the node bundle (main.ts) as before.
 //
 // Started beside the host's sshd, in its namespaces (sim/tool-server.ts), as `node simtool-server.mjs HOST_DIR`;
 // it ends with the cluster (cluster-down kills every process whose LIFTOFF_SIM_HOST_DIR is the cluster's).
