@@ -42,6 +42,10 @@ if [ "$purpose" = test ]; then
   # promtool checks and tests the alert rules (deploy/prometheus); the metrics test runs prometheus itself. The
   # tests start their own prometheus on loopback.
   { command -v promtool >/dev/null 2>&1 && [ -x /usr/bin/prometheus ]; } || missing_debs+=(prometheus)
+  # The simulated hosts' thin tool client (sim/tools/client.c, built at each bring-up): without a C compiler and
+  # the C library's headers every simulated tool call starts Node (~50 ms of CPU) instead of asking the host's
+  # tool server (~2 ms).
+  { command -v cc >/dev/null 2>&1 && [ -e /usr/include/stdio.h ]; } || missing_debs+=(gcc libc6-dev)
 fi
 if [ ${#missing_debs[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then

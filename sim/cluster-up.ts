@@ -47,6 +47,7 @@ import {
 } from './seed.js';
 import { writeCommandRecorder } from './command-log.js';
 import { generateKeyPair, publicKeyBody, readSshdPid, sshdPaths, writeSshdConfig } from './sshd.js';
+import { startToolServer } from './tool-server.js';
 import {
   allowUnitStops,
   ensureSshUser,
@@ -368,7 +369,19 @@ async function bringUp(opts: SimClusterOptions, cluster: SimCluster, hosts: Plan
       }),
     ]);
   } else {
-    await mapLimit(cluster.hosts, 16, (h) => startHostSshd(h));
+    // Each host's tool server joins its sshd's namespaces. Real-Docker hosts have none: their tools run in
+    // containers, apart from the host, and every call is its own process there.
+    await mapLimit(cluster.hosts, 16, async (h) => {
+      await startHostSshd(h);
+      const sshdPid = cluster.mode === 'netns' ? readSshdPid(h.hostDir) : undefined;
+      if (cluster.mode === 'netns' && sshdPid === undefined) return;
+      await startToolServer({
+        hostDir: h.hostDir,
+        binDir: clusterPaths.bin(stateDir),
+        path: sessionPath(stateDir),
+        ...(sshdPid === undefined ? {} : { sshdPid }),
+      });
+    });
   }
   if (opts.seedReferenceState ?? true) await seedEveryHost(cluster);
   if (sshUserIds) handHostsToSshUser(cluster, sshUserIds);

@@ -18,6 +18,7 @@ import {
 } from 'node:fs';
 import { join } from 'node:path';
 import { PidNamespaces, insideContainer, ownPidNamespace, pidKey, startTicks } from './pid-namespace.js';
+import { toolIo, uniqueTmpSuffix } from './tools/io.js';
 
 export type GpuFlavour = 'h200' | 'gb10';
 
@@ -110,7 +111,7 @@ export interface GpuProcess {
 }
 
 export function hostDir(): string {
-  const dir = process.env.LIFTOFF_SIM_HOST_DIR;
+  const dir = toolIo().env.LIFTOFF_SIM_HOST_DIR;
   if (!dir) throw new Error('LIFTOFF_SIM_HOST_DIR is not set: this tool runs only on a simulated host');
   return dir;
 }
@@ -133,6 +134,14 @@ export const paths = {
   clockOffset: (dir: string) => join(dir, 'clock-offset'),
   meminfo: (dir: string) => join(dir, 'meminfo'),
   home: (dir: string) => join(dir, 'home'),
+  /**
+   * The host's tool server (tools/server.ts): its folder (its owner's alone, so another user's call cannot reach the
+   * socket and runs as its own process), the socket the thin client connects to, its pid and its log.
+   */
+  toolServer: (dir: string) => join(dir, 'tool-server'),
+  toolSocket: (dir: string) => join(dir, 'tool-server', 'tools.sock'),
+  toolServerPid: (dir: string) => join(dir, 'tool-server', 'server.pid'),
+  toolServerLog: (dir: string) => join(dir, 'tool-server', 'server.log'),
 };
 
 export function readJson<T>(file: string): T | undefined {
@@ -145,7 +154,7 @@ export function readJson<T>(file: string): T | undefined {
 
 /** Atomic write: tools on one host run concurrently. */
 export function writeJson(file: string, value: unknown): void {
-  const tmp = `${file}.${process.pid}.${Date.now()}.tmp`;
+  const tmp = `${file}.${uniqueTmpSuffix()}.tmp`;
   writeFileSync(tmp, JSON.stringify(value, null, 2));
   renameSync(tmp, file);
 }

@@ -16,6 +16,7 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { join } from 'node:path';
+import { paths } from './host-state.js';
 import { run } from './processes.js';
 import { sshdPaths } from './sshd.js';
 
@@ -133,10 +134,11 @@ function chownTree(path: string, owner: SshUserIds, skip: ReadonlySet<string>): 
 
 /**
  * Hands a host's folder to the SSH user: its home (made if missing), its state, its logs. The sshd folder (host
- * key, config, pid) stays root's, as /etc/ssh does. Files root makes later (a container's tools write the host's
+ * key, config, pid) stays root's, as /etc/ssh does, and so does the tool server's (its socket takes root's calls
+ * only: the user's run as the user's own processes). Files root makes later (a container's tools write the host's
  * state as root) sit in folders the user owns, so the user can still replace or remove them.
  */
 export function handHostToSshUser(hostDir: string, name: string, owner: SshUserIds): void {
   mkdirSync(join(hostDir, 'home', name), { recursive: true });
-  chownTree(hostDir, owner, new Set([sshdPaths.dir(hostDir)]));
+  chownTree(hostDir, owner, new Set([sshdPaths.dir(hostDir), paths.toolServer(hostDir)]));
 }

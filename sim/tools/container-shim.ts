@@ -1,7 +1,7 @@
 // `container-shim NAME`: the init of a simulated container. docker starts it in a new session, so its process
 // group is the container. It runs the main command as its child, serves `docker exec -d` requests so those
-// processes join the group, and when the main command exits it records the exit, kills whatever is left
-// (as the runtime does when a container's PID 1 dies) and, with --rm, removes the container.
+// processes join the group, and when the main command exits it kills whatever is left (as the runtime does when
+// a container's PID 1 dies), records the exit and, with --rm, removes the container.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, readFileSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
@@ -117,12 +117,15 @@ export const main: ToolMain = async (args) => {
   );
   clearInterval(poll);
   const exitCode = exitCodeOf(code, signal);
+  // What is left dies before the exit is recorded, as the kernel ends a PID namespace's processes before the
+  // runtime reports its init's exit: a `docker inspect` that reads "exited" finds nothing of it running (one
+  // served by the host's tool server answers within milliseconds of the exit).
+  await killAll({ pgid: process.pid, tagVar: containerTagVar, tagValue: rec.id });
   updateContainer(dir, name, (r) => {
     r.status = 'exited';
     r.exitCode = exitCode;
     r.finishedAt = new Date().toISOString();
   });
-  await killAll({ pgid: process.pid, tagVar: containerTagVar, tagValue: rec.id });
   if (rec.hostConfig.autoRemove) removeContainerState(dir, name);
   return exitCode;
 };

@@ -10,6 +10,7 @@ import {
   type HostConfig,
 } from '../host-state.js';
 import type { ToolMain } from './tool.js';
+import { toolIo } from './io.js';
 
 interface Flavour {
   gpuName: string;
@@ -295,7 +296,7 @@ function renderQuery(cfg: HostConfig, list: Gpu[], showProcesses: boolean, now: 
 // ------------------------------------------------------------------------------------------- main
 
 function usageError(): number {
-  process.stderr.write(`Invalid combination of input arguments. Please run 'nvidia-smi -h' for help.\n\n`);
+  toolIo().stderr(`Invalid combination of input arguments. Please run 'nvidia-smi -h' for help.\n\n`);
   return 2;
 }
 
@@ -317,7 +318,7 @@ export const main: ToolMain = (args) => {
   const cfg = readHostConfig(dir);
   const flavour = flavours[cfg.flavour];
   // Inside a container the PID namespace hides host processes from nvidia-smi.
-  const showProcesses = process.env.LIFTOFF_SIM_CONTAINER === undefined;
+  const showProcesses = toolIo().env.LIFTOFF_SIM_CONTAINER === undefined;
 
   let queryGpu: string | undefined;
   let queryApps: string | undefined;
@@ -368,11 +369,11 @@ export const main: ToolMain = (args) => {
     }
   }
   if (mode === 'help') {
-    process.stdout.write(`NVIDIA System Management Interface -- v${flavour.driver}\n`);
+    toolIo().stdout(`NVIDIA System Management Interface -- v${flavour.driver}\n`);
     return Promise.resolve(0);
   }
   if (mode === 'version') {
-    process.stdout.write(
+    toolIo().stdout(
       [
         `NVIDIA-SMI version  : ${flavour.driver}`,
         `NVML version        : ${flavour.nvml}`,
@@ -386,18 +387,18 @@ export const main: ToolMain = (args) => {
   const all = gpus(cfg, liveGpuProcesses(dir));
   const list = selectGpus(all, ids);
   if (!list || list.length === 0) {
-    process.stdout.write('No devices were found\n');
+    toolIo().stdout('No devices were found\n');
     return Promise.resolve(6);
   }
   if (mode === 'list') {
-    process.stdout.write(list.map((g) => `GPU ${g.index}: ${flavour.gpuName} (UUID: ${g.uuid})\n`).join(''));
+    toolIo().stdout(list.map((g) => `GPU ${g.index}: ${flavour.gpuName} (UUID: ${g.uuid})\n`).join(''));
     return Promise.resolve(0);
   }
   if (queryGpu !== undefined || queryApps !== undefined) {
     if (queryGpu !== undefined && queryApps !== undefined) return Promise.resolve(usageError());
     const formatOpts = (format ?? '').split(',').map((s) => s.trim());
     if (!formatOpts.includes('csv') || formatOpts.some((o) => !['csv', 'noheader', 'nounits'].includes(o))) {
-      process.stderr.write(`"${format ?? ''}" is not a valid format. Please run 'nvidia-smi -h' for help.\n`);
+      toolIo().stderr(`"${format ?? ''}" is not a valid format. Please run 'nvidia-smi -h' for help.\n`);
       return Promise.resolve(2);
     }
     const opts = { header: !formatOpts.includes('noheader'), units: !formatOpts.includes('nounits') };
@@ -405,17 +406,17 @@ export const main: ToolMain = (args) => {
       const fields = resolveFields(queryGpu, gpuFields, gpuAliases);
       if (typeof fields === 'string') return Promise.resolve(invalidField(fields));
       const withCount = fields.map((f) => (f.header === 'count' ? { ...f, value: () => list.length } : f));
-      process.stdout.write(renderCsv(withCount, list, opts));
+      toolIo().stdout(renderCsv(withCount, list, opts));
       return Promise.resolve(0);
     }
     const fields = resolveFields(queryApps ?? '', appFields, appAliases);
     if (typeof fields === 'string') return Promise.resolve(invalidField(fields));
     const rows = showProcesses ? list.flatMap((gpu) => gpu.processes.map((proc) => ({ proc, gpu }))) : [];
-    process.stdout.write(renderCsv(fields, rows, opts));
+    toolIo().stdout(renderCsv(fields, rows, opts));
     return Promise.resolve(0);
   }
   const now = new Date();
-  process.stdout.write(
+  toolIo().stdout(
     mode === 'query'
       ? renderQuery(cfg, list, showProcesses, now)
       : renderTable(cfg, list, showProcesses, now),
@@ -424,6 +425,6 @@ export const main: ToolMain = (args) => {
 };
 
 function invalidField(name: string): number {
-  process.stdout.write(`Field "${name}" is not a valid field to query.\n\n`);
+  toolIo().stdout(`Field "${name}" is not a valid field to query.\n\n`);
   return 2;
 }

@@ -9,6 +9,7 @@ import { hostDir, paths, readJson, writeJson } from '../host-state.js';
 import { FlagError, parseFlags, type ParsedFlags } from './docker/args.js';
 import { groupAlive, killAll, membersOf, signalPids, unitTagVar, waitNoMembers } from './docker/procs.js';
 import type { ToolMain } from './tool.js';
+import { toolIo } from './io.js';
 
 export interface UnitState {
   active: boolean;
@@ -127,7 +128,7 @@ function startUnit(unit: Unit): void {
     const child = spawn('sh', ['-c', `(\n${execStart}\n)\necho $? > ${shellQuote(exitFile(unit))}`], {
       detached: true,
       stdio: ['ignore', fd, fd],
-      env: { ...process.env, [unitTagVar]: invocationId },
+      env: { ...toolIo().env, [unitTagVar]: invocationId },
       cwd: '/',
     });
     closeSync(fd);
@@ -299,13 +300,23 @@ const flagSpecs = {
   force: { short: 'f' },
 };
 
+/** The verb of a command line (`is-active`, `start`…), or undefined when it names none or does not parse. */
+export function systemctlVerb(args: string[]): string | undefined {
+  try {
+    return parseFlags(args, flagSpecs, true).positionals[0];
+  } catch (e) {
+    if (e instanceof FlagError) return undefined;
+    throw e;
+  }
+}
+
 async function run(verb: string, names: string[], f: ParsedFlags): Promise<number> {
   const dir = hostDir();
   const quiet = f.has('quiet');
   const say = (line: string) => {
-    if (!quiet) process.stdout.write(`${line}\n`);
+    if (!quiet) toolIo().stdout(`${line}\n`);
   };
-  const complain = (line: string) => process.stderr.write(`${line}\n`);
+  const complain = (line: string) => toolIo().stderr(`${line}\n`);
   const needUnits = ['start', 'stop', 'restart', 'enable', 'disable', 'is-active', 'is-enabled'];
   if (needUnits.includes(verb) && names.length === 0) {
     complain('Too few arguments.');
@@ -396,7 +407,7 @@ async function run(verb: string, names: string[], f: ParsedFlags): Promise<numbe
         if (activeState(unit) !== 'active') worst = Math.max(worst, 3);
         blocks.push(renderStatus(unit));
       }
-      if (!quiet) process.stdout.write(blocks.join('\n'));
+      if (!quiet) toolIo().stdout(blocks.join('\n'));
       return worst;
     }
     case 'show': {
@@ -411,7 +422,7 @@ async function run(verb: string, names: string[], f: ParsedFlags): Promise<numbe
           .map((k) => (f.has('value') ? `${props[k] ?? ''}\n` : `${k}=${props[k] ?? ''}\n`))
           .join('');
       });
-      process.stdout.write(blocks.join('\n'));
+      toolIo().stdout(blocks.join('\n'));
       return 0;
     }
     case 'list-units': {
@@ -454,12 +465,12 @@ export const main: ToolMain = async (args) => {
         : e.cluster
           ? `option requires an argument -- '${e.flag}'`
           : `option '${e.flag}' requires an argument`;
-    process.stderr.write(`systemctl: ${message}\n`);
+    toolIo().stderr(`systemctl: ${message}\n`);
     return 1;
   }
   const [verb, ...rest] = f.positionals;
   if (!verb) {
-    process.stderr.write('systemctl: listing units is not simulated; name a verb.\n');
+    toolIo().stderr('systemctl: listing units is not simulated; name a verb.\n');
     return 1;
   }
   return run(verb, rest.map(unitName), f);

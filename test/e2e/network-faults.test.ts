@@ -22,6 +22,7 @@ import {
   setFaults,
   setHostDown,
   setHostUp,
+  setSlowCommand,
   type SimCluster,
 } from '../../sim/cluster.js';
 import { paths, readJson, writeJson, type HostConfig } from '../../sim/host-state.js';
@@ -46,6 +47,8 @@ describe('network faults during a deploy', () => {
     stateDir,
     netIndex: 9,
     vllm: { shards: 6, shardSeconds: 0.2, graphCaptureSeconds: 0.2 },
+    // Its ForceCommand script can slow a command (setSlowCommand), which the sshd restart test needs.
+    recordCommands: true,
   });
 
   /** The simulated vllm reads its pace from host.json at each launch. */
@@ -126,6 +129,9 @@ describe('network faults during a deploy', () => {
     // retries over several seconds, each attempt running commands on spark1 (and through it on spark2).
     const heldSeconds = 8;
     for (const h of ['spark1', 'spark2']) setFaults(stateDir, h, { gpuHeldAfterKillSeconds: heldSeconds });
+    // Each of the step's sessions on spark1 lasts half a second, so the restart lands inside one: the host's
+    // tool calls themselves take a few milliseconds (its tool server), over before the sessions could be killed.
+    setSlowCommand(stateDir, 'spark1', { contains: '--query-compute-apps', seconds: 0.5 });
     const launchesBefore = launches();
     const startedAt = Date.now();
     const handle = await startDeploy(spec());
@@ -144,6 +150,7 @@ describe('network faults during a deploy', () => {
     } finally {
       attemptFailures.stop();
       for (const h of ['spark1', 'spark2']) setFaults(stateDir, h, {});
+      setSlowCommand(stateDir, 'spark1', undefined);
     }
     const totalMs = Date.now() - startedAt;
 

@@ -2,12 +2,21 @@
 // built once into a bin dir, running or starting a tool shim with the host's environment, and finding and
 // killing the processes a test left behind.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before } from 'node:test';
 import { buildSimTools } from '../../sim/build-tools.js';
-import { isAlive, readJson, safeReaddir, type HostConfig } from '../../sim/host-state.js';
+import { isAlive, paths, readJson, safeReaddir, type HostConfig } from '../../sim/host-state.js';
+import { startToolServer, toolServerEnabled } from '../../sim/tool-server.js';
 
 /** Ray client variables of the outer environment that must not leak into a simulated `ray` or `vllm`. */
 const RAY_CLIENT_ENV: readonly string[] = ['RAY_ADDRESS', 'RAY_memory_monitor_refresh_ms'];
@@ -27,9 +36,38 @@ export function useSimRoot(prefix: string, cleanup: () => void): { root: string;
   before(() => buildSimTools(dirs.binDir));
   after(() => {
     cleanup();
+    stopToolServers();
     rmSync(dirs.root, { recursive: true, force: true });
   });
   return dirs;
+}
+
+/** Host dirs whose tool server this file started (ensureToolServer), stopped by its sim root's cleanup. */
+const toolServerHosts = new Set<string>();
+
+/**
+ * Starts the host's tool server on its first call, as cluster bring-up does, so runSimTool's calls are served as a
+ * cluster's are (the read-only ones in the server, the others as their own process). LIFTOFF_SIM_TOOL_SERVER=0
+ * runs every call as its own process.
+ */
+async function ensureToolServer(binDir: string, hostDir: string): Promise<void> {
+  // A call for a host dir that is not there (a test of that error) must not find one made for the server.
+  if (!toolServerEnabled() || toolServerHosts.has(hostDir) || !existsSync(hostDir)) return;
+  toolServerHosts.add(hostDir);
+  await startToolServer({ hostDir, binDir, path: `${binDir}:${process.env.PATH ?? ''}` });
+}
+
+function stopToolServers(): void {
+  for (const hostDir of toolServerHosts) {
+    const pid = readJson<number>(paths.toolServerPid(hostDir));
+    if (pid === undefined || !isAlive(pid)) continue;
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // Already gone.
+    }
+  }
+  toolServerHosts.clear();
 }
 
 /**
@@ -91,13 +129,14 @@ export interface SimToolResult {
 }
 
 /** Runs the shim `tool` of `binDir` as host `hostDir` to its end (killed after `timeoutMs`). */
-export function runSimTool(
+export async function runSimTool(
   binDir: string,
   hostDir: string,
   tool: string,
   args: string[],
   options: SimToolOptions & { timeoutMs?: number } = {},
 ): Promise<SimToolResult> {
+  await ensureToolServer(binDir, hostDir);
   const started = Date.now();
   return new Promise((resolve) => {
     execFile(

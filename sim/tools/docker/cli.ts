@@ -3,16 +3,17 @@
 // engine the real-Docker tests run (sim/real-docker.ts), whose texts were compared with these side by side.
 import { FlagError, parseFlags, type FlagSpecs, type ParsedFlags } from './args.js';
 import { TemplateError } from './format.js';
+import { toolIo } from '../io.js';
 
 export const dockerVersion = '20.10.24+dfsg1';
 export const apiVersion = '1.41';
 
 export function out(text: string): void {
-  process.stdout.write(text);
+  toolIo().stdout(text);
 }
 
 export function err(text: string): void {
-  process.stderr.write(text.endsWith('\n') ? text : `${text}\n`);
+  toolIo().stderr(text.endsWith('\n') ? text : `${text}\n`);
 }
 
 /**
@@ -83,7 +84,7 @@ export function withTemplate(render: () => string): number {
 export function parseEnv(values: string[]): string[] {
   return values.flatMap((v) => {
     if (v.includes('=')) return [v];
-    const fromCaller = process.env[v];
+    const fromCaller = toolIo().env[v];
     return fromCaller === undefined ? [] : [`${v}=${fromCaller}`];
   });
 }

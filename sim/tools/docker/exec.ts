@@ -19,6 +19,7 @@ import {
   type ExecResponse,
   shimAlive,
 } from './state.js';
+import { toolIo } from '../io.js';
 
 const execFlags: FlagSpecs = {
   detach: { short: 'd' },
@@ -78,7 +79,7 @@ export async function cmdExec(args: string[]): Promise<number> {
     return 0;
   }
 
-  const env = containerEnv(rec, { ...process.env, LIFTOFF_SIM_HOST_DIR: dir }, extraEnv);
+  const env = containerEnv(rec, { ...toolIo().env, LIFTOFF_SIM_HOST_DIR: dir }, extraEnv);
   const [command, ...rest] = argv;
   if (!command || !resolveExecutable(command, env.PATH)) {
     // 20.10 prints this on stdout, with the terminal's line end, and exits 126.

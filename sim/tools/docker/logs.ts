@@ -1,19 +1,33 @@
 // `docker logs`: the container's output file, whole, its tail, or followed while the container runs.
 import { closeSync, openSync, readFileSync, readSync } from 'node:fs';
 import { hostDir } from '../../host-state.js';
+import { FlagError, parseFlags, type FlagSpecs } from './args.js';
 import { err, noSuchContainer, out, parseOrFail, requireArgs } from './cli.js';
 import { sleep } from './procs.js';
 import { containerPaths, findContainer, isRunning, observedContainer, readContainer } from './state.js';
+import { toolIo } from '../io.js';
+
+const logsFlags = {
+  follow: { short: 'f' },
+  tail: { short: 'n', value: true },
+  timestamps: { short: 't' },
+  since: { value: true },
+  until: { value: true },
+  details: {},
+} satisfies FlagSpecs;
+
+/** Whether `docker logs ARGS` follows the log (runs until the container stops); false when ARGS do not parse. */
+export function logsFollow(args: string[]): boolean {
+  try {
+    return parseFlags(args, { help: {}, ...logsFlags }, true).has('follow');
+  } catch (e) {
+    if (e instanceof FlagError) return false;
+    throw e;
+  }
+}
 
 export async function cmdLogs(args: string[]): Promise<number> {
-  const f = parseOrFail('logs', args, {
-    follow: { short: 'f' },
-    tail: { short: 'n', value: true },
-    timestamps: { short: 't' },
-    since: { value: true },
-    until: { value: true },
-    details: {},
-  });
+  const f = parseOrFail('logs', args, logsFlags);
   if (typeof f === 'number') return f;
   const missing = requireArgs('logs', '[OPTIONS] CONTAINER', f.positionals.length, 1, true);
   const ref = f.positionals[0];
@@ -69,7 +83,7 @@ export function copyFrom(file: string | number, offset: number): number {
     for (;;) {
       const n = readSync(fd, buf, 0, buf.length, offset);
       if (n <= 0) return offset;
-      process.stdout.write(Buffer.from(buf.subarray(0, n)));
+      toolIo().stdout(Buffer.from(buf.subarray(0, n)));
       offset += n;
     }
   } finally {

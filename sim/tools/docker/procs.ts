@@ -4,6 +4,7 @@
 import { spawn } from 'node:child_process';
 import { accessSync, constants, readFileSync, readdirSync, statSync } from 'node:fs';
 import { isAlive } from '../../host-state.js';
+import { toolIo } from '../io.js';
 
 export const containerTagVar = 'LIFTOFF_SIM_CONTAINER';
 export const unitTagVar = 'LIFTOFF_SIM_UNIT';
@@ -37,12 +38,17 @@ function hasEnvEntry(pid: number, entry: string): boolean {
   }
 }
 
-/** Living (non-zombie) processes in the group or tagged with `tagVar=tagValue`. */
+/**
+ * Living (non-zombie) processes in the group or tagged with `tagVar=tagValue`, but the caller: the tool's own
+ * process, or the client a tool server runs the call for (it carries the tag of a container it runs in).
+ */
 export function membersOf(scope: { pgid?: number; tagVar: string; tagValue: string }): number[] {
   const entry = `${scope.tagVar}=${scope.tagValue}`;
+  const caller = toolIo().pid;
   return allPids().filter(
     (pid) =>
       pid !== process.pid &&
+      pid !== caller &&
       ((scope.pgid !== undefined && processGroupOf(pid) === scope.pgid) || hasEnvEntry(pid, entry)) &&
       isAlive(pid),
   );

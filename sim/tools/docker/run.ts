@@ -21,6 +21,7 @@ import {
   type ContainerRecord,
   type MountRecord,
 } from './state.js';
+import { toolIo } from '../io.js';
 
 const runFlags: FlagSpecs = {
   detach: { short: 'd' },
@@ -245,7 +246,7 @@ export async function cmdRun(args: string[]): Promise<number> {
   // An attached run reads the output through its own descriptor: with --rm the file is unlinked at exit.
   const attachFd = f.has('detach') ? undefined : openSync(containerPaths.log(dir, name), 'a+');
   const shim = toolCommand('container-shim');
-  const shimEnv = { ...process.env, LIFTOFF_SIM_HOST_DIR: dir };
+  const shimEnv = { ...toolIo().env, LIFTOFF_SIM_HOST_DIR: dir };
   const detach = f.has('detach');
   let shimPid: number;
   let shimExit: Promise<number> | undefined;

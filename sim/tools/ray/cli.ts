@@ -1,9 +1,10 @@
 // What every `ray` subcommand shares: output as the CLI writes it (one line at a time).
+import { toolIo } from '../io.js';
 
 export function out(text: string): void {
-  process.stdout.write(text.endsWith('\n') ? text : `${text}\n`);
+  toolIo().stdout(text.endsWith('\n') ? text : `${text}\n`);
 }
 
 export function err(text: string): void {
-  process.stderr.write(text.endsWith('\n') ? text : `${text}\n`);
+  toolIo().stderr(text.endsWith('\n') ? text : `${text}\n`);
 }

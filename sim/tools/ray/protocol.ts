@@ -3,6 +3,7 @@
 import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { isAlive, paths, readJson } from '../../host-state.js';
+import { toolIo } from '../io.js';
 
 export interface NodeInfo {
   nodeId: string;
@@ -66,7 +67,7 @@ const HEARTBEAT_INTERVAL_MS = 1000;
  * a node dead after 5 failed health checks 3 s apart, each allowed 10 s: a silent node survives about 30 s.
  */
 export function heartbeatTimeoutMs(): number {
-  const s = Number(process.env.SIM_RAY_HEARTBEAT_TIMEOUT_S ?? '30');
+  const s = Number(toolIo().env.SIM_RAY_HEARTBEAT_TIMEOUT_S ?? '30');
   return Number.isFinite(s) && s > 0 ? s * 1000 : 30_000;
 }
 
@@ -190,7 +191,7 @@ export function connectOnce(addr: GcsAddress, localAddress?: string, timeoutMs =
 
 /** Real Ray gives the GCS 5 seconds; tests may shorten it with SIM_RAY_GCS_CONNECT_TIMEOUT_S. */
 export function gcsConnectTimeoutSeconds(): number {
-  const s = Number(process.env.SIM_RAY_GCS_CONNECT_TIMEOUT_S ?? '5');
+  const s = Number(toolIo().env.SIM_RAY_GCS_CONNECT_TIMEOUT_S ?? '5');
   return Number.isFinite(s) && s > 0 ? s : 5;
 }
 
@@ -223,7 +224,7 @@ export function glogPrefix(level: 'I' | 'W' | 'E'): string {
   const d = new Date();
   const p = (n: number, w = 2) => String(n).padStart(w, '0');
   const stamp = `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())},${p(d.getMilliseconds(), 3)}`;
-  return `[${stamp} ${level} ${process.pid} ${process.pid}] `;
+  return `[${stamp} ${level} ${toolIo().pid} ${toolIo().pid}] `;
 }
 
 /** `printed`: text the first line ends with (a fault that puts the worker's settings in its error). */
@@ -272,7 +273,7 @@ export type AddressSource =
  * live `ray start` on this host recorded. A record whose process is dead counts as no running instance.
  */
 export function resolveGcsAddress(flag: string | undefined, dir: string | undefined): AddressSource {
-  const env = process.env.RAY_ADDRESS;
+  const env = toolIo().env.RAY_ADDRESS;
   const explicit = flag && flag !== 'auto' ? flag : env && env !== 'auto' ? env : undefined;
   if (explicit) {
     const addr = parseAddress(explicit);

@@ -10,10 +10,11 @@ import {
   resolveGcsAddress,
   type ServerMessage,
 } from './protocol.js';
+import { toolIo } from '../io.js';
 
 export async function status(rest: string[]): Promise<number> {
   const parsed = parseFlags(rest, { values: ['address'], booleans: ['verbose', 'v'] });
-  const dir = process.env.LIFTOFF_SIM_HOST_DIR;
+  const dir = toolIo().env.LIFTOFF_SIM_HOST_DIR;
   const source = resolveGcsAddress(parsed.values.get('address'), dir);
   if (source.kind === 'none') {
     err(NO_RUNNING_RAY_MESSAGE);
