@@ -48,6 +48,10 @@ import { measureSize, type SizeResult } from './size-runs.js';
 import { judge, summarizeSize, type SizeSummary, type Target } from './summary.js';
 import { idleMetricsTarget, measureIdleMetrics, type IdleMetricsResult } from './metrics-idle.js';
 
+// The bench measures liftoff, not the simulator: its hosts' read-only tool calls go to their tool servers (~2 ms
+// of CPU each instead of a Node process's ~50; sim/tool-server.ts).
+process.env.LIFTOFF_SIM_TOOL_SERVER ??= '1';
+
 const { values: flags } = parseArgs({
   options: {
     sizes: { type: 'string', default: process.env.LIFTOFF_BENCH_SIZES ?? '2,8,16,32,64' },
