@@ -2,7 +2,7 @@
 // PATH, so `docker`, `ray`, `vllm`… resolve to the simulation. With a C compiler (and the tool server on, see
 // sim/tool-server.ts), each name is a link to the thin client of the host's tool server (tools/client.c), which
 // runs a read-only call in the server for about 2 ms of CPU and execs the bundle for every other call;
-// without one, or without LIFTOFF_SIM_TOOL_SERVER=1, each name is a shell shim that execs the bundle.
+// without one, or with LIFTOFF_SIM_TOOL_SERVER=0, each name is a shell shim that execs the bundle.
 import { spawnSync } from 'node:child_process';
 import { chmodSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';

@@ -10,12 +10,11 @@ import { paths } from './host-state.js';
 import { isRunning, sleep } from './processes.js';
 
 /**
- * LIFTOFF_SIM_TOOL_SERVER=1 turns the tool servers on (the bench sets it). Off by default for now: with them, the
- * test/sim vLLM file once found no worker GPU for its placement group in fresh-clone CI (not understood yet), so
- * the suite runs every call as its own Node process, as before them.
+ * The tool servers are on unless LIFTOFF_SIM_TOOL_SERVER=0, which runs every call as its own Node process, as
+ * before them (bench/tool-call-cost.ts measures both ways).
  */
 export function toolServerEnabled(): boolean {
-  return process.env.LIFTOFF_SIM_TOOL_SERVER === '1';
+  return process.env.LIFTOFF_SIM_TOOL_SERVER !== '0';
 }
 
 /** What build-tools.ts puts in a bin dir beside the tools' names. */

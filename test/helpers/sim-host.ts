@@ -48,7 +48,7 @@ const toolServerHosts = new Set<string>();
 /**
  * Starts the host's tool server on its first call, as cluster bring-up does, so runSimTool's calls are served as a
  * cluster's are (the read-only ones in the server, the others as their own process). Only with
- * LIFTOFF_SIM_TOOL_SERVER=1; without it every call runs as its own process.
+ * the tool servers on (sim/tool-server.ts); with LIFTOFF_SIM_TOOL_SERVER=0 every call runs as its own process.
  */
 async function ensureToolServer(binDir: string, hostDir: string): Promise<void> {
   // A call for a host dir that is not there (a test of that error) must not find one made for the server.
