@@ -2,11 +2,13 @@
 // started, a deploy whose worker is SIGKILLed mid-load and finished by a second worker, a supervisor that
 // loses its cluster, relaunches it and is stopped, and an upgrade that fails and rolls back to the known-good
 // (the failed run, the rollback's run, and the cluster's own workflow that recorded the revisions), and a supervised
-// deploy with companions whose supervisor restarts one of them alone. A script for engineers
+// deploy with companions whose supervisor restarts one of them alone, and a supervisor whose healthy rounds run in
+// watches (supervise.reportEvery). A script for engineers
 // (`npx tsx scripts/record-histories.ts`), not part of `npm test`: it takes about three minutes.
 // `--only rollback` records the rollback's three alone, on a cluster of their own, and leaves the other files as
 // they are (their manifest entries too); `--only companions` does the same for the companions' two (a supervised
-// deploy with companions, and its supervisor restarting one: scripts/lib/record-companions.ts).
+// deploy with companions, and its supervisor restarting one: scripts/lib/record-companions.ts); `--only watch`
+// for the watched supervisor's one (scripts/lib/record-watched.ts).
 //
 // Everything is real except the hosts: a simulated 2-host cluster, the embedded Temporal dev server, and
 // `liftoff worker` processes. The files are written the way a user exports a history:
@@ -47,6 +49,7 @@ import {
   type Recording,
 } from './lib/recording.js';
 import { recordCompanions } from './lib/record-companions.js';
+import { recordWatched } from './lib/record-watched.js';
 import { deploy, progressQuery } from '../src/workflows/index.js';
 import { stopSupervisionSignal } from '../src/workflows/supervise-api.js';
 import type { SuperviseState } from '../src/workflows/supervise-state.js';
@@ -75,10 +78,12 @@ const plantedSecret = {
   value: 'record-histories-fake-hf-token-0f3a9c',
 };
 const killAtShard = 3;
-// The supervisor's settings: rounds every second, lost after two failed rounds in a row.
+// The supervisor's settings: rounds every second, each reported (the watched recording sets its own reportEvery),
+// lost after two failed rounds in a row.
 const superviseSettings = {
   enabled: true,
   interval: '1s',
+  reportEvery: '1s',
   failureThreshold: 2,
   backoff: '1s',
   maxRelaunches: 3,
@@ -88,14 +93,14 @@ const superviseSettings = {
 const workerPolicyFile = join(simStateDir, 'worker-policy-recording.yaml');
 
 /** What the script records: everything, or only the rolled-back upgrade or the companions (`--only …`). */
-const onlyChoices = ['rollback', 'companions'] as const;
+const onlyChoices = ['rollback', 'companions', 'watch'] as const;
 type Only = (typeof onlyChoices)[number] | undefined;
 
 function parseOnly(args: readonly string[]): Only {
   if (args.length === 0) return undefined;
   const choice = onlyChoices.find((c) => c === args[1]);
   if (args.length === 2 && args[0] === '--only' && choice) return choice;
-  throw new Error(`usage: record-histories.ts [--only rollback|companions] (got: ${args.join(' ')})`);
+  throw new Error(`usage: record-histories.ts [--only rollback|companions|watch] (got: ${args.join(' ')})`);
 }
 
 /** Undo actions, run newest first however the script ends. */
@@ -164,7 +169,7 @@ function startSimDeploy(
 }
 
 async function recordSucceeded(client: Client, server: DevServer, sim: SimCluster): Promise<Recording> {
-  say('1/6: a successful deploy');
+  say('1/7: a successful deploy');
   const handle = await startSimDeploy(client, sim);
   const result = await within(handle.result());
   say(`  served at ${result.endpoint}, load ${result.loadSeconds.toFixed(1)} s`);
@@ -181,7 +186,7 @@ async function recordSucceeded(client: Client, server: DevServer, sim: SimCluste
 }
 
 async function recordFailed(client: Client, server: DevServer, sim: SimCluster): Promise<Recording> {
-  say(`2/6: the server crashes at shard ${crashAtShard} (sim fault crashAtShard on the head)`);
+  say(`2/7: the server crashes at shard ${crashAtShard} (sim fault crashAtShard on the head)`);
   const head = sim.hosts[0];
   if (!head) throw new Error('the cluster has no head');
   setFaults(simStateDir, head.name, { crashAtShard });
@@ -233,7 +238,7 @@ async function recordResumed(
   sim: SimCluster,
   first: WorkerProcess,
 ): Promise<Recording> {
-  say(`3/6: worker ${first.identity} is SIGKILLed at shard ${killAtShard}, a second worker finishes`);
+  say(`3/7: worker ${first.identity} is SIGKILLed at shard ${killAtShard}, a second worker finishes`);
   setPace(sim, resumePace);
   const handle = await startSimDeploy(client, sim);
   const deadline = Date.now() + 180_000;
@@ -277,7 +282,7 @@ async function recordResumed(
 }
 
 async function recordSupervised(client: Client, server: DevServer, sim: SimCluster): Promise<Recording> {
-  say('4/6: a supervised deploy, vLLM SIGKILLed, lost, relaunched, serving again, stopped');
+  say('4/7: a supervised deploy, vLLM SIGKILLed, lost, relaunched, serving again, stopped');
   const handle = await startSimDeploy(client, sim, (spec) => ({ ...spec, supervise: superviseSettings }));
   const deployed = await within(handle.result());
   if (!deployed.supervision?.startsWith(`supervised by ${supervisorId}`)) {
@@ -572,18 +577,23 @@ async function main(): Promise<void> {
   const recordings: Recording[] = [];
   const companions = (step: string) =>
     recordCompanions({ client, server, sim, cluster: clusterName, supervise: superviseSettings, step });
+  const watched = (step: string) =>
+    recordWatched({ client, server, sim, cluster: clusterName, supervise: superviseSettings, step });
   if (only === 'rollback') {
     recordings.push(...(await recordRolledBack(client, server, sim, '1/1')));
   } else if (only === 'companions') {
     recordings.push(...(await companions('1/1')));
+  } else if (only === 'watch') {
+    recordings.push(await watched('1/1'));
   } else {
     recordings.push(
       await recordSucceeded(client, server, sim),
       await recordFailed(client, server, sim),
       await recordResumed(client, server, sim, worker),
       await recordSupervised(client, server, sim),
-      ...(await recordRolledBack(client, server, sim, '5/6')),
-      ...(await companions('6/6')),
+      ...(await recordRolledBack(client, server, sim, '5/7')),
+      ...(await companions('6/7')),
+      await watched('7/7'),
     );
   }
   writeAll(recordings, sim, server, only);

@@ -76,6 +76,10 @@ export async function createLiftoffWorker(opts: LiftoffWorkerOptions): Promise<W
     dataConverter,
     // After a worker dies, its workflows' next task goes back to the shared queue after this long.
     stickyQueueScheduleToStartTimeout: '5s',
+    // Each supervised cluster's watch (supervise.reportEvery) holds an activity slot while its rounds run, so the
+    // SDK's default of 100 would leave a fleet of 100 clusters no slot for a deploy. Activities wait on hosts,
+    // not on this process's CPU.
+    maxConcurrentActivityTaskExecutions: 1000,
     ...traceOptions,
   });
   // The pool's connections close when the worker stops, however it is run: they would otherwise hold the

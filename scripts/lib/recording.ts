@@ -18,6 +18,7 @@ export interface HistoryEvent {
   activityTaskStartedEventAttributes?: { identity?: string };
   activityTaskScheduledEventAttributes?: { activityType?: { name?: string } };
   workflowExecutionCompletedEventAttributes?: object;
+  activityTaskCancelRequestedEventAttributes?: object;
   workflowExecutionFailedEventAttributes?: {
     failure?: { applicationFailureInfo?: { details?: { payloads?: unknown[] } } };
   };

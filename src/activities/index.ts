@@ -12,6 +12,7 @@ export { checkServeHealth, checkRayWorker } from './health.js';
 export { smokeTest } from './smoke.js';
 export { collectDiagnostics } from './diagnostics.js';
 export { probeServingCluster } from './cluster-probe.js';
+export { watchServingCluster } from './cluster-watch.js';
 export { collectFailureBundle } from './failure-bundle.js';
 export { postWebhook } from './webhook.js';
 export { checkMasterPort, startRank, checkRank } from './multiproc.js';

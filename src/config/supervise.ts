@@ -33,6 +33,13 @@ export const superviseSchema = z
     backoff: specTimeout('1m', second).default('1m'),
     /** Serving this long after a relaunch ends a crash loop: the next loss waits no backoff (the budget still counts). */
     stableAfter: specTimeout('10m', second).default('10m'),
+    /**
+     * How often a healthy cluster's rounds are reported to Temporal. Between reports the worker runs them itself,
+     * in one activity; a round that is not wholly healthy is reported at once, so detection is unchanged. Each
+     * report is a few workflow events and a round-trip to the server, so this sets what supervision costs the
+     * control host. Set it to the interval to report every round.
+     */
+    reportEvery: specTimeout('10m', second).default('10m'),
     /** How long the one-token completion probe may take; default 10s, or the interval when shorter. */
     probeTimeout: boundedDuration({ minMs: second, maxMs: hour, maxText: '1h', example: '10s' }).optional(),
   })
@@ -62,4 +69,14 @@ export function probeTimeoutMs(s: SuperviseSpec): number {
   const interval = parseDuration(s.interval) ?? 30_000;
   const set = s.probeTimeout === undefined ? undefined : parseDuration(s.probeTimeout);
   return set ?? Math.min(defaultProbeTimeoutMs, interval);
+}
+
+/**
+ * Healthy rounds the worker runs between two reports (reportEvery over interval, at least 1). At 1 every round is
+ * its own local activity, as before reportEvery.
+ */
+export function healthyRoundsPerReport(s: SuperviseSpec): number {
+  const interval = parseDuration(s.interval) ?? 30_000;
+  const every = parseDuration(s.reportEvery) ?? 600_000;
+  return Math.max(1, Math.floor(every / interval));
 }

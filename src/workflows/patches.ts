@@ -1,12 +1,14 @@
 // Every patch id of the workflow code, in one place. The encryption test allows exactly these names to stay plain
 // in a history (the SDK writes a patch marker's name itself, never through the payload codec).
 //
-// All of them are deprecated (2026-12, issue 28): the code calls `deprecatePatch(id)` where it called
-// `patched(id)`, and the branch for runs recorded before the patch is gone. A call, and its id here, can be
-// removed entirely once (1) no deploy or supervisor run that began before the deprecation is still running: a
-// marker `patched()` wrote fails replay when no call meets it ("Non-deprecated patch marker encountered"), (2)
-// test/histories has been re-recorded, so its markers are the deprecated ones, which replay skips, and (3) no
-// worker older than the deprecation polls the task queue. test/histories/README.md has the schedule.
+// Most are deprecated (2026-12, issue 28): the code calls `deprecatePatch(id)` where it called `patched(id)`,
+// and the branch for runs recorded before the patch is gone. Those still checked with `patched()` (the cluster
+// hold, the supervisor's reports, its backoff reset, its watch, the host steps) keep their old path for runs
+// recorded before them. A deprecated call, and its id here, can be removed entirely once (1) no deploy or
+// supervisor run that began before the deprecation is still running: a marker `patched()` wrote fails replay when
+// no call meets it ("Non-deprecated patch marker encountered"), (2) test/histories has been re-recorded, so its
+// markers are the deprecated ones, which replay skips, and (3) no worker older than the deprecation polls the
+// task queue. test/histories/README.md has the schedule.
 import { hostSteps } from '../steps/host-steps.js';
 
 export const patches = {
@@ -46,6 +48,8 @@ export const patches = {
   superviseReportsToCluster: 'supervise-reports-to-cluster',
   /** A relaunch that then served supervise.stableAfter ends a crash loop: the next loss's backoff starts over. */
   superviseBackoffReset: 'supervise-backoff-reset',
+  /** A healthy cluster's rounds run in the worker between reports (supervise.reportEvery), in one activity. */
+  superviseWatch: 'supervise-watch',
 } as const;
 
 /** Every id, the host steps' (src/steps/host-steps.ts) among them. */

@@ -149,9 +149,18 @@ export function backoffIfLostNow(state: SuperviseState, budget: Budget, nowMs: n
 
 /** Folds a round into the state: counters, the consecutive-failure count, the bounded failure record. */
 export function recordRound(state: SuperviseState, round: ProbeRound): void {
-  state.rounds += 1;
-  state.roundsThisRun += 1;
-  state.probes += round.checks.length;
+  recordRounds(state, round, 1, round.checks.length);
+}
+
+/**
+ * `rounds` rounds that ended with `last`, `checks` checks in all: a watch's healthy rounds (all passed, so only
+ * the last is kept), or one round.
+ */
+export function recordRounds(state: SuperviseState, last: ProbeRound, rounds: number, checks: number): void {
+  const round = last;
+  state.rounds += rounds;
+  state.roundsThisRun += rounds;
+  state.probes += checks;
   state.lastProbe = round;
   if (round.verdict === 'passed') state.consecutiveFailures = 0;
   if (round.verdict !== 'failed') return;

@@ -20,6 +20,7 @@ import {
 } from '@temporalio/workflow';
 import type { FailureBundle } from '../activities/types.js';
 import { parseDuration } from '../config/duration.js';
+import { healthyRoundsPerReport } from '../config/supervise.js';
 import { deployWorkflowId } from '../shared/constants.js';
 import { FailureType } from '../shared/failures.js';
 import { stepActivities } from './activity-options.js';
@@ -32,14 +33,14 @@ import { stopSupervisionSignal, supervisionQuery, type SuperviseInput } from './
 import { collectBundle, relaunchCluster } from './supervise-relaunch.js';
 import { rollBackLostRevision, withinBake } from './supervise-rollback.js';
 import { companionSupervisor } from './supervise-companions.js';
-import { probeRound } from './supervise-round.js';
+import { probeRound, watchRounds, type RoundOutcome } from './supervise-round.js';
 import { clusterReporter } from './supervise-report.js';
 import {
   causeOf,
   detailsMarkdown,
   initialState,
   nextRelaunch,
-  recordRound,
+  recordRounds,
   trimRelaunchLog,
   type Budget,
   type RelaunchEntry,
@@ -83,10 +84,12 @@ export async function supervise(input: SuperviseInput): Promise<SuperviseResult>
 
   let stopReason: string | undefined;
   let relaunchScope: CancellationScope | undefined;
+  let watchScope: CancellationScope | undefined;
   setHandler(supervisionQuery, () => state);
   setHandler(stopSupervisionSignal, ({ reason }) => {
     stopReason ??= reason;
     relaunchScope?.cancel();
+    watchScope?.cancel();
   });
   const publish = async (): Promise<void> => {
     setCurrentDetails(detailsMarkdown(state, Date.now()));
@@ -112,6 +115,49 @@ export async function supervise(input: SuperviseInput): Promise<SuperviseResult>
     upsertMemo({ supervise: { status, reason } });
     await publish();
     return { state };
+  };
+
+  const roundsPerReport = healthyRoundsPerReport(spec.supervise);
+  /**
+   * The next round to act on, and how many rounds it stands for. A cluster whose last round passed is watched by
+   * the worker (supervise.reportEvery): its healthy rounds come back counted, the last one whole; a round that
+   * was not wholly healthy comes back on its own, after the healthy ones before it are recorded. Otherwise one
+   * round, as every round was before the watch.
+   */
+  const nextRound = async (): Promise<
+    { outcome: RoundOutcome; rounds: number; checks: number } | 'stopped'
+  > => {
+    const watch =
+      roundsPerReport > 1 &&
+      state.lastProbe?.verdict === 'passed' &&
+      !companions.restarting() &&
+      patched(patches.superviseWatch);
+    if (!watch) {
+      const outcome = await probeRound(cluster, state, companions.probeInputs());
+      return { outcome, rounds: 1, checks: outcome.round.checks.length };
+    }
+    const scope = new CancellationScope();
+    watchScope = scope;
+    let watched;
+    try {
+      watched = await scope.run(() => watchRounds(cluster, state, companions.probeInputs(), roundsPerReport));
+    } catch (err) {
+      if (isCancellation(err) && stopped()) return 'stopped';
+      throw err;
+    } finally {
+      watchScope = undefined;
+    }
+    const { lastHealthy, ended, healthyRounds, healthyChecks } = watched;
+    if (!ended && lastHealthy) return { outcome: lastHealthy, rounds: healthyRounds, checks: healthyChecks };
+    if (lastHealthy) {
+      recordRounds(state, lastHealthy.round, healthyRounds, healthyChecks);
+      await companions.afterRound(lastHealthy.companions, true);
+      // Counted as passed before the round that ended the watch is judged.
+      await publish();
+    }
+    const last = ended ?? lastHealthy;
+    if (!last) throw new Error('a watch came back with no round');
+    return { outcome: last, rounds: 1, checks: last.round.checks.length };
   };
 
   /** After a loss: bundle, budget, backoff, relaunch, until serving again, out of budget, or stopped. */
@@ -229,12 +275,10 @@ export async function supervise(input: SuperviseInput): Promise<SuperviseResult>
   try {
     for (;;) {
       if (stopped()) return await end('stopped', stopReason ?? 'stopped');
-      const { round, companions: companionProbes } = await probeRound(
-        cluster,
-        state,
-        companions.probeInputs(),
-      );
-      recordRound(state, round);
+      const next = await nextRound();
+      if (next === 'stopped') return await end('stopped', stopReason ?? 'stopped');
+      const { round, companions: companionProbes } = next.outcome;
+      recordRounds(state, round, next.rounds, next.checks);
       if (state.consecutiveFailures >= spec.supervise.failureThreshold) {
         if (stoppedMeanwhile()) return await end('stopped', stopReason ?? 'stopped');
         // The whole cluster goes; its deploy brings the companions back after the main model.

@@ -29,7 +29,9 @@ const spec = {
   ],
   ray: { image: 'img', container: 'ray_c', env: {}, volumes: ['/m:/root/.cache/huggingface'] },
   serve: { model: 'org/m', tensorParallelSize: 2, env: {}, logPath: '/tmp/serve.log' },
-  supervise: { interval },
+  // Every round reported: the scripted round below is the per-round local activity, and a watch's rounds would
+  // wait their intervals in real time, which the server cannot skip.
+  supervise: { interval, reportEvery: interval },
 };
 
 describe('supervise for 24 h (time-skipping server)', () => {
@@ -123,7 +125,7 @@ describe('supervise for 24 h (time-skipping server)', () => {
     const stopSpec = {
       ...spec,
       cluster,
-      supervise: { interval, failureThreshold: 1 },
+      supervise: { interval, reportEvery: interval, failureThreshold: 1 },
       notify: { webhooks: [{ url: 'http://127.0.0.1:9/hook' }] },
     };
     const impl: Partial<typeof activities> = {
@@ -206,7 +208,7 @@ describe('supervise for 24 h (time-skipping server)', () => {
   it('a relaunch refused while another deploy holds the cluster: one bundle for the loss, not one an interval', async () => {
     const cluster = 'timeskip-refused';
     const workflowId = superviseWorkflowId(cluster);
-    const lostSpec = { ...spec, cluster, supervise: { interval, failureThreshold: 1 } };
+    const lostSpec = { ...spec, cluster, supervise: { interval, reportEvery: interval, failureThreshold: 1 } };
     // What holds the cluster's deploy id (any workflow there refuses the relaunch): here a healthy supervisor of
     // another cluster, told apart by its hosts' cluster addresses.
     const holderSpec = {

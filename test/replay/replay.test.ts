@@ -181,7 +181,7 @@ describe('replay of recorded deploy, supervisor and cluster histories', () => {
     if (changedDir) rmSync(changedDir, { recursive: true, force: true });
   });
 
-  it('has the nine recordings, each what its name says', () => {
+  it('has the ten recordings, each what its name says', () => {
     assert.deepEqual(manifest.histories.map((h) => h.file).sort(), [
       'cluster-held.json',
       'deploy-companions.json',
@@ -192,6 +192,7 @@ describe('replay of recorded deploy, supervisor and cluster histories', () => {
       'deploy-succeeded.json',
       'supervise-companion-restarted.json',
       'supervise-relaunched.json',
+      'supervise-watched.json',
     ]);
     for (const entry of manifest.histories) {
       const events = readHistory(entry).events ?? [];
@@ -248,6 +249,21 @@ describe('replay of recorded deploy, supervisor and cluster histories', () => {
     );
     const children = childWorkflows(supervised);
     assert.ok(children.includes('deploy'), `the supervisor relaunched the cluster: ${children.join(', ')}`);
+  });
+
+  // The watch's code in the supervisor (nextRound, watchRounds) is covered by replay only if the recording ran it.
+  it('the watched supervisor: healthy rounds in watches, the failed one back at once, a watch cancelled by the stop', () => {
+    const events = readHistory(entryFor('supervise-watched.json')).events ?? [];
+    const names = activityNames(events);
+    const watches = names.filter((n) => n === 'watchServingCluster').length;
+    assert.ok(watches >= 3, `watches before and after the relaunch: ${names.join(', ')}`);
+    assert.ok(names.includes('collectFailureBundle'), 'lost: a failure bundle');
+    assert.deepEqual(childWorkflows(events), ['deploy'], 'one relaunch');
+    assert.ok(
+      events.some((e) => e.activityTaskCancelRequestedEventAttributes),
+      'the stop cancelled the running watch',
+    );
+    assert.ok(patchMarkers({ events }).includes('supervise-watch'), 'the watch is patched in');
   });
 
   // The companions' code in the workflows (startCompanions, bringUpCompanion, the supervisor's restart of one) is

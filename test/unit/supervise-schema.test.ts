@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs';
 import { parse } from 'yaml';
 import { deploySpecSchema } from '../../src/config/schema.js';
 import { refusalOf } from '../helpers/spec-refusal.js';
-import { probeTimeoutMs } from '../../src/config/supervise.js';
+import { healthyRoundsPerReport, probeTimeoutMs } from '../../src/config/supervise.js';
 import { notifyEvents } from '../../src/config/notify.js';
 
 const example = parse(readFileSync('examples/spark-qwen35.yaml', 'utf8')) as Record<string, unknown>;
@@ -15,7 +15,7 @@ function errorsFor(supervise: unknown): string {
 }
 
 describe('spec: supervise', () => {
-  it('defaults: enabled, every 30s, lost after 3 rounds, 3 relaunches per hour, 1m backoff, stable after 10m', () => {
+  it('defaults: enabled, every 30s, lost after 3 rounds, 3 relaunches per hour, 1m backoff, stable after 10m, reported every 10m', () => {
     const spec = deploySpecSchema.parse(example);
     assert.deepEqual(spec.supervise, {
       enabled: true,
@@ -25,8 +25,20 @@ describe('spec: supervise', () => {
       stableAfter: '10m',
       window: '1h',
       backoff: '1m',
+      reportEvery: '10m',
     });
     assert.equal(probeTimeoutMs(spec.supervise), 10_000);
+    assert.equal(healthyRoundsPerReport(spec.supervise), 20);
+  });
+
+  it('reports every round when reportEvery is the interval or shorter, else the whole rounds that fit', () => {
+    const at = (supervise: Record<string, string>) =>
+      healthyRoundsPerReport(deploySpecSchema.parse({ ...example, supervise }).supervise);
+    assert.equal(at({ interval: '30s', reportEvery: '30s' }), 1);
+    assert.equal(at({ interval: '1m', reportEvery: '30s' }), 1);
+    assert.equal(at({ interval: '2s', reportEvery: '5s' }), 2);
+    assert.equal(at({ interval: '1s' }), 600);
+    assert.match(errorsFor({ reportEvery: 'soon' }), /supervise\.reportEvery/);
   });
 
   it('fills the defaults of a partial section', () => {
