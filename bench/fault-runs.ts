@@ -182,9 +182,9 @@ export interface SupervisionResult {
 }
 
 /**
- * The supervise-faults test's method (bench/supervise-cost.ts): windows of passed rounds at a short interval
- * interleaved with idle ones of the same length, the difference per round scaled to the default interval's
- * rounds per hour.
+ * The supervise-faults test's method (bench/supervise-cost.ts): windows of passed rounds at a short interval, as
+ * many a report as the defaults make, interleaved with idle ones, the difference per round scaled to the default
+ * interval's rounds per hour.
  */
 export async function measureSupervision(env: Env, windowMs = 15_000): Promise<SupervisionResult> {
   const intervalS = 2;
@@ -194,8 +194,12 @@ export async function measureSupervision(env: Env, windowMs = 15_000): Promise<S
   );
   return withCluster(6, async (sim) => {
     const cluster = 'bench-supervise';
+    // As many rounds a report as the defaults make (10m over 30s: 20), at this interval.
+    const roundsPerReport =
+      (parseDuration(superviseSchema.parse(undefined).reportEvery) ?? 600_000) / 1000 / defaultIntervalS;
     const supervise = {
       interval: `${intervalS}s`,
+      reportEvery: `${roundsPerReport * intervalS}s`,
       failureThreshold: 2,
       backoff: '1s',
       maxRelaunches: 3,

@@ -1,6 +1,7 @@
 // What supervising one healthy cluster costs the control host, shared by `npm run bench` and the supervise-faults
-// e2e test: the CPU of the given processes in windows of equal length, supervised and idle (the supervisor
-// stopped, the cluster still serving), interleaved as supervised, idle, idle, supervised, so the processes' own
+// e2e test: the CPU of the given processes in windows supervised (from one of the supervisor's reports to another,
+// so every round in them is counted) and idle (the supervisor stopped, the cluster still serving), interleaved as
+// supervised, idle, idle, supervised, and compared as rates, so the processes' own
 // rate drifting over the measure (a GC, the dev server's housekeeping) weighs on both sides alike. Both rates
 // are reported, and their difference per round, scaled to rounds per hour at the interval asked about. A
 // difference below zero is the idle rate's noise, not a saving: it is reported as 0 and named as such.
@@ -25,6 +26,11 @@ export interface RoundCount {
 export interface SupervisorControl {
   /** The running supervisor's counters, once it serves and has passed a round. */
   rounds(): Promise<RoundCount>;
+  /**
+   * Resolves at its next report (supervise.reportEvery: healthy rounds come back together), seen in its history
+   * length, which the server answers without the worker.
+   */
+  nextReport(): Promise<void>;
   /** Ends supervision, the cluster left serving; resolves once it ended. */
   pause(): Promise<void>;
   /** Starts it again with the input it had. */
@@ -45,6 +51,19 @@ export function supervisorControl(client: Client, workflowId: string): Superviso
           return { rounds: s.rounds, failedRounds: s.failedRounds };
       }
       throw new Error(`${workflowId} did not report a passed round within 60 s`);
+    },
+    async nextReport() {
+      const handle = client.workflow.getHandle(workflowId);
+      const length = async () => (await handle.describe()).historyLength;
+      const from = await length();
+      for (const deadline = Date.now() + 15 * 60_000; Date.now() < deadline; await sleep(1000)) {
+        if ((await length()) > from) {
+          // The report's workflow task done, so the query reads its rounds.
+          await sleep(500);
+          return;
+        }
+      }
+      throw new Error(`${workflowId} reported nothing for 15 minutes`);
     },
     async pause() {
       const handle = client.workflow.getHandle(workflowId);
@@ -76,8 +95,10 @@ export function supervisorControl(client: Client, workflowId: string): Superviso
 export interface SupervisionCost {
   /** Passed rounds in the supervised windows. */
   rounds: number;
-  /** The length of each of the four windows. */
+  /** The length of each of the two idle windows; each supervised one runs from a report to the first past it. */
   windowS: number;
+  /** The supervised windows' length, in all. */
+  supervisedSeconds: number;
   /** CPU-s each process used in the two supervised windows, and in the two idle ones. */
   supervisedS: Record<string, number>;
   idleS: Record<string, number>;
@@ -91,7 +112,8 @@ export interface SupervisionCost {
 }
 
 /**
- * Measures supervision over four windows of `windowMs` each (supervised, idle, idle, supervised). The supervisor
+ * Measures supervision over four windows (supervised, idle, idle, supervised): the idle ones `windowMs` each, the
+ * supervised ones from a report to the first report at least `windowMs` later. The supervisor
  * must be serving when called, and is serving again when this returns. Every round in the supervised windows
  * must pass (a failed round is a relaunch's cost, not a healthy cluster's).
  */
@@ -104,9 +126,18 @@ export async function supervisionCost(
   const supervisedS = zero(keys);
   const idleS = zero(keys);
   let rounds = 0;
+  let supervisedSeconds = 0;
+  // From a report to the first one at least windowMs later: the rounds between are all reported, and counted.
   const supervised = async () => {
+    await supervisor.nextReport();
     const first = await supervisor.rounds();
-    const used = await cpuOver(pids, windowMs);
+    const before = cpuOf(pids);
+    const startedAt = Date.now();
+    await sleep(windowMs);
+    await supervisor.nextReport();
+    const after = cpuOf(pids);
+    supervisedSeconds += (Date.now() - startedAt) / 1000;
+    const used = Object.fromEntries(keys.map((k) => [k, (after[k] ?? 0) - (before[k] ?? 0)]));
     const last = await supervisor.rounds();
     const n = last.rounds - first.rounds;
     if (n <= 0 || last.failedRounds !== first.failedRounds)
@@ -122,19 +153,25 @@ export async function supervisionCost(
   for (const k of keys) idleS[k] = idle[k] ?? 0;
   await supervisor.resume();
   await supervised();
-  const seconds = (2 * windowMs) / 1000;
+  const idleSeconds = (2 * windowMs) / 1000;
+  const idleRate = Object.fromEntries(keys.map((k) => [k, (idleS[k] ?? 0) / idleSeconds]));
+  const supervisedRate = Object.fromEntries(keys.map((k) => [k, (supervisedS[k] ?? 0) / supervisedSeconds]));
   const perRoundS = Object.fromEntries(
-    keys.map((k) => [k, Math.max(0, ((supervisedS[k] ?? 0) - (idleS[k] ?? 0)) / rounds)]),
+    keys.map((k) => [
+      k,
+      Math.max(0, (((supervisedRate[k] ?? 0) - (idleRate[k] ?? 0)) * supervisedSeconds) / rounds),
+    ]),
   );
   return {
     rounds,
     windowS: windowMs / 1000,
+    supervisedSeconds,
     supervisedS,
     idleS,
-    supervisedRate: Object.fromEntries(keys.map((k) => [k, (supervisedS[k] ?? 0) / seconds])),
-    idleRate: Object.fromEntries(keys.map((k) => [k, (idleS[k] ?? 0) / seconds])),
+    supervisedRate,
+    idleRate,
     perRoundS,
-    belowNoise: keys.filter((k) => (supervisedS[k] ?? 0) < (idleS[k] ?? 0)),
+    belowNoise: keys.filter((k) => (supervisedRate[k] ?? 0) < (idleRate[k] ?? 0)),
   };
 }
 

@@ -27,11 +27,16 @@ export interface WatchedRound {
   companions?: CompanionRoundProbe[];
 }
 
+/** At most this many healthy rounds' durations go back with a watch (a reportEvery of many rounds stays small). */
+export const healthyDurationsKept = 100;
+
 export interface WatchOutcome {
   /** Healthy rounds run, the last one included. */
   healthyRounds: number;
   /** Checks those rounds made, in all. */
   healthyChecks: number;
+  /** How long each healthy round took, oldest first; the last healthyDurationsKept of them. */
+  healthyDurationsMs: number[];
   /** The last healthy round, whole. */
   lastHealthy?: WatchedRound;
   /** The round that was not wholly healthy and ended the watch; unset when maxRounds healthy rounds did. */
@@ -51,9 +56,11 @@ export async function watchServingCluster(input: WatchServingClusterInput): Prom
   let healthyRounds = 0;
   let healthyChecks = 0;
   let lastHealthy: WatchedRound | undefined;
+  const healthyDurationsMs: number[] = [];
   const sofar = (): Omit<WatchOutcome, 'ended'> => ({
     healthyRounds,
     healthyChecks,
+    healthyDurationsMs,
     ...(lastHealthy ? { lastHealthy } : {}),
   });
   for (;;) {
@@ -64,6 +71,8 @@ export async function watchServingCluster(input: WatchServingClusterInput): Prom
     healthyRounds += 1;
     healthyChecks += round.hosts.reduce((n, h) => n + (h.ok ? h.checks.length : 0), 0);
     lastHealthy = round;
+    healthyDurationsMs.push(round.durationMs);
+    if (healthyDurationsMs.length > healthyDurationsKept) healthyDurationsMs.shift();
     // Liveness only (the SDK sends at most one a throttle interval); the counts go back with the result.
     heartbeat({ healthyRounds, lastAtMs: atMs });
     if (healthyRounds >= maxRounds) return sofar();

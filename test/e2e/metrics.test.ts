@@ -221,7 +221,15 @@ describe('worker metrics scraped by Prometheus', () => {
 
     const spec = {
       ...simDeploySpec(sim, { cluster }),
-      supervise: { interval: '1s', failureThreshold: 2, backoff: '1s', maxRelaunches: 3, window: '1h' },
+      // Healthy rounds reported every 3 s (three a watch), so the rounds and their series move within seconds.
+      supervise: {
+        interval: '1s',
+        reportEvery: '3s',
+        failureThreshold: 2,
+        backoff: '1s',
+        maxRelaunches: 3,
+        window: '1h',
+      },
     };
     // The worker wrote the file at its start, with nothing serving yet.
     await waitFor(

@@ -39,7 +39,15 @@ import { waitFor } from '../helpers/wait.js';
 const stateDir = '/tmp/liftoff-test-supervise-faults';
 const cluster = 'svfaults';
 const quickPace = { shards: 6, shardSeconds: 0.1, graphCaptureSeconds: 0.3 };
-const fast = { interval: '2s', failureThreshold: 2, backoff: '1s', maxRelaunches: 3, window: '1h' };
+// Healthy rounds reported every 10 s (five a watch), so the cost figure's windows run from report to report.
+const fast = {
+  interval: '2s',
+  reportEvery: '10s',
+  failureThreshold: 2,
+  backoff: '1s',
+  maxRelaunches: 3,
+  window: '1h',
+};
 
 describe('supervise under faults', () => {
   let sim: SimCluster;
@@ -177,7 +185,7 @@ describe('supervise under faults', () => {
     const perRound = cost.perRoundS.worker ?? 0;
     const rate = (r: Record<string, number>) => ((r.worker ?? 0) * 3600).toFixed(1);
     figures.push(
-      `supervise CPU: the worker process at ${rate(cost.supervisedRate)} CPU-s per hour supervising (${cost.rounds} rounds at 2s) vs ${rate(cost.idleRate)} idle (supervisor stopped), in 10 s windows interleaved supervised, idle, idle, supervised → ${perRound.toFixed(4)} CPU-s per round${cost.belowNoise.length ? ' (below the idle rate: within its noise)' : ''} → ${cpuPerHour(cost, 30).toFixed(1)} CPU-s per hour of supervising at the default 30s interval (target < 5)`,
+      `supervise CPU: the worker process at ${rate(cost.supervisedRate)} CPU-s per hour supervising (${cost.rounds} rounds at 2s) vs ${rate(cost.idleRate)} idle (supervisor stopped), in windows interleaved supervised (report to report, five rounds a report), idle, idle, supervised → ${perRound.toFixed(4)} CPU-s per round${cost.belowNoise.length ? ' (below the idle rate: within its noise)' : ''} → ${cpuPerHour(cost, 30).toFixed(1)} CPU-s per hour of supervising at the default 30s interval (target < 5)`,
     );
   });
 

@@ -1,6 +1,7 @@
 // What the `liftoff supervise` commands and `liftoff status` share: a cluster's supervisor read back, its latest
 // run and its state, from the query (a worker answers, also for a closed run) or else the memo it leaves.
 import { WorkflowNotFoundError, type Client, type WorkflowHandle } from '@temporalio/client';
+import { optionalTsToMs } from '@temporalio/common/lib/time.js';
 import { superviseWorkflowId } from '../../shared/constants.js';
 import { supervisionQuery, type SuperviseState } from '../../workflows/supervise-api.js';
 import { formatDuration } from '../../config/duration.js';
@@ -14,6 +15,25 @@ export interface SupervisionReport {
   state?: SuperviseState;
   /** What the ended run left in its memo, when no worker answered the query. */
   ended?: { status?: string; reason?: string };
+  /**
+   * The watch running now (supervise.reportEvery): the worker runs the healthy rounds and reports them together,
+   * so the state's last probe can be that old. Since when, and its last heartbeat (a sign of life, at most one a
+   * minute).
+   */
+  watch?: { sinceMs: number; lastHeartbeatMs?: number };
+}
+
+/** The supervisor's running watch, from the pending activities Temporal describes. */
+type PendingActivity = NonNullable<
+  Awaited<ReturnType<WorkflowHandle['describe']>>['raw']['pendingActivities']
+>[number];
+
+function watchOf(pending: readonly PendingActivity[]): SupervisionReport['watch'] {
+  const watch = pending.find((a) => a.activityType?.name === 'watchServingCluster');
+  const sinceMs = optionalTsToMs(watch?.lastStartedTime);
+  if (sinceMs === undefined) return undefined;
+  const lastHeartbeatMs = optionalTsToMs(watch?.lastHeartbeatTime);
+  return { sinceMs, ...(lastHeartbeatMs !== undefined ? { lastHeartbeatMs } : {}) };
 }
 
 export async function describeSupervision(
@@ -37,8 +57,13 @@ export async function describeSupervision(
       runStatus: described.status.name,
       ...(state ? { state } : {}),
       ...(memo.supervise ? { ended: memo.supervise } : {}),
+      ...withWatch(watchOf(described.raw.pendingActivities ?? [])),
     },
   };
+}
+
+function withWatch(watch: SupervisionReport['watch']): { watch?: SupervisionReport['watch'] } {
+  return watch ? { watch } : {};
 }
 
 /** The supervision part of `liftoff status`: state, uptime, last probe with latency, relaunches with causes. */
@@ -62,6 +87,15 @@ export function renderSupervision(r: SupervisionReport, nowMs: number): string {
     lines.push(
       `  last probe: ${p.verdict} at ${new Date(p.atMs).toISOString()}${latency ? ` (${latency})` : ''}`,
       ...p.failures.map((f) => `    ✗ ${f}`),
+    );
+  }
+  if (r.watch) {
+    const alive =
+      r.watch.lastHeartbeatMs !== undefined
+        ? `, last heard ${formatDuration(Math.max(0, nowMs - r.watch.lastHeartbeatMs))} ago`
+        : '';
+    lines.push(
+      `  watching: the worker runs the healthy rounds since ${new Date(r.watch.sinceMs).toISOString()} and reports them every supervise.reportEvery, or at once when one fails${alive}`,
     );
   }
   const companions = Object.values(s.companions ?? {});
