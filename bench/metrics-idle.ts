@@ -6,7 +6,6 @@
 //
 //   npx tsx bench/run.ts --only idle-metrics   (its figure merged into bench/results.json)
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startWorkerProcess, type WorkerProcess } from '../scripts/lib/worker-process.js';
@@ -15,6 +14,7 @@ import { metricsTargetsFileEnv } from '../src/commands/metrics-targets-file.js';
 import { log, sleep } from './context.js';
 import { processUsage, round } from './measure.js';
 import type { Target } from './summary.js';
+import { freeLoopbackPort } from '../scripts/lib/free-port.js';
 
 export const idleMetricsSettings = {
   windowS: 60,
@@ -41,22 +41,12 @@ export interface IdleMetricsResult {
 }
 
 /** A port free on loopback now (the kernel's pick, released for the worker that binds it next). */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 /** Idle workers against the Temporal at `address`; the workers are stopped before it returns. */
 export async function measureIdleMetrics(address: string, namespace: string): Promise<IdleMetricsResult> {
   const s = idleMetricsSettings;
   const dir = mkdtempSync(join(tmpdir(), 'liftoff-bench-idle-'));
-  const [scrapedPort, targetsPort] = [await freePort(), await freePort()];
+  const [scrapedPort, targetsPort] = [await freeLoopbackPort(), await freeLoopbackPort()];
   const workers: WorkerProcess[] = [];
   const start = async (extra: NodeJS.ProcessEnv): Promise<WorkerProcess> => {
     const env: NodeJS.ProcessEnv = { ...process.env, ...extra };

@@ -15,7 +15,6 @@
 // `temporal workflow show --workflow-id … --run-id … --output json`.
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join, relative } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
@@ -53,6 +52,7 @@ import { recordWatched } from './lib/record-watched.js';
 import { deploy, progressQuery } from '../src/workflows/index.js';
 import { stopSupervisionSignal } from '../src/workflows/supervise-api.js';
 import type { SuperviseState } from '../src/workflows/supervise-state.js';
+import { freeLoopbackPort } from './lib/free-port.js';
 
 const simStateDir = '/tmp/liftoff-record-histories';
 // Apart from the sim's state dir: bringing the cluster up wipes that one.
@@ -116,18 +116,6 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.once(signal, () => {
     say(`${signal}: cleaning up`);
     void runCleanups().finally(() => process.exit(130));
-  });
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      server.close(() => (port ? resolve(port) : reject(new Error('no free port'))));
-    });
   });
 }
 
@@ -562,8 +550,8 @@ async function main(): Promise<void> {
   rmSync(serverStateDir, { recursive: true, force: true });
   const server = await startDevServer({
     stateDir: serverStateDir,
-    port: await freePort(),
-    uiPort: await freePort(),
+    port: await freeLoopbackPort(),
+    uiPort: await freeLoopbackPort(),
   });
   cleanups.push({ name: 'Temporal dev server', run: () => server.stop() });
   say(`Temporal dev server on ${server.address} (state in ${serverStateDir})`);

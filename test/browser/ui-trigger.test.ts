@@ -5,7 +5,6 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
-import { createServer, type AddressInfo } from 'node:net';
 import { Client, Connection, WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { NativeConnection, type Worker } from '@temporalio/worker';
@@ -28,6 +27,7 @@ import {
 } from '../../src/shared/cluster-api.js';
 import type { DownResult } from '../../src/workflows/down.js';
 import { waitUntil } from '../helpers/wait.js';
+import { freeLoopbackPort } from '../../scripts/lib/free-port.js';
 
 const stateDir = '/tmp/liftoff-test-ui';
 const temporalDir = '/tmp/liftoff-test-ui-temporal';
@@ -38,17 +38,6 @@ const clusterWorkflowId = deployWorkflowId(clusterName);
 // on a loaded machine (at 0.25 s a shard the load of 60 s ended first there); it is cancelled once that is seen.
 const slowLoad = { shards: 240, shardSeconds: 0.5, graphCaptureSeconds: 0.5 };
 const screenshot = (name: string) => `/tmp/liftoff-ui-${name}.png`;
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as AddressInfo;
-      probe.close(() => resolve(port));
-    });
-  });
-}
 
 async function failureOf(run: Promise<unknown>): Promise<unknown> {
   return run.then(
@@ -89,7 +78,7 @@ describe('the Temporal UI: live progress of a deploy, and the Start Workflow for
   before(async () => {
     await downCluster(stateDir);
     rmSync(temporalDir, { recursive: true, force: true });
-    const [port, uiPort] = [await freePort(), await freePort()];
+    const [port, uiPort] = [await freeLoopbackPort(), await freeLoopbackPort()];
     // Settle all three before going on, so `after` finds (and stops) whichever of them did start.
     const started = await Promise.allSettled([
       upCluster({

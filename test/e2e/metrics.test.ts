@@ -9,7 +9,6 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Client } from '@temporalio/client';
@@ -22,22 +21,13 @@ import { clusterMetrics, deployMetrics } from '../../src/shared/metric-names.js'
 import { workerPolicyEnv } from '../../src/config/worker-policy.js';
 import { simDeploySpec } from '../../sim/spec.js';
 import type { SimCluster } from '../../sim/cluster.js';
+import { freeLoopbackPort } from '../../scripts/lib/free-port.js';
 
 const cluster = 'metrics';
 const prometheusBin = '/usr/bin/prometheus';
 const idleWindowMs = 20_000;
 
 /** A port free on loopback now (the kernel's pick, released for the process that binds it next). */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 /** The process's CPU time so far (user + system), in seconds, from /proc (clock ticks of 1/100 s on Linux). */
 function cpuSeconds(pid: number): number {
@@ -130,9 +120,9 @@ describe('worker metrics scraped by Prometheus', () => {
     sim = e2e.sim;
     client = e2e.client;
     dir = mkdtempSync(join(tmpdir(), 'liftoff-metrics-'));
-    metricsPort = await freePort();
+    metricsPort = await freeLoopbackPort();
     targetsFile = join(dir, 'vllm-targets.json');
-    const promPort = await freePort();
+    const promPort = await freeLoopbackPort();
     promUrl = `http://127.0.0.1:${promPort}`;
     // The worker under test, and one without --metrics on a queue of its own (so it runs nothing) to compare.
     const [measured, plain] = await Promise.all([

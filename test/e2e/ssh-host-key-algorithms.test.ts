@@ -18,19 +18,7 @@ import { workerPolicyFrom, type WorkerPolicySettings } from '../../src/config/wo
 import { sh } from '../../src/ssh/quote.js';
 import { runOk, sleep } from '../../sim/processes.js';
 import { sshdBinary } from '../../sim/sshd.js';
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() =>
-        typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port')),
-      );
-    });
-  });
-}
+import { freeLoopbackPort } from '../../scripts/lib/free-port.js';
 
 describe('host-key algorithms against an RSA-only sshd', () => {
   let dir: string;
@@ -54,7 +42,7 @@ describe('host-key algorithms against an RSA-only sshd', () => {
   });
 
   async function sshdOffering(algorithms: string): Promise<{ target: SshTarget; auth: SshAuth }> {
-    const port = await freePort();
+    const port = await freeLoopbackPort();
     const config = join(dir, `sshd_config_${port}`);
     writeFileSync(
       config,

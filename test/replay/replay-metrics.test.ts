@@ -6,26 +6,15 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { freeLoopbackPort } from '../../scripts/lib/free-port.js';
 
 const child = fileURLToPath(new URL('./replay-metrics-child.ts', import.meta.url));
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
-
 describe('replay and the metrics', () => {
   it('a replay of every recorded history records no liftoff series', async () => {
-    const port = await freePort();
+    const port = await freeLoopbackPort();
     const { stdout } = await promisify(execFile)(
       process.execPath,
       ['--import', 'tsx', child, `127.0.0.1:${port}`],
