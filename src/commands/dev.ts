@@ -11,7 +11,7 @@ import { emit, colors } from '../cli/render.js';
 import { runCommand } from '../cli/run-command.js';
 import { loadWorkerPolicy } from '../config/worker-policy.js';
 import { installMetricsRuntime, metricsAddressFrom } from '../temporal/metrics.js';
-import { keepTargetsFile, metricsTargetsFileFrom } from './metrics-targets-file.js';
+import { metricsTargetsFileFrom, whileKeepingTargets } from './metrics-targets-file.js';
 
 export const devCommand = new Command('dev')
   .description('run the embedded Temporal dev server (history kept in .liftoff/) and a liftoff worker')
@@ -81,17 +81,13 @@ export const devCommand = new Command('dev')
             'Press Ctrl-C to stop.',
           ].join('\n'),
         );
-        const targets =
-          targetsFile === undefined
-            ? undefined
-            : keepTargetsFile(
-                new Client({ connection, namespace: server.namespace, dataConverter }),
-                targetsFile,
-              );
         try {
-          await runUntilSignalled(worker);
+          await whileKeepingTargets(
+            targetsFile,
+            () => new Client({ connection, namespace: server.namespace, dataConverter }),
+            () => runUntilSignalled(worker),
+          );
         } finally {
-          await targets?.stop();
           await connection.close();
           await server.stop();
         }

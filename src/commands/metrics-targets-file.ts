@@ -93,3 +93,20 @@ export function keepTargetsFile(client: Client, path: string, opts: KeepOptions 
     },
   };
 }
+
+/**
+ * Runs `work` (a worker, until it is signalled) with the targets file at `path` kept beside it, when a path is set;
+ * the keeper stops once the work ends, however it ends. `client` is made only when the file is kept.
+ */
+export async function whileKeepingTargets(
+  path: string | undefined,
+  client: () => Client,
+  work: () => Promise<void>,
+): Promise<void> {
+  const keeper = path === undefined ? undefined : keepTargetsFile(client(), path);
+  try {
+    await work();
+  } finally {
+    await keeper?.stop();
+  }
+}

@@ -7,7 +7,7 @@ import { emit } from '../cli/render.js';
 import { runCommand } from '../cli/run-command.js';
 import { loadWorkerPolicy } from '../config/worker-policy.js';
 import { installMetricsRuntime, metricsAddressFrom } from '../temporal/metrics.js';
-import { keepTargetsFile, metricsTargetsFileFrom } from './metrics-targets-file.js';
+import { metricsTargetsFileFrom, whileKeepingTargets } from './metrics-targets-file.js';
 
 export const workerCommand = new Command('worker')
   .description('run a liftoff worker against the configured Temporal (default: the embedded dev server)')
@@ -53,21 +53,18 @@ export const workerCommand = new Command('worker')
           `worker polling ${i.taskQueue} on ${i.address} (namespace ${i.namespace}); Ctrl-C to stop\nworker policy: ${i.workerPolicy}${i.metrics ? `\nmetrics: ${i.metrics}` : ''}${i.metricsTargets ? `\nmetrics targets: ${i.metricsTargets}` : ''}`,
       );
       // The fleet's records and specs through the worker's own connection (a query needs this worker anyway).
-      const targets =
-        targetsFile === undefined
-          ? undefined
-          : keepTargetsFile(
-              new Client({
-                connection,
-                namespace: settings.namespace,
-                dataConverter: settings.dataConverter,
-              }),
-              targetsFile,
-            );
       try {
-        await runUntilSignalled(worker);
+        await whileKeepingTargets(
+          targetsFile,
+          () =>
+            new Client({
+              connection,
+              namespace: settings.namespace,
+              dataConverter: settings.dataConverter,
+            }),
+          () => runUntilSignalled(worker),
+        );
       } finally {
-        await targets?.stop();
         await connection.close();
       }
     }),

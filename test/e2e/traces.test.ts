@@ -115,6 +115,29 @@ function startCollector(): Promise<{
   });
 }
 
+/** A one-host spec whose host is a loopback port nothing listens on: each deploy fails at its first SSH. */
+function unreachableSpec(
+  cluster: string,
+  privateKeyPath: string,
+  knownHostsPath: string,
+  serveEnv: Record<string, { fromEnv: string }> = {},
+) {
+  return {
+    cluster,
+    ssh: { user: 'nobody', privateKeyPath, knownHostsPath },
+    hosts: [{ name: 'h1', address: '127.0.0.1', port: 1, clusterIp: '127.0.0.1', role: 'head' }],
+    gpu: { perHost: 1 },
+    ray: { image: 'liftoff/none:1', container: 'traces_ray' },
+    serve: {
+      model: 'none/none',
+      modelPath: '/nonexistent/liftoff-traces-weights',
+      port: 30000,
+      tensorParallelSize: 1,
+      logPath: '/tmp/liftoff-traces-never.log',
+      ...(Object.keys(serveEnv).length > 0 ? { env: serveEnv } : {}),
+    },
+  };
+}
 describe('traces of a deploy, from the CLI to the activity', () => {
   const dir = tempDir('liftoff-traces-');
   let env: TestWorkflowEnvironment | undefined;
@@ -157,23 +180,9 @@ describe('traces of a deploy, from the CLI to the activity', () => {
     writeFileSync(
       specPath,
       stringify({
-        cluster: 'traces',
-        ssh: {
-          user: 'nobody',
-          privateKeyPath: join(dir, 'id_ed25519'),
-          knownHostsPath: join(dir, 'known_hosts'),
-        },
-        hosts: [{ name: 'h1', address: '127.0.0.1', port: 1, clusterIp: '127.0.0.1', role: 'head' }],
-        gpu: { perHost: 1 },
-        ray: { image: 'liftoff/none:1', container: 'traces_ray' },
-        serve: {
-          model: 'none/none',
-          modelPath: join(dir, 'weights'),
-          port: 30000,
-          tensorParallelSize: 1,
-          logPath: '/tmp/liftoff-traces-never.log',
-          env: { HF_TOKEN: { fromEnv: 'LIFTOFF_PAYLOAD_KEY' } },
-        },
+        ...unreachableSpec('traces', join(dir, 'id_ed25519'), join(dir, 'known_hosts'), {
+          HF_TOKEN: { fromEnv: 'LIFTOFF_PAYLOAD_KEY' },
+        }),
       }),
     );
     // --follow: the CLI polls the deploy's progress query until it ends, and those polls make no span.
@@ -273,24 +282,7 @@ describe('traces of a deploy, from the CLI to the activity', () => {
       taskQueue: TASK_QUEUE,
       workflowId: 'traces-from-ui',
       args: [
-        {
-          cluster: 'traces-child',
-          ssh: {
-            user: 'nobody',
-            privateKeyPath: join(dir, '.ssh', 'id_ed25519'),
-            knownHostsPath: join(dir, '.ssh', 'known_hosts'),
-          },
-          hosts: [{ name: 'h1', address: '127.0.0.1', port: 1, clusterIp: '127.0.0.1', role: 'head' }],
-          gpu: { perHost: 1 },
-          ray: { image: 'liftoff/none:1', container: 'traces_ray' },
-          serve: {
-            model: 'none/none',
-            modelPath: join(dir, 'weights'),
-            port: 30000,
-            tensorParallelSize: 1,
-            logPath: '/tmp/liftoff-traces-never.log',
-          },
-        },
+        unreachableSpec('traces-child', join(dir, '.ssh', 'id_ed25519'), join(dir, '.ssh', 'known_hosts')),
       ],
     });
     await assert.rejects(parent.result());
