@@ -6,7 +6,8 @@
 //
 //   npm run bench [-- --sizes 2,8,16,32,64] [--repeats 3] [--no-faults]
 //   npm run bench -- --only idle-metrics    (one measurement alone, its figure merged into bench/results.json)
-//   npm run bench -- --only fleet [--clusters 50] [--fleet-minutes 10] [--idle-minutes 5]   (bench/fleet-supervision.ts)
+//   npm run bench -- --only fleet [--clusters 50] [--fleet-minutes 10] [--idle-minutes 5]   (bench/fleet-supervision.ts;
+//                                                                    a full run ends with it, unless --no-faults)
 //   npm run bench -- --only outages [--repeats 3]   (bench/outage-runs.ts, merged into bench/results.json as outages)
 //
 // LIFTOFF_BENCH_SIZES and LIFTOFF_BENCH_REPEATS set the same as the flags. A size this machine cannot bring up
@@ -304,8 +305,13 @@ const alone: Record<string, () => Promise<void>> = {
   outages: main,
 };
 
-function chosen(): Promise<void> {
-  if (flags.only === undefined) return main();
+async function chosen(): Promise<void> {
+  if (flags.only === undefined) {
+    await main();
+    // Against a Temporal and clusters of its own, after main's have gone; it merges its figure into the results.
+    if (!flags['no-faults']) await alone.fleet?.();
+    return;
+  }
   const run = alone[flags.only];
   if (!run) throw new Error(`--only wants one of ${Object.keys(alone).join(', ')}; got ${flags.only}`);
   return run();
