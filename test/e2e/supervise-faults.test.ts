@@ -245,6 +245,37 @@ describe('supervise under faults', () => {
     );
   });
 
+  it('the worker SIGKILLed during a watch: a new worker takes supervision over once its heartbeat is missed, and the loss meanwhile is relaunched', async () => {
+    const s0 = await until(
+      'serving',
+      (x) => x.status === 'serving' && x.lastProbe?.verdict === 'passed',
+      60_000,
+    );
+    const watching = async () =>
+      ((await supervisor().describe()).raw.pendingActivities ?? []).some(
+        (a) => a.activityType?.name === 'watchServingCluster',
+      ) || undefined;
+    await waitFor('a watch running', watching, 60_000);
+    const before = launches().length;
+    const killedAt = Date.now();
+    await worker.kill('SIGKILL');
+    worker = await startWorker();
+    // The cluster is lost while no worker probes it: the dead watch's rounds are nobody's until its heartbeat
+    // timeout (two intervals and a round) fails it, and the new worker's rounds go on from there.
+    killServer();
+    const lost = await until('lost', (s) => s.status !== 'serving', 180_000);
+    const back = await until(
+      'serving again',
+      (s) => s.status === 'serving' && s.relaunches.length === s0.relaunches.length + 1,
+      240_000,
+    );
+    assert.equal(back.relaunches.at(-1)?.outcome, 'serving');
+    assert.equal(launches().length, before + 1, 'relaunched exactly once');
+    figures.push(
+      `worker SIGKILL mid-watch, vLLM killed with it: lost ${formatDuration((lost.lostAtMs ?? Date.now()) - killedAt)} after (the watch's heartbeat timeout is 66 s at 2s), serving again ${formatDuration((back.relaunches.at(-1)?.endedAtMs ?? 0) - killedAt)} after`,
+    );
+  });
+
   it('the worker host partitioned longer than the window: lost; the relaunch fails while it is down, serves after', async () => {
     // A fresh supervisor with a short unreachable window, so the partition outlasts it quickly.
     const partitioned = spec({
