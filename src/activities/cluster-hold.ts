@@ -1,5 +1,5 @@
 // Host ownership as the deploy and `down` see it: which cluster holds these hosts (Temporal's visibility, by
-// the LiftoffHostIds of running cluster workflows), taking them over, holding them, releasing them. These talk to
+// the LiftoffHostIds of running cluster workflows: shared/host-digest.ts), taking them over, holding them, releasing them. These talk to
 // Temporal, not to hosts, with the worker's own client.
 import { Context } from '@temporalio/activity';
 import { WithStartWorkflowOperation, WorkflowNotFoundError } from '@temporalio/client';
@@ -14,6 +14,7 @@ import {
   type HeldCluster,
   type HoldInput,
 } from '../shared/cluster-api.js';
+import { hostDigests } from '../shared/host-digest.js';
 import { keepHeartbeating } from './heartbeat.js';
 import { client, isRunning, waitClosed } from './temporal-client.js';
 
@@ -38,17 +39,21 @@ function unimplemented(err: unknown): boolean {
 
 export async function findHostOwners(input: { cluster: string; machineIds: string[] }): Promise<HostOwners> {
   if (input.machineIds.length === 0) return { owners: [] };
+  // Clusters list their hosts by digest; those begun before digests, by machine id. A digest can be shared by
+  // two machines, so a candidate counts only when its memo holds one of these very ids.
+  const wanted = new Set(input.machineIds);
+  const keys = [...hostDigests(input.machineIds), ...input.machineIds];
   const query = [
     `WorkflowType = ${literal(clusterWorkflowType)}`,
     `ExecutionStatus = 'Running'`,
-    `${searchAttributes.hostIds.name} IN (${input.machineIds.map(literal).join(', ')})`,
+    `${searchAttributes.hostIds.name} IN (${keys.map(literal).join(', ')})`,
     `${searchAttributes.cluster.name} != ${literal(input.cluster)}`,
   ].join(' AND ');
   const owners: ClusterRecord[] = [];
   try {
     for await (const wf of client().workflow.list({ query })) {
       const record = wf.memo?.record as ClusterRecord | undefined;
-      if (record) owners.push(record);
+      if (record?.hosts.some((h) => wanted.has(h.machineId))) owners.push(record);
     }
   } catch (err) {
     if (!unimplemented(err)) throw err;

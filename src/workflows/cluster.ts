@@ -9,6 +9,7 @@ import {
   condition,
   continueAsNew,
   getExternalWorkflowHandle,
+  patched,
   setHandler,
   upsertMemo,
   upsertSearchAttributes,
@@ -42,6 +43,8 @@ import {
   supervisionChanged,
 } from './cluster-record.js';
 import { stopSupervisionSignal } from './supervise-api.js';
+import { patches } from './patches.js';
+import { hostDigests } from '../shared/host-digest.js';
 
 export interface ClusterInput {
   cluster: string;
@@ -49,6 +52,15 @@ export interface ClusterInput {
   carry?: HeldCluster;
   /** A new tenure starts with the revisions the last one ended with: a cluster's history outlives a `down`. */
   revisions?: Revision[];
+}
+
+/**
+ * The hosts' LiftoffHostIds: their digests (shared/host-digest.ts), which fit Temporal's 2048-byte cap for any
+ * cluster a spec can name; a run begun before them keeps the full machine ids it started with.
+ */
+function hostIdsAttribute(hosts: readonly { machineId: string }[]): string[] {
+  const ids = hosts.map((h) => h.machineId);
+  return patched(patches.clusterHostDigests) ? hostDigests(ids) : ids;
 }
 
 export async function cluster(input: ClusterInput): Promise<ClusterRecord> {
@@ -63,7 +75,7 @@ export async function cluster(input: ClusterInput): Promise<ClusterRecord> {
   const publish = (): void => {
     upsertSearchAttributes([
       { key: searchAttributes.cluster, value: record.cluster },
-      { key: searchAttributes.hostIds, value: ended ? [] : record.hosts.map((h) => h.machineId) },
+      { key: searchAttributes.hostIds, value: ended ? [] : hostIdsAttribute(record.hosts) },
     ]);
     // The revisions stay out of the memo (each holds a spec): `liftoff revisions` queries them.
     const { revisions: _revisions, ...summary } = record;

@@ -3,7 +3,7 @@
 //
 // Most are deprecated (2026-12, issue 28): the code calls `deprecatePatch(id)` where it called `patched(id)`,
 // and the branch for runs recorded before the patch is gone. Those still checked with `patched()` (the cluster
-// hold, the supervisor's reports, its backoff reset, its watch, the host steps) keep their old path for runs
+// hold and its host digests, the supervisor's reports, its backoff reset, its watch, the host steps) keep their old path for runs
 // recorded before them. A deprecated call, and its id here, can be removed entirely once (1) no deploy or
 // supervisor run that began before the deprecation is still running: a marker `patched()` wrote fails replay when
 // no call meets it ("Non-deprecated patch marker encountered"), (2) test/histories has been re-recorded, so its
@@ -50,6 +50,8 @@ export const patches = {
   superviseBackoffReset: 'supervise-backoff-reset',
   /** A healthy cluster's rounds run in the worker between reports (supervise.reportEvery), in one activity. */
   superviseWatch: 'supervise-watch',
+  /** A cluster's workflow lists its hosts in LiftoffHostIds by digest, so a cluster of any size fits the cap. */
+  clusterHostDigests: 'cluster-host-digests',
 } as const;
 
 /** Every id, the host steps' (src/steps/host-steps.ts) among them. */
