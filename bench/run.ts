@@ -1,10 +1,10 @@
 // `npm run bench`: liftoff's orchestration measured against the shell-script way (bench/baseline.sh), on the
 // simulated cluster with a real Temporal dev server, a `liftoff worker` process and the real CLI: every size's
 // baseline and liftoff deploys, crash detection, resume after a worker SIGKILL, and the cost of supervising.
-// Prints each target of issue 18 beside its figure (met / not met, and what binds a missed one) and writes
-// every figure to bench/results.json.
+// Prints each target of issue 33 (sizes up to 128 hosts) and issue 18 beside its figure (met / not met, and what
+// binds a missed one) and writes every figure to bench/results.json.
 //
-//   npm run bench [-- --sizes 2,8,16,32,64] [--repeats 3] [--no-faults]
+//   npm run bench [-- --sizes 2,16,64,128] [--repeats 3] [--no-faults]
 //   npm run bench -- --only idle-metrics    (one measurement alone, its figure merged into bench/results.json)
 //   npm run bench -- --only fleet [--clusters 50] [--fleet-minutes 10] [--idle-minutes 5]   (bench/fleet-supervision.ts)
 //   npm run bench -- --only outages [--repeats 3]   (bench/outage-runs.ts, merged into bench/results.json as outages)
@@ -54,7 +54,7 @@ process.env.LIFTOFF_SIM_TOOL_SERVER ??= '1';
 
 const { values: flags } = parseArgs({
   options: {
-    sizes: { type: 'string', default: process.env.LIFTOFF_BENCH_SIZES ?? '2,8,16,32,64' },
+    sizes: { type: 'string', default: process.env.LIFTOFF_BENCH_SIZES ?? '2,16,64,128' },
     repeats: { type: 'string', default: process.env.LIFTOFF_BENCH_REPEATS ?? '3' },
     // Sizes only: for a quick look at the deploy figures.
     'no-faults': { type: 'boolean', default: false },
@@ -69,7 +69,9 @@ const { values: flags } = parseArgs({
 const sizes = (flags.sizes ?? '').split(',').map(Number);
 const repeats = Number(flags.repeats);
 if (!sizes.every((n) => Number.isInteger(n) && n > 0) || !(repeats >= 1))
-  throw new Error(`--sizes wants e.g. 2,8,16 and --repeats a count; got ${flags.sizes} and ${flags.repeats}`);
+  throw new Error(
+    `--sizes wants e.g. 2,16,64 and --repeats a count; got ${flags.sizes} and ${flags.repeats}`,
+  );
 
 function versions(): Record<string, string> {
   const pkg = (name: string) =>
@@ -222,23 +224,27 @@ function printReport(
         'baseline s',
         'liftoff s',
         'ratio',
+        "liftoff's own CPU-s/host (CLI+worker+Temporal)",
         'commands/host excl. polls (liftoff head/mean; baseline)',
         'load-poll commands/host (head/mean)',
-        'handshakes/host/deploy (liftoff; baseline)',
+        'handshakes/host (liftoff first deploy/median; baseline)',
+        'worker peak RSS MiB',
         'CPU-s CLI / worker / Temporal / sim tools / sshd',
         'machine busy',
       ],
       ...sizes.map((s) =>
         s.notMeasured
-          ? [String(s.hosts), `not measured: ${s.notMeasured}`, '', '', '', '', '', '', '']
+          ? [String(s.hosts), `not measured: ${s.notMeasured}`, '', '', '', '', '', '', '', '', '']
           : [
               String(s.hosts),
               cell(s.baselineMedianS),
               cell(s.liftoffMedianS),
               cell(s.ratio, 2),
+              cell(s.ownCpuSPerHost.total, 3),
               `${cell(s.commandsPerHost.liftoff.excludingPolls.head)}/${cell(s.commandsPerHost.liftoff.excludingPolls.mean)}; ${cell(s.commandsPerHost.baseline.all.mean)}`,
               `${cell(s.commandsPerHost.liftoff.polls.head)}/${cell(s.commandsPerHost.liftoff.polls.mean)}`,
-              `${cell(s.sshHandshakesPerHostPerDeploy.liftoff.mean)}; ${cell(s.sshHandshakesPerHostPerDeploy.baseline.mean)}`,
+              `${cell(s.sshHandshakesPerHostFirstDeploy.mean)}/${cell(s.sshHandshakesPerHostPerDeploy.liftoff.mean)}; ${cell(s.sshHandshakesPerHostPerDeploy.baseline.mean)}`,
+              cell(s.workerPeakRssMiB, 0),
               [
                 s.cpuS.liftoff.client,
                 s.cpuS.liftoff.worker,

@@ -11,6 +11,7 @@ import {
   type SimCluster,
 } from '../sim/cluster.js';
 import { readSshdPid } from '../sim/sshd.js';
+import { toolServerPid } from '../sim/tool-server.js';
 import { deployWorkflowId } from '../src/shared/constants.js';
 import { shellQuote as quote } from '../src/ssh/quote.js';
 import { stepOfActivity } from '../src/workflows/steps.js';
@@ -211,7 +212,9 @@ export async function measureSize(env: Env, hosts: number, repeats: number): Pro
     log(`${hosts} hosts: not measured (${result.notMeasured})`);
     return result;
   }
-  env.simCpu.adopt(sim.hosts.map((h) => readSshdPid(h.hostDir)));
+  // The tool servers too: bring-up started them from this process, outside the sshds' group, and the read-only
+  // tool calls they serve are the simulated hosts' work.
+  env.simCpu.adopt(sim.hosts.flatMap((h) => [readSshdPid(h.hostDir), toolServerPid(h.hostDir)]));
   const cluster = `bench-${hosts}`;
   const spec = deploySpec(sim, cluster);
   const specFile = writeSpec(spec, cluster);
