@@ -8,14 +8,16 @@ import { maxSimHosts } from '../sim/cluster.js';
 /** sim/cluster-up.ts refuses more (sim/network.ts says what holds it). */
 export const simMaxHosts = maxSimHosts;
 
-// Per simulated host during a deploy, read on this machine at 128 hosts (tool servers on): a seeded host holds
+// Per simulated host during a deploy, read on this machine at 128 hosts (tool servers on). A seeded host holds
 // seven Node processes (its tool server, the old containers' stand-ins and their GPU holders) of 11 threads each,
-// an sshd, and a shell and a sleep per old unit: 64 MiB of memory and 86 tasks a host, which the deploy trades
-// for its Ray containers' stand-ins and its sessions. Tasks, not processes: the kernel's pid_max and `ulimit -u`
-// count every thread. Neighbour entries: the control host's pinned one for each host, each host's for the gateway,
-// and the Ray head's and each worker's on the fabric, counted in one table for all namespaces. Open files: the
-// process holding the most is the worker, one SSH connection per host. Not figures for real hosts.
-const perHost = { memoryMiB: 80, tasks: 100, files: 16, neighbours: 4 };
+// an sshd, and a shell and a sleep per old unit: 64 MiB and 86 tasks a host. The peak comes during a run, when
+// the old containers are back beside the last deploy's Ray container: the machine's used memory rose by 11.5 GiB
+// (90 MiB a host) and its tasks by 14,800 (116 a host). Tasks, not processes: the kernel's pid_max and
+// `ulimit -u` count every thread. Neighbour entries: the control host's pinned one for each host, each host's for
+// the gateway, and the Ray head's and each worker's on the fabric, in one table for all namespaces (516 at the
+// peak). Open files: the process holding the most is the worker, one SSH connection per host. Not figures for
+// real hosts.
+const perHost = { memoryMiB: 100, tasks: 120, files: 16, neighbours: 4 };
 // The control host beside them: Temporal dev server, worker, CLI, bench.
 const fixed = { memoryMiB: 1500, tasks: 300, files: 2000, neighbours: 16 };
 
