@@ -3,17 +3,23 @@
 import { readFileSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import { freemem } from 'node:os';
+import { maxSimHosts } from '../sim/cluster.js';
 
-/** sim/cluster-up.ts refuses more. */
-export const simMaxHosts = 64;
+/** sim/cluster-up.ts refuses more (sim/network.ts says what holds it). */
+export const simMaxHosts = maxSimHosts;
 
-// Per simulated host during a deploy: a listening sshd, a connection process pair per open SSH connection
-// (a pooled worker keeps one; the baseline opens one at a time), a shell and a Node tool per running command,
-// a Ray container's stand-in. Generous estimates for the simulated hosts only (the 64-host bring-up fits them),
-// not figures for real hosts.
-const perHost = { memoryMiB: 60, processes: 12, files: 16 };
+// Per simulated host during a deploy, read on this machine at 128 hosts (tool servers on). A seeded host holds
+// seven Node processes (its tool server, the old containers' stand-ins and their GPU holders) of 11 threads each,
+// an sshd, and a shell and a sleep per old unit: 64 MiB and 86 tasks a host. The peak comes during a run, when
+// the old containers are back beside the last deploy's Ray container: the machine's used memory rose by 11.5 GiB
+// (90 MiB a host) and its tasks by 14,800 (116 a host). Tasks, not processes: the kernel's pid_max and
+// `ulimit -u` count every thread. Neighbour entries: the control host's pinned one for each host, each host's for
+// the gateway, and the Ray head's and each worker's on the fabric, in one table for all namespaces (516 at the
+// peak). Open files: the process holding the most is the worker, one SSH connection per host. Not figures for
+// real hosts.
+const perHost = { memoryMiB: 100, tasks: 120, files: 16, neighbours: 4 };
 // The control host beside them: Temporal dev server, worker, CLI, bench.
-const fixed = { memoryMiB: 1500, processes: 100, files: 2000 };
+const fixed = { memoryMiB: 1500, tasks: 300, files: 2000, neighbours: 16 };
 
 export interface Capacity {
   hosts: number;
@@ -41,12 +47,25 @@ function ulimit(flag: string): number {
   }
 }
 
-function processCount(): number {
+/** Tasks (threads) running now, every user's: what pid_max counts. */
+function taskCount(): number {
   try {
-    return execFileSync('ps', ['-e', '--no-headers'], { encoding: 'utf8' }).split('\n').filter(Boolean)
-      .length;
+    return execFileSync('ps', ['-eL', '--no-headers'], { encoding: 'utf8', maxBuffer: 64 * 2 ** 20 })
+      .split('\n')
+      .filter(Boolean).length;
   } catch {
     return 0;
+  }
+}
+
+/** Entries of the kernel's ARP table now (every namespace's): /proc/net/stat/arp_cache's first field, in hex. */
+function neighbourEntries(): number {
+  try {
+    const line = readFileSync('/proc/net/stat/arp_cache', 'utf8').split('\n')[1] ?? '';
+    const hex = /^([0-9a-f]{1,16})\s/i.exec(line)?.[1];
+    return hex ? Number.parseInt(hex, 16) : Number.NaN;
+  } catch {
+    return Number.NaN;
   }
 }
 
@@ -59,9 +78,9 @@ function netnsCount(): number {
 }
 
 export function capacityFor(hosts: number): Capacity {
-  const running = processCount();
+  const running = taskCount();
   const limits = [
-    { name: 'simulator hosts (sim/cluster-up.ts)', have: simMaxHosts, need: hosts },
+    { name: 'simulator hosts (sim/network.ts maxSimHosts)', have: simMaxHosts, need: hosts },
     { name: 'root (network namespaces)', have: process.getuid?.() === 0 ? 1 : 0, need: 1 },
     {
       name: 'network namespaces (user.max_net_namespaces, less those in use)',
@@ -69,11 +88,21 @@ export function capacityFor(hosts: number): Capacity {
       need: hosts,
     },
     {
-      name: 'processes (ulimit -u and kernel.pid_max, less those running)',
-      have: Math.min(ulimit('-u'), readNumber('/proc/sys/kernel/pid_max')) - running,
-      need: fixed.processes + perHost.processes * hosts,
+      name: 'tasks (ulimit -u, kernel.pid_max and kernel.threads-max, less the threads running)',
+      have:
+        Math.min(
+          ulimit('-u'),
+          readNumber('/proc/sys/kernel/pid_max'),
+          readNumber('/proc/sys/kernel/threads-max'),
+        ) - running,
+      need: fixed.tasks + perHost.tasks * hosts,
     },
     { name: 'open files (ulimit -n)', have: ulimit('-n'), need: fixed.files + perHost.files * hosts },
+    {
+      name: 'ARP neighbour entries (net.ipv4.neigh.default.gc_thresh3, less those in use)',
+      have: readNumber('/proc/sys/net/ipv4/neigh/default/gc_thresh3') - neighbourEntries(),
+      need: fixed.neighbours + perHost.neighbours * hosts,
+    },
     {
       name: 'free memory, MiB',
       have: Math.floor(readMemAvailableMiB() ?? freemem() / 2 ** 20),

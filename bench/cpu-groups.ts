@@ -1,7 +1,7 @@
 // Where the CPU of a run went, by process group: the simulated hosts' sshd and their tools, apart from the control
 // host's processes (measured by the caller from /proc). Two kernel counters, both exact rather than sampled:
-//   - a cpuacct cgroup holding the simulated hosts' sshd daemons: everything they fork stays in it (setsid and
-//     nohup included), so its usage is the simulated hosts' whole CPU;
+//   - a cpuacct cgroup holding the simulated hosts' sshd daemons and tool servers: everything they fork stays in it
+//     (setsid and nohup included), so its usage is the simulated hosts' whole CPU;
 //   - BSD process accounting (acct(2)), one record per exiting process with its own CPU: the records named sshd
 //     are the sshd share; the rest of the cgroup is the tools' (shells, the simulated docker/nvidia-smi/vllm).
 // Both need root. Without them the groups read NaN and the report says so: nothing else depends on them.
@@ -98,10 +98,19 @@ export class SimCpuMeter {
     this.why = why;
   }
 
-  /** Puts the simulated hosts' sshd daemons in the group (call after each cluster comes up). */
+  /** Puts the simulated hosts' sshd daemons and tool servers in the group (call after each cluster comes up). */
   adopt(pids: readonly (number | undefined)[]): void {
     if (!this.available) return;
-    for (const pid of pids) if (pid) writeFileSync(join(this.cgroup, 'cgroup.procs'), String(pid));
+    for (const pid of pids) {
+      if (!pid) continue;
+      try {
+        writeFileSync(join(this.cgroup, 'cgroup.procs'), String(pid));
+      } catch (err) {
+        // A host's tool server that did not come up leaves a stale pid file: its calls run as their own
+        // processes, under sshd, and are counted there.
+        if ((err as NodeJS.ErrnoException).code !== 'ESRCH') throw err;
+      }
+    }
   }
 
   private liveSshd(): Map<number, number> {

@@ -11,6 +11,8 @@ import {
   type SimCluster,
 } from '../sim/cluster.js';
 import { readSshdPid } from '../sim/sshd.js';
+import { toolServerPid } from '../sim/tool-server.js';
+import { clusterWorkflowId } from '../src/shared/cluster-api.js';
 import { deployWorkflowId } from '../src/shared/constants.js';
 import { shellQuote as quote } from '../src/ssh/quote.js';
 import { stepOfActivity } from '../src/workflows/steps.js';
@@ -211,53 +213,92 @@ export async function measureSize(env: Env, hosts: number, repeats: number): Pro
     log(`${hosts} hosts: not measured (${result.notMeasured})`);
     return result;
   }
-  env.simCpu.adopt(sim.hosts.map((h) => readSshdPid(h.hostDir)));
+  // The tool servers too: bring-up started them from this process, outside the sshds' group, and the read-only
+  // tool calls they serve are the simulated hosts' work.
+  env.simCpu.adopt(sim.hosts.flatMap((h) => [readSshdPid(h.hostDir), toolServerPid(h.hostDir)]));
   const cluster = `bench-${hosts}`;
   const spec = deploySpec(sim, cluster);
   const specFile = writeSpec(spec, cluster);
   const settings = writeBaselineSettings(sim, spec);
   try {
-    for (let r = 0; r < repeats; r++) {
-      const { stdout: _b, ...b } = await measuredRun(
-        env,
-        sim,
-        ['bash', ['bench/baseline.sh', settings]],
-        false,
-      );
-      result.baseline.push(b);
-      const run = await measuredRun(
-        env,
-        sim,
-        [process.execPath, [liftoffBin, 'deploy', '-c', specFile, '--follow', '--json']],
-        true,
-      );
-      const deploy = JSON.parse(run.stdout) as {
-        totalSeconds: number;
-        stepDurationsMs: Record<string, number>;
-      };
-      const { stdout: _l, ...figures } = run;
-      const activities = await activitiesPerHost(env, sim, cluster);
-      result.liftoff.push({
-        ...figures,
-        ...activities,
-        workflowSeconds: deploy.totalSeconds,
-        stepsMs: deploy.stepDurationsMs,
-      });
-      log(
-        `${hosts} hosts, run ${r + 1}/${repeats}: baseline ${(b.ms / 1000).toFixed(1)} s, ` +
-          `liftoff ${(run.ms / 1000).toFixed(1)} s (workflow ${deploy.totalSeconds.toFixed(1)} s: ` +
-          `${Object.entries(deploy.stepDurationsMs)
-            .map(([step, ms]) => `${step} ${(ms / 1000).toFixed(1)}`)
-            .join(', ')})`,
-      );
-    }
-    const down = await timeProcess(process.execPath, [liftoffBin, 'down', cluster, '--json'], env.cliEnv);
-    if (down.code !== 0)
-      throw new Error(`liftoff down ${cluster} failed (exit ${down.code}):\n${down.stdout}\n${down.stderr}`);
-    result.down = { ms: down.ms };
-    log(`${hosts} hosts: liftoff down ${(down.ms / 1000).toFixed(1)} s`);
+    await measureRuns(env, sim, result, { cluster, specFile, settings, repeats });
+  } catch (err) {
+    // One size's failure is its figure: the others are still measured, and the report says what stopped it.
+    result.notMeasured = `the ${hosts}-host deploy failed: ${await whyFailed(env, cluster, err)}`;
+    log(`${hosts} hosts: not measured (${result.notMeasured})`);
   } finally {
     await downCluster(simDir);
   }
   return result;
+}
+
+/**
+ * Why a run failed, in one line: a workflow task the server refused (the cluster's or the deploy's workflow; the
+ * CLI only sees the update or the deploy fail) names the limit, else the first line of the error.
+ */
+async function whyFailed(env: Env, cluster: string, err: unknown): Promise<string> {
+  for (const id of [clusterWorkflowId(cluster), deployWorkflowId(cluster)]) {
+    try {
+      const events = (await env.client.workflow.getHandle(id).fetchHistory()).events ?? [];
+      for (const e of [...events].reverse()) {
+        const why =
+          e.workflowTaskFailedEventAttributes?.failure?.message ??
+          e.workflowExecutionTerminatedEventAttributes?.reason;
+        if (why) return `${id}: ${why.split('\n')[0]?.slice(0, 400) ?? ''}`;
+      }
+    } catch {
+      // no such workflow: the failure was elsewhere
+    }
+  }
+  return (err instanceof Error ? err.message : String(err)).split('\n')[0]?.slice(0, 400) ?? '';
+}
+
+/** A size's repeats (baseline, then liftoff, each from the reference state), then `liftoff down`. */
+async function measureRuns(
+  env: Env,
+  sim: SimCluster,
+  result: SizeResult,
+  files: { cluster: string; specFile: string; settings: string; repeats: number },
+): Promise<void> {
+  const { cluster, specFile, settings, repeats } = files;
+  const { hosts } = result;
+  for (let r = 0; r < repeats; r++) {
+    const { stdout: _b, ...b } = await measuredRun(
+      env,
+      sim,
+      ['bash', ['bench/baseline.sh', settings]],
+      false,
+    );
+    result.baseline.push(b);
+    const run = await measuredRun(
+      env,
+      sim,
+      [process.execPath, [liftoffBin, 'deploy', '-c', specFile, '--follow', '--json']],
+      true,
+    );
+    const deploy = JSON.parse(run.stdout) as {
+      totalSeconds: number;
+      stepDurationsMs: Record<string, number>;
+    };
+    const { stdout: _l, ...figures } = run;
+    const activities = await activitiesPerHost(env, sim, cluster);
+    result.liftoff.push({
+      ...figures,
+      ...activities,
+      workflowSeconds: deploy.totalSeconds,
+      stepsMs: deploy.stepDurationsMs,
+    });
+    log(
+      `${hosts} hosts, run ${r + 1}/${repeats}: baseline ${(b.ms / 1000).toFixed(1)} s, ` +
+        `liftoff ${(run.ms / 1000).toFixed(1)} s (workflow ${deploy.totalSeconds.toFixed(1)} s: ` +
+        `${Object.entries(deploy.stepDurationsMs)
+          .map(([step, ms]) => `${step} ${(ms / 1000).toFixed(1)}`)
+          .join(', ')})`,
+    );
+  }
+  const down = await timeProcess(process.execPath, [liftoffBin, 'down', cluster, '--json'], env.cliEnv);
+  if (down.code !== 0)
+    throw new Error(`liftoff down ${cluster} failed (exit ${down.code}):\n${down.stdout}\n${down.stderr}`);
+  result.down = { ms: down.ms };
+  log(`${hosts} hosts: liftoff down ${(down.ms / 1000).toFixed(1)} s`);
 }

@@ -15,6 +15,7 @@ import {
   type SimHost,
 } from './cluster.js';
 import { readFaults, type HostFaults } from './host-state.js';
+import { maxSimHosts } from './network.js';
 import { clearDisagreements, setDisagreement, type Disagreement } from './disagree.js';
 
 function intArg(min: number, max: number) {
@@ -96,7 +97,7 @@ const program = new Command('sim')
 program
   .command('up')
   .description('bring up a fresh cluster (tears down the one in the state folder first)')
-  .requiredOption('--hosts <n>', 'number of hosts', intArg(1, 64))
+  .requiredOption('--hosts <n>', 'number of hosts', intArg(1, maxSimHosts))
   .addOption(
     new Option('--mode <mode>', 'network namespaces or loopback addresses').choices(['netns', 'loopback']),
   )

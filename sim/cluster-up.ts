@@ -34,6 +34,7 @@ import {
   hostNet,
   netLayout,
   netnsSupported,
+  simHostsProblem,
   type HostNet,
 } from './network.js';
 import { mapLimit, run } from './processes.js';
@@ -63,9 +64,8 @@ interface PlannedHost extends SimHost {
 }
 
 function plan(opts: SimClusterOptions, stateDir: string): { cluster: SimCluster; hosts: PlannedHost[] } {
-  if (!Number.isInteger(opts.hosts) || opts.hosts < 1 || opts.hosts > 64) {
-    throw new Error(`hosts must be 1..64, got ${opts.hosts}`);
-  }
+  const hostsProblem = simHostsProblem(opts.hosts);
+  if (hostsProblem) throw new Error(hostsProblem);
   const mode = opts.mode ?? (netnsSupported() ? 'netns' : 'loopback');
   if (mode === 'netns' && !netnsSupported()) throw new Error('netns mode needs root, iproute2 and unshare');
   const gpus = opts.gpusPerHost ?? 1;

@@ -6,6 +6,7 @@ import { resolve } from 'node:path';
 import { netOf, requireCluster, requireHost, startHostSshd } from './cluster-state.js';
 import { writeFaults, type HostFaults } from './host-state.js';
 import { setHostLinks } from './network.js';
+export { maxSimHosts, simHostsProblem } from './network.js';
 import {
   countAcceptedPublickey,
   countConnections,

@@ -18,6 +18,27 @@ export interface NetLayout {
   fabricBridge: string;
 }
 
+/**
+ * Hosts of one simulated cluster. What a host's number must fit: its management and cluster addresses end in
+ * 10 + the number inside a /24 (≤ 254), its loopback-mode address in the number itself, its MACs in one hex byte
+ * of it (≤ 255) and its root-side veth name in IFNAMSIZ: the address plan alone would allow 244. 128 is what
+ * `npm run bench` measures (issue 33) and what bench/capacity.ts's per-host needs were read at. Larger fleets are
+ * several clusters side by side, each on its own netIndex (bench/fleet-supervision.ts does so).
+ */
+export const maxSimHosts = 128;
+
+/** Why a cluster of `hosts` hosts cannot come up, naming the field and the fix; undefined when it can. */
+export function simHostsProblem(hosts: number): string | undefined {
+  if (Number.isInteger(hosts) && hosts >= 1 && hosts <= maxSimHosts) return undefined;
+  return (
+    `hosts must be 1..${maxSimHosts}, got ${hosts}` +
+    (Number.isInteger(hosts) && hosts > maxSimHosts
+      ? `: one simulated cluster numbers its hosts' addresses within one /24 per network and is sized for ${maxSimHosts}` +
+        ' (sim/network.ts maxSimHosts); bring up several clusters side by side, each with its own netIndex and state dir'
+      : '')
+  );
+}
+
 export const clusterIfaceName = 'enp1s0f1np1';
 export const mgmtIfaceName = 'mgmt0';
 
@@ -50,6 +71,8 @@ export interface HostNet {
 
 /** `ordinal` is the host's 1-based number (spark1 → 1). */
 export function hostNet(layout: NetLayout, name: string, ordinal: number, withMgmt: boolean): HostNet {
+  if (!Number.isInteger(ordinal) || ordinal < 1 || ordinal > maxSimHosts)
+    throw new Error(`host number must be 1..${maxSimHosts}, got ${ordinal}`);
   const netns = `${layout.nsPrefix}${name}`;
   if (netns.length > 64) throw new Error(`namespace name too long: ${netns}`);
   const hex = (n: number): string => n.toString(16).padStart(2, '0');

@@ -80,7 +80,8 @@ export function toolServerRunning(hostDir: string): boolean {
   return pid !== undefined && isRunning(pid) && existsSync(paths.toolSocket(hostDir));
 }
 
-function toolServerPid(hostDir: string): number | undefined {
+/** The pid its pid file names, running or not (the bench puts it in its CPU group). */
+export function toolServerPid(hostDir: string): number | undefined {
   try {
     const pid = Number(readFileSync(paths.toolServerPid(hostDir), 'utf8').trim());
     return Number.isInteger(pid) && pid > 0 ? pid : undefined;
