@@ -4,7 +4,7 @@
 // Prints each target of issue 33 (sizes up to 128 hosts) and issue 18 beside its figure (met / not met, and what
 // binds a missed one) and writes every figure to bench/results.json.
 //
-//   npm run bench [-- --sizes 2,16,64,128] [--repeats 3] [--no-faults] [--search-attribute-value-limit BYTES]
+//   npm run bench [-- --sizes 2,16,64,128] [--repeats 3] [--no-faults]
 //   npm run bench -- --only idle-metrics    (one measurement alone, its figure merged into bench/results.json)
 //   npm run bench -- --only fleet [--clusters 50] [--fleet-minutes 10] [--idle-minutes 5]   (bench/fleet-supervision.ts;
 //                                                                    a full run ends with it, unless --no-faults)
@@ -59,13 +59,6 @@ const { values: flags } = parseArgs({
     repeats: { type: 'string', default: process.env.LIFTOFF_BENCH_REPEATS ?? '3' },
     // Sizes only: for a quick look at the deploy figures.
     'no-faults': { type: 'boolean', default: false },
-    // The dev server's limit on one search attribute value, raised (Temporal's default 2048 bytes): the cluster's
-    // workflow lists its hosts' machine ids in one (LiftoffHostIds), 35 bytes a host, so at its default a cluster
-    // of more than 58 hosts fails at holdHosts. Off by default: the run then reports that as what stops the size.
-    'search-attribute-value-limit': {
-      type: 'string',
-      default: process.env.LIFTOFF_BENCH_SEARCH_ATTRIBUTE_VALUE_LIMIT,
-    },
     // One measurement alone, against a Temporal of its own; its figure replaces its own in bench/results.json.
     only: { type: 'string' },
     // `--only fleet`: one worker supervising many clusters (bench/fleet-supervision.ts).
@@ -74,17 +67,6 @@ const { values: flags } = parseArgs({
     'idle-minutes': { type: 'string', default: '5' },
   },
 });
-const saValueLimit =
-  flags['search-attribute-value-limit'] === undefined
-    ? undefined
-    : Number(flags['search-attribute-value-limit']);
-if (saValueLimit !== undefined && !(Number.isInteger(saValueLimit) && saValueLimit >= 2048))
-  throw new Error(
-    `--search-attribute-value-limit wants bytes ≥ 2048, got ${flags['search-attribute-value-limit']}`,
-  );
-/** What the bench changes of the dev server's defaults; recorded with the figures. */
-const serverSettings: Record<string, number> =
-  saValueLimit === undefined ? {} : { 'frontend.searchAttributesSizeOfValueLimit': saValueLimit };
 const sizes = (flags.sizes ?? '').split(',').map(Number);
 const repeats = Number(flags.repeats);
 if (!sizes.every((n) => Number.isInteger(n) && n > 0) || !(repeats >= 1))
@@ -125,15 +107,12 @@ async function main(): Promise<void> {
   mkdirSync(workDir, { recursive: true });
   await downCluster(simDir);
   log(
-    `Temporal dev server on 127.0.0.1:${temporalPort}` +
-      `${Object.keys(serverSettings).length ? ` with ${JSON.stringify(serverSettings)}` : ''}; ` +
-      `${repeats} runs per size: ${sizes.join(', ')} hosts`,
+    `Temporal dev server on 127.0.0.1:${temporalPort}; ${repeats} runs per size: ${sizes.join(', ')} hosts`,
   );
   const server = await startDevServer({
     stateDir: join(workDir, 'temporal'),
     port: temporalPort,
     uiPort,
-    dynamicConfig: serverSettings,
   });
   const connection = await Connection.connect({ address: server.address });
   const client = new Client({ connection, namespace: server.namespace });
@@ -182,7 +161,6 @@ async function main(): Promise<void> {
         pollIntervalS: pollSeconds,
         heartbeatTimeoutS: heartbeatTimeoutSeconds,
         tools: instantTools,
-        temporalServerSettings: serverSettings,
       },
       targets,
       sizes: summaries,

@@ -16,8 +16,6 @@ export interface DevServerOptions {
   namespace?: string;
   /** How long to wait for the frontend to answer. */
   readyTimeoutMs?: number;
-  /** Server settings other than the defaults (`--dynamic-config-value KEY=VALUE`), e.g. a limit a bench raises. */
-  dynamicConfig?: Record<string, number | boolean | string>;
 }
 
 export interface DevServer {
@@ -69,17 +67,7 @@ function spawnServer(dbFile: string, opts: typeof defaults & DevServerOptions, l
   };
   return spawn(
     temporalCliPath(),
-    [
-      'server',
-      'start-dev',
-      ...Object.entries(flags).flat(),
-      ...searchAttributeFlags(),
-      // The CLI reads each value as YAML: a string is quoted as JSON so it stays one.
-      ...Object.entries(opts.dynamicConfig ?? {}).flatMap(([key, value]) => [
-        '--dynamic-config-value',
-        `${key}=${JSON.stringify(value)}`,
-      ]),
-    ],
+    ['server', 'start-dev', ...Object.entries(flags).flat(), ...searchAttributeFlags()],
     { stdio: ['ignore', logFd, logFd] },
   );
 }
