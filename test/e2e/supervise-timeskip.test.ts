@@ -208,7 +208,11 @@ describe('supervise for 24 h (time-skipping server)', () => {
   it('a relaunch refused while another deploy holds the cluster: one bundle for the loss, not one an interval', async () => {
     const cluster = 'timeskip-refused';
     const workflowId = superviseWorkflowId(cluster);
-    const lostSpec = { ...spec, cluster, supervise: { interval, reportEvery: interval, failureThreshold: 1 } };
+    const lostSpec = {
+      ...spec,
+      cluster,
+      supervise: { interval, reportEvery: interval, failureThreshold: 1 },
+    };
     // What holds the cluster's deploy id (any workflow there refuses the relaunch): here a healthy supervisor of
     // another cluster, told apart by its hosts' cluster addresses.
     const holderSpec = {
