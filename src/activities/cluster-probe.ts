@@ -8,17 +8,19 @@
 // that host's own probes; their outcomes come back apart, so a companion's failure never fails the main round.
 import type { HostRef } from '../config/targets.js';
 import { companionProbeTimeoutS } from '../host-commands/companions.js';
-import { baseUrl } from '../host-commands/launch.js';
+import { baseUrl, inspectContainerCommand, rayStatusCommand } from '../host-commands/launch.js';
+import type { StepCommand } from '../host-commands/step-command.js';
 import { judgeContainer } from '../parsers/container-state.js';
+import { judgeRayStatus } from '../parsers/ray-status.js';
 import { redactedTail } from '../shared/secrets.js';
 import { SshConnectError, toFailureDetails } from '../ssh/errors.js';
-import type { SshSession } from '../ssh/executor.js';
-import { sh } from '../ssh/quote.js';
-import { containerSecrets, inspectContainer, type ContainerState } from './docker.js';
-import { readRayStatus } from './ray-cluster.js';
-import { resolveValue, secretValues } from './secrets.js';
+import type { ExecResult, SshSession } from '../ssh/executor.js';
+import { sh, type RemoteCommand } from '../ssh/quote.js';
+import { containerSecrets, containerStateOf, inspectContainer, type ContainerState } from './docker.js';
+import { secretValues } from './secrets.js';
 import { probeCompanionOn, type CompanionInput, type CompanionProbe } from './companions.js';
-import { chatCompletion } from './smoke.js';
+import { runCommands } from './run-commands.js';
+import { chatRequest } from './smoke.js';
 import { onHosts } from './ssh-context.js';
 import type { ProbeCheck, ProbeName, ProbeServingInput } from './types.js';
 
@@ -122,11 +124,15 @@ async function probeCompanionIn(
   }
 }
 
-// The head's probes, over one SSH session: the Ray container runs, `/health` answers 200, a real one-token
-// completion comes back within a short timeout (a server can be healthy and still unable to generate), and `ray
-// status` shows the nodes and GPUs the launch verified. The workflow decides what a failed round means; this only
-// observes.
+// The head's probes, in one round trip over its SSH session: the Ray container runs, `/health` answers 200, a real
+// one-token completion comes back within a short timeout (a server can be healthy and still unable to generate),
+// and `ray status` shows the nodes and GPUs the launch verified. Each read is bounded on the host (curl's
+// --max-time, `timeout` around the docker reads), so one that hangs only costs its own bound. A trip whose
+// sections cannot be read is asked again one read at a time. The workflow decides what a failed round means; this
+// only observes.
 const healthTimeoutS = 5;
+/** The docker reads' bound on the host: a daemon that hangs fails its check, not the whole trip. */
+const dockerReadTimeoutS = 20;
 
 /**
  * Each probe is judged on its own; a lost connection throws, so the workflow counts the head against its
@@ -139,10 +145,41 @@ async function probeHead(
   configured: readonly string[],
 ): Promise<ProbeCheck[]> {
   const host = input.head.target.name;
-  let secrets: string[] = [...configured];
+  const url = baseUrl(input.clusterIp, input.port);
+  const chat = await chatRequest({ ...input, prompt: 'ping', maxTokens: 1 }, input.completionTimeoutS);
+  const inspect: StepCommand = {
+    name: 'inspect',
+    command: sh`timeout ${dockerReadTimeoutS} ${inspectContainerCommand(input.container)}`,
+  };
+  const health: StepCommand = { name: 'health', command: healthCommand(url) };
+  const ray: StepCommand = {
+    name: 'ray-status',
+    command: sh`timeout ${dockerReadTimeoutS} ${rayStatusCommand(input.container)}`,
+  };
+  // A multiproc cluster has no Ray: its ranks are judged by their containers, each on its own host.
+  const commands = [inspect, health, ...chat.commands, ...(input.backend === 'multiproc' ? [] : [ray])];
+  const started = Date.now();
+  const answers = await runCommands(session, commands, {
+    timeoutMs: (2 * dockerReadTimeoutS + healthTimeoutS + 30) * 1000 + chat.timeoutMs,
+    stdin: chat.stdin,
+    secrets: [...configured, ...chat.secrets],
+  }).catch((err: unknown) => {
+    if (err instanceof SshConnectError) throw err;
+    return new Map<string, ExecResult>();
+  });
+  const tripMs = Date.now() - started;
+  const answer = async (c: StepCommand): Promise<ExecResult> =>
+    answers.get(c.name) ??
+    session.exec(c.command, {
+      timeoutMs: chat.commands.includes(c) ? chat.timeoutMs : (dockerReadTimeoutS + 10) * 1000,
+      check: false,
+      ...(c.stdin ? { stdin: chat.stdin } : {}),
+      secrets: [...configured, ...chat.secrets],
+    });
+
+  let secrets: string[] = [...configured, ...chat.secrets];
   const checks: ProbeCheck[] = [];
   const probe = async (name: ProbeName, body: () => Promise<Omit<ProbeCheck, 'name' | 'host'>>) => {
-    const started = Date.now();
     let seen: Omit<ProbeCheck, 'name' | 'host'>;
     try {
       seen = await body();
@@ -153,41 +190,33 @@ async function probeHead(
     checks.push({
       name,
       host,
-      latencyMs: Date.now() - started,
+      latencyMs: tripMs,
       ...seen,
       ...(seen.error !== undefined ? { error: redactedTail(seen.error, secrets, 2048) } : {}),
       ...(seen.detail !== undefined ? { detail: redactedTail(seen.detail, secrets, 2048) } : {}),
     });
   };
   await probe('container', async () => {
-    const state = await inspectContainer(session, input.container);
+    const state = containerStateOf(await answer(inspect), input.container, host);
     secrets = [...secrets, ...containerSecrets(state)];
     return containerCheck(state, input.backend, 0, input.container);
   });
-  const url = baseUrl(input.clusterIp, input.port);
-  await probe('health', () => health(session, url));
+  await probe('health', async () => healthVerdict(await answer(health)));
   await probe('completion', async () => {
-    const apiKey = await resolveValue('serve.env.VLLM_API_KEY', input.apiKey);
-    if (apiKey) secrets = [...secrets, apiKey];
-    const started = Date.now();
-    const r = await chatCompletion(
-      session,
-      { ...input, prompt: 'ping', maxTokens: 1 },
-      input.completionTimeoutS,
-    );
+    const r = chat.judge(await answer(chat.commands[0] as StepCommand));
     return {
       ok: true,
-      latencyMs: r.seconds > 0 ? Math.round(r.seconds * 1000) : Date.now() - started,
+      ...(r.seconds > 0 ? { latencyMs: Math.round(r.seconds * 1000) } : {}),
       detail: `${r.completionTokens} token(s)`,
     };
   });
-  // A multiproc cluster has no Ray: its ranks are judged by their containers, each on its own host.
   if (input.backend === 'multiproc') return checks;
   await probe('rayStatus', async () => {
-    const verdict = await readRayStatus(session, input.container, {
-      nodes: input.expectedNodes,
-      gpus: input.expectedGpus,
-    });
+    const verdict = judgeRayStatus(
+      await answer(ray),
+      { nodes: input.expectedNodes, gpus: input.expectedGpus },
+      { host, container: input.container },
+    );
     if (!('seen' in verdict)) return { ok: false, error: verdict.message };
     const { nodes, gpus } = verdict.seen;
     const detail = `${nodes} of ${input.expectedNodes} nodes, ${gpus} of ${input.expectedGpus} GPUs`;
@@ -208,12 +237,13 @@ function containerCheck(
   return verdict.ok ? { ok: true } : { ok: false, error: verdict.message };
 }
 
-/** `/health`: 200 within a few seconds; anything else is the error, as curl or the server said it. */
-async function health(session: SshSession, url: string): Promise<Omit<ProbeCheck, 'name' | 'host'>> {
-  const res = await session.exec(
-    sh`curl -sS --max-time ${healthTimeoutS} -o /dev/null -w ${'%{http_code} %{time_total}'} ${`${url}/health`}`,
-    { timeoutMs: (healthTimeoutS + 10) * 1000, check: false },
-  );
+/** `/health`: its status and time, as curl prints them. */
+function healthCommand(url: string): RemoteCommand {
+  return sh`curl -sS --max-time ${healthTimeoutS} -o /dev/null -w ${'%{http_code} %{time_total}'} ${`${url}/health`}`;
+}
+
+/** 200 within a few seconds; anything else is the error, as curl or the server said it. */
+function healthVerdict(res: ExecResult): Omit<ProbeCheck, 'name' | 'host'> {
   const [code = '', seconds = ''] = res.stdout.trim().split(' ');
   const latencyMs = Number.isFinite(Number(seconds)) ? Math.round(Number(seconds) * 1000) : undefined;
   if (res.exitCode === 0 && code === '200')
