@@ -41,6 +41,7 @@ import {
   exportHistory,
   recording,
   say,
+  killHeadVllmUntilRelaunched,
   superviseUntil,
   within,
   workerIdentities,
@@ -282,19 +283,7 @@ async function recordSupervised(client: Client, server: DevServer, sim: SimClust
     'two passed rounds',
     (s) => s.status === 'serving' && s.rounds >= 2,
   );
-  const head = sim.hosts[0];
-  if (!head) throw new Error('the cluster has no head');
-  const launched = readFileSync(paths.launches(head.hostDir), 'utf8').trim().split('\n').at(-1);
-  const { pid } = JSON.parse(launched ?? '{}') as { pid?: number };
-  if (!pid) throw new Error(`no launch in ${paths.launches(head.hostDir)}`);
-  process.kill(pid, 'SIGKILL');
-  say(`  vLLM (pid ${pid}) SIGKILLed`);
-  const back = await superviseUntil(
-    client,
-    supervisorId,
-    'serving again after a relaunch',
-    (s) => s.status === 'serving' && s.relaunches.at(-1)?.outcome === 'serving',
-  );
+  const back = await killHeadVllmUntilRelaunched(client, sim, supervisorId);
   const relaunchedAt = back.relaunches.at(-1)?.endedAtMs ?? Date.now();
   await superviseUntil(
     client,

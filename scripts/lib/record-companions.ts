@@ -5,13 +5,9 @@
 // simulated hosts' simulated Docker, whose vLLM serves /v1/embeddings and /v1/rerank, so no volumes are needed.
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import type { Client } from '@temporalio/client';
-import type { SimCluster } from '../../sim/cluster.js';
 import { simDeploySpec } from '../../sim/spec.js';
 import { embeddingsCompanion, rerankerCompanion } from '../../test/helpers/companions.js';
-import type { DeploySpecInput } from '../../src/config/schema.js';
 import { deployWorkflowId, superviseWorkflowId } from '../../src/shared/constants.js';
-import type { DevServer } from '../../src/temporal/dev-server.js';
 import { startDeploy } from '../../src/temporal/start-deploy.js';
 import { progressQuery } from '../../src/workflows/index.js';
 import { stopSupervisionSignal } from '../../src/workflows/supervise-api.js';
@@ -24,20 +20,13 @@ import {
   say,
   scheduledActivities,
   superviseUntil,
+  type SupervisedRecordingContext,
   within,
   type Recording,
 } from './recording.js';
 
-export interface CompanionRecordingContext {
-  client: Client;
-  server: DevServer;
-  sim: SimCluster;
-  cluster: string;
-  /** The supervisor's settings: a short interval and threshold, so the removal is seen within seconds. */
-  supervise: NonNullable<DeploySpecInput['supervise']> & { interval: string; failureThreshold: number };
-  /** Where this recording is among the script's, e.g. `6/6`. */
-  step: string;
-}
+/** A supervised recording's context (scripts/lib/recording.ts), under the name the script knows it by. */
+export type CompanionRecordingContext = SupervisedRecordingContext;
 
 export const companionFiles = {
   deploy: 'deploy-companions.json',

@@ -3,14 +3,8 @@
 // in watchServingCluster; vLLM is SIGKILLed, the watch comes back with the failed round, the rounds go one at a time
 // until the cluster is lost, relaunched and serving, then watched again and stopped by signal while a watch runs
 // (the watch cancelled).
-import { readFileSync } from 'node:fs';
-import type { Client } from '@temporalio/client';
-import type { SimCluster } from '../../sim/cluster.js';
-import { paths } from '../../sim/host-state.js';
 import { simDeploySpec } from '../../sim/spec.js';
-import type { DeploySpecInput } from '../../src/config/schema.js';
 import { superviseWorkflowId } from '../../src/shared/constants.js';
-import type { DevServer } from '../../src/temporal/dev-server.js';
 import { startDeploy } from '../../src/temporal/start-deploy.js';
 import { stopSupervisionSignal } from '../../src/workflows/supervise-api.js';
 import type { SuperviseState } from '../../src/workflows/supervise-state.js';
@@ -21,25 +15,16 @@ import {
   recording,
   say,
   scheduledActivities,
+  killHeadVllmUntilRelaunched,
   superviseUntil,
+  type SupervisedRecordingContext,
   within,
   type Recording,
 } from './recording.js';
 
-export interface WatchedRecordingContext {
-  client: Client;
-  server: DevServer;
-  sim: SimCluster;
-  cluster: string;
-  /** The supervisor's settings but reportEvery: a short interval and threshold, so the kill is seen within seconds. */
-  supervise: NonNullable<DeploySpecInput['supervise']> & { interval: string; failureThreshold: number };
-  /** Where this recording is among the script's, e.g. `7/7`. */
-  step: string;
-}
-
 export const watchedFile = 'supervise-watched.json';
 
-export async function recordWatched(ctx: WatchedRecordingContext): Promise<Recording> {
+export async function recordWatched(ctx: SupervisedRecordingContext): Promise<Recording> {
   const { client, server, sim, cluster, step } = ctx;
   const supervise = { ...ctx.supervise, reportEvery: '3s' };
   say(
@@ -58,19 +43,7 @@ export async function recordWatched(ctx: WatchedRecordingContext): Promise<Recor
     'seven passed rounds',
     (s) => s.status === 'serving' && s.rounds >= 7,
   );
-  const head = sim.hosts[0];
-  if (!head) throw new Error('the cluster has no head');
-  const launched = readFileSync(paths.launches(head.hostDir), 'utf8').trim().split('\n').at(-1);
-  const { pid } = JSON.parse(launched ?? '{}') as { pid?: number };
-  if (!pid) throw new Error(`no launch in ${paths.launches(head.hostDir)}`);
-  process.kill(pid, 'SIGKILL');
-  say(`  vLLM (pid ${pid}) SIGKILLed`);
-  const back = await superviseUntil(
-    client,
-    supervisorId,
-    'serving again after a relaunch',
-    (s) => s.status === 'serving' && s.relaunches.at(-1)?.outcome === 'serving',
-  );
+  const back = await killHeadVllmUntilRelaunched(client, sim, supervisorId);
   // A watch has come back after the relaunch (three rounds more), and the next one runs when the stop comes.
   const roundsBack = back.rounds;
   await superviseUntil(client, supervisorId, 'a watch after the relaunch', (s) => s.rounds >= roundsBack + 4);

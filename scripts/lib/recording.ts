@@ -2,11 +2,15 @@
 // exported as a user exports it, checked for how it closed, and described for manifest.json. Tooling, not part of
 // the product.
 import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import type { Client } from '@temporalio/client';
 import { temporalCliPath } from '../../src/temporal/cli-path.js';
 import type { DevServer } from '../../src/temporal/dev-server.js';
+import type { DeploySpecInput } from '../../src/config/schema.js';
+import type { SimCluster } from '../../sim/cluster.js';
+import { paths } from '../../sim/host-state.js';
 import { supervisionQuery } from '../../src/workflows/supervise-api.js';
 import type { SuperviseState } from '../../src/workflows/supervise-state.js';
 import { historyExportArgs } from './history-export.js';
@@ -161,4 +165,37 @@ export function recording(
     events: events.length,
     workerIdentities: workerIdentities(events),
   };
+}
+
+/** What a recording of a supervised deploy on the script's cluster is given (scripts/lib/record-*.ts). */
+export interface SupervisedRecordingContext {
+  client: Client;
+  server: DevServer;
+  sim: SimCluster;
+  cluster: string;
+  /** The supervisor's settings: a short interval and threshold, so a fault is seen within seconds. */
+  supervise: NonNullable<DeploySpecInput['supervise']> & { interval: string; failureThreshold: number };
+  /** Where this recording is among the script's, e.g. `6/7`. */
+  step: string;
+}
+
+/** SIGKILLs the head's last launched vLLM and waits until the supervisor has relaunched it and serves again. */
+export async function killHeadVllmUntilRelaunched(
+  client: Client,
+  sim: SimCluster,
+  supervisorId: string,
+): Promise<SuperviseState> {
+  const head = sim.hosts[0];
+  if (!head) throw new Error('the cluster has no head');
+  const launched = readFileSync(paths.launches(head.hostDir), 'utf8').trim().split('\n').at(-1);
+  const { pid } = JSON.parse(launched ?? '{}') as { pid?: number };
+  if (!pid) throw new Error(`no launch in ${paths.launches(head.hostDir)}`);
+  process.kill(pid, 'SIGKILL');
+  say(`  vLLM (pid ${pid}) SIGKILLed`);
+  return superviseUntil(
+    client,
+    supervisorId,
+    'serving again after a relaunch',
+    (s) => s.status === 'serving' && s.relaunches.at(-1)?.outcome === 'serving',
+  );
 }
