@@ -35,19 +35,12 @@ import { hostLogLines } from '../helpers/host-logs.js';
 import { createDevServerEnv } from '../helpers/temporal.js';
 import { tearDown } from '../helpers/teardown.js';
 import { waitFor } from '../helpers/wait.js';
+import { fastSupervise } from '../helpers/fast-supervise.js';
 
 const stateDir = '/tmp/liftoff-test-supervise-faults';
 const cluster = 'svfaults';
 const quickPace = { shards: 6, shardSeconds: 0.1, graphCaptureSeconds: 0.3 };
-// Healthy rounds reported every 10 s (five a watch), so the cost figure's windows run from report to report.
-const fast = {
-  interval: '2s',
-  reportEvery: '10s',
-  failureThreshold: 2,
-  backoff: '1s',
-  maxRelaunches: 3,
-  window: '1h',
-};
+const fast = fastSupervise;
 
 describe('supervise under faults', () => {
   let sim: SimCluster;

@@ -29,18 +29,11 @@ import { setFaults, type SimCluster } from '../../sim/cluster.js';
 import { simDeploySpec } from '../../sim/spec.js';
 import type { StatusReport } from '../../src/commands/status.js';
 import type { HistoryReport } from '../../src/commands/history.js';
+import { fastSupervise } from '../helpers/fast-supervise.js';
 
 const stateDir = '/tmp/liftoff-test-supervise';
 const cluster = 'supervise';
-// Healthy rounds reported every 10 s (five a watch), so the figure below sees them within its 30 s.
-const fast = {
-  interval: '2s',
-  reportEvery: '10s',
-  failureThreshold: 2,
-  backoff: '1s',
-  maxRelaunches: 3,
-  window: '1h',
-};
+const fast = fastSupervise;
 
 describe('supervise on a simulated 2-host cluster', () => {
   let sim: SimCluster;
